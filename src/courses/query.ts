@@ -1,0 +1,147 @@
+/**
+ * The course query builder: one `CourseQuery` → one drizzle SELECT that returns a page of
+ * course rows with every related list embedded as JSON (correlated subqueries), so that a
+ * listing is a single statement whatever its includes (DESIGN.md § "Invariants").
+ *
+ * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
+ * parameter per id (D1 allows 100 per statement).
+ */
+import { and, asc, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
+import type { DrizzleD1Database } from "drizzle-orm/d1";
+import { courses } from "../db/schema";
+import { escapeLike, fold } from "../lib/text";
+import type { CourseQuery, Includes, SortKey } from "./filters";
+
+/**
+ * The school a statement reads: a literal school id (writes, hub) or the school of an API
+ * key hash, resolved inside the statement so that auth travels in the same round trip.
+ */
+export type SchoolScope = { schoolId: string } | { keyHash: string };
+
+/** SQL for the school id of a scope. */
+export function schoolIdSql(scope: SchoolScope): SQL {
+  return "schoolId" in scope
+    ? sql`${scope.schoolId}`
+    : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
+}
+
+const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
+
+/** The WHERE conditions of a CourseQuery (AND of every filter), school scope first. */
+export function courseConditions(school: SQL, q: CourseQuery): SQL {
+  const c: (SQL | undefined)[] = [eq(courses.schoolId, school)];
+  if (q.courseStartDateTime !== undefined) c.push(gte(courses.startMs, q.courseStartDateTime));
+  if (q.courseEndDateTime !== undefined) c.push(lte(courses.endMs, q.courseEndDateTime));
+  // Both true (or both false) filter nothing (API.md).
+  if (q.absencesSent && !q.absencesNotSent) c.push(eq(courses.absencesSent, true));
+  if (q.absencesNotSent && !q.absencesSent) c.push(eq(courses.absencesSent, false));
+  if (q.courseId.length > 0) c.push(sql`${courses.id} IN ${jsonIds(q.courseId)}`);
+  if (q.groupId.length > 0)
+    c.push(
+      sql`${courses.id} IN (SELECT course_id FROM course_groups WHERE school_id = ${school} AND group_id IN ${jsonIds(q.groupId)})`,
+    );
+  if (q.studentId.length > 0)
+    c.push(
+      sql`${courses.id} IN (SELECT course_id FROM course_students WHERE school_id = ${school} AND student_id IN ${jsonIds(q.studentId)})`,
+    );
+  if (q.professorId.length > 0)
+    c.push(
+      sql`${courses.id} IN (SELECT course_id FROM course_professors WHERE school_id = ${school} AND professor_id IN ${jsonIds(q.professorId)})`,
+    );
+  if (q.trainingId.length > 0) c.push(sql`${courses.trainingId} IN ${jsonIds(q.trainingId)}`);
+  if (q.archived !== undefined) c.push(eq(courses.archived, q.archived));
+  if (q.classroom !== undefined) c.push(eq(courses.classroom, q.classroom));
+  if (q.creatorId !== undefined) c.push(eq(courses.creatorId, q.creatorId));
+  if (q.name !== undefined) c.push(sql`${courses.nameFolded} LIKE ${`%${escapeLike(fold(q.name))}%`} ESCAPE '\\'`);
+  if (q.professorSignatureMissing !== undefined) {
+    const unsigned = sql`(SELECT course_id FROM course_professors WHERE school_id = ${school} AND signed = 0)`;
+    c.push(q.professorSignatureMissing ? sql`${courses.id} IN ${unsigned}` : sql`${courses.id} NOT IN ${unsigned}`);
+  }
+  // createdAt / updatedAt: validated, accepted, currently ignored (API.md).
+  return and(...c)!;
+}
+
+const SORT_COLUMNS = {
+  startDateTime: courses.startMs,
+  endDateTime: courses.endMs,
+  name: courses.nameFolded,
+  classroom: courses.classroomFolded,
+  createdAt: courses.createdAt,
+  updatedAt: courses.updatedAt,
+} as const;
+
+/**
+ * ORDER BY of a sort: the keys in order, then `id` ascending. Default `startDateTime` asc.
+ * SQLite orders NULL first in ASC and last in DESC, as the contract asks.
+ */
+export function courseOrder(sort: SortKey[]): SQL[] {
+  const keys = sort.length > 0 ? sort : [{ field: "startDateTime", order: "asc" } as const];
+  return [...keys.map((k) => (k.order === "asc" ? asc : desc)(SORT_COLUMNS[k.field])), asc(courses.id)];
+}
+
+/** The JSON columns embedded in every row (record fields and includes). */
+function embedded(inc: Includes) {
+  const ids = (table: string, column: string) =>
+    sql.raw(
+      `(SELECT json_group_array(${column}) FROM (SELECT ${column} FROM ${table} r WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY ${column}))`,
+    );
+  const cols: Record<string, SQL> = {
+    groupIds: ids("course_groups", "group_id"),
+    professorIds: ids("course_professors", "professor_id"),
+  };
+  if (inc.students)
+    cols.students = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email)) FROM (
+      SELECT s.id, s.first_name, s.last_name, s.email FROM course_students r JOIN students s ON s.school_id = r.school_id AND s.id = r.student_id
+      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY s.last_name, s.first_name, s.id))`);
+  if (inc.teachers)
+    cols.teachers = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
+      SELECT p.id, p.first_name, p.last_name, p.email, r.co_teacher, r.signed FROM course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id
+      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY p.last_name, p.first_name, p.id))`);
+  if (inc.surveyTemplates)
+    cols.surveyTemplates = sql.raw(`(SELECT json_group_array(json_object('id', id, 'name', name)) FROM (
+      SELECT t.id, t.name FROM course_survey_templates r JOIN survey_templates t ON t.school_id = r.school_id AND t.id = r.survey_template_id
+      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY t.name, t.id))`);
+  if (inc.training)
+    cols.training = sql.raw(
+      `(SELECT json_object('id', t.id, 'name', t.name) FROM trainings t WHERE t.school_id = "courses"."school_id" AND t.id = "courses"."training_id")`,
+    );
+  return cols as Record<string, SQL<string | null>>;
+}
+
+/**
+ * The page statement: `limit + 1` rows (the extra row tells `hasMore`) at offset
+ * `(page - 1) * limit`, with the record's related ids and the requested includes as JSON.
+ */
+export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: CourseQuery) {
+  const school = schoolIdSql(scope);
+  return db
+    .select({
+      id: courses.id,
+      name: courses.name,
+      startMs: courses.startMs,
+      endMs: courses.endMs,
+      classroom: courses.classroom,
+      creatorId: courses.creatorId,
+      trainingId: courses.trainingId,
+      archived: courses.archived,
+      absencesSent: courses.absencesSent,
+      createdAt: courses.createdAt,
+      updatedAt: courses.updatedAt,
+      ...embedded(q.include),
+    })
+    .from(courses)
+    .where(courseConditions(school, q))
+    .orderBy(...courseOrder(q.sort))
+    .limit(q.limit + 1)
+    .offset((q.page - 1) * q.limit);
+}
+
+/** A row of `selectCoursePage`. */
+export type CourseRow = Awaited<ReturnType<typeof selectCoursePage>>[number] & {
+  groupIds: string;
+  professorIds: string;
+  students?: string;
+  teachers?: string;
+  surveyTemplates?: string;
+  training?: string | null;
+};

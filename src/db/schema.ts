@@ -1,0 +1,181 @@
+/**
+ * D1 schema (drizzle-orm, SQLite dialect).
+ *
+ * Conventions:
+ * - Every school-owned table has a composite primary key `(school_id, id)` so that every
+ *   index is led by the school and a school can never read or overwrite another's rows.
+ * - Instants are INTEGER milliseconds since the Unix epoch (UTC), so that values read with
+ *   different zone offsets compare as instants.
+ * - Booleans are INTEGER 0/1 (`mode: "boolean"`).
+ * - `*_folded` columns hold the case- and accent-folded text used by the `name` filter and
+ *   the `name` / `classroom` sorts (see `fold()` in src/lib/text.ts).
+ *
+ * Migrations are generated from this file by `npm run db:generate` (drizzle-kit) into
+ * migrations/ as flat `NNNN_name.sql` files.
+ */
+
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+
+/** A school: the tenant. */
+export const schools = sqliteTable("schools", {
+  id: text("id").primaryKey(),
+  name: text("name").notNull(),
+});
+
+/** API keys, stored only as lowercase hex SHA-256 of the key. A key belongs to one school. */
+export const apiKeys = sqliteTable(
+  "api_keys",
+  {
+    keyHash: text("key_hash").primaryKey(),
+    schoolId: text("school_id").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** ms since epoch; non-null means the key no longer authenticates. */
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [index("api_keys_school_idx").on(t.schoolId)],
+);
+
+const named = (table: string) =>
+  sqliteTable(
+    table,
+    {
+      schoolId: text("school_id").notNull(),
+      id: text("id").notNull(),
+      name: text("name").notNull(),
+    },
+    (t) => [primaryKey({ columns: [t.schoolId, t.id] })],
+  );
+
+/** Trainings (a course belongs to at most one). */
+export const trainings = named("trainings");
+/** Student groups (classes). */
+export const groups = named("groups");
+/** Survey templates attachable to courses. */
+export const surveyTemplates = named("survey_templates");
+
+const people = (table: string) =>
+  sqliteTable(
+    table,
+    {
+      schoolId: text("school_id").notNull(),
+      id: text("id").notNull(),
+      firstName: text("first_name").notNull(),
+      lastName: text("last_name").notNull(),
+      email: text("email").notNull(),
+    },
+    (t) => [primaryKey({ columns: [t.schoolId, t.id] })],
+  );
+
+/** Students. */
+export const students = people("students");
+/** Professors (teachers). */
+export const professors = people("professors");
+
+/** Courses. Instants in ms since epoch. */
+export const courses = sqliteTable(
+  "courses",
+  {
+    schoolId: text("school_id").notNull(),
+    id: text("id").notNull(),
+    name: text("name").notNull(),
+    nameFolded: text("name_folded").notNull(),
+    startMs: integer("start_ms").notNull(),
+    endMs: integer("end_ms").notNull(),
+    classroom: text("classroom"),
+    classroomFolded: text("classroom_folded"),
+    creatorId: text("creator_id"),
+    trainingId: text("training_id"),
+    archived: integer("archived", { mode: "boolean" }).notNull().default(false),
+    absencesSent: integer("absences_sent", { mode: "boolean" }).notNull().default(false),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.schoolId, t.id] }),
+    // Default order and the courseStartDateTime filter.
+    index("courses_school_start_idx").on(t.schoolId, t.startMs, t.id),
+    index("courses_school_end_idx").on(t.schoolId, t.endMs),
+    index("courses_school_archived_idx").on(t.schoolId, t.archived, t.startMs),
+    index("courses_school_absences_idx").on(t.schoolId, t.absencesSent, t.startMs),
+    index("courses_school_classroom_idx").on(t.schoolId, t.classroom),
+    index("courses_school_creator_idx").on(t.schoolId, t.creatorId),
+    index("courses_school_training_idx").on(t.schoolId, t.trainingId),
+    index("courses_school_created_idx").on(t.schoolId, t.createdAt),
+    index("courses_school_updated_idx").on(t.schoolId, t.updatedAt),
+  ],
+);
+
+/** course ↔ group. */
+export const courseGroups = sqliteTable(
+  "course_groups",
+  {
+    schoolId: text("school_id").notNull(),
+    courseId: text("course_id").notNull(),
+    groupId: text("group_id").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.schoolId, t.courseId, t.groupId] }),
+    index("course_groups_group_idx").on(t.schoolId, t.groupId, t.courseId),
+  ],
+);
+
+/** course ↔ student (enrolment). */
+export const courseStudents = sqliteTable(
+  "course_students",
+  {
+    schoolId: text("school_id").notNull(),
+    courseId: text("course_id").notNull(),
+    studentId: text("student_id").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.schoolId, t.courseId, t.studentId] }),
+    index("course_students_student_idx").on(t.schoolId, t.studentId, t.courseId),
+  ],
+);
+
+/** course ↔ professor, with co-teaching and signature flags. */
+export const courseProfessors = sqliteTable(
+  "course_professors",
+  {
+    schoolId: text("school_id").notNull(),
+    courseId: text("course_id").notNull(),
+    professorId: text("professor_id").notNull(),
+    coTeacher: integer("co_teacher", { mode: "boolean" }).notNull().default(false),
+    signed: integer("signed", { mode: "boolean" }).notNull().default(false),
+  },
+  (t) => [
+    primaryKey({ columns: [t.schoolId, t.courseId, t.professorId] }),
+    index("course_professors_professor_idx").on(t.schoolId, t.professorId, t.courseId),
+    // professorSignatureMissing: courses with at least one unsigned professor.
+    index("course_professors_unsigned_idx").on(t.schoolId, t.signed, t.courseId),
+  ],
+);
+
+/** course ↔ survey template. */
+export const courseSurveyTemplates = sqliteTable(
+  "course_survey_templates",
+  {
+    schoolId: text("school_id").notNull(),
+    courseId: text("course_id").notNull(),
+    surveyTemplateId: text("survey_template_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.schoolId, t.courseId, t.surveyTemplateId] })],
+);
+
+/**
+ * Transactional outbox (DESIGN.md): events written in the same D1 batch as the course
+ * write, marked `published_at` once the school's hub acknowledged them.
+ */
+export const outbox = sqliteTable(
+  "outbox",
+  {
+    eventId: text("event_id").primaryKey(),
+    schoolId: text("school_id").notNull(),
+    /** JSON of the event (see src/events/types.ts). */
+    payload: text("payload").notNull(),
+    createdAt: integer("created_at").notNull(),
+    publishedAt: integer("published_at"),
+  },
+  (t) => [index("outbox_pending_idx").on(t.publishedAt, t.createdAt)],
+);
+

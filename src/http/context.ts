@@ -1,0 +1,35 @@
+import { mintId } from "../lib/ids";
+
+/**
+ * Per-request context: the request id (`x-request-id`) and the time spent in D1, reported
+ * in `Server-Timing` as `db;dur=<ms>` beside `total;dur=<ms>` (API.md § "Conventions").
+ */
+export class RequestContext {
+  readonly requestId: string;
+  readonly startedAt = performance.now();
+  /** ms spent waiting on D1 in this request. */
+  dbMs = 0;
+  /** Number of D1 round trips of this request (the benchmark checks it is 1 for reads). */
+  dbRoundTrips = 0;
+
+  constructor(incomingId?: string | null) {
+    this.requestId = incomingId && /^[A-Za-z0-9_.:-]{1,128}$/.test(incomingId) ? incomingId : mintId("req");
+  }
+
+  /** Runs one D1 round trip and adds its duration to `dbMs`. */
+  async db<T>(run: () => Promise<T>): Promise<T> {
+    const t0 = performance.now();
+    try {
+      return await run();
+    } finally {
+      this.dbMs += performance.now() - t0;
+      this.dbRoundTrips += 1;
+    }
+  }
+
+  /** The `Server-Timing` header value. */
+  serverTiming(): string {
+    const total = performance.now() - this.startedAt;
+    return `db;dur=${this.dbMs.toFixed(1)};desc="D1 round trips: ${this.dbRoundTrips}", total;dur=${total.toFixed(1)}`;
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The error envelope of API.md § "Conventions" and § "Error codes", built in one place.
+ *
+ * `{ status: "error", code, message, details?, requestId }` with a real HTTP status.
+ */
+
+/** One problem of a request: a query `parameter` or a JSON `path` in the body. */
+export type ErrorDetail =
+  | { parameter: string; message: string }
+  | { path: string; message: string };
+
+/** Every error code of the contract. */
+export type ErrorCode =
+  | "INVALID_PARAMETER"
+  | "UNKNOWN_PARAMETER"
+  | "TOO_MANY_IDS"
+  | "INVALID_JSON"
+  | "VALIDATION_ERROR"
+  | "INVALID_DATE_RANGE"
+  | "STUDENTS_NOT_FOUND"
+  | "GROUPS_NOT_FOUND"
+  | "PROFESSORS_NOT_FOUND"
+  | "TRAINING_NOT_FOUND"
+  | "SURVEY_TEMPLATES_NOT_FOUND"
+  | "INVALID_WEBHOOK_URL"
+  | "UNAUTHORIZED"
+  | "NOT_FOUND"
+  | "COURSE_NOT_FOUND"
+  | "WEBHOOK_NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "WEBHOOK_LIMIT_REACHED"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNSUPPORTED_MEDIA_TYPE"
+  | "INTERNAL_ERROR";
+
+/**
+ * An error that becomes a contract error response. Throw it from any handler; the router
+ * turns it into the envelope (`toErrorBody`). Anything else thrown becomes a 500
+ * INTERNAL_ERROR whose message carries no stack and no SQL.
+ */
+export class ApiError extends Error {
+  constructor(
+    /** HTTP status (4xx/5xx). */
+    readonly status: number,
+    readonly code: ErrorCode,
+    message: string,
+    readonly details?: ErrorDetail[],
+    /** Extra response headers (e.g. `allow` on a 405). */
+    readonly headers?: Record<string, string>,
+  ) {
+    super(message);
+    this.name = "ApiError";
+  }
+}
+
+/** The JSON body of an error response. */
+export interface ErrorBody {
+  status: "error";
+  code: ErrorCode;
+  message: string;
+  details?: ErrorDetail[];
+  requestId: string;
+}
+
+/** Builds the error envelope for `err` (an ApiError or anything else → INTERNAL_ERROR). */
+export function toErrorBody(err: unknown, requestId: string): { status: number; body: ErrorBody; headers?: Record<string, string> } {
+  if (err instanceof ApiError) {
+    const body: ErrorBody = { status: "error", code: err.code, message: err.message, requestId };
+    if (err.details && err.details.length > 0) body.details = err.details;
+    return { status: err.status, body, headers: err.headers };
+  }
+  return {
+    status: 500,
+    body: {
+      status: "error",
+      code: "INTERNAL_ERROR",
+      message: `An unexpected error occurred. Quote request id ${requestId} when reporting it.`,
+      requestId,
+    },
+  };
+}
+
+/** Shorthand constructors for the common errors. */
+export const errors = {
+  unauthorized: () =>
+    new ApiError(401, "UNAUTHORIZED", "A valid API key is required: send `Authorization: Bearer sk_…`."),
+  notFound: (path: string) => new ApiError(404, "NOT_FOUND", `No route matches ${path}.`),
+  methodNotAllowed: (method: string, allowed: string[]) =>
+    new ApiError(405, "METHOD_NOT_ALLOWED", `${method} is not allowed here; use ${allowed.join(", ")}.`, undefined, {
+      allow: allowed.join(", "),
+    }),
+  courseNotFound: (id: string) => new ApiError(404, "COURSE_NOT_FOUND", `No course with id "${id}" exists in this school.`),
+  webhookNotFound: (id: string) =>
+    new ApiError(404, "WEBHOOK_NOT_FOUND", `No webhook registration with id "${id}" exists in this school.`),
+};

@@ -1,0 +1,5 @@
+/** Lowercase hex SHA-256 of a UTF-8 string (API keys are stored only as this hash). */
+export async function sha256Hex(text: string): Promise<string> {
+  const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
+  return [...new Uint8Array(digest)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}

@@ -1,0 +1,24 @@
+/**
+ * Ids (API.md § "Conventions"): opaque strings of 1–64 characters `[A-Za-z0-9_-]`.
+ * Minted ids are `<prefix>_` + a time-sortable random part (ULID-like: 10 chars of
+ * Crockford base32 ms timestamp + 16 random chars), so ids sort by creation time.
+ */
+
+/** The pattern every id read from a client must match. */
+export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+
+/** Mints `prefix_` + 26 chars (10 time chars, 16 random chars). `prefix` like `crs`, `wh`, `evt`. */
+export function mintId(prefix: "crs" | "wh" | "evt" | "req", now = Date.now()): string {
+  let time = "";
+  let t = now;
+  for (let i = 0; i < 10; i++) {
+    time = CROCKFORD[t % 32] + time;
+    t = Math.floor(t / 32);
+  }
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  let rand = "";
+  for (const b of bytes) rand += CROCKFORD[b % 32];
+  return `${prefix}_${time}${rand}`;
+}

@@ -1,0 +1,50 @@
+/**
+ * Case- and accent-folding shared by the `name` filter and the `name` / `classroom` sorts
+ * (API.md § "GET /v3/courses", § "POST /v3/courses:search").
+ *
+ * `fold("Économie")` → `"economie"`: NFKD decomposition, combining marks removed, lower
+ * case, plus the ligatures that do not decompose (œ, æ, ß).
+ */
+export function fold(text: string): string {
+  return text
+    .normalize("NFKD")
+    .replace(/\p{M}/gu, "")
+    .toLowerCase()
+    .replace(/œ/g, "oe")
+    .replace(/æ/g, "ae")
+    .replace(/ß/g, "ss");
+}
+
+/** Escapes `%`, `_` and `\` for a SQL `LIKE … ESCAPE '\'` pattern, so they match literally. */
+export function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+/** Levenshtein distance, for "did you mean" hints on unknown parameters. */
+export function editDistance(a: string, b: string): number {
+  const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = prev[0]!;
+    prev[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = prev[j]!;
+      prev[j] = Math.min(up + 1, prev[j - 1]! + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return prev[b.length]!;
+}
+
+/** The accepted name closest to `name` (case-insensitive edit distance ≤ 3), if any. */
+export function closestName(name: string, accepted: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 4;
+  for (const candidate of accepted) {
+    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}

@@ -1,0 +1,42 @@
+/**
+ * Instants (API.md § "Conventions"): written as ISO 8601 UTC with milliseconds; read from
+ * clients only with a zone (`Z` or `±hh:mm`).
+ */
+
+const INSTANT_RE =
+  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-](\d{2}):(\d{2}))$/;
+
+/**
+ * Parses an ISO 8601 instant that carries a zone into ms since the epoch.
+ * Returns `undefined` for anything else: no zone, impossible calendar dates (Feb 30),
+ * hours ≥ 24, offsets beyond ±23:59.
+ */
+export function parseInstant(text: string): number | undefined {
+  const m = INSTANT_RE.exec(text);
+  if (!m) return undefined;
+  const [, y, mo, d, h, mi, s = "0", frac = "0", , oh = "0", om = "0"] = m;
+  const year = Number(y), month = Number(mo), day = Number(d);
+  const hour = Number(h), minute = Number(mi), second = Number(s);
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
+  if (Number(oh) > 23 || Number(om) > 59) return undefined;
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  if (day > daysInMonth) return undefined;
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) return undefined;
+  // Date.parse keeps milliseconds only; sub-ms digits are truncated, as documented.
+  void frac;
+  return ms;
+}
+
+/** Formats ms since the epoch as `2026-09-07T08:00:00.000Z`. */
+export function formatInstant(ms: number): string {
+  return new Date(ms).toISOString();
+}
+
+/**
+ * Query-string repair (API.md § "Conventions"): a `+` of an offset sent unencoded arrives
+ * as a space; `2026-09-07T10:00:00 02:00` is read as `2026-09-07T10:00:00+02:00`.
+ */
+export function repairQueryInstant(text: string): string {
+  return text.replace(/ (\d{2}:\d{2})$/, "+$1");
+}
