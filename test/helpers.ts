@@ -1,0 +1,51 @@
+/**
+ * Test helpers: calls into the Worker's own `fetch`, and fixture loading through the same
+ * import model as `npm run import`.
+ */
+import { env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
+import { expect } from "vitest";
+import { importFileSchema, importStatements } from "../src/db/import";
+
+export const BASE = "http://api.test";
+
+/** Calls the Worker. `key` adds `Authorization: Bearer <key>`; a `json` body is sent as JSON. */
+export async function call(
+  path: string,
+  init: { method?: string; key?: string; json?: unknown; headers?: Record<string, string>; body?: BodyInit } = {},
+): Promise<Response> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.key) headers.authorization = `Bearer ${init.key}`;
+  let body = init.body;
+  if (init.json !== undefined) {
+    body = JSON.stringify(init.json);
+    headers["content-type"] ??= "application/json";
+  }
+  return exports.default.fetch(new Request(`${BASE}${path}`, { method: init.method ?? "GET", headers, body }));
+}
+
+/** Calls the Worker and decodes the JSON body, checking the envelope's shape and headers. */
+export async function callJson<T = any>(path: string, init: Parameters<typeof call>[1] = {}): Promise<{ status: number; body: T; res: Response }> {
+  const res = await call(path, init);
+  expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+  expect(res.headers.get("x-request-id")).toBeTruthy();
+  expect(res.headers.get("server-timing")).toMatch(/db;dur=[\d.]+.*total;dur=[\d.]+/);
+  const body = (await res.json()) as any;
+  if (res.status >= 400) {
+    expect(body.status).toBe("error");
+    expect(body.code).toMatch(/^[A-Z_]+$/);
+    expect(typeof body.message).toBe("string");
+    expect(body.requestId).toBe(res.headers.get("x-request-id"));
+  } else {
+    expect(body.status).toBe("success");
+  }
+  return { status: res.status, body, res };
+}
+
+/** Loads an import file (API.md § "Data import") into the test D1 database, in one batch. */
+export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z")): Promise<void> {
+  const file = importFileSchema.parse(data);
+  const statements = await importStatements(file, now);
+  if (statements.length === 0) return;
+  await env.DB.batch(statements.map((s) => env.DB.prepare(s.sql).bind(...s.params)));
+}
