@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { ApiError, type ErrorDetail } from "../http/errors";
 import { ID_RE } from "../lib/ids";
-import { closestName } from "../lib/text";
+import { closestName, jsonPath } from "../lib/text";
 import { parseInstant, repairQueryInstant } from "../lib/time";
 
 /** Max ids per list in a GET query string (beyond: 400 TOO_MANY_IDS). */
@@ -288,8 +288,13 @@ export function collectQuery(
 
 function zodDetails(error: z.ZodError, as: "parameter" | "path"): ErrorDetail[] {
   return error.issues.map((issue) => {
-    const key = issue.path.length === 0 ? "$" : issue.path.map((p) => (typeof p === "number" ? `[${p}]` : String(p))).join(".").replace(/\.\[/g, "[");
-    return as === "parameter" ? { parameter: key, message: issue.message } : { path: key, message: issue.message };
+    if (as === "parameter") {
+      // A query parameter is named alone; an item of an id list is told in the message.
+      const [name, index] = issue.path;
+      const message = typeof index === "number" ? `item ${index + 1}: ${issue.message}` : issue.message;
+      return { parameter: name === undefined ? "$" : String(name), message };
+    }
+    return { path: jsonPath(issue.path), message: issue.message };
   });
 }
 

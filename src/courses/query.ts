@@ -79,7 +79,10 @@ export function courseOrder(sort: SortKey[]): SQL[] {
   return [...keys.map((k) => (k.order === "asc" ? asc : desc)(SORT_COLUMNS[k.field])), asc(courses.id)];
 }
 
-/** The JSON columns embedded in every row (record fields and includes). */
+/**
+ * The JSON columns embedded in every row (record fields and includes). Id lists are ordered
+ * here; included people and named items are ordered by `toCourseRecord` (folded names).
+ */
 function embedded(inc: Includes) {
   const ids = (table: string, column: string) =>
     sql.raw(
@@ -92,15 +95,15 @@ function embedded(inc: Includes) {
   if (inc.students)
     cols.students = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email)) FROM (
       SELECT s.id, s.first_name, s.last_name, s.email FROM course_students r JOIN students s ON s.school_id = r.school_id AND s.id = r.student_id
-      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY s.last_name, s.first_name, s.id))`);
+      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.teachers)
     cols.teachers = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
       SELECT p.id, p.first_name, p.last_name, p.email, r.co_teacher, r.signed FROM course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id
-      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY p.last_name, p.first_name, p.id))`);
+      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.surveyTemplates)
     cols.surveyTemplates = sql.raw(`(SELECT json_group_array(json_object('id', id, 'name', name)) FROM (
       SELECT t.id, t.name FROM course_survey_templates r JOIN survey_templates t ON t.school_id = r.school_id AND t.id = r.survey_template_id
-      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY t.name, t.id))`);
+      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.training)
     cols.training = sql.raw(
       `(SELECT json_object('id', t.id, 'name', t.name) FROM trainings t WHERE t.school_id = "courses"."school_id" AND t.id = "courses"."training_id")`,

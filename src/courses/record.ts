@@ -1,6 +1,7 @@
 /**
  * Course records as the API writes them (API.md § "Course record").
  */
+import { fold } from "../lib/text";
 import { formatInstant } from "../lib/time";
 import type { CourseRow } from "./query";
 
@@ -43,6 +44,16 @@ export interface CourseRecord {
   training?: NamedRef | null;
 }
 
+const byText = (a: string, b: string) => {
+  const fa = fold(a), fb = fold(b);
+  return fa < fb ? -1 : fa > fb ? 1 : a < b ? -1 : a > b ? 1 : 0;
+};
+const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** People order (API.md § "Course record"): lastName, firstName, id; names folded as the `name` filter folds. */
+const byPerson = (a: StudentRef, b: StudentRef) => byText(a.lastName, b.lastName) || byText(a.firstName, b.firstName) || byId(a, b);
+/** Named order: name (folded), id. */
+const byName = (a: NamedRef, b: NamedRef) => byText(a.name, b.name) || byId(a, b);
+
 /** Shapes one row of `selectCoursePage` into a course record. */
 export function toCourseRecord(row: CourseRow): CourseRecord {
   const record: CourseRecord = {
@@ -60,12 +71,12 @@ export function toCourseRecord(row: CourseRow): CourseRecord {
     createdAt: formatInstant(row.createdAt),
     updatedAt: formatInstant(row.updatedAt),
   };
-  if (row.students !== undefined) record.students = JSON.parse(row.students) as StudentRef[];
+  if (row.students !== undefined) record.students = (JSON.parse(row.students) as StudentRef[]).sort(byPerson);
   if (row.teachers !== undefined) {
     const teachers = JSON.parse(row.teachers) as (StudentRef & { coTeacher: number; signed: number })[];
-    record.teachers = teachers.map((t) => ({ ...t, coTeacher: t.coTeacher === 1, signed: t.signed === 1 }));
+    record.teachers = teachers.map((t) => ({ ...t, coTeacher: t.coTeacher === 1, signed: t.signed === 1 })).sort(byPerson);
   }
-  if (row.surveyTemplates !== undefined) record.surveyTemplates = JSON.parse(row.surveyTemplates) as NamedRef[];
+  if (row.surveyTemplates !== undefined) record.surveyTemplates = (JSON.parse(row.surveyTemplates) as NamedRef[]).sort(byName);
   if (row.training !== undefined) record.training = row.training === null ? null : (JSON.parse(row.training) as NamedRef);
   return record;
 }

@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { sha256Hex } from "../lib/crypto";
 import { ID_RE } from "../lib/ids";
-import { fold } from "../lib/text";
+import { fold, jsonPath } from "../lib/text";
 import { parseInstant } from "../lib/time";
 
 const id = z.string().regex(ID_RE, "must be an id of 1–64 characters [A-Za-z0-9_-]");
@@ -89,7 +89,7 @@ export function validateImport(
     return {
       ok: false,
       problems: parsed.error.issues.map((i) => ({
-        path: i.path.reduce<string>((acc, p) => (typeof p === "number" ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)), "") || "$",
+        path: jsonPath(i.path),
         message: i.code === "unrecognized_keys" ? `unknown field(s): ${(i as { keys: string[] }).keys.join(", ")}` : i.message,
       })),
     };

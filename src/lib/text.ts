@@ -48,3 +48,8 @@ export function closestName(name: string, accepted: readonly string[]): string |
   }
   return best;
 }
+
+/** A JSON path for error details: `["sort", 0, "field"]` → `sort[0].field`; the root is `$`. */
+export function jsonPath(path: readonly PropertyKey[]): string {
+  return path.reduce<string>((acc, p) => (typeof p === "number" ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)), "") || "$";
+}
