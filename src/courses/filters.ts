@@ -351,7 +351,7 @@ export function parseIncludeQuery(params: URLSearchParams): Includes {
 // Search body.
 
 const bodyIdList = z
-  .union([z.string().transform(splitIds), z.array(z.string())])
+  .union([z.string().transform(splitIds), z.array(z.unknown())], { error: "must be an array of ids or a comma-separated string" })
   .pipe(z.array(idString).max(SEARCH_MAX_IDS, `must list at most ${SEARCH_MAX_IDS} ids`));
 
 const sortKeySchema = z.strictObject({
@@ -398,14 +398,14 @@ export function parseBodyWith<T extends z.ZodType>(schema: T, body: unknown, acc
   const unknownIssues = parsed.error.issues.filter((i) => i.code === "unrecognized_keys");
   if (unknownIssues.length === parsed.error.issues.length) {
     const names = unknownIssues.flatMap((i) =>
-      (i as { keys: string[] }).keys.map((k) => [...i.path.map(String), k].join(".")),
+      (i as { keys: string[] }).keys.map((k) => jsonPath([...i.path, k])),
     );
     throw unknownParameterError(names, accepted, "path");
   }
   const details: ErrorDetail[] = parsed.error.issues.flatMap((issue) => {
     if (issue.code === "unrecognized_keys") {
       return (issue as { keys: string[] }).keys.map((k) => ({
-        path: [...issue.path.map(String), k].join("."),
+        path: jsonPath([...issue.path, k]),
         message: "unknown field",
       }));
     }
