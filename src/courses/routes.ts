@@ -1,22 +1,25 @@
 /**
- * Course read routes: GET /v3/courses, POST /v3/courses:search, GET /v3/courses/{id}
- * (API.md). Each answers with exactly one D1 round trip (`db.batch`), the API key lookup
- * included.
+ * Course routes (API.md). Reads — GET /v3/courses, POST /v3/courses:search,
+ * GET /v3/courses/{id} — answer with exactly one D1 round trip (`db.batch`), the API key
+ * lookup included. Writes — POST /v3/courses, PATCH /v3/courses/{id} — commit the rows and
+ * the outbox in one batch, then publish the events to the school's hub.
  */
 import { and, eq, isNull } from "drizzle-orm";
 import type { IRequest } from "itty-router";
 import { getDb } from "../db/client";
 import { apiKeys } from "../db/schema";
 import type { Env } from "../env";
-import { apiKeyHash, schoolOfKey } from "../http/auth";
+import { publishEvents } from "../events/outbox";
+import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
 import { readJson } from "../http/body";
 import type { RequestContext } from "../http/context";
 import { ApiError, errors } from "../http/errors";
 import { success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
-import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
+import { collectQuery, type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
 import { selectCoursePage, type CourseRow } from "./query";
 import { toCourseRecord, type CourseRecord } from "./record";
+import { createCourse, parseCreateBody, parsePatchBody, patchCourse } from "./writes";
 
 /**
  * Runs the key lookup and the page statement in one `db.batch`.
@@ -117,4 +120,34 @@ export async function getCourse(req: IRequest, env: Env, _exec: ExecutionContext
     throw errors.courseNotFound(id);
   }
   return success(await readCourse(env, rc, keyHash, id, include));
+}
+
+/**
+ * POST /v3/courses → 201 with the course and `location`. Answers after the events are in
+ * the outbox and (when the hub is reachable) accepted by the school's hub.
+ */
+export async function postCourse(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
+  const schoolId = await authenticate(req, env, rc);
+  rejectQuery(req);
+  const input = parseCreateBody(await readJson(req));
+  const { course, events } = await rc.db(() => createCourse(env.DB, schoolId, input));
+  await publishEvents(env, schoolId, events);
+  return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
+}
+
+/** PATCH /v3/courses/{id} → 200 with the course (unchanged, without events, for a no-op). */
+export async function patchCourseRoute(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
+  const schoolId = await authenticate(req, env, rc);
+  rejectQuery(req);
+  const id = decodeURIComponent(req.params.id ?? "");
+  const patch = parsePatchBody(await readJson(req));
+  if (!ID_RE.test(id)) throw errors.courseNotFound(id);
+  const { course, events } = await rc.db(() => patchCourse(env.DB, schoolId, id, patch));
+  await publishEvents(env, schoolId, events);
+  return success(course);
+}
+
+function rejectQuery(req: IRequest): void {
+  const params = new URL(req.url).searchParams;
+  collectQuery(params, []);
 }

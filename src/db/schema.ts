@@ -89,6 +89,11 @@ export const courses = sqliteTable(
     absencesSent: integer("absences_sent", { mode: "boolean" }).notNull().default(false),
     createdAt: integer("created_at").notNull(),
     updatedAt: integer("updated_at").notNull(),
+    /**
+     * Id of the last API write (null after an import). Writes are compare-and-set on it, so
+     * a concurrent PATCH is retried on fresh state instead of overwriting it.
+     */
+    revision: text("revision"),
   },
   (t) => [
     primaryKey({ columns: [t.schoolId, t.id] }),
