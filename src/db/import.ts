@@ -46,7 +46,14 @@ const courseSchema = z
     studentIds: z.array(id).default([]),
     professors: z
       .array(z.strictObject({ professorId: id, coTeacher: z.boolean().default(false), signed: z.boolean().default(false) }))
-      .default([]),
+      .default([])
+      .superRefine((list, ctx) => {
+        const seen = new Set<string>();
+        list.forEach((p, i) => {
+          if (seen.has(p.professorId)) ctx.addIssue({ code: "custom", path: [i, "professorId"], message: `professor "${p.professorId}" is listed twice` });
+          seen.add(p.professorId);
+        });
+      }),
     surveyTemplateIds: z.array(id).default([]),
   })
   .refine((c) => parseInstant(c.endDateTime)! > parseInstant(c.startDateTime)!, {
@@ -215,7 +222,11 @@ export function courseStatements(list: ImportCourse[], now = Date.now()): Statem
   out.push(...insertRows("courses", COURSE_COLUMNS, unstamped.map(row), base));
   // Replace relation lists: one DELETE per relation table for the whole chunk of courses.
   const bySchool = new Map<string, string[]>();
-  for (const c of list) bySchool.set(c.schoolId, [...(bySchool.get(c.schoolId) ?? []), c.id]);
+  for (const c of list) {
+    const ids = bySchool.get(c.schoolId);
+    if (ids) ids.push(c.id);
+    else bySchool.set(c.schoolId, [c.id]);
+  }
   for (const [schoolId, ids] of bySchool) {
     for (const table of ["course_groups", "course_students", "course_professors", "course_survey_templates"]) {
       out.push({

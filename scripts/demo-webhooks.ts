@@ -1,0 +1,149 @@
+/**
+ * `npm run demo:webhooks` — a live tour of the deregistration promise against the running
+ * dev server (`npm start`, which allows http://127.0.0.1 webhook URLs):
+ *
+ * 1. starts a webhook receiver on 127.0.0.1 (random port) that verifies every signature with
+ *    the `standardwebhooks` package;
+ * 2. registers it, then creates a course and changes it several ways;
+ * 3. deletes the registration, then changes the course again;
+ * 4. prints what arrived, and a one-line verdict: no event accepted after the DELETE arrived.
+ *
+ * Options: `--base http://127.0.0.1:8787` (or API_BASE), `--key sk_…` (or API_KEY; default
+ * the demo key), `--wait 3000` (ms to wait for late deliveries after the last write).
+ */
+import { createServer, type IncomingMessage } from "node:http";
+import type { AddressInfo } from "node:net";
+import { parseArgs } from "node:util";
+import { Webhook } from "standardwebhooks";
+import { DEMO_API_KEY } from "./generate";
+
+const { values: opts } = parseArgs({
+  options: {
+    base: { type: "string", default: process.env.API_BASE ?? "http://127.0.0.1:8787" },
+    key: { type: "string", default: process.env.API_KEY ?? DEMO_API_KEY },
+    wait: { type: "string", default: "3000" },
+  },
+});
+const BASE = opts.base!;
+const KEY = opts.key!;
+
+interface Arrival {
+  at: number;
+  id: string;
+  type: string;
+  verified: boolean;
+  error?: string;
+}
+
+const arrivals: Arrival[] = [];
+let secret = "";
+
+const readBody = (req: IncomingMessage) =>
+  new Promise<string>((resolve) => {
+    let data = "";
+    req.on("data", (c) => (data += c));
+    req.on("end", () => resolve(data));
+  });
+
+const server = createServer(async (req, res) => {
+  const body = await readBody(req);
+  const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+  let verified = false;
+  let error: string | undefined;
+  let event: { id: string; type: string } = { id: "?", type: "?" };
+  try {
+    event = new Webhook(secret).verify(body, headers) as typeof event;
+    verified = true;
+  } catch (e) {
+    error = (e as Error).message;
+    try {
+      event = JSON.parse(body);
+    } catch {
+      /* not JSON */
+    }
+  }
+  arrivals.push({ at: Date.now(), id: event.id, type: event.type, verified, error });
+  res.writeHead(204).end();
+});
+
+async function api(method: string, path: string, json?: unknown): Promise<any> {
+  const res = await fetch(`${BASE}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${KEY}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  const body = (await res.json()) as any;
+  if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${body.code}: ${body.message}`);
+  return body.result;
+}
+
+const log = (s: string) => console.log(s);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main() {
+  try {
+    await fetch(`${BASE}/v3/courses?limit=1`);
+  } catch {
+    console.error(`No API at ${BASE}. Start it first with \`npm start\` (in another terminal).`);
+    process.exit(2);
+  }
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  log(`receiver listening on ${url}`);
+
+  const hook = await api("POST", "/v3/webhooks", { url, description: "demo:webhooks" });
+  secret = hook.secret;
+  log(`registered ${hook.id} for every event type`);
+
+  const course = await api("POST", "/v3/courses", {
+    name: "Démo webhooks",
+    startDateTime: "2026-12-01T09:00:00+01:00",
+    endDateTime: "2026-12-01T11:00:00+01:00",
+    classroom: "B204",
+  });
+  log(`created ${course.id}`);
+  const teachers = (await api("GET", "/v3/courses?limit=1&includeTeachers=true")) as { teachers: { id: string }[] }[];
+  const professorId = teachers[0]?.teachers[0]?.id;
+  const before: [string, unknown][] = [
+    ["rename", { name: "Démo webhooks — salle changée", classroom: "C300" }],
+    ["archive", { archived: true }],
+    ["unarchive + absences sent", { archived: false, absencesSent: true }],
+  ];
+  if (professorId) before.push(["professor signs", { professors: [{ professorId, signed: true }] }]);
+  for (const [what, patch] of before) {
+    await api("PATCH", `/v3/courses/${course.id}`, patch);
+    log(`PATCH (${what})`);
+  }
+  await sleep(1500);
+
+  const deletedAt = Date.now();
+  await api("DELETE", `/v3/webhooks/${hook.id}`);
+  const receivedBeforeDelete = arrivals.length;
+  log(`DELETE ${hook.id} → 200 (${receivedBeforeDelete} deliveries had arrived)`);
+
+  await api("PATCH", `/v3/courses/${course.id}`, { name: "Après la suppression", archived: true });
+  await api("PATCH", `/v3/courses/${course.id}`, { archived: false, classroom: null });
+  log("PATCH ×2 after the delete; waiting for late deliveries…");
+  await sleep(Number(opts.wait));
+  server.close();
+
+  log("\nwhat arrived:");
+  for (const a of arrivals) {
+    log(`  ${a.at < deletedAt ? "before" : "after "} DELETE  ${a.type.padEnd(24)} ${a.id}  signature ${a.verified ? "verified ✓" : `INVALID ✗ (${a.error})`}`);
+  }
+  // Events accepted after the delete are those of the last two PATCHes: none may arrive.
+  const lateTypes = arrivals.filter((a) => a.at >= deletedAt);
+  const allVerified = arrivals.every((a) => a.verified);
+  const ok = arrivals.length > 0 && allVerified && lateTypes.length === 0;
+  log(
+    `\nverdict: ${ok ? "PROMISE KEPT" : "PROMISE BROKEN"} — ${receivedBeforeDelete} signed events before the DELETE, ` +
+      `${lateTypes.length} after it${allVerified ? "" : ", some signatures failed"}.`,
+  );
+  process.exit(ok ? 0 : 1);
+}
+
+main().catch((e) => {
+  console.error(e instanceof Error ? e.message : e);
+  server.close();
+  process.exit(1);
+});

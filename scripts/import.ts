@@ -1,0 +1,395 @@
+/**
+ * `npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--chunk-mb N] [--keep-sql DIR] [--quiet]`
+ *
+ * Loads an import file (API.md § "Data import (operators)") into the D1 database of
+ * wrangler.toml (binding DB), local by default:
+ *
+ * 1. reads and validates the whole file with `validateImport` (src/db/import.ts); on any
+ *    problem prints every one with its JSON path to stderr and exits 2, writing nothing;
+ * 2. builds the idempotent upserts with `importStatements`, course by course batch, renders
+ *    them with `toLiteralSql` into SQL chunk files of about `--chunk-mb` MB in a temp dir;
+ * 3. runs `wrangler d1 execute DB --local|--remote --file <chunk> --yes` per chunk, in order,
+ *    building the next chunk while wrangler runs the current one.
+ *
+ * Locally, wrangler runs each file as one D1 batch, i.e. one transaction: a chunk is written
+ * entirely or not at all. A failed import can simply be run again (the statements are upserts
+ * and relation-list replacements). Exit status: 0 done, 1 wrangler failed, 2 bad usage or file.
+ */
+import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { importStatements, toLiteralSql, validateImport, type ImportFile, type ImportProblem, type Statement } from "../src/db/import";
+import { formatInt, Progress } from "./lib/progress";
+import { DB_BINDING, runWrangler, targetArgs, userPath } from "./lib/wrangler";
+
+/** Default size of one SQL chunk file, in MB (measured: see `--chunk-mb`). */
+export const DEFAULT_CHUNK_MB = 24;
+/** Rough start-up and shut-down time of one `wrangler d1 execute`, in seconds (progress estimate only). */
+const WRANGLER_START_SECONDS = 1.5;
+/** Courses per `importStatements` call (one relation-list DELETE per table and batch). */
+const BATCH_COURSES = 500;
+
+/** Options of {@link importData}. */
+export interface ImportOptions {
+  /** `local` (default) or `remote` database. */
+  target?: "local" | "remote";
+  /** Local persistence directory (wrangler `--persist-to`); local only. Default .wrangler/state. */
+  persistTo?: string;
+  /** Target size of one SQL chunk file in MB (characters / 2^20); default {@link DEFAULT_CHUNK_MB}. */
+  chunkMb?: number;
+  /** Longest merged INSERT in characters; default {@link DEFAULT_STATEMENT_CHARS}. */
+  statementChars?: number;
+  /** Keep the chunk files in this directory instead of a temp dir removed at the end. */
+  keepSqlDir?: string;
+  /** Draw the progress bar on stderr (default true). */
+  progress?: boolean;
+  /** ms since the epoch, for the stamps the file leaves out (see `importStatements`). Default: now. */
+  now?: number;
+}
+
+/** What an import did. */
+export interface ImportSummary {
+  /** Rows inserted or upserted, all tables (relations and API keys included). */
+  rows: number;
+  /** Courses in the file. */
+  courses: number;
+  /** SQL statements executed. */
+  statements: number;
+  /** wrangler invocations (chunk files). */
+  chunks: number;
+  /** Bytes (characters) of SQL sent. */
+  sqlChars: number;
+  /** Wall-clock seconds from the first statement built to the last chunk done (validation excluded). */
+  seconds: number;
+  /** rows / seconds. */
+  rowsPerSecond: number;
+  /** Seconds spent reading, parsing and validating the file (importJsonFile only; 0 otherwise). */
+  validateSeconds: number;
+}
+
+/** The file is not valid: nothing was written. `problems` holds every problem with its JSON path. */
+export class ImportValidationError extends Error {
+  constructor(readonly problems: ImportProblem[]) {
+    super(`import file has ${problems.length} problem(s)`);
+    this.name = "ImportValidationError";
+  }
+}
+
+/** A wrangler call failed. Chunks before `chunk` (1-based) are written; `chunk` was rolled back (local). */
+export class ImportExecutionError extends Error {
+  constructor(
+    message: string,
+    readonly chunk: number,
+    readonly output: string,
+  ) {
+    super(message);
+    this.name = "ImportExecutionError";
+  }
+}
+
+/**
+ * Longest merged INSERT, in characters. wrangler (local) sends every statement of a file to
+ * workerd in its own round trip (~2 ms), and splits the file with a scanner whose cost grows
+ * with the square of a statement's length, so there is a sweet spot (measured: see the report
+ * of the import benchmark); it also stays under remote D1's 100 KB statement limit.
+ */
+export const DEFAULT_STATEMENT_CHARS = 16_000;
+
+const INSERT_RE = /^(INSERT INTO \w+ \([^)]*\)) VALUES \(\?(?:, \?)*\)(?:, \(\?(?:, \?)*\))* (ON CONFLICT.*)$/s;
+
+/**
+ * Renders statements with `toLiteralSql`, merging runs of adjacent multi-row INSERTs into the
+ * same table with the same conflict clause into longer multi-row INSERTs (up to `maxChars`).
+ * SQLite applies the rows of a multi-row upsert one after the other, so the merged statement
+ * does exactly what the run did; statements of another shape are rendered as they are.
+ */
+export function renderMerged(list: Statement[], maxChars = DEFAULT_STATEMENT_CHARS): string[] {
+  const out: string[] = [];
+  let key = "";
+  let head = "";
+  let tail = "";
+  let values: string[] = [];
+  let chars = 0;
+  const flush = () => {
+    if (values.length > 0) out.push(`${head} VALUES ${values.join(", ")} ${tail};`);
+    values = [];
+    chars = 0;
+    key = "";
+  };
+  for (const s of list) {
+    const sql = toLiteralSql(s);
+    const m = INSERT_RE.exec(s.sql);
+    const prefix = m ? `${m[1]} VALUES ` : "";
+    const suffix = m ? ` ${m[2]};` : "";
+    if (!m || !sql.startsWith(prefix) || !sql.endsWith(suffix)) {
+      flush();
+      out.push(sql);
+      continue;
+    }
+    const tuples = sql.slice(prefix.length, sql.length - suffix.length);
+    const k = `${m[1]}\u0000${m[2]}`;
+    if (k !== key || chars + tuples.length + prefix.length + suffix.length > maxChars) flush();
+    if (values.length === 0) {
+      key = k;
+      head = m[1]!;
+      tail = m[2]!;
+    }
+    values.push(tuples);
+    chars += tuples.length + 2;
+  }
+  flush();
+  return out;
+}
+
+/** Rows an INSERT statement writes (its parameters / its columns); 0 for other statements. */
+function rowsOf(s: Statement): number {
+  if (!s.sql.startsWith("INSERT")) return 0;
+  const open = s.sql.indexOf("(");
+  const columns = s.sql.slice(open, s.sql.indexOf(")", open)).split(",").length;
+  return s.params.length / columns;
+}
+
+/** Rows the import of a validated file writes, computed like `importStatements` (lists deduplicated). */
+export function countRows(file: ImportFile): number {
+  let n = file.schools.length + file.trainings.length + file.groups.length + file.surveyTemplates.length;
+  n += file.students.length + file.professors.length + file.courses.length;
+  for (const s of file.schools) n += s.apiKeys.length;
+  for (const c of file.courses) {
+    n += new Set(c.groupIds).size + new Set(c.studentIds).size + new Set(c.surveyTemplateIds).size + c.professors.length;
+  }
+  return n;
+}
+
+interface Chunk {
+  sql: string;
+  rows: number;
+  statements: number;
+}
+
+const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * The SQL of the import, cut into chunks of about `chunkChars` characters. Cuts fall only
+ * between course batches, so a course's upsert and its relation lists are in one chunk.
+ */
+async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, statementChars: number): AsyncGenerator<Chunk> {
+  const empty: ImportFile = { schools: [], trainings: [], groups: [], students: [], professors: [], surveyTemplates: [], courses: [] };
+  let parts: string[] = [];
+  let chars = 0;
+  let rows = 0;
+  let statements = 0;
+  const add = (list: Statement[]) => {
+    for (const s of list) rows += rowsOf(s);
+    for (const sql of renderMerged(list, statementChars)) {
+      parts.push(sql);
+      chars += sql.length + 1;
+      statements++;
+    }
+  };
+  add(await importStatements({ ...file, courses: [] }, now));
+  for (let i = 0; i < file.courses.length; i += BATCH_COURSES) {
+    if (chars >= chunkChars) {
+      yield { sql: parts.join("\n"), rows, statements };
+      parts = [];
+      chars = rows = statements = 0;
+    }
+    add(await importStatements({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now));
+    await tick(); // let wrangler's output flow while we build
+  }
+  if (parts.length > 0) yield { sql: parts.join("\n"), rows, statements };
+}
+
+/**
+ * Validates and imports decoded import-file data into D1 through wrangler.
+ *
+ * @param data the decoded JSON of an import file (API.md § "Data import (operators)").
+ * @returns counts and timings; `seconds` covers building the SQL and running wrangler.
+ * @throws ImportValidationError when the data is invalid (nothing written).
+ * @throws ImportExecutionError when a wrangler call fails (earlier chunks stay written).
+ */
+export async function importData(data: unknown, opts: ImportOptions = {}): Promise<ImportSummary> {
+  const checked = validateImport(data);
+  if (!checked.ok) throw new ImportValidationError(checked.problems);
+  return importValidated(checked.file, opts);
+}
+
+async function importValidated(file: ImportFile, opts: ImportOptions): Promise<ImportSummary> {
+  const target = opts.target ?? "local";
+  const now = opts.now ?? Date.now();
+  const chunkChars = Math.max(1, Math.round((opts.chunkMb ?? DEFAULT_CHUNK_MB) * 2 ** 20));
+  const total = countRows(file);
+  const dir = opts.keepSqlDir ?? (await mkdtemp(path.join(os.tmpdir(), "d1-import-")));
+  if (opts.keepSqlDir) await mkdir(dir, { recursive: true });
+  const bar = opts.progress === false ? undefined : new Progress(total);
+  const started = performance.now();
+  let done = 0;
+  let statements = 0;
+  let sqlChars = 0;
+  let n = 0;
+  let charsPerSecond = 1.5 * 2 ** 20; // first guess for the progress estimate, then measured
+  const gen = sqlChunks(file, now, chunkChars, opts.statementChars ?? DEFAULT_STATEMENT_CHARS);
+  try {
+    let next = gen.next();
+    for (;;) {
+      const r = await next;
+      if (r.done) break;
+      const chunk = r.value;
+      n++;
+      const chunkFile = path.join(dir, `chunk-${String(n).padStart(4, "0")}.sql`);
+      await writeFile(chunkFile, chunk.sql);
+      bar?.update(done, `chunk ${n} (${(chunk.sql.length / 2 ** 20).toFixed(1)} MB)`);
+      bar?.expect(chunk.rows, WRANGLER_START_SECONDS + chunk.sql.length / charsPerSecond);
+      const chunkStarted = performance.now();
+      const run = runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, opts.persistTo), "--file", chunkFile, "--yes"]);
+      next = gen.next(); // build the next chunk while wrangler runs this one
+      next.catch(() => {}); // a build error surfaces at the next `await next`, not as an unhandled rejection
+      const res = await run;
+      if (res.code !== 0) {
+        const output = `${res.stdout}${res.stderr}`.trim();
+        const hint = /no such table/i.test(output)
+          ? `\nhint: apply the migrations first: npx wrangler d1 migrations apply ${DB_BINDING} ${targetArgs(target, opts.persistTo).join(" ")}`
+          : "";
+        throw new ImportExecutionError(
+          `wrangler d1 execute failed on chunk ${n} (exit ${res.code}); ${n === 1 ? "no earlier chunk" : `chunks 1..${n - 1}`} written` +
+            `${target === "local" ? `, chunk ${n} rolled back` : ""}. The import is idempotent: fix the cause and run it again.${hint}`,
+          n,
+          output,
+        );
+      }
+      if (!opts.keepSqlDir) await rm(chunkFile, { force: true });
+      const chunkSeconds = (performance.now() - chunkStarted) / 1000;
+      if (chunkSeconds > WRANGLER_START_SECONDS) charsPerSecond = chunk.sql.length / (chunkSeconds - WRANGLER_START_SECONDS);
+      done += chunk.rows;
+      statements += chunk.statements;
+      sqlChars += chunk.sql.length;
+      bar?.update(done, `chunk ${n} done`);
+    }
+  } finally {
+    await gen.return(undefined);
+    bar?.finish();
+    if (!opts.keepSqlDir) await rm(dir, { recursive: true, force: true });
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return { rows: done, courses: file.courses.length, statements, chunks: n, sqlChars, seconds, rowsPerSecond: done / seconds, validateSeconds: 0 };
+}
+
+/**
+ * Reads, parses, validates and imports an import file.
+ *
+ * @param file path of the JSON file.
+ * @throws ImportValidationError for invalid JSON (path `$`) or an invalid file (nothing written).
+ * @throws ImportExecutionError when a wrangler call fails.
+ * @throws Error when the file cannot be read.
+ */
+export async function importJsonFile(file: string, opts: ImportOptions = {}): Promise<ImportSummary> {
+  const t0 = performance.now();
+  const text = await readFile(file, "utf8");
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new ImportValidationError([{ path: "$", message: `invalid JSON: ${(err as Error).message}` }]);
+  }
+  const checked = validateImport(data);
+  if (!checked.ok) throw new ImportValidationError(checked.problems);
+  const validateSeconds = (performance.now() - t0) / 1000;
+  return { ...(await importValidated(checked.file, opts)), validateSeconds };
+}
+
+const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--chunk-mb N] [--statement-kb N] [--keep-sql DIR] [--quiet]
+
+  --local           write to the local D1 database of wrangler dev (default)
+  --remote          write to the remote D1 database of wrangler.toml
+  --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
+  --chunk-mb N      size of one SQL file handed to wrangler, in MB (default ${DEFAULT_CHUNK_MB})
+  --statement-kb N  longest merged INSERT statement, in thousands of characters (default ${DEFAULT_STATEMENT_CHARS / 1000})
+  --keep-sql DIR    keep the generated SQL chunk files in DIR
+  --quiet           no progress bar`;
+
+/** CLI entry point. Returns the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  let args;
+  try {
+    args = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        local: { type: "boolean" },
+        remote: { type: "boolean" },
+        "persist-to": { type: "string" },
+        "chunk-mb": { type: "string" },
+        "keep-sql": { type: "string" },
+        "statement-kb": { type: "string" },
+        quiet: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    console.error(`${(err as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const { values: v, positionals } = args;
+  if (v.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) {
+    console.error(USAGE);
+    return 2;
+  }
+  if (v.local && v.remote) {
+    console.error("--local and --remote are exclusive");
+    return 2;
+  }
+  if (v.remote && v["persist-to"]) {
+    console.error("--persist-to works only with --local");
+    return 2;
+  }
+  const chunkMb = v["chunk-mb"] === undefined ? DEFAULT_CHUNK_MB : Number(v["chunk-mb"]);
+  if (!(chunkMb > 0)) {
+    console.error("--chunk-mb must be a positive number");
+    return 2;
+  }
+  const statementKb = v["statement-kb"] === undefined ? DEFAULT_STATEMENT_CHARS / 1000 : Number(v["statement-kb"]);
+  if (!(statementKb > 0)) {
+    console.error("--statement-kb must be a positive number");
+    return 2;
+  }
+  const file = userPath(positionals[0]!);
+  const target = v.remote ? "remote" : "local";
+  try {
+    const s = await importJsonFile(file, {
+      target,
+      persistTo: v["persist-to"] === undefined ? undefined : userPath(v["persist-to"]),
+      chunkMb,
+      statementChars: Math.round(statementKb * 1000),
+      keepSqlDir: v["keep-sql"] === undefined ? undefined : userPath(v["keep-sql"]),
+      progress: !v.quiet,
+    });
+    console.log(
+      `imported ${formatInt(s.rows)} rows (${formatInt(s.courses)} courses) into ${target} D1 in ${s.seconds.toFixed(1)} s: ` +
+        `${formatInt(s.rowsPerSecond)} rows/s (${formatInt(s.rowsPerSecond * 60)} rows/min); ` +
+        `${formatInt(s.statements)} statements, ${s.chunks} wrangler call(s), ${(s.sqlChars / 2 ** 20).toFixed(1)} MB of SQL; ` +
+        `read+validate ${s.validateSeconds.toFixed(1)} s`,
+    );
+    return 0;
+  } catch (err) {
+    if (err instanceof ImportValidationError) {
+      console.error(`${file}: ${err.problems.length} problem(s), nothing imported:`);
+      for (const p of err.problems) console.error(`  ${p.path}: ${p.message}`);
+      return 2;
+    }
+    if (err instanceof ImportExecutionError) {
+      console.error(`${err.output}\n\n${err.message}`);
+      return 1;
+    }
+    console.error((err as Error).message);
+    return (err as NodeJS.ErrnoException).code === "ENOENT" ? 2 : 1;
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  process.exitCode = await main(process.argv.slice(2));
+}

@@ -1,0 +1,126 @@
+/**
+ * Running the project's own wrangler (node_modules/wrangler) from the operator scripts.
+ *
+ * Wrangler is started as `node <wrangler.js> …` rather than through `npx`, which saves the
+ * npx start-up on every call; the arguments are the same as `npx wrangler …`.
+ */
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+/** The repository root (where wrangler.toml lives); wrangler always runs there. */
+export const ROOT = path.resolve(import.meta.dirname, "..", "..");
+
+/** The D1 binding of wrangler.toml that the scripts act on. */
+export const DB_BINDING = "DB";
+
+/**
+ * The directory the user ran the command from. `npm run` changes the working directory to
+ * the package root but keeps the original in INIT_CWD, so relative file arguments of
+ * `npm run import -- data.json` are resolved against it.
+ */
+export const USER_CWD = process.env.INIT_CWD ?? process.cwd();
+
+/** Resolves a path given on the command line against {@link USER_CWD}. */
+export function userPath(p: string): string {
+  return path.resolve(USER_CWD, p);
+}
+
+let bin: string | undefined;
+
+/** Absolute path of node_modules/wrangler/bin/wrangler.js. @throws Error when wrangler is not installed. */
+export function wranglerBin(): string {
+  bin ??= createRequire(path.join(ROOT, "package.json")).resolve("wrangler/bin/wrangler.js");
+  return bin;
+}
+
+/**
+ * The environment of wrangler child processes: the caller's, with these defaults unless the
+ * user set them, so that local runs need no network: the banner and its npm update check
+ * hidden (WRANGLER_HIDE_BANNER), usage metrics off (WRANGLER_SEND_METRICS), and no download
+ * of the `Request.cf` placeholder from workers.cloudflare.com (CLOUDFLARE_CF_FETCH_ENABLED;
+ * the API does not read `request.cf`).
+ */
+export function wranglerEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return {
+    ...process.env,
+    WRANGLER_HIDE_BANNER: process.env.WRANGLER_HIDE_BANNER ?? "true",
+    WRANGLER_SEND_METRICS: process.env.WRANGLER_SEND_METRICS ?? "false",
+    CLOUDFLARE_CF_FETCH_ENABLED: process.env.CLOUDFLARE_CF_FETCH_ENABLED ?? "false",
+    ...extra,
+  };
+}
+
+/** Starts `wrangler <args>` in {@link ROOT}. stdin is closed, so wrangler never prompts. */
+export function spawnWrangler(args: string[], stdio: StdioOptions = ["ignore", "pipe", "pipe"], env = wranglerEnv()): ChildProcess {
+  return spawn(process.execPath, [wranglerBin(), ...args], { cwd: ROOT, stdio, env });
+}
+
+/** Result of {@link runWrangler}: exit code (1 when killed by a signal) and captured output. */
+export interface WranglerResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `wrangler <args>` to completion, capturing stdout and stderr (or streaming them to
+ * ours with `inherit: true`). Never rejects for a non-zero exit: check `code`.
+ *
+ * @throws Error only when the process cannot be started.
+ */
+export function runWrangler(args: string[], opts: { inherit?: boolean } = {}): Promise<WranglerResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawnWrangler(args, opts.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]);
+    let stdout = "";
+    let stderr = "";
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  });
+}
+
+/** `--local` (with `--persist-to DIR` when given) or `--remote`. */
+export function targetArgs(target: "local" | "remote", persistTo?: string): string[] {
+  if (target === "remote") return ["--remote"];
+  return persistTo ? ["--local", "--persist-to", persistTo] : ["--local"];
+}
+
+/**
+ * Runs one SQL query with `wrangler d1 execute DB --command … --json` and returns the rows
+ * of its (last) statement.
+ *
+ * @throws Error with wrangler's output when wrangler fails or prints no JSON.
+ */
+export async function d1Query<T = Record<string, unknown>>(
+  sql: string,
+  target: "local" | "remote" = "local",
+  persistTo?: string,
+): Promise<T[]> {
+  const r = await runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
+  if (r.code !== 0) throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
+  const start = r.stdout.indexOf("[");
+  let parsed: { results: T[] }[];
+  try {
+    parsed = JSON.parse(r.stdout.slice(start));
+  } catch {
+    throw new Error(`wrangler d1 execute printed no JSON:\n${r.stdout}${r.stderr}`);
+  }
+  return parsed.at(-1)?.results ?? [];
+}
+
+/**
+ * Applies the pending D1 migrations (`wrangler d1 migrations apply DB`), non-interactively
+ * (stdin closed: wrangler skips its confirmation), streaming wrangler's output unless `quiet`.
+ *
+ * @throws Error when wrangler exits non-zero (with its output when quiet).
+ */
+export async function applyMigrations(
+  target: "local" | "remote" = "local",
+  persistTo?: string,
+  opts: { quiet?: boolean } = {},
+): Promise<void> {
+  const r = await runWrangler(["d1", "migrations", "apply", DB_BINDING, ...targetArgs(target, persistTo)], { inherit: !opts.quiet });
+  if (r.code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${r.code})${opts.quiet ? `:\n${r.stdout}${r.stderr}` : ""}`);
+}

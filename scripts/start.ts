@@ -1,0 +1,79 @@
+/**
+ * `npm start [-- --persist-to DIR] [--port N] [-- <more wrangler dev flags>]`
+ *
+ * One command from a fresh clone (after `npm ci`) to a running local API:
+ * 1. applies the local D1 migrations (`wrangler d1 migrations apply DB --local`, non-interactive);
+ * 2. when the local database has no course, loads the demo data (scripts/seed-demo.ts);
+ * 3. prints the demo API key and a ready-to-paste curl;
+ * 4. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true` with
+ *    stdio inherited, forwarding SIGINT/SIGTERM, and exits with its status.
+ */
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { DEMO_API_KEY, OTHER_API_KEY } from "./generate";
+import { ImportExecutionError } from "./import";
+import { formatInt } from "./lib/progress";
+import { applyMigrations, d1Query, spawnWrangler, userPath } from "./lib/wrangler";
+import { seedDemo } from "./seed-demo";
+
+/** Default port of the local API. */
+export const DEFAULT_PORT = 8787;
+
+/** The curl printed at start-up: five demo courses with their teachers. */
+export function demoCurl(port = DEFAULT_PORT, key = DEMO_API_KEY): string {
+  return `curl -H "Authorization: Bearer ${key}" "http://127.0.0.1:${port}/v3/courses?limit=5&includeTeachers=true"`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { "persist-to": { type: "string" }, port: { type: "string" } },
+  });
+  const persistTo = values["persist-to"] === undefined ? undefined : userPath(values["persist-to"]);
+  const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error("--port must be a TCP port number");
+
+  console.log("applying local D1 migrations…");
+  await applyMigrations("local", persistTo);
+  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM courses", "local", persistTo);
+  const courses = Number(row?.n ?? 0);
+  if (courses === 0) {
+    console.log("the local database has no course: loading the demo data…");
+    const { summary: s } = await seedDemo({ persistTo, skipMigrations: true });
+    console.log(`demo data loaded: ${formatInt(s.rows)} rows in ${s.seconds.toFixed(1)} s`);
+  } else {
+    console.log(`the local database has ${formatInt(courses)} courses: keeping them (npm run seed:demo reloads the demo data)`);
+  }
+  console.log(`
+demo API key (sch_demo):  ${DEMO_API_KEY}
+other school (sch_other): ${OTHER_API_KEY}
+try:
+  ${demoCurl(port)}
+`);
+
+  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true"];
+  if (persistTo) args.push("--persist-to", persistTo);
+  args.push(...positionals);
+  const child = spawnWrangler(args, "inherit");
+  const forward = (signal: NodeJS.Signals) => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+  };
+  process.on("SIGINT", forward);
+  process.on("SIGTERM", forward);
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("exit", (code, signal) => resolve(code ?? (signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : 1)));
+  });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
+  try {
+    process.exitCode = await main(process.argv.slice(2));
+  } catch (err) {
+    const output = err instanceof ImportExecutionError ? `${err.output}\n\n` : "";
+    console.error(`${output}${(err as Error).message}`);
+    process.exitCode = 1;
+  }
+}
