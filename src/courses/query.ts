@@ -27,6 +27,31 @@ export function schoolIdSql(scope: SchoolScope): SQL {
 
 const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
 
+/**
+ * Id lists longer than this are matched course by course instead of course ids first
+ * (see `related`). 100 is the GET limit, so GET lists always take the selective plan.
+ */
+export const LONG_LIST = 100;
+
+/**
+ * "The course is related to at least one of `ids`" in one of two equivalent forms:
+ * - short lists (≤ LONG_LIST): `id IN (course ids of the listed ids)` — SQLite reads the
+ *   relation index `(school_id, <column>, course_id)` for each listed id, a few rows each;
+ * - long lists: `EXISTS (a relation row of this course whose <column> is listed)` — SQLite
+ *   walks the courses in the requested order and probes each course's few relation rows
+ *   through the primary key `(school_id, course_id, …)` against the list (hashed once), so a
+ *   10,000-id list costs a few probes per course of the page instead of materializing every
+ *   course id of 10,000 students. The unary `+` keeps SQLite from iterating the list.
+ * Same rows either way; only the plan differs (benchmarked in bench/RESULTS.md).
+ */
+function related(school: SQL, table: string, column: string, ids: string[]): SQL {
+  const t = sql.raw(table);
+  const col = sql.raw(column);
+  return ids.length <= LONG_LIST
+    ? sql`${courses.id} IN (SELECT course_id FROM ${t} WHERE school_id = ${school} AND ${col} IN ${jsonIds(ids)})`
+    : sql`EXISTS (SELECT 1 FROM ${t} r WHERE r.school_id = ${courses.schoolId} AND r.course_id = ${courses.id} AND +r.${col} IN ${jsonIds(ids)})`;
+}
+
 /** The WHERE conditions of a CourseQuery (AND of every filter), school scope first. */
 export function courseConditions(school: SQL, q: CourseQuery): SQL {
   const c: (SQL | undefined)[] = [eq(courses.schoolId, school)];
@@ -36,18 +61,9 @@ export function courseConditions(school: SQL, q: CourseQuery): SQL {
   if (q.absencesSent && !q.absencesNotSent) c.push(eq(courses.absencesSent, true));
   if (q.absencesNotSent && !q.absencesSent) c.push(eq(courses.absencesSent, false));
   if (q.courseId.length > 0) c.push(sql`${courses.id} IN ${jsonIds(q.courseId)}`);
-  if (q.groupId.length > 0)
-    c.push(
-      sql`${courses.id} IN (SELECT course_id FROM course_groups WHERE school_id = ${school} AND group_id IN ${jsonIds(q.groupId)})`,
-    );
-  if (q.studentId.length > 0)
-    c.push(
-      sql`${courses.id} IN (SELECT course_id FROM course_students WHERE school_id = ${school} AND student_id IN ${jsonIds(q.studentId)})`,
-    );
-  if (q.professorId.length > 0)
-    c.push(
-      sql`${courses.id} IN (SELECT course_id FROM course_professors WHERE school_id = ${school} AND professor_id IN ${jsonIds(q.professorId)})`,
-    );
+  if (q.groupId.length > 0) c.push(related(school, "course_groups", "group_id", q.groupId));
+  if (q.studentId.length > 0) c.push(related(school, "course_students", "student_id", q.studentId));
+  if (q.professorId.length > 0) c.push(related(school, "course_professors", "professor_id", q.professorId));
   if (q.trainingId.length > 0) c.push(sql`${courses.trainingId} IN ${jsonIds(q.trainingId)}`);
   if (q.archived !== undefined) c.push(eq(courses.archived, q.archived));
   if (q.classroom !== undefined) c.push(eq(courses.classroom, q.classroom));

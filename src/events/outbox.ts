@@ -5,6 +5,7 @@
  * the cron sweep may repeat a publish safely.
  */
 import type { Env } from "../env";
+import { hubFor } from "../webhooks/client";
 import type { SchoolEvent } from "./types";
 
 /** Outbox rows unpublished for longer than this are re-published by the sweep (ms). */
@@ -13,11 +14,6 @@ export const SWEEP_AFTER_MS = 30_000;
 export const PRUNE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 /** Rows handled by one sweep. */
 export const SWEEP_BATCH = 500;
-
-/** The school's event hub (one SchoolHub Durable Object per school, `idFromName(schoolId)`). */
-export function hubOf(env: Env, schoolId: string) {
-  return env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromName(schoolId));
-}
 
 /**
  * Publishes events of one school to its hub, then marks them published in the outbox.
@@ -28,7 +24,7 @@ export function hubOf(env: Env, schoolId: string) {
 export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[]): Promise<boolean> {
   if (events.length === 0) return true;
   try {
-    await hubOf(env, schoolId).publish(events);
+    await hubFor(env, schoolId).publish(events);
   } catch (err) {
     console.warn(`outbox: publish of ${events.length} event(s) for ${schoolId} failed; the sweep will retry`, err);
     return false;

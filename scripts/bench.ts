@@ -1,0 +1,307 @@
+/**
+ * `npm run bench` — benchmarks at realistic scale, against the runtime's own floor.
+ *
+ * 1. Generates a dataset with the demo generator (default: 10 schools, `sch_demo` with
+ *    100,000 courses, ~1,000,000 course↔student rows) and imports it into a fresh local D1
+ *    through the import CLI's code, reporting rows per second.
+ * 2. Starts `wrangler dev` on that database with `BENCH_FLOOR=true`, which enables
+ *    `GET /__bench/floor` (one `SELECT 1`) and `POST /__bench/publish`.
+ * 3. Drives a fixed query mix over the big school with autocannon, at 1 and 16
+ *    connections: p50, p99, requests/s, D1 time and D1 round trips (from `Server-Timing`),
+ *    each listing beside the floor as a ratio of p50s.
+ * 4. Runs the hub benchmark (scripts/bench-hub.ts): deliveries/s and DELETE latency during
+ *    dispatch.
+ * 5. Writes bench/RESULTS.md and bench/results.json.
+ *
+ * Options: `--courses 100000 --schools 10 --students-per-course 10 --duration 5` (seconds per
+ * autocannon run), `--skip-hub`, `--only name,name` (query names), `--keep` (keep the temp
+ * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`).
+ */
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import { datasetStats, DEMO_API_KEY, generateDataset } from "./generate";
+import { importData, type ImportSummary } from "./import";
+import { startDevServer, type DevServer } from "./lib/dev-server";
+import { applyMigrations, ROOT } from "./lib/wrangler";
+
+const { values: opts } = parseArgs({
+  options: {
+    courses: { type: "string", default: "100000" },
+    schools: { type: "string", default: "10" },
+    "students-per-course": { type: "string", default: "10" },
+    duration: { type: "string", default: "5" },
+    "skip-hub": { type: "boolean", default: false },
+    only: { type: "string" },
+    keep: { type: "boolean", default: false },
+    data: { type: "string" },
+  },
+});
+
+/** One query of the mix. */
+interface MixQuery {
+  name: string;
+  method: "GET" | "POST";
+  path: string;
+  body?: unknown;
+}
+
+/** Figures of one autocannon run. */
+interface Run {
+  p50: number;
+  p99: number;
+  rps: number;
+  errors: number;
+  non2xx: number;
+}
+
+/** Figures of one query. */
+interface QueryResult {
+  name: string;
+  request: string;
+  c1: Run;
+  c16: Run;
+  dbMsMedian: number;
+  dbMsP99: number;
+  roundTrips: number[];
+  ratioToFloor: number;
+  resultCount: number;
+}
+
+const log = (s: string) => process.stderr.write(`${s}\n`);
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor((s.length - 1) / 2)] ?? NaN;
+};
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))] ?? NaN;
+};
+
+async function cannon(base: string, q: MixQuery, connections: number, seconds: number): Promise<Run> {
+  const result = await autocannon({
+    url: `${base}${q.path}`,
+    method: q.method,
+    connections,
+    duration: seconds,
+    headers: { authorization: `Bearer ${DEMO_API_KEY}`, ...(q.body ? { "content-type": "application/json" } : {}) },
+    body: q.body ? JSON.stringify(q.body) : undefined,
+  });
+  return {
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    rps: result.requests.average,
+    errors: result.errors + result.timeouts,
+    non2xx: result.non2xx,
+  };
+}
+
+/** Sequential requests, reading `Server-Timing` (db;dur and the D1 round trips in its desc). */
+async function sample(base: string, q: MixQuery, n: number): Promise<{ db: number[]; trips: number[]; count: number }> {
+  const db: number[] = [];
+  const trips: number[] = [];
+  let count = 0;
+  for (let i = 0; i < n; i++) {
+    const res = await fetch(`${base}${q.path}`, {
+      method: q.method,
+      headers: { authorization: `Bearer ${DEMO_API_KEY}`, ...(q.body ? { "content-type": "application/json" } : {}) },
+      body: q.body ? JSON.stringify(q.body) : undefined,
+    });
+    const body = (await res.json()) as { status: string; result: unknown[] | unknown; code?: string; message?: string };
+    if (res.status !== 200) throw new Error(`${q.name}: ${res.status} ${body.code}: ${body.message}`);
+    count = Array.isArray(body.result) ? body.result.length : 1;
+    const timing = res.headers.get("server-timing") ?? "";
+    db.push(Number(/db;dur=([\d.]+)/.exec(timing)?.[1] ?? NaN));
+    trips.push(Number(/D1 round trips: (\d+)/.exec(timing)?.[1] ?? NaN));
+  }
+  return { db, trips, count };
+}
+
+function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
+  const courses = data.courses!.filter((c) => c.schoolId === "sch_demo");
+  const students = data.students!.filter((s) => s.schoolId === "sch_demo");
+  const first = courses[Math.floor(courses.length / 3)]!;
+  const student = first.studentIds![0]!;
+  const group = first.groupIds![0]!;
+  const professor = first.professors![0]!.professorId;
+  const training = first.trainingId!;
+  const classroom = courses.find((c) => c.classroom)!.classroom!;
+  const creator = courses.find((c) => c.creatorId)!.creatorId!;
+  const start = new Date(Date.parse(first.startDateTime)).toISOString();
+  const weekLater = new Date(Date.parse(first.startDateTime) + 7 * 86_400_000).toISOString();
+  const enc = encodeURIComponent;
+  const tenThousand = students.slice(0, 10_000).map((s) => s.id);
+  while (tenThousand.length < 10_000) tenThousand.push(`stu_missing${tenThousand.length}`);
+  return [
+    { name: "floor (SELECT 1)", method: "GET", path: "/__bench/floor" },
+    { name: "no filter", method: "GET", path: "/v3/courses" },
+    { name: "courseStartDateTime", method: "GET", path: `/v3/courses?courseStartDateTime=${enc(start)}` },
+    { name: "courseEndDateTime", method: "GET", path: `/v3/courses?courseEndDateTime=${enc(weekLater)}` },
+    { name: "absencesSent", method: "GET", path: "/v3/courses?absencesSent=true" },
+    { name: "absencesNotSent", method: "GET", path: "/v3/courses?absencesNotSent=true" },
+    { name: "groupId", method: "GET", path: `/v3/courses?groupId=${group}` },
+    { name: "professorId", method: "GET", path: `/v3/courses?professorId=${professor}` },
+    { name: "trainingId", method: "GET", path: `/v3/courses?trainingId=${training}` },
+    { name: "archived=false", method: "GET", path: "/v3/courses?archived=false" },
+    { name: "classroom", method: "GET", path: `/v3/courses?classroom=${enc(classroom)}` },
+    { name: "creatorId", method: "GET", path: `/v3/courses?creatorId=${creator}` },
+    { name: "date window (one week)", method: "GET", path: `/v3/courses?courseStartDateTime=${enc(start)}&courseEndDateTime=${enc(weekLater)}` },
+    { name: "studentId (one student)", method: "GET", path: `/v3/courses?studentId=${student}` },
+    { name: "professorSignatureMissing=true", method: "GET", path: "/v3/courses?professorSignatureMissing=true" },
+    { name: "name substring", method: "GET", path: `/v3/courses?name=${enc("économie")}` },
+    { name: "all four includes, limit=100", method: "GET", path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true" },
+    { name: "page 50", method: "GET", path: "/v3/courses?page=50" },
+    {
+      name: "search: 10,000 studentId, 2-key sort",
+      method: "POST",
+      path: "/v3/courses:search",
+      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "desc" }] },
+    },
+  ];
+}
+
+function runHubBench(): Promise<{ output: string; code: number }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"), path.join(ROOT, "scripts", "bench-hub.ts")], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "inherit"],
+      env: { ...process.env, BENCH_JSON: "1" },
+    });
+    let output = "";
+    child.stdout.on("data", (d) => {
+      output += d;
+      process.stderr.write(d);
+    });
+    child.on("close", (code) => resolve({ output, code: code ?? 1 }));
+  });
+}
+
+const fmt = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : "—");
+
+async function main() {
+  const seconds = Number(opts.duration);
+  const genOpts = { schools: Number(opts.schools), courses: Number(opts.courses), studentsPerCourse: Number(opts["students-per-course"]) };
+  log(`generating: ${JSON.stringify(genOpts)}`);
+  const t0 = performance.now();
+  const data = generateDataset(genOpts);
+  const stats = datasetStats(data);
+  log(`generated ${stats.courses} courses, ${stats.enrolments} course↔student rows, ${stats.rows} rows in ${fmt((performance.now() - t0) / 1000)} s`);
+
+  let importSummary: ImportSummary | undefined;
+  const persistTo = opts.data ?? mkdtempSync(path.join(os.tmpdir(), "school-bench-"));
+  if (!opts.data) {
+    await applyMigrations("local", persistTo, { quiet: true });
+    log("importing into a fresh local D1…");
+    importSummary = await importData(data, { persistTo, progress: true });
+    log(`imported ${importSummary.rows} rows in ${fmt(importSummary.seconds)} s: ${Math.round(importSummary.rowsPerSecond)} rows/s`);
+  }
+
+  let server: DevServer | undefined;
+  const results: QueryResult[] = [];
+  try {
+    server = await startDevServer({ persistTo, vars: { BENCH_FLOOR: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true });
+    log(`wrangler dev on ${server.base}`);
+    const only = opts.only?.split(",");
+    const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
+    let floorP50 = NaN;
+    for (const q of queries) {
+      const s = await sample(server.base, q, 40); // also warms the isolate and D1's page cache
+      const c1 = await cannon(server.base, q, 1, seconds);
+      const c16 = await cannon(server.base, q, 16, seconds);
+      if (q.path === "/__bench/floor") floorP50 = c1.p50;
+      const r: QueryResult = {
+        name: q.name,
+        request: `${q.method} ${q.path.length > 90 ? `${q.path.slice(0, 87)}…` : q.path}${q.body ? " (body)" : ""}`,
+        c1,
+        c16,
+        dbMsMedian: median(s.db),
+        dbMsP99: pct(s.db, 0.99),
+        roundTrips: [...new Set(s.trips)],
+        ratioToFloor: c1.p50 / floorP50,
+        resultCount: s.count,
+      };
+      results.push(r);
+      log(`${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")}`);
+    }
+  } finally {
+    await server?.stop();
+    if (!opts.keep && !opts.data) rmSync(persistTo, { recursive: true, force: true });
+    else log(`database kept in ${persistTo} (reuse with --data ${persistTo})`);
+  }
+
+  let hub: { output: string; code: number } | undefined;
+  if (!opts["skip-hub"]) {
+    log("hub benchmark (scripts/bench-hub.ts)…");
+    hub = await runHubBench();
+  }
+
+  writeResults({ genOpts, stats, importSummary, results, hub, seconds });
+}
+
+function writeResults(r: {
+  genOpts: Record<string, number>;
+  stats: ReturnType<typeof datasetStats>;
+  importSummary?: ImportSummary;
+  results: QueryResult[];
+  hub?: { output: string; code: number };
+  seconds: number;
+}) {
+  const dir = path.join(ROOT, "bench");
+  mkdirSync(dir, { recursive: true });
+  const cpus = os.cpus();
+  const machine = { cpus: cpus.length, model: cpus[0]?.model ?? "?", node: process.version, date: new Date().toISOString() };
+  let hubJson: unknown;
+  const m = r.hub?.output.match(/^BENCH_JSON (.*)$/m);
+  if (m) hubJson = JSON.parse(m[1]!);
+  const json = { machine, dataset: { ...r.genOpts, ...r.stats }, import: r.importSummary, queries: r.results, hub: hubJson ?? null };
+  writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
+
+  const listings = r.results.filter((q) => !q.name.startsWith("floor"));
+  const lines = [
+    "# Benchmark results",
+    "",
+    `Run with \`npm run bench\` on ${machine.date.slice(0, 10)}: ${machine.cpus} CPUs (${machine.model}), Node ${machine.node}, wrangler dev (workerd, local D1) on 127.0.0.1; autocannon on the same machine, ${r.seconds} s per run.`,
+    "",
+    `Dataset: ${r.stats.courses.toLocaleString("en")} courses (${r.genOpts.courses!.toLocaleString("en")} in \`sch_demo\`), ${r.stats.enrolments.toLocaleString("en")} course↔student rows, ${r.stats.rows.toLocaleString("en")} rows in all, ${r.genOpts.schools} schools.`,
+    "",
+  ];
+  if (r.importSummary) {
+    const perMin = r.importSummary.rowsPerSecond * 60;
+    lines.push(
+      `Import: ${r.importSummary.rows.toLocaleString("en")} rows in ${fmt(r.importSummary.seconds)} s = **${Math.round(perMin).toLocaleString("en")} rows/min** (target ≥ 1,000,000: ${perMin >= 1e6 ? "met" : "NOT met"}); ${r.importSummary.chunks} wrangler calls.`,
+      "",
+    );
+  }
+  lines.push(
+    "## Listing (sch_demo)",
+    "",
+    "| query | p50 ms (1 conn) | × floor | p99 ms | req/s (1) | req/s (16) | p50 ms (16) | p99 ms (16) | D1 ms (median) | D1 round trips | rows |",
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  );
+  for (const q of r.results) {
+    lines.push(`| ${q.name} | ${fmt(q.c1.p50)} | ${fmt(q.ratioToFloor, 2)} | ${fmt(q.c1.p99)} | ${fmt(q.c1.rps, 0)} | ${fmt(q.c16.rps, 0)} | ${fmt(q.c16.p50)} | ${fmt(q.c16.p99)} | ${fmt(q.dbMsMedian, 2)} | ${q.roundTrips.join("/")} | ${q.resultCount} |`);
+  }
+  const ratioOk = listings.filter((q) => q.ratioToFloor <= 1.5).length;
+  const tripsOk = listings.filter((q) => q.roundTrips.length === 1 && q.roundTrips[0] === 1).length;
+  const dbOk = listings.filter((q) => q.dbMsMedian < 5).length;
+  lines.push(
+    "",
+    `Targets over ${listings.length} listing queries: p50 ≤ 1.5 × floor: ${ratioOk}/${listings.length}; exactly 1 D1 round trip: ${tripsOk}/${listings.length}; D1 time < 5 ms: ${dbOk}/${listings.length}.`,
+    "",
+  );
+  if (r.hub) {
+    lines.push("## Hub (scripts/bench-hub.ts)", "", "```", r.hub.output.replace(/^BENCH_JSON .*$/m, "").trim(), "```", "");
+  }
+  const notes = path.join(dir, "NOTES.md");
+  if (existsSync(notes)) lines.push(readFileSync(notes, "utf8"));
+  writeFileSync(path.join(dir, "RESULTS.md"), `${lines.join("\n")}\n`);
+  log(`wrote bench/RESULTS.md and bench/results.json`);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
