@@ -55,10 +55,6 @@ const courseSchema = z
         });
       }),
     surveyTemplateIds: z.array(id).default([]),
-  })
-  .refine((c) => parseInstant(c.endDateTime)! > parseInstant(c.startDateTime)!, {
-    message: "endDateTime must be after startDateTime",
-    path: ["endDateTime"],
   });
 
 /** The import file: every array optional. */
@@ -84,48 +80,65 @@ export interface ImportProblem {
 }
 
 /**
- * Validates a decoded import file, reporting every problem with its JSON path: the schema
- * (unknown fields included), end after start, duplicate ids within a kind, an API key listed
- * twice. References to other ids are not checked: they may already be in the database.
+ * Validates a decoded import file, reporting every problem with its JSON path, all at once:
+ * the schema (unknown fields included), end after start, duplicate ids within a kind, an API
+ * key listed twice. References to other ids are not checked: they may already be in the
+ * database.
  */
 export function validateImport(
   data: unknown,
 ): { ok: true; file: ImportFile } | { ok: false; problems: ImportProblem[] } {
   const parsed = importFileSchema.safeParse(data);
-  if (!parsed.success) {
-    return {
-      ok: false,
-      problems: parsed.error.issues.map((i) => ({
+  const problems: ImportProblem[] = parsed.success
+    ? []
+    : parsed.error.issues.map((i) => ({
         path: jsonPath(i.path),
         message: i.code === "unrecognized_keys" ? `unknown field(s): ${(i as { keys: string[] }).keys.join(", ")}` : i.message,
-      })),
-    };
-  }
-  const file = parsed.data;
+      }));
+  problems.push(...crossChecks(data));
+  return parsed.success && problems.length === 0 ? { ok: true, file: parsed.data } : { ok: false, problems };
+}
+
+const KINDS = ["schools", "trainings", "groups", "students", "professors", "surveyTemplates", "courses"] as const;
+
+/**
+ * Checks across items, run on the raw file so that they report alongside schema problems
+ * (items too malformed to tell are skipped): duplicate ids within a kind (per school), an
+ * API key listed twice, a course whose end is not after its start.
+ */
+function crossChecks(data: unknown): ImportProblem[] {
   const problems: ImportProblem[] = [];
-  const dup = (kind: string, rows: { id: string; schoolId?: string }[]) => {
+  if (typeof data !== "object" || data === null) return problems;
+  const items = (kind: string): Record<string, unknown>[] => {
+    const list = (data as Record<string, unknown>)[kind];
+    return Array.isArray(list) ? list.map((x) => (typeof x === "object" && x !== null ? (x as Record<string, unknown>) : {})) : [];
+  };
+  for (const kind of KINDS) {
     const seen = new Set<string>();
-    rows.forEach((r, i) => {
-      const key = `${r.schoolId ?? ""}/${r.id}`;
+    items(kind).forEach((r, i) => {
+      if (typeof r.id !== "string") return;
+      const key = `${typeof r.schoolId === "string" ? r.schoolId : ""}/${r.id}`;
       if (seen.has(key)) problems.push({ path: `${kind}[${i}].id`, message: `duplicate id "${r.id}"` });
       seen.add(key);
     });
-  };
-  dup("schools", file.schools);
-  dup("trainings", file.trainings);
-  dup("groups", file.groups);
-  dup("students", file.students);
-  dup("professors", file.professors);
-  dup("surveyTemplates", file.surveyTemplates);
-  dup("courses", file.courses);
+  }
   const keys = new Set<string>();
-  file.schools.forEach((s, i) =>
+  items("schools").forEach((s, i) => {
+    if (!Array.isArray(s.apiKeys)) return;
     s.apiKeys.forEach((k, j) => {
+      if (typeof k !== "string") return;
       if (keys.has(k)) problems.push({ path: `schools[${i}].apiKeys[${j}]`, message: "API key listed twice" });
       keys.add(k);
-    }),
-  );
-  return problems.length > 0 ? { ok: false, problems } : { ok: true, file };
+    });
+  });
+  items("courses").forEach((c, i) => {
+    const start = typeof c.startDateTime === "string" ? parseInstant(c.startDateTime) : undefined;
+    const end = typeof c.endDateTime === "string" ? parseInstant(c.endDateTime) : undefined;
+    if (start !== undefined && end !== undefined && !(end > start)) {
+      problems.push({ path: `courses[${i}].endDateTime`, message: "endDateTime must be after startDateTime" });
+    }
+  });
+  return problems;
 }
 
 /** A SQL statement with positional `?` parameters. */
