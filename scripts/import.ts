@@ -198,7 +198,10 @@ async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, sta
     add(await importStatements({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now));
     await tick(); // let wrangler's output flow while we build
   }
-  if (parts.length > 0) yield { sql: parts.join("\n"), rows, statements };
+  // Refresh the query planner's statistics (sqlite_stat1): without them SQLite assumes an
+  // index equality on school_id selects ~10 rows and picks poor plans on large schools.
+  parts.push("ANALYZE;");
+  yield { sql: parts.join("\n"), rows, statements: statements + 1 };
 }
 
 /**

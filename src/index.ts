@@ -16,8 +16,13 @@ export default {
   async fetch(request, env, exec): Promise<Response> {
     return handle(request, env, exec, new RequestContext(request.headers.get("x-request-id")));
   },
-  /** Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows, prune old ones. */
-  async scheduled(_controller, env, exec): Promise<void> {
+  /**
+   * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
+   * ones; once an hour also `PRAGMA optimize`, which refreshes the query planner's
+   * statistics (D1 runs ANALYZE on the tables that need it).
+   */
+  async scheduled(controller, env, exec): Promise<void> {
     exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
+    if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
   },
 } satisfies ExportedHandler<Env>;

@@ -70,8 +70,10 @@ export function courseConditions(school: SQL, q: CourseQuery): SQL {
   if (q.creatorId !== undefined) c.push(eq(courses.creatorId, q.creatorId));
   if (q.name !== undefined) c.push(sql`${courses.nameFolded} LIKE ${`%${escapeLike(fold(q.name))}%`} ESCAPE '\\'`);
   if (q.professorSignatureMissing !== undefined) {
-    const unsigned = sql`(SELECT course_id FROM course_professors WHERE school_id = ${school} AND signed = 0)`;
-    c.push(q.professorSignatureMissing ? sql`${courses.id} IN ${unsigned}` : sql`${courses.id} NOT IN ${unsigned}`);
+    // Probed course by course (index (school_id, signed, course_id)): the set of unsigned
+    // courses is large, so materializing it first would cost more than the page.
+    const unsigned = sql`EXISTS (SELECT 1 FROM course_professors r WHERE r.school_id = ${courses.schoolId} AND r.signed = 0 AND r.course_id = ${courses.id})`;
+    c.push(q.professorSignatureMissing ? unsigned : sql`NOT ${unsigned}`);
   }
   // createdAt / updatedAt: validated, accepted, currently ignored (API.md).
   return and(...c)!;
