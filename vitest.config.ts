@@ -1,8 +1,12 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
+import { ensureDocsAssets } from "./scripts/docs-assets";
 
 export default defineConfig(async () => {
+  // wrangler.toml's [assets] directory (the Scalar bundle of GET /docs) must exist; the pool
+  // does not run wrangler's custom build.
+  ensureDocsAssets();
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
     plugins: [
@@ -12,6 +16,8 @@ export default defineConfig(async () => {
           bindings: {
             TEST_MIGRATIONS: migrations,
             WEBHOOK_ALLOW_INSECURE_URLS: "false",
+            // A short attempt timeout so the webhook timeout test does not wait 15 s.
+            WEBHOOK_TIMEOUT_MS: "1000",
           },
         },
       }),

@@ -8,6 +8,8 @@ import type { SchoolHub } from "./webhooks/hub";
  *   (`idFromName(schoolId)`).
  * - `WEBHOOK_*`: deployment settings of API.md § "Deployment settings".
  * - `BENCH_FLOOR`: `"true"` enables `GET /__bench/floor` (benchmark only; absent by default).
+ * - `ASSETS`: the static assets (`dist/assets/`: the Scalar bundle of GET /docs). Requests
+ *   for an existing asset are answered before the Worker runs; the binding lets tests read them.
  */
 export interface Env {
   DB: D1Database;
@@ -16,4 +18,5 @@ export interface Env {
   WEBHOOK_RETRY_SCHEDULE?: string;
   WEBHOOK_TIMEOUT_MS?: string;
   BENCH_FLOOR?: string;
+  ASSETS?: Fetcher;
 }

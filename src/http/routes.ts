@@ -1,8 +1,12 @@
 /**
- * The route table of the API (API.md). One place lists every endpoint.
+ * The route table of the API (API.md). One place lists every endpoint; the OpenAPI
+ * document (src/openapi/document.ts) describes each of them except /__bench/*, and
+ * test/openapi.test.ts checks that it does.
  */
 import { getCourse, listCourses, patchCourseRoute, postCourse, searchCourses } from "../courses/routes";
 import { benchPublish } from "../webhooks/bench";
+import { benchFloor } from "./bench";
+import { getDocs, getOpenApi } from "../openapi/routes";
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, testWebhook } from "../webhooks/routes";
 import type { RouteDef } from "./router";
 
@@ -17,6 +21,10 @@ export const routes: RouteDef[] = [
   { method: "DELETE", path: "/v3/webhooks/:id", handler: deleteWebhook },
   { method: "GET", path: "/v3/webhooks/:id/deliveries", handler: listDeliveries },
   { method: "POST", path: "/v3/webhooks/:id/test", handler: testWebhook },
+  // Reference, without authentication: the generated OpenAPI document and Scalar's page.
+  { method: "GET", path: "/openapi.json", handler: getOpenApi, literal: true },
+  { method: "GET", path: "/docs", handler: getDocs },
   // Benchmark only: answers 404 unless BENCH_FLOOR=true (scripts/bench-hub.ts).
   { method: "POST", path: "/__bench/publish", handler: benchPublish },
+  { method: "GET", path: "/__bench/floor", handler: benchFloor },
 ];

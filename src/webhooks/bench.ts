@@ -1,0 +1,62 @@
+/**
+ * POST /__bench/publish — publishes synthetic events without course writes, for
+ * `npm run bench:hub` (scripts/bench-hub.ts). Exists only when the Worker runs with
+ * `BENCH_FLOOR=true`; otherwise it answers 404 NOT_FOUND like any unknown path.
+ *
+ * Body `{ "count": 1–1000, "type"?: event type (default "course.updated") }`; answers
+ * `{ accepted, duplicates, deliveries }` (`SchoolHub.publish`).
+ */
+import type { IRequest } from "itty-router";
+import { z } from "zod";
+import { parseBodyWith } from "../courses/filters";
+import type { CourseRecord } from "../courses/record";
+import type { Env } from "../env";
+import { EVENT_TYPES, type SchoolEvent } from "../events/types";
+import { authenticate } from "../http/auth";
+import { readJson } from "../http/body";
+import type { RequestContext } from "../http/context";
+import { errors } from "../http/errors";
+import { success } from "../http/respond";
+import { mintId } from "../lib/ids";
+import { formatInstant } from "../lib/time";
+import { hubFor } from "./client";
+
+const benchBody = z.strictObject({
+  count: z.number().int().min(1).max(1000),
+  type: z.enum(EVENT_TYPES).default("course.updated"),
+});
+
+/** A plausible course record for synthetic events. */
+function sampleCourse(n: number, now: number): CourseRecord {
+  return {
+    id: `crs_bench${n}`,
+    name: `Algèbre linéaire ${n}`,
+    startDateTime: formatInstant(now + 86_400_000),
+    endDateTime: formatInstant(now + 93_600_000),
+    classroom: "B204",
+    creatorId: "usr_12",
+    trainingId: "trn_3",
+    groupIds: ["grp_1", "grp_7"],
+    professorIds: ["prf_4", "prf_9"],
+    archived: false,
+    absencesSent: false,
+    createdAt: formatInstant(now),
+    updatedAt: formatInstant(now),
+  };
+}
+
+/** The benchmark publish handler (see the module comment). */
+export async function benchPublish(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
+  if (env.BENCH_FLOOR !== "true") throw errors.notFound(new URL(req.url).pathname);
+  const schoolId = await authenticate(req, env, rc);
+  const { count, type } = parseBodyWith(benchBody, await readJson(req), ["count", "type"]);
+  const now = Date.now();
+  const events: SchoolEvent[] = Array.from({ length: count }, (_, i) => ({
+    id: mintId("evt", now),
+    type,
+    createdAt: formatInstant(now),
+    schoolId,
+    data: { course: sampleCourse(i, now) },
+  }));
+  return success(await hubFor(env, schoolId).publish(events));
+}

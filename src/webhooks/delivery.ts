@@ -1,0 +1,99 @@
+/**
+ * Delivery rules of API.md § "Event delivery" and § "Deployment settings": Standard
+ * Webhooks signing, the retry schedule, the attempt timeout and what an answer means.
+ *
+ * Signing is synchronous (node:crypto HMAC, `nodejs_compat`) so that the hub can check a
+ * delivery and start its fetch with no `await` in between (DESIGN.md § "Invariants").
+ */
+import { createHmac } from "node:crypto";
+
+/** Default WEBHOOK_RETRY_SCHEDULE: seconds to wait after each failed attempt (7 retries). */
+export const DEFAULT_RETRY_SCHEDULE_S: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
+/** Default WEBHOOK_TIMEOUT_MS: one attempt's timeout, in ms. */
+export const DEFAULT_TIMEOUT_MS = 15_000;
+/** Prefix of webhook secrets (Standard Webhooks). */
+export const SECRET_PREFIX = "whsec_";
+
+/**
+ * Reads WEBHOOK_RETRY_SCHEDULE: comma-separated non-negative seconds, e.g. `5,300,1800`.
+ * An empty string means "no retries". Missing or malformed values fall back to the default
+ * (a malformed value is logged, not thrown, so a typo in a var never stops deliveries).
+ *
+ * @returns the waits in seconds; `schedule[n - 1]` is the wait after failed attempt `n`.
+ */
+export function parseRetrySchedule(text: string | undefined): number[] {
+  if (text === undefined) return [...DEFAULT_RETRY_SCHEDULE_S];
+  if (text.trim() === "") return [];
+  const parts = text.split(",").map((s) => s.trim());
+  if (parts.every((p) => /^\d{1,9}(\.\d+)?$/.test(p))) return parts.map(Number);
+  console.warn(`WEBHOOK_RETRY_SCHEDULE "${text}" is malformed; using the default schedule.`);
+  return [...DEFAULT_RETRY_SCHEDULE_S];
+}
+
+/**
+ * Reads WEBHOOK_TIMEOUT_MS: a positive integer of ms; missing or malformed → 15000.
+ */
+export function parseTimeoutMs(text: string | undefined): number {
+  if (text !== undefined && /^\d{1,9}$/.test(text.trim()) && Number(text) > 0) return Number(text);
+  if (text !== undefined) console.warn(`WEBHOOK_TIMEOUT_MS "${text}" is malformed; using ${DEFAULT_TIMEOUT_MS} ms.`);
+  return DEFAULT_TIMEOUT_MS;
+}
+
+function toBase64(bytes: Uint8Array): string {
+  let binary = "";
+  for (const b of bytes) binary += String.fromCharCode(b);
+  return btoa(binary);
+}
+
+/** Mints a webhook secret: `whsec_` + base64 of 32 random bytes. */
+export function newSecret(): string {
+  return SECRET_PREFIX + toBase64(crypto.getRandomValues(new Uint8Array(32)));
+}
+
+/** The HMAC key of a secret: the base64-decoded part after `whsec_`. */
+export function secretKey(secret: string): Uint8Array {
+  const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
+  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+}
+
+/**
+ * The Standard Webhooks headers of one attempt (API.md § "Event delivery").
+ *
+ * @param key the HMAC key (`secretKey(secret)`).
+ * @param eventId the event id, sent as `webhook-id` (the same on every retry).
+ * @param timestampS unix seconds of the attempt, sent as `webhook-timestamp`.
+ * @param body the exact request body.
+ * @returns `content-type`, `webhook-id`, `webhook-timestamp` and `webhook-signature`
+ *   (`v1,` + base64 HMAC-SHA256 over `{id}.{timestamp}.{body}`).
+ */
+export function signedHeaders(key: Uint8Array, eventId: string, timestampS: number, body: string): Record<string, string> {
+  const signature = createHmac("sha256", key).update(`${eventId}.${timestampS}.${body}`).digest("base64");
+  return {
+    "content-type": "application/json",
+    "user-agent": "school-edge-api-webhooks/1",
+    "webhook-id": eventId,
+    "webhook-timestamp": String(timestampS),
+    "webhook-signature": `v1,${signature}`,
+  };
+}
+
+/** What the hub does after an attempt. */
+export type AttemptVerdict =
+  | { status: "succeeded" }
+  | { status: "pending"; retryInMs: number }
+  | { status: "failed" };
+
+/**
+ * Decides the fate of a delivery after attempt number `attempt` (1-based).
+ *
+ * Any 2xx is a success; a 410 stops retries (`failed`); anything else (other statuses,
+ * network errors, timeouts: `responseStatus` undefined) is retried after
+ * `schedule[attempt - 1]` seconds, and is `failed` once the schedule is exhausted.
+ */
+export function judgeAttempt(responseStatus: number | undefined, attempt: number, schedule: readonly number[]): AttemptVerdict {
+  if (responseStatus !== undefined && responseStatus >= 200 && responseStatus <= 299) return { status: "succeeded" };
+  if (responseStatus === 410) return { status: "failed" };
+  const wait = schedule[attempt - 1];
+  if (wait === undefined) return { status: "failed" };
+  return { status: "pending", retryInMs: Math.round(wait * 1000) };
+}

@@ -1,0 +1,338 @@
+/**
+ * Event delivery (API.md § "Event delivery"): signatures as a receiver verifies them, the
+ * retry schedule (driven with runDurableObjectAlarm, never by sleeping), 410, timeouts,
+ * idempotent publish, subscriptions, fairness between endpoints, pruning.
+ */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { Webhook } from "standardwebhooks";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { hubFor } from "../src/webhooks/client";
+import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery";
+import { MAX_IN_FLIGHT_PER_WEBHOOK } from "../src/webhooks/hub";
+import { call, callJson } from "./helpers";
+import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
+import { Receivers } from "./webhooks/receivers";
+
+const rx = new Receivers();
+beforeAll(() => {
+  rx.install();
+});
+afterAll(() => rx.restore());
+beforeEach(() => {
+  rx.delay = [0, 2];
+});
+
+/** The queue row of the only delivery of a hub, if any. */
+async function queueRows(schoolId: string) {
+  return runInDurableObject(hubFor(env, schoolId), (_hub, state) =>
+    state.storage.sql.exec<{ attempts: number; next_attempt_at: number }>(`SELECT attempts, next_attempt_at FROM deliveries`).toArray(),
+  );
+}
+
+async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("signatures", () => {
+  it("every request verifies with the standardwebhooks package and the registration's secret", async () => {
+    const { schoolId, key } = await newSchool("sig");
+    const a = await register(key, "https://sig-a.example.com/in");
+    const b = await register(key, "https://sig-b.example.com/in");
+    const events = [courseEvent(schoolId, "course.created", 1), courseEvent(schoolId, "course.updated", 2)];
+    const published = await hubFor(env, schoolId).publish(events);
+    expect(published).toEqual({ accepted: 2, duplicates: 0, deliveries: 4 });
+    await drain(schoolId);
+
+    for (const [hook, host] of [[a, "sig-a.example.com"], [b, "sig-b.example.com"]] as const) {
+      const got = rx.to(host);
+      expect(got.map((r) => r.event.id).sort()).toEqual(events.map((e) => e.id).sort());
+      for (const req of got) {
+        const payload = new Webhook(hook.secret).verify(req.body, req.headers);
+        const sent = events.find((e) => e.id === req.event.id)!;
+        expect(payload).toEqual(sent);
+        expect(req.headers["webhook-id"]).toBe(sent.id);
+        expect(req.headers["content-type"]).toBe("application/json");
+        expect(Math.abs(Number(req.headers["webhook-timestamp"]) - Date.now() / 1000)).toBeLessThan(60);
+        expect(req.headers["webhook-signature"]).toMatch(/^v1,[A-Za-z0-9+/]{43}=$/);
+        // Signed with this registration's secret only.
+        const other = hook === a ? b : a;
+        expect(() => new Webhook(other.secret).verify(req.body, req.headers)).toThrow();
+      }
+    }
+  });
+
+  it("a tampered body or timestamp fails verification", async () => {
+    const { schoolId, key } = await newSchool("sig");
+    const a = await register(key, "https://sig-c.example.com/in");
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    const [req] = rx.to("sig-c.example.com");
+    const wh = new Webhook(a.secret);
+    expect(() => wh.verify(req!.body.replace("Cours", "Kurs"), req!.headers)).toThrow();
+    expect(() => wh.verify(req!.body, { ...req!.headers, "webhook-timestamp": String(Number(req!.headers["webhook-timestamp"]) + 1) })).toThrow();
+  });
+});
+
+describe("retries", () => {
+  it("follows WEBHOOK_RETRY_SCHEDULE against a failing receiver, then the delivery is failed", async () => {
+    const { schoolId, key } = await newSchool("retry");
+    const hook = await register(key, "https://fail.example.com/in");
+    rx.on("fail.example.com", 500);
+    const event = courseEvent(schoolId);
+    await hubFor(env, schoolId).publish([event]);
+    await drain(schoolId);
+    const schedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE);
+    expect(schedule).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
+
+    for (let i = 0; i < schedule.length; i++) {
+      const [row] = await queueRows(schoolId);
+      expect(row!.attempts).toBe(i + 1);
+      const wait = row!.next_attempt_at - Date.now();
+      expect(wait).toBeGreaterThan(schedule[i]! * 1000 - 2000);
+      expect(wait).toBeLessThanOrEqual(schedule[i]! * 1000);
+      // Not due yet: running the alarm sends nothing.
+      const before = rx.to("fail.example.com").length;
+      await drain(schoolId);
+      expect(rx.to("fail.example.com")).toHaveLength(before);
+      // The clock reaches the retry time.
+      await makeAllDue(schoolId);
+      await drain(schoolId);
+      expect(rx.to("fail.example.com")).toHaveLength(before + 1);
+    }
+    expect(await queueRows(schoolId)).toEqual([]);
+    const got = rx.to("fail.example.com");
+    expect(got).toHaveLength(1 + schedule.length);
+    expect(new Set(got.map((r) => r.headers["webhook-id"]))).toEqual(new Set([event.id]));
+    expect(new Set(got.map((r) => r.body)).size).toBe(1);
+    for (const req of got) expect(new Webhook(hook.secret).verify(req.body, req.headers)).toEqual(event);
+
+    const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
+    expect(log.map((d: { attempt: number }) => d.attempt)).toEqual([8, 7, 6, 5, 4, 3, 2, 1]);
+    expect(log[0]).toMatchObject({ eventId: event.id, eventType: "course.updated", status: "failed", responseStatus: 500, error: "HTTP 500", nextAttemptAt: null });
+    for (const entry of log.slice(1)) {
+      expect(entry).toMatchObject({ status: "pending", responseStatus: 500 });
+      const gap = Date.parse(entry.nextAttemptAt) - Date.parse(entry.attemptedAt);
+      expect(gap).toBeGreaterThanOrEqual(schedule[entry.attempt - 1]! * 1000);
+      expect(gap).toBeLessThan(schedule[entry.attempt - 1]! * 1000 + 2000);
+    }
+  });
+
+  it("a later 2xx ends the retries with succeeded", async () => {
+    const { schoolId, key } = await newSchool("retry");
+    const hook = await register(key, "https://flaky.example.com/in");
+    let calls = 0;
+    rx.on("flaky.example.com", () => (++calls === 1 ? 503 : 200));
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    await makeAllDue(schoolId);
+    await drain(schoolId);
+    expect(calls).toBe(2);
+    expect(await queueRows(schoolId)).toEqual([]);
+    const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
+    expect(log.map((d: { status: string; responseStatus: number }) => [d.status, d.responseStatus])).toEqual([
+      ["succeeded", 200],
+      ["pending", 503],
+    ]);
+  });
+
+  it("410 Gone stops the retries of that delivery", async () => {
+    const { schoolId, key } = await newSchool("gone");
+    const hook = await register(key, "https://gone.example.com/in");
+    rx.on("gone.example.com", 410);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(await queueRows(schoolId)).toEqual([]);
+    await makeAllDue(schoolId);
+    await drain(schoolId);
+    expect(rx.to("gone.example.com")).toHaveLength(1);
+    const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
+    expect(entry).toMatchObject({ attempt: 1, status: "failed", responseStatus: 410, nextAttemptAt: null });
+    expect(entry.error).toMatch(/410/);
+    // The registration itself stays; the next event is delivered again.
+    rx.on("gone.example.com", 200);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(rx.to("gone.example.com")).toHaveLength(2);
+  });
+
+  it.each([
+    ["network errors", 0, /^network error: /, null],
+    ["redirects (not followed)", 302, /redirects are not followed/, 302],
+    ["4xx answers", 400, /^HTTP 400$/, 400],
+  ])("retries %s", async (_what, status, error, responseStatus) => {
+    const { schoolId, key } = await newSchool("err");
+    const host = `err${status}.example.com`;
+    const hook = await register(key, `https://${host}/in`);
+    rx.on(host, status);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
+    expect(entry).toMatchObject({ attempt: 1, status: "pending", responseStatus });
+    expect(entry.error).toMatch(error);
+    expect((await queueRows(schoolId))[0]!.attempts).toBe(1);
+  });
+
+  it("an attempt is bounded by WEBHOOK_TIMEOUT_MS", async () => {
+    const { schoolId, key } = await newSchool("slow");
+    const hook = await register(key, "https://timeout.example.com/in");
+    rx.on("timeout.example.com", () => new Promise<number>((resolve) => setTimeout(() => resolve(200), 5000)));
+    const t0 = Date.now();
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(Date.now() - t0).toBeLessThan(4000);
+    const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
+    expect(entry).toMatchObject({ status: "pending", responseStatus: null, error: `timed out after ${parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS)} ms` });
+  });
+});
+
+describe("publish", () => {
+  it("is idempotent by event id", async () => {
+    const { schoolId, key } = await newSchool("idem");
+    await register(key, "https://idem.example.com/in");
+    const hub = hubFor(env, schoolId);
+    const event = courseEvent(schoolId);
+    const results = await Promise.all([hub.publish([event]), hub.publish([event, event])]);
+    expect(results.reduce((n, r) => n + r.accepted, 0)).toBe(1);
+    expect(results.reduce((n, r) => n + r.duplicates, 0)).toBe(2);
+    await drain(schoolId);
+    expect(await hub.publish([event])).toEqual({ accepted: 0, duplicates: 1, deliveries: 0 });
+    await drain(schoolId);
+    expect(rx.to("idem.example.com").map((r) => r.event.id)).toEqual([event.id]);
+  });
+
+  it("queues for the registrations subscribed at that instant, by event type", async () => {
+    const { schoolId, key } = await newSchool("subs");
+    await register(key, "https://only-created.example.com/in", { events: ["course.created"] });
+    await register(key, "https://all.example.com/in");
+    const hub = hubFor(env, schoolId);
+    const created = courseEvent(schoolId, "course.created");
+    const updated = courseEvent(schoolId, "course.updated");
+    const archived = courseEvent(schoolId, "course.archived");
+    const test = { ...courseEvent(schoolId), type: "webhook.test" as const };
+    expect(await hub.publish([created, updated, archived, test])).toEqual({ accepted: 4, duplicates: 0, deliveries: 4 });
+    // Registered after the publish: receives none of those events.
+    await register(key, "https://late.example.com/in");
+    await drain(schoolId);
+    expect([...rx.eventIds("only-created.example.com")]).toEqual([created.id]);
+    expect(rx.eventIds("all.example.com")).toEqual(new Set([created.id, updated.id, archived.id]));
+    expect(rx.to("late.example.com")).toEqual([]);
+  });
+});
+
+describe("dispatch", () => {
+  it("a slow endpoint does not hold the others back", async () => {
+    const { schoolId, key } = await newSchool("fair");
+    await register(key, "https://stuck.example.com/in");
+    await register(key, "https://quick.example.com/in");
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    rx.on("stuck.example.com", () => gate.then(() => 200));
+    const events = Array.from({ length: 30 }, (_, i) => courseEvent(schoolId, "course.updated", i));
+    await hubFor(env, schoolId).publish(events);
+    // The alarm fires by itself; awaiting runDurableObjectAlarm would wait for the stuck attempts.
+    await until(() => rx.eventIds("quick.example.com").size === 30, "the quick endpoint to get every event");
+    // The stuck one holds at most its own share of attempts in flight.
+    expect(rx.to("stuck.example.com")).toHaveLength(MAX_IN_FLIGHT_PER_WEBHOOK);
+    release();
+    await drain(schoolId);
+    expect(rx.eventIds("stuck.example.com").size).toBe(30);
+  });
+
+  it("prunes log rows and events older than 7 days", async () => {
+    const { schoolId, key } = await newSchool("prune");
+    const hook = await register(key, "https://prune.example.com/in");
+    const hub = hubFor(env, schoolId);
+    const recent = courseEvent(schoolId);
+    await hub.publish([recent]);
+    await drain(schoolId);
+    const old = Date.now() - 7 * 86_400_000 - 60_000;
+    await runInDurableObject(hub, (_h, state) => {
+      state.storage.sql.exec(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_old', 'course.updated', '{}', ?)`, old);
+      state.storage.sql.exec(
+        `INSERT INTO attempts (webhook_id, event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at)
+         VALUES (?, 'evt_old', 'course.updated', 1, 'succeeded', 200, NULL, ?, NULL)`,
+        hook.id,
+        old,
+      );
+    });
+    // Older than 7 days: never listed, even before pruning.
+    const listed = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
+    expect(listed.map((d: { eventId: string }) => d.eventId)).toEqual([recent.id]);
+    await runInDurableObject(hub, (_h, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(hub);
+    const left = await runInDurableObject(hub, (_h, state) => ({
+      events: state.storage.sql.exec<{ id: string }>(`SELECT id FROM events`).toArray().map((r) => r.id),
+      attempts: state.storage.sql.exec<{ event_id: string }>(`SELECT event_id FROM attempts`).toArray().map((r) => r.event_id),
+    }));
+    expect(left).toEqual({ events: [recent.id], attempts: [recent.id] });
+    // With a log to prune and nothing queued, the alarm stays armed (about a day ahead).
+    const alarm = await runInDurableObject(hub, (_h, state) => state.storage.getAlarm());
+    expect(alarm! - Date.now()).toBeGreaterThan(23 * 3_600_000);
+  });
+});
+
+describe("delete", () => {
+  it("drops pending retries: nothing more is sent to the registration", async () => {
+    const { schoolId, key } = await newSchool("drop");
+    const hook = await register(key, "https://drop.example.com/in");
+    rx.on("drop.example.com", 500);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId), courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(rx.to("drop.example.com")).toHaveLength(2);
+    expect(await queueRows(schoolId)).toHaveLength(2);
+    expect((await call(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
+    expect(await queueRows(schoolId)).toEqual([]);
+    await makeAllDue(schoolId);
+    await drain(schoolId);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(rx.to("drop.example.com")).toHaveLength(2);
+  });
+
+  it("aborts an attempt in flight and records nothing for it", async () => {
+    const t0 = Date.now();
+    const { schoolId, key } = await newSchool("abort");
+    const hook = await register(key, "https://hang.example.com/in");
+    rx.on("hang.example.com", () => new Promise<number>(() => {}));
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await until(() => rx.to("hang.example.com").length === 1, "the attempt to start");
+    expect((await call(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
+    // The hub is idle again at once (the attempt was aborted, not timed out).
+    await inHub(schoolId, (h) => h.whenIdle());
+    const counts = await runInDurableObject(hubFor(env, schoolId), (_h, state) => ({
+      queued: state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries`).one().n,
+      logged: state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM attempts`).one().n,
+    }));
+    expect(counts).toEqual({ queued: 0, logged: 0 });
+    expect(Date.now() - t0).toBeLessThan(parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS));
+  });
+});
+
+describe("delivery rules (pure)", () => {
+  it("judgeAttempt: 2xx succeeded, 410 failed, others pending until the schedule is exhausted", () => {
+    const s = [5, 300];
+    expect(judgeAttempt(200, 1, s)).toEqual({ status: "succeeded" });
+    expect(judgeAttempt(299, 3, s)).toEqual({ status: "succeeded" });
+    expect(judgeAttempt(410, 1, s)).toEqual({ status: "failed" });
+    expect(judgeAttempt(500, 1, s)).toEqual({ status: "pending", retryInMs: 5000 });
+    expect(judgeAttempt(undefined, 2, s)).toEqual({ status: "pending", retryInMs: 300_000 });
+    expect(judgeAttempt(500, 3, s)).toEqual({ status: "failed" });
+    expect(judgeAttempt(301, 1, [])).toEqual({ status: "failed" });
+  });
+
+  it("parses the deployment settings, falling back to the defaults", () => {
+    expect(parseRetrySchedule(undefined)).toEqual([...DEFAULT_RETRY_SCHEDULE_S]);
+    expect(parseRetrySchedule(" 1, 2 ,3")).toEqual([1, 2, 3]);
+    expect(parseRetrySchedule("")).toEqual([]);
+    expect(parseRetrySchedule("5,soon")).toEqual([...DEFAULT_RETRY_SCHEDULE_S]);
+    expect(parseTimeoutMs("2500")).toBe(2500);
+    expect(parseTimeoutMs(undefined)).toBe(15_000);
+    expect(parseTimeoutMs("0")).toBe(15_000);
+    expect(parseTimeoutMs("fast")).toBe(15_000);
+  });
+});

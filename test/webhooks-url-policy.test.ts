@@ -1,0 +1,146 @@
+/**
+ * URL policy (API.md § "Error codes" INVALID_WEBHOOK_URL; WEBHOOK_ALLOW_INSECURE_URLS),
+ * case by case on the pure function, then through POST /v3/webhooks.
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { checkWebhookUrl } from "../src/webhooks/url-policy";
+import { callJson } from "./helpers";
+import { newSchool } from "./webhooks/harness";
+
+const rejected: [string, RegExp][] = [
+  // scheme
+  ["http://example.com/hook", /must use https/],
+  ["ftp://example.com/hook", /scheme "ftp"/],
+  ["javascript:alert(1)", /scheme "javascript"/],
+  ["file:///etc/passwd", /scheme "file"/],
+  // not a URL
+  ["example.com/hook", /cannot be parsed/],
+  ["", /cannot be parsed/],
+  ["https://", /cannot be parsed/],
+  [`https://example.com/${"a".repeat(2100)}`, /longer than 2048/],
+  // loopback names
+  ["https://localhost/hook", /loopback name/],
+  ["https://LOCALHOST:8443/hook", /loopback name/],
+  ["https://localhost./hook", /loopback name/],
+  ["https://api.localhost/hook", /loopback name/],
+  ["https://a.b.localhost./hook", /loopback name/],
+  // IPv4 loopback in every spelling
+  ["https://127.0.0.1/hook", /loopback/],
+  ["https://127.255.255.254/hook", /loopback/],
+  ["https://127.1/hook", /loopback/],
+  ["https://0x7f000001/hook", /loopback/],
+  ["https://0x7f.0.0.1/hook", /loopback/],
+  ["https://2130706433/hook", /loopback/],
+  ["https://0177.0.0.1/hook", /loopback/],
+  ["https://127.0.0.1./hook", /loopback/],
+  // other IPv4 ranges
+  ["https://0.0.0.0/hook", /unspecified/],
+  ["https://0/hook", /unspecified/],
+  ["https://10.0.0.1/hook", /private/],
+  ["https://10.255.255.255/hook", /private/],
+  ["https://172.16.0.1/hook", /private/],
+  ["https://172.31.255.255/hook", /private/],
+  ["https://192.168.1.1/hook", /private/],
+  ["https://169.254.169.254/latest/meta-data", /link-local/],
+  ["https://100.64.0.1/hook", /carrier-grade NAT/],
+  ["https://100.127.255.255/hook", /carrier-grade NAT/],
+  ["https://192.0.0.8/hook", /IETF/],
+  ["https://198.18.0.1/hook", /benchmarking/],
+  ["https://224.0.0.1/hook", /multicast/],
+  ["https://255.255.255.255/hook", /reserved or broadcast/],
+  ["https://192.0.2.10/hook", /documentation/],
+  // IPv6
+  ["https://[::1]/hook", /loopback \(::1\)/],
+  ["https://[0:0:0:0:0:0:0:1]/hook", /loopback \(::1\)/],
+  ["https://[::]/hook", /unspecified/],
+  ["https://[::ffff:127.0.0.1]/hook", /IPv4-mapped loopback/],
+  ["http://[::ffff:127.0.0.1]/hook", /must use https/],
+  ["https://[::ffff:7f00:1]/hook", /IPv4-mapped loopback/],
+  ["https://[::ffff:10.1.2.3]/hook", /IPv4-mapped private/],
+  ["https://[::ffff:169.254.169.254]/hook", /IPv4-mapped link-local/],
+  ["https://[::127.0.0.1]/hook", /IPv4-compatible|loopback/],
+  ["https://[64:ff9b::10.0.0.1]/hook", /NAT64-mapped private/],
+  ["https://[2002:7f00:1::]/hook", /6to4-mapped loopback/],
+  ["https://[fc00::1]/hook", /unique-local/],
+  ["https://[fd12:3456:789a::1]/hook", /unique-local/],
+  ["https://[fe80::1]/hook", /link-local/],
+  ["https://[febf::1]/hook", /link-local/],
+  ["https://[fec0::1]/hook", /site-local/],
+  ["https://[ff02::1]/hook", /multicast/],
+  ["https://[2001:db8::1]/hook", /documentation/],
+];
+
+const accepted: [string, string][] = [
+  ["https://example.com/hook", "https://example.com/hook"],
+  ["https://Hooks.Example.COM:8443/a/b?x=1", "https://hooks.example.com:8443/a/b?x=1"],
+  ["https://example.com", "https://example.com/"],
+  ["https://8.8.8.8/hook", "https://8.8.8.8/hook"],
+  ["https://172.15.255.255/hook", "https://172.15.255.255/hook"],
+  ["https://172.32.0.1/hook", "https://172.32.0.1/hook"],
+  ["https://100.63.255.255/hook", "https://100.63.255.255/hook"],
+  ["https://100.128.0.1/hook", "https://100.128.0.1/hook"],
+  ["https://[2606:4700:4700::1111]/hook", "https://[2606:4700:4700::1111]/hook"],
+  ["https://[::ffff:8.8.8.8]/hook", "https://[::ffff:808:808]/hook"],
+  ["https://localhost.example.com/hook", "https://localhost.example.com/hook"],
+  ["https://mylocalhost/hook", "https://mylocalhost/hook"],
+  ["https://xn--bcher-kva.example/hook", "https://xn--bcher-kva.example/hook"],
+  ["https://bücher.example/hook", "https://xn--bcher-kva.example/hook"],
+];
+
+describe("checkWebhookUrl (strict)", () => {
+  it.each(rejected)("rejects %s", (url, reason) => {
+    const verdict = checkWebhookUrl(url, false);
+    expect(verdict.ok).toBe(false);
+    if (!verdict.ok) expect(verdict.reason).toMatch(reason);
+  });
+
+  it.each(accepted)("accepts %s as %s", (url, normalized) => {
+    expect(checkWebhookUrl(url, false)).toEqual({ ok: true, url: normalized });
+  });
+});
+
+describe("checkWebhookUrl with WEBHOOK_ALLOW_INSECURE_URLS=true", () => {
+  it.each([
+    ["http://127.0.0.1:9000/hook", "http://127.0.0.1:9000/hook"],
+    ["http://localhost:9000/hook", "http://localhost:9000/hook"],
+    ["https://[::ffff:127.0.0.1]/hook", "https://[::ffff:7f00:1]/hook"],
+    ["http://0x7f000001/hook", "http://127.0.0.1/hook"],
+    ["https://10.0.0.1/hook", "https://10.0.0.1/hook"],
+  ])("lifts the policy for %s", (url, normalized) => {
+    expect(checkWebhookUrl(url, true)).toEqual({ ok: true, url: normalized });
+  });
+
+  it.each(["ftp://127.0.0.1/x", "not a url", `https://example.com/${"a".repeat(2100)}`])("still rejects %s", (url) => {
+    expect(checkWebhookUrl(url, true).ok).toBe(false);
+  });
+});
+
+describe("POST /v3/webhooks applies the policy", () => {
+  let key: string;
+  beforeAll(async () => {
+    ({ key } = await newSchool("url"));
+  });
+
+  it.each([
+    "http://example.com/hook",
+    "https://localhost./hook",
+    "https://0x7f000001/hook",
+    "https://2130706433/hook",
+    "https://127.1/hook",
+    "https://[::ffff:127.0.0.1]/hook",
+    "https://169.254.169.254/",
+    "https://[fd00::1]/hook",
+    "not a url",
+  ])("400 INVALID_WEBHOOK_URL for %s", async (url) => {
+    const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, json: { url } });
+    expect(status).toBe(400);
+    expect(body.code).toBe("INVALID_WEBHOOK_URL");
+    expect(body.details).toEqual([{ path: "url", message: expect.any(String) }]);
+  });
+
+  it("stores the normalized URL of an accepted one", async () => {
+    const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, json: { url: "https://Hooks.Example.com/in" } });
+    expect(status).toBe(201);
+    expect(body.result.url).toBe("https://hooks.example.com/in");
+  });
+});
