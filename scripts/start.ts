@@ -4,9 +4,11 @@
  * One command from a fresh clone (after `npm ci`) to a running local API:
  * 1. applies the local D1 migrations (`wrangler d1 migrations apply DB --local`, non-interactive);
  * 2. when the local database has no course, loads the demo data (scripts/seed-demo.ts);
- * 3. prints the demo API key and a ready-to-paste curl;
+ * 3. prints the demo API key, a ready-to-paste curl and the URLs of the reference
+ *    (`/docs`, `/openapi.json`);
  * 4. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true` with
- *    stdio inherited, forwarding SIGINT/SIGTERM, and exits with its status.
+ *    stdio inherited, forwarding SIGINT/SIGTERM, and exits with its status (wrangler's custom
+ *    build, wrangler.toml `[build]`, first copies the Scalar bundle that /docs loads).
  */
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -51,6 +53,8 @@ demo API key (sch_demo):  ${DEMO_API_KEY}
 other school (sch_other): ${OTHER_API_KEY}
 try:
   ${demoCurl(port)}
+API reference (paste the demo key under Authentication, then "Test Request"):
+  http://127.0.0.1:${port}/docs       OpenAPI document: http://127.0.0.1:${port}/openapi.json
 `);
 
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true"];

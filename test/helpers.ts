@@ -1,15 +1,26 @@
 /**
  * Test helpers: calls into the Worker's own `fetch`, and fixture loading through the same
  * import model as `npm run import`.
+ *
+ * Every response that goes through `call` (and so `callJson`) is checked against the
+ * OpenAPI document (`checkResponse`, test/openapi-check.ts): an undocumented operation,
+ * status, header or body field fails the test that made the request.
  */
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { importFileSchema, importStatements } from "../src/db/import";
+import { checkResponse } from "./openapi-check";
 
 export const BASE = "http://api.test";
 
-/** Calls the Worker. `key` adds `Authorization: Bearer <key>`; a `json` body is sent as JSON. */
+/**
+ * Calls the Worker. `key` adds `Authorization: Bearer <key>`; a `json` body is sent as JSON.
+ * The response is checked against the OpenAPI document before it is returned (its body is
+ * read from a clone, so the caller can still read it).
+ *
+ * @throws Error when the response is not as documented (see `checkResponse`).
+ */
 export async function call(
   path: string,
   init: { method?: string; key?: string; json?: unknown; headers?: Record<string, string>; body?: BodyInit } = {},
@@ -21,7 +32,10 @@ export async function call(
     body = JSON.stringify(init.json);
     headers["content-type"] ??= "application/json";
   }
-  return exports.default.fetch(new Request(`${BASE}${path}`, { method: init.method ?? "GET", headers, body }));
+  const method = init.method ?? "GET";
+  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  await checkResponse(method, `${BASE}${path}`, res);
+  return res;
 }
 
 /** Calls the Worker and decodes the JSON body, checking the envelope's shape and headers. */

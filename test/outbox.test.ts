@@ -11,6 +11,7 @@ import { publishEvents, sweepOutbox, SWEEP_AFTER_MS } from "../src/events/outbox
 import type { SchoolEvent } from "../src/events/types";
 import { hubFor } from "../src/webhooks/client";
 import { callJson } from "./helpers";
+import { checkEvent, checkResponse } from "./openapi-check";
 import { drain, newSchool, register } from "./webhooks/harness";
 import { Receivers } from "./webhooks/receivers";
 
@@ -42,6 +43,8 @@ describe("course writes deliver their events", () => {
     expect(got.map((r) => r.event.type)).toEqual(["course.created", "course.updated", "course.archived", "course.absences_sent", "course.updated", "course.unarchived"]);
     const wh = new Webhook(hook.secret);
     for (const r of got) expect(wh.verify(r.body, r.headers)).toMatchObject({ id: r.event.id, schoolId });
+    // Each delivered body is as the document's `webhooks` describes it.
+    for (const r of got) checkEvent(JSON.parse(r.body));
     expect(got.at(-1)!.event.data.course).toEqual(last.body.result);
   });
 });
@@ -58,6 +61,7 @@ describe("the outbox sweep", () => {
       createExecutionContext(),
     );
     expect(post.status).toBe(201);
+    await checkResponse("POST", "http://api.test/v3/courses", post);
     expect(await unpublished(schoolId)).toBe(1);
 
     // Too young for the sweep (30 s): nothing happens.
@@ -83,6 +87,7 @@ describe("the outbox sweep", () => {
     const got = receivers.to("sweep.example");
     expect(got.map((r) => r.event.id)).toEqual([event.id]);
     expect(got[0]!.event.type).toBe("course.created");
+    checkEvent(JSON.parse(got[0]!.body));
   });
 
   it("prunes rows published more than 7 days ago", async () => {

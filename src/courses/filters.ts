@@ -98,10 +98,54 @@ export const LIST_PARAMS = [
 export const SEARCH_FIELDS = [...LIST_PARAMS, "courseId", "sort"] as const;
 
 // ---------------------------------------------------------------------------------------
-// Value schemas shared by both operations.
+// Value schemas shared by both operations. Their `.meta()` documents them in the OpenAPI
+// document (src/openapi/document.ts), which describes each schema by its INPUT shape.
 
 const idString = z.string().regex(ID_RE, "must be an id of 1–64 characters [A-Za-z0-9_-]");
 const text200 = z.string().min(1, "must not be empty").max(200, "must be at most 200 characters");
+
+/**
+ * What each filter does (API.md § "GET /v3/courses"), shared by the GET parameters and the
+ * search body fields so both operations document one rule.
+ */
+export const FILTER_RULES = {
+  courseStartDateTime: "Only courses with `startDateTime >= value`.",
+  courseEndDateTime: "Only courses with `endDateTime <= value` (with `courseStartDateTime`: courses that start and end between the two).",
+  absencesSent: "`true`: only courses whose absences were sent; `false` (default): no filter.",
+  absencesNotSent: "`true`: only courses whose absences were not sent; `false` (default): no filter. Both `absencesSent` and `absencesNotSent` true: every course.",
+  groupId: "Courses attached to at least one of these groups.",
+  studentId: "Courses in which at least one of these students is enrolled.",
+  professorId: "Courses to which at least one of these professors is assigned (co-teachers included).",
+  trainingId: "Courses that belong to one of these trainings.",
+  courseId: "Only these courses.",
+  archived: "`true`: archived courses only; `false`: active courses only; omitted: both.",
+  classroom: "Exact classroom name (1–200 characters).",
+  creatorId: "Id of the course's creator.",
+  name: "Case- and accent-insensitive substring of the course name (1–200 characters); `%` and `_` match literally.",
+  createdAt: "Validated and accepted, currently ignored.",
+  updatedAt: "Validated and accepted, currently ignored.",
+  professorSignatureMissing:
+    "`true`: courses where at least one assigned professor has not signed; `false`: courses where no assigned professor is unsigned (courses without professors included); omitted: no filter.",
+  page: "Page number, from 1.",
+  limit: "Items per page.",
+  includeStudents: "Embed `students` (`[{ id, firstName, lastName, email }]`) in each course. Default false.",
+  includeTeachers: "Embed `teachers` (`[{ id, firstName, lastName, email, coTeacher, signed }]`) in each course. Default false.",
+  includeSurveyTemplates: "Embed `surveyTemplates` (`[{ id, name }]`) in each course. Default false.",
+  includeTraining: "Embed `training` (`{ id, name }` or `null`) in each course. Default false.",
+  sort: "Sort keys, applied in order, then `id` ascending. Default: `startDateTime` ascending. `name` and `classroom` sort case- and accent-insensitively; `null` sorts first in `asc`, last in `desc`.",
+} as const satisfies Record<(typeof LIST_PARAMS)[number] | "courseId" | "sort", string>;
+
+/** Example ids of each id list. */
+const ID_EXAMPLES = {
+  groupId: ["grp_1", "grp_7"],
+  studentId: ["stu_1", "stu_2"],
+  professorId: ["prf_4", "prf_9"],
+  trainingId: ["trn_3"],
+  courseId: ["crs_1", "crs_2"],
+} as const;
+
+/** `FILTER_RULES[name]` as zod metadata, with an optional example. */
+const rule = (name: keyof typeof FILTER_RULES, extra: Record<string, unknown> = {}) => ({ description: FILTER_RULES[name], ...extra });
 
 /** Splits a comma-separated id list: items trimmed, empty items dropped. */
 export function splitIds(value: string): string[] {
@@ -111,61 +155,88 @@ export function splitIds(value: string): string[] {
     .filter((s) => s.length > 0);
 }
 
+/** How an instant is written, for the document. */
+const INSTANT_TEXT = "ISO 8601 instant with a zone (`Z` or `±hh:mm`), e.g. `2026-09-07T08:00:00Z` or `2026-09-07T10:00:00+02:00`; without a zone it is a 400.";
+const QUERY_PLUS_TEXT = " In a query string, a `+` that arrived as a space before `hh:mm` is read as `+`.";
+
 const instantFrom = (repair: boolean) =>
-  z.string().transform((raw, ctx) => {
-    const ms = parseInstant(repair ? repairQueryInstant(raw) : raw);
-    if (ms === undefined) {
-      ctx.addIssue({
-        code: "custom",
-        message: "must be an ISO 8601 instant with a zone, e.g. 2026-09-07T08:00:00Z or 2026-09-07T10:00:00+02:00",
-      });
-      return z.NEVER;
-    }
-    return ms;
-  });
+  z
+    .string()
+    .transform((raw, ctx) => {
+      const ms = parseInstant(repair ? repairQueryInstant(raw) : raw);
+      if (ms === undefined) {
+        ctx.addIssue({
+          code: "custom",
+          message: "must be an ISO 8601 instant with a zone, e.g. 2026-09-07T08:00:00Z or 2026-09-07T10:00:00+02:00",
+        });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .meta({ format: "date-time", example: "2026-09-07T08:00:00Z", description: INSTANT_TEXT + (repair ? QUERY_PLUS_TEXT : "") });
+
+/** An instant filter (`repair`: read from a query string): its rule, then how the value is written. */
+const instantParam = (name: keyof typeof FILTER_RULES, repair: boolean) =>
+  instantFrom(repair).meta({ description: `${FILTER_RULES[name]} ${INSTANT_TEXT}${repair ? QUERY_PLUS_TEXT : ""}` });
 
 // ---------------------------------------------------------------------------------------
 // GET query string.
 
+/** `true`, `false`, `1` or `0` (API.md § "Conventions"); anything else is a 400. */
 const queryBoolean = z
-  .string()
-  .refine((v) => ["true", "false", "1", "0"].includes(v), "must be one of true, false, 1, 0")
+  .enum(["true", "false", "1", "0"], { error: "must be one of true, false, 1, 0" })
   .transform((v) => v === "true" || v === "1");
 
-const queryInteger = (min: number, max: number) =>
+/** A string-encoded integer from `min` to `max` (decimal digits only), documented with its rule and default. */
+const queryInteger = (name: "page" | "limit", min: number, max: number, fallback: number, example: string) =>
   z
     .string()
     .regex(/^\d{1,9}$/, `must be an integer from ${min} to ${max}`)
     .transform(Number)
-    .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`);
+    .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`)
+    .meta({
+      description: `${FILTER_RULES[name]} A string-encoded integer (decimal digits), minimum ${min}, maximum ${max}, default ${fallback}.`,
+      default: String(fallback),
+      example,
+    });
 
-const queryIdList = z
-  .string()
-  .transform(splitIds)
-  .pipe(z.array(idString));
+/** A comma-separated id list (items trimmed, empty items dropped), at most GET_MAX_IDS ids. */
+const queryIdList = (name: keyof typeof ID_EXAMPLES) =>
+  z
+    .string()
+    .transform(splitIds)
+    .pipe(z.array(idString))
+    .meta({
+      description: `${FILTER_RULES[name]} Comma-separated ids (items trimmed, empty items dropped; a repeated parameter adds to the list), at most ${GET_MAX_IDS} (beyond: 400 TOO_MANY_IDS; send longer lists with POST /v3/courses:search). An empty list is no filter.`,
+      example: ID_EXAMPLES[name].join(","),
+    });
 
-const listQuerySchema = z.strictObject({
-  courseStartDateTime: instantFrom(true).optional(),
-  courseEndDateTime: instantFrom(true).optional(),
-  absencesSent: queryBoolean.optional(),
-  absencesNotSent: queryBoolean.optional(),
-  groupId: queryIdList.optional(),
-  studentId: queryIdList.optional(),
-  professorId: queryIdList.optional(),
-  trainingId: queryIdList.optional(),
-  archived: queryBoolean.optional(),
-  classroom: text200.optional(),
-  creatorId: idString.optional(),
-  name: text200.optional(),
-  createdAt: instantFrom(true).optional(),
-  updatedAt: instantFrom(true).optional(),
-  professorSignatureMissing: queryBoolean.optional(),
-  page: queryInteger(1, MAX_PAGE).optional(),
-  limit: queryInteger(1, 100).optional(),
-  includeStudents: queryBoolean.optional(),
-  includeTeachers: queryBoolean.optional(),
-  includeSurveyTemplates: queryBoolean.optional(),
-  includeTraining: queryBoolean.optional(),
+/** Boolean query flag with its rule. */
+const flag = (name: keyof typeof FILTER_RULES) => queryBoolean.meta(rule(name, { example: "true" }));
+
+/** The query string of GET /v3/courses (exported for the OpenAPI document). */
+export const listQuerySchema = z.strictObject({
+  courseStartDateTime: instantParam("courseStartDateTime", true).optional(),
+  courseEndDateTime: instantParam("courseEndDateTime", true).optional(),
+  absencesSent: flag("absencesSent").optional(),
+  absencesNotSent: flag("absencesNotSent").optional(),
+  groupId: queryIdList("groupId").optional(),
+  studentId: queryIdList("studentId").optional(),
+  professorId: queryIdList("professorId").optional(),
+  trainingId: queryIdList("trainingId").optional(),
+  archived: flag("archived").optional(),
+  classroom: text200.meta(rule("classroom", { example: "B204" })).optional(),
+  creatorId: idString.meta(rule("creatorId", { example: "usr_12" })).optional(),
+  name: text200.meta(rule("name", { example: "algebre" })).optional(),
+  createdAt: instantParam("createdAt", true).optional(),
+  updatedAt: instantParam("updatedAt", true).optional(),
+  professorSignatureMissing: flag("professorSignatureMissing").optional(),
+  page: queryInteger("page", 1, MAX_PAGE, 1, "1").optional(),
+  limit: queryInteger("limit", 1, 100, 100, "20").optional(),
+  includeStudents: flag("includeStudents").optional(),
+  includeTeachers: flag("includeTeachers").optional(),
+  includeSurveyTemplates: flag("includeSurveyTemplates").optional(),
+  includeTraining: flag("includeTraining").optional(),
 });
 
 type ParsedFields = Partial<{
@@ -333,8 +404,8 @@ export function parseListQuery(params: URLSearchParams): CourseQuery {
   return toCourseQuery(parseQueryWith(listQuerySchema, raw));
 }
 
-/** The include flags alone (GET /v3/courses/{id}). */
-const includeQuerySchema = listQuerySchema.pick({
+/** The include flags alone: the query string of GET /v3/courses/{id} (exported for the OpenAPI document). */
+export const includeQuerySchema = listQuerySchema.pick({
   includeStudents: true,
   includeTeachers: true,
   includeSurveyTemplates: true,
@@ -350,41 +421,75 @@ export function parseIncludeQuery(params: URLSearchParams): Includes {
 // ---------------------------------------------------------------------------------------
 // Search body.
 
-const bodyIdList = z
-  .union([z.string().transform(splitIds), z.array(z.unknown())], { error: "must be an array of ids or a comma-separated string" })
-  .pipe(z.array(idString).max(SEARCH_MAX_IDS, `must list at most ${SEARCH_MAX_IDS} ids`));
+/** Documented input shape of a search id list: the union below reads as `string | unknown[]`. */
+const bodyIdListShape = {
+  anyOf: [
+    { type: "array", items: { type: "string", pattern: ID_RE.source }, maxItems: SEARCH_MAX_IDS },
+    { type: "string", description: "Comma-separated ids (items trimmed, empty items dropped)." },
+  ],
+};
 
-const sortKeySchema = z.strictObject({
-  field: z.enum(SORT_FIELDS, { error: `must be one of ${SORT_FIELDS.join(", ")}` }),
-  order: z.enum(["asc", "desc"], { error: "must be asc or desc" }).default("asc"),
-});
+const bodyIdList = (name: keyof typeof ID_EXAMPLES) =>
+  z
+    .union([z.string().transform(splitIds), z.array(z.unknown())], { error: "must be an array of ids or a comma-separated string" })
+    .pipe(z.array(idString).max(SEARCH_MAX_IDS, `must list at most ${SEARCH_MAX_IDS} ids`))
+    .meta({
+      ...bodyIdListShape,
+      description: `${FILTER_RULES[name]} An array of up to ${SEARCH_MAX_IDS} ids (a comma-separated string is accepted too). An empty list is no filter.`,
+      example: ID_EXAMPLES[name],
+    });
+
+const sortKeySchema = z
+  .strictObject({
+    field: z.enum(SORT_FIELDS, { error: `must be one of ${SORT_FIELDS.join(", ")}` }),
+    order: z.enum(["asc", "desc"], { error: "must be asc or desc" }).default("asc"),
+  })
+  .meta({ id: "SortKey", description: "One sort key.", example: { field: "name", order: "asc" } });
+
+const bodyFlag = (name: keyof typeof FILTER_RULES) => z.boolean().meta(rule(name));
 
 /** The search body schema (exported for the OpenAPI document). */
-export const searchBodySchema = z.strictObject({
-  courseStartDateTime: instantFrom(false).optional(),
-  courseEndDateTime: instantFrom(false).optional(),
-  absencesSent: z.boolean().optional(),
-  absencesNotSent: z.boolean().optional(),
-  groupId: bodyIdList.optional(),
-  studentId: bodyIdList.optional(),
-  professorId: bodyIdList.optional(),
-  trainingId: bodyIdList.optional(),
-  courseId: bodyIdList.optional(),
-  archived: z.boolean().optional(),
-  classroom: text200.optional(),
-  creatorId: idString.optional(),
-  name: text200.optional(),
-  createdAt: instantFrom(false).optional(),
-  updatedAt: instantFrom(false).optional(),
-  professorSignatureMissing: z.boolean().optional(),
-  page: z.number().int().min(1).max(MAX_PAGE).optional(),
-  limit: z.number().int().min(1).max(100).optional(),
-  includeStudents: z.boolean().optional(),
-  includeTeachers: z.boolean().optional(),
-  includeSurveyTemplates: z.boolean().optional(),
-  includeTraining: z.boolean().optional(),
-  sort: z.array(sortKeySchema).max(SORT_FIELDS.length).optional(),
-});
+export const searchBodySchema = z
+  .strictObject({
+    courseStartDateTime: instantParam("courseStartDateTime", false).optional(),
+    courseEndDateTime: instantParam("courseEndDateTime", false).optional(),
+    absencesSent: bodyFlag("absencesSent").optional(),
+    absencesNotSent: bodyFlag("absencesNotSent").optional(),
+    groupId: bodyIdList("groupId").optional(),
+    studentId: bodyIdList("studentId").optional(),
+    professorId: bodyIdList("professorId").optional(),
+    trainingId: bodyIdList("trainingId").optional(),
+    courseId: bodyIdList("courseId").optional(),
+    archived: bodyFlag("archived").optional(),
+    classroom: text200.meta(rule("classroom")).optional(),
+    creatorId: idString.meta(rule("creatorId")).optional(),
+    name: text200.meta(rule("name")).optional(),
+    createdAt: instantParam("createdAt", false).optional(),
+    updatedAt: instantParam("updatedAt", false).optional(),
+    professorSignatureMissing: bodyFlag("professorSignatureMissing").optional(),
+    page: z.number().int().min(1).max(MAX_PAGE).meta(rule("page", { default: 1 })).optional(),
+    limit: z.number().int().min(1).max(100).meta(rule("limit", { default: 100 })).optional(),
+    includeStudents: bodyFlag("includeStudents").meta({ default: false }).optional(),
+    includeTeachers: bodyFlag("includeTeachers").meta({ default: false }).optional(),
+    includeSurveyTemplates: bodyFlag("includeSurveyTemplates").meta({ default: false }).optional(),
+    includeTraining: bodyFlag("includeTraining").meta({ default: false }).optional(),
+    sort: z.array(sortKeySchema).max(SORT_FIELDS.length).meta(rule("sort")).optional(),
+  })
+  .meta({
+    id: "CourseSearch",
+    description: "Every GET /v3/courses parameter under the same name, typed as JSON, plus `courseId` and `sort`. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    example: {
+      studentId: ["stu_1", "stu_2"],
+      archived: false,
+      courseStartDateTime: "2026-09-01T00:00:00+02:00",
+      sort: [
+        { field: "name", order: "asc" },
+        { field: "startDateTime", order: "desc" },
+      ],
+      limit: 10,
+      includeTeachers: true,
+    },
+  });
 
 /**
  * Validates a JSON value against a zod schema for a request body.

@@ -3,46 +3,14 @@
  */
 import { fold } from "../lib/text";
 import { formatInstant } from "../lib/time";
+import type { CourseRecord, NamedRef, StudentRef } from "../http/schemas";
 import type { CourseRow } from "./query";
 
-/** A person embedded by `includeStudents`. */
-export interface StudentRef {
-  id: string;
-  firstName: string;
-  lastName: string;
-  email: string;
-}
-/** A teacher embedded by `includeTeachers`. */
-export interface TeacherRef extends StudentRef {
-  coTeacher: boolean;
-  signed: boolean;
-}
-/** `{ id, name }` of a survey template or training. */
-export interface NamedRef {
-  id: string;
-  name: string;
-}
-
-/** The course record. Instants are ISO 8601 UTC with ms; lists sorted ascending. */
-export interface CourseRecord {
-  id: string;
-  name: string;
-  startDateTime: string;
-  endDateTime: string;
-  classroom: string | null;
-  creatorId: string | null;
-  trainingId: string | null;
-  groupIds: string[];
-  professorIds: string[];
-  archived: boolean;
-  absencesSent: boolean;
-  createdAt: string;
-  updatedAt: string;
-  students?: StudentRef[];
-  teachers?: TeacherRef[];
-  surveyTemplates?: NamedRef[];
-  training?: NamedRef | null;
-}
+/**
+ * The record types are derived from the response schemas (src/http/schemas.ts), which also
+ * generate the OpenAPI document: `CourseRecord`, `StudentRef`, `TeacherRef`, `NamedRef`.
+ */
+export type { CourseRecord, NamedRef, StudentRef, TeacherRef } from "../http/schemas";
 
 const byText = (a: string, b: string) => {
   const fa = fold(a), fb = fold(b);

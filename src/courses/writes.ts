@@ -23,19 +23,39 @@ import type { CourseRecord } from "./record";
 // Body schemas.
 
 const id = z.string().regex(ID_RE, "must be an id of 1–64 characters [A-Za-z0-9_-]");
-const instant = z.string().transform((raw, ctx) => {
-  const ms = parseInstant(raw);
-  if (ms === undefined) {
-    ctx.addIssue({ code: "custom", message: "must be an ISO 8601 instant with a zone, e.g. 2026-09-07T08:00:00Z" });
-    return z.NEVER;
-  }
-  return ms;
-});
+const instant = z
+  .string()
+  .transform((raw, ctx) => {
+    const ms = parseInstant(raw);
+    if (ms === undefined) {
+      ctx.addIssue({ code: "custom", message: "must be an ISO 8601 instant with a zone, e.g. 2026-09-07T08:00:00Z" });
+      return z.NEVER;
+    }
+    return ms;
+  })
+  .meta({
+    format: "date-time",
+    description: "ISO 8601 instant with a zone (`Z` or `±hh:mm`); stored to the millisecond and written back in UTC.",
+    example: "2026-09-07T10:00:00+02:00",
+  });
 /** Max items of a relation list in a write body. */
 export const MAX_LIST = 10_000;
-const idList = z.array(id).max(MAX_LIST).transform((ids) => [...new Set(ids)].sort());
+const idList = (what: string, example: string[]) =>
+  z
+    .array(id)
+    .max(MAX_LIST)
+    .transform((ids) => [...new Set(ids)].sort())
+    .meta({ description: `Ids of the ${what} (at most ${MAX_LIST}; duplicates dropped). Sent, it replaces the whole list; every id must exist in the school.`, example });
 const professorsSchema = z
-  .array(z.strictObject({ professorId: id, coTeacher: z.boolean().default(false), signed: z.boolean().default(false) }))
+  .array(
+    z
+      .strictObject({
+        professorId: id.meta({ example: "prf_4" }),
+        coTeacher: z.boolean().default(false).meta({ description: "Assigned as co-teacher." }),
+        signed: z.boolean().default(false).meta({ description: "Has signed (false → true publishes `course.professor_signed`)." }),
+      })
+      .meta({ id: "ProfessorAssignment", description: "A professor assigned to the course.", example: { professorId: "prf_4", coTeacher: false, signed: true } }),
+  )
   .max(MAX_LIST)
   .superRefine((list, ctx) => {
     const seen = new Set<string>();
@@ -44,48 +64,69 @@ const professorsSchema = z
       seen.add(p.professorId);
     });
   })
-  .transform((list) => [...list].sort((a, b) => (a.professorId < b.professorId ? -1 : 1)));
+  .transform((list) => [...list].sort((a, b) => (a.professorId < b.professorId ? -1 : 1)))
+  .meta({ description: `The assigned professors (at most ${MAX_LIST}, each once). Sent, it replaces the whole list; every id must exist in the school.` });
 
+const nullableText = z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullable();
 const fields = {
-  name: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters"),
+  name: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").meta({ description: "Course name, 1–200 characters (trimmed).", example: "Algèbre linéaire" }),
   startDateTime: instant,
-  endDateTime: instant,
-  classroom: z.string().trim().min(1, "must not be empty").max(200, "must be at most 200 characters").nullable(),
-  creatorId: id.nullable(),
-  trainingId: id.nullable(),
-  groupIds: idList,
-  studentIds: idList,
+  endDateTime: instant.meta({ description: "ISO 8601 instant with a zone; must be after `startDateTime` (else 400 INVALID_DATE_RANGE).", example: "2026-09-07T12:00:00+02:00" }),
+  classroom: nullableText.meta({ description: "Classroom name (1–200 characters); `null` clears it.", example: "B204" }),
+  creatorId: id.nullable().meta({ description: "Id of the course's creator; `null` clears it.", example: "usr_12" }),
+  trainingId: id.nullable().meta({ description: "Id of a training of the school; `null` clears it.", example: "trn_3" }),
+  groupIds: idList("groups", ["grp_1", "grp_7"]),
+  studentIds: idList("enrolled students", ["stu_1", "stu_2"]),
   professors: professorsSchema,
-  surveyTemplateIds: idList,
+  surveyTemplateIds: idList("survey templates", ["svt_2"]),
 };
 
 /** POST /v3/courses body: `name`, `startDateTime`, `endDateTime` required. */
-export const createCourseSchema = z.strictObject({
-  ...fields,
-  classroom: fields.classroom.optional(),
-  creatorId: fields.creatorId.optional(),
-  trainingId: fields.trainingId.optional(),
-  groupIds: fields.groupIds.optional(),
-  studentIds: fields.studentIds.optional(),
-  professors: fields.professors.optional(),
-  surveyTemplateIds: fields.surveyTemplateIds.optional(),
-});
+export const createCourseSchema = z
+  .strictObject({
+    ...fields,
+    classroom: fields.classroom.optional(),
+    creatorId: fields.creatorId.optional(),
+    trainingId: fields.trainingId.optional(),
+    groupIds: fields.groupIds.optional(),
+    studentIds: fields.studentIds.optional(),
+    professors: fields.professors.optional(),
+    surveyTemplateIds: fields.surveyTemplateIds.optional(),
+  })
+  .meta({
+    id: "CourseCreate",
+    description: "A new course: `name`, `startDateTime` and `endDateTime` are required. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    example: {
+      name: "Algèbre linéaire",
+      startDateTime: "2026-12-01T08:00:00+01:00",
+      endDateTime: "2026-12-01T10:00:00+01:00",
+      classroom: "B204",
+      groupIds: ["grp_1"],
+      professors: [{ professorId: "prf_4", coTeacher: false, signed: false }],
+    },
+  });
 
 /** PATCH /v3/courses/{id} body: every field optional, plus `archived` and `absencesSent`. */
-export const patchCourseSchema = z.strictObject({
-  name: fields.name.optional(),
-  startDateTime: fields.startDateTime.optional(),
-  endDateTime: fields.endDateTime.optional(),
-  classroom: fields.classroom.optional(),
-  creatorId: fields.creatorId.optional(),
-  trainingId: fields.trainingId.optional(),
-  groupIds: fields.groupIds.optional(),
-  studentIds: fields.studentIds.optional(),
-  professors: fields.professors.optional(),
-  surveyTemplateIds: fields.surveyTemplateIds.optional(),
-  archived: z.boolean().optional(),
-  absencesSent: z.boolean().optional(),
-});
+export const patchCourseSchema = z
+  .strictObject({
+    name: fields.name.optional(),
+    startDateTime: fields.startDateTime.optional(),
+    endDateTime: fields.endDateTime.optional(),
+    classroom: fields.classroom.optional(),
+    creatorId: fields.creatorId.optional(),
+    trainingId: fields.trainingId.optional(),
+    groupIds: fields.groupIds.optional(),
+    studentIds: fields.studentIds.optional(),
+    professors: fields.professors.optional(),
+    surveyTemplateIds: fields.surveyTemplateIds.optional(),
+    archived: z.boolean().optional().meta({ description: "Archive (`true`, publishes `course.archived`) or restore (`false`, publishes `course.unarchived`)." }),
+    absencesSent: z.boolean().optional().meta({ description: "Mark absences as sent (false → true publishes `course.absences_sent`)." }),
+  })
+  .meta({
+    id: "CoursePatch",
+    description: "The fields to change; only the fields sent change, a list sent replaces the whole list, `null` clears `classroom`, `creatorId`, `trainingId`. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    example: { archived: true, professors: [{ professorId: "prf_4", signed: true }] },
+  });
 
 const CREATE_FIELDS = Object.keys(createCourseSchema.shape);
 const PATCH_FIELDS = Object.keys(patchCourseSchema.shape);

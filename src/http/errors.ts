@@ -4,34 +4,14 @@
  * `{ status: "error", code, message, details?, requestId }` with a real HTTP status.
  */
 
-/** One problem of a request: a query `parameter` or a JSON `path` in the body. */
-export type ErrorDetail =
-  | { parameter: string; message: string }
-  | { path: string; message: string };
+import type { ErrorBody, ErrorCode, ErrorDetail } from "./schemas";
 
-/** Every error code of the contract. */
-export type ErrorCode =
-  | "INVALID_PARAMETER"
-  | "UNKNOWN_PARAMETER"
-  | "TOO_MANY_IDS"
-  | "INVALID_JSON"
-  | "VALIDATION_ERROR"
-  | "INVALID_DATE_RANGE"
-  | "STUDENTS_NOT_FOUND"
-  | "GROUPS_NOT_FOUND"
-  | "PROFESSORS_NOT_FOUND"
-  | "TRAINING_NOT_FOUND"
-  | "SURVEY_TEMPLATES_NOT_FOUND"
-  | "INVALID_WEBHOOK_URL"
-  | "UNAUTHORIZED"
-  | "NOT_FOUND"
-  | "COURSE_NOT_FOUND"
-  | "WEBHOOK_NOT_FOUND"
-  | "METHOD_NOT_ALLOWED"
-  | "WEBHOOK_LIMIT_REACHED"
-  | "PAYLOAD_TOO_LARGE"
-  | "UNSUPPORTED_MEDIA_TYPE"
-  | "INTERNAL_ERROR";
+/**
+ * `ErrorDetail` (one problem: a query `parameter` or a JSON `path`, and a message),
+ * `ErrorCode` (every code of the contract) and `ErrorBody` (the envelope) are derived from
+ * the zod schemas of src/http/schemas.ts, which also generate the OpenAPI document.
+ */
+export type { ErrorBody, ErrorCode, ErrorDetail } from "./schemas";
 
 /**
  * An error that becomes a contract error response. Throw it from any handler; the router
@@ -51,15 +31,6 @@ export class ApiError extends Error {
     super(message);
     this.name = "ApiError";
   }
-}
-
-/** The JSON body of an error response. */
-export interface ErrorBody {
-  status: "error";
-  code: ErrorCode;
-  message: string;
-  details?: ErrorDetail[];
-  requestId: string;
 }
 
 /** Builds the error envelope for `err` (an ApiError or anything else → INTERNAL_ERROR). */

@@ -2,12 +2,10 @@
  * Response helpers: the success envelope of API.md § "Conventions".
  */
 
-/** `pagination` of list responses. */
-export interface Pagination {
-  page: number;
-  limit: number;
-  hasMore: boolean;
-}
+import type { Pagination } from "./schemas";
+
+/** `pagination` of list responses (`{ page, limit, hasMore }`, derived from `paginationSchema`). */
+export type { Pagination } from "./schemas";
 
 /** A JSON response (`application/json; charset=utf-8`). */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
