@@ -4,7 +4,8 @@
  *
  * 1. starts a webhook receiver on 127.0.0.1 (random port) that verifies every signature with
  *    the `standardwebhooks` package;
- * 2. registers it, then creates a course and changes it several ways;
+ * 2. registers it, sends it a `webhook.test` event, then creates a course and changes it
+ *    several ways;
  * 3. deletes the registration, then changes the course again;
  * 4. prints what arrived, and a one-line verdict: no event accepted after the DELETE arrived.
  *
@@ -94,6 +95,8 @@ async function main() {
   const hook = await api("POST", "/v3/webhooks", { url, description: "demo:webhooks" });
   secret = hook.secret;
   log(`registered ${hook.id} for every event type`);
+  const test = await api("POST", `/v3/webhooks/${hook.id}/test`);
+  log(`POST /v3/webhooks/${hook.id}/test → ${JSON.stringify(test)}`);
 
   const course = await api("POST", "/v3/courses", {
     name: "Démo webhooks",
