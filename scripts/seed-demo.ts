@@ -7,12 +7,12 @@
  * Prints the demo API key.
  */
 import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, generateDataset, OTHER_API_KEY, writeDataset } from "./generate";
-import { ImportExecutionError, importJsonFile, ImportValidationError, type ImportSummary } from "./import";
+import { importJsonFile, ImportValidationError, type ImportSummary } from "./import";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, ROOT, userPath } from "./lib/wrangler";
+import { runIfMain } from "./lib/cli";
 
 /** Where the demo dataset is written by default (gitignored). */
 export const DEMO_DATA_FILE = path.join(ROOT, ".wrangler", "demo-data.json");
@@ -65,12 +65,4 @@ async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  try {
-    process.exitCode = await main(process.argv.slice(2));
-  } catch (err) {
-    const output = err instanceof ImportExecutionError ? `${err.output}\n\n` : "";
-    console.error(`${output}${(err as Error).message}`);
-    process.exitCode = 1;
-  }
-}
+await runIfMain(import.meta.url, main);

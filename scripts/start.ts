@@ -10,14 +10,12 @@
  *    stdio inherited, forwarding SIGINT/SIGTERM, and exits with its status (wrangler's custom
  *    build, wrangler.toml `[build]`, first copies the Scalar bundle that /docs loads).
  */
-import path from "node:path";
-import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./generate";
-import { ImportExecutionError } from "./import";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, d1Query, spawnWrangler, userPath } from "./lib/wrangler";
 import { seedDemo } from "./seed-demo";
+import { runIfMain } from "./lib/cli";
 
 /** Default port of the local API. */
 export const DEFAULT_PORT = 8787;
@@ -72,12 +70,4 @@ API reference (paste the demo key under Authentication, then "Test Request"):
   });
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  try {
-    process.exitCode = await main(process.argv.slice(2));
-  } catch (err) {
-    const output = err instanceof ImportExecutionError ? `${err.output}\n\n` : "";
-    console.error(`${output}${(err as Error).message}`);
-    process.exitCode = 1;
-  }
-}
+await runIfMain(import.meta.url, main);

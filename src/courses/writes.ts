@@ -81,18 +81,12 @@ const fields = {
   surveyTemplateIds: idList("survey templates", ["svt_2"]),
 };
 
+/** Every write field, optional (PATCH changes only the fields sent). */
+const optionalFields = z.strictObject(fields).partial();
+
 /** POST /v3/courses body: `name`, `startDateTime`, `endDateTime` required. */
-export const createCourseSchema = z
-  .strictObject({
-    ...fields,
-    classroom: fields.classroom.optional(),
-    creatorId: fields.creatorId.optional(),
-    trainingId: fields.trainingId.optional(),
-    groupIds: fields.groupIds.optional(),
-    studentIds: fields.studentIds.optional(),
-    professors: fields.professors.optional(),
-    surveyTemplateIds: fields.surveyTemplateIds.optional(),
-  })
+export const createCourseSchema = optionalFields
+  .required({ name: true, startDateTime: true, endDateTime: true })
   .meta({
     id: "CourseCreate",
     description: "A new course: `name`, `startDateTime` and `endDateTime` are required. Unknown fields are a 400 UNKNOWN_PARAMETER.",
@@ -107,18 +101,8 @@ export const createCourseSchema = z
   });
 
 /** PATCH /v3/courses/{id} body: every field optional, plus `archived` and `absencesSent`. */
-export const patchCourseSchema = z
-  .strictObject({
-    name: fields.name.optional(),
-    startDateTime: fields.startDateTime.optional(),
-    endDateTime: fields.endDateTime.optional(),
-    classroom: fields.classroom.optional(),
-    creatorId: fields.creatorId.optional(),
-    trainingId: fields.trainingId.optional(),
-    groupIds: fields.groupIds.optional(),
-    studentIds: fields.studentIds.optional(),
-    professors: fields.professors.optional(),
-    surveyTemplateIds: fields.surveyTemplateIds.optional(),
+export const patchCourseSchema = optionalFields
+  .extend({
     archived: z.boolean().optional().meta({ description: "Archive (`true`, publishes `course.archived`) or restore (`false`, publishes `course.unarchived`)." }),
     absencesSent: z.boolean().optional().meta({ description: "Mark absences as sent (false → true publishes `course.absences_sent`)." }),
   })
