@@ -293,7 +293,7 @@ describe("GET /v3/courses/{id} and routing", () => {
   });
 
   it("404 COURSE_NOT_FOUND for unknown and malformed ids", async () => {
-    for (const id of ["crs_404", "x".repeat(65), "a%20b"]) {
+    for (const id of ["crs_404", "x".repeat(65), "a%20b", "%E0%A4%A"]) {
       const { status, body } = await callJson(`/v3/courses/${id}`, { key: KEY_A });
       expect(status).toBe(404);
       expect(body.code).toBe("COURSE_NOT_FOUND");

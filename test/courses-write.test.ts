@@ -212,7 +212,7 @@ describe("PATCH /v3/courses/{id}", () => {
   });
 
   it("COURSE_NOT_FOUND for unknown, malformed and other schools' ids; *_NOT_FOUND on references", async () => {
-    for (const [id, key] of [["crs_404", KEY_A], ["crs_01", KEY_B], ["bad%20id", KEY_A]] as const) {
+    for (const [id, key] of [["crs_404", KEY_A], ["crs_01", KEY_B], ["bad%20id", KEY_A], ["%E0%A4%A", KEY_A]] as const) {
       const { status, body } = await patch(id, { name: "x" }, key);
       expect([status, body.code]).toEqual([404, "COURSE_NOT_FOUND"]);
     }

@@ -156,7 +156,7 @@ describe("DELETE /v3/webhooks/{id}", () => {
     expect((await callJson("/v3/webhooks", { key })).body.result.map((h: { id: string }) => h.id)).toEqual([b.id]);
   });
 
-  it.each(["wh_unknown", "not%20an%20id", "x".repeat(65)])("404 WEBHOOK_NOT_FOUND for %s", async (id) => {
+  it.each(["wh_unknown", "not%20an%20id", "x".repeat(65), "%E0%A4%A"])("404 WEBHOOK_NOT_FOUND for %s", async (id) => {
     const { key } = await newSchool("del");
     const { status, body } = await callJson(`/v3/webhooks/${id}`, { method: "DELETE", key });
     expect([status, body.code]).toEqual([404, "WEBHOOK_NOT_FOUND"]);
@@ -230,6 +230,8 @@ describe("POST /v3/webhooks/{id}/test and GET /v3/webhooks/{id}/deliveries", () 
     const { key } = await newSchool("test");
     const a = await register(key, "https://test-c.example.com/in");
     expect((await callJson(`/v3/webhooks/${a.id}/test`, { method: "POST", key, json: {} })).status).toBe(202);
+    const empty = { "content-type": "application/json", "content-length": "0" };
+    expect((await callJson(`/v3/webhooks/${a.id}/test`, { method: "POST", key, headers: empty })).status).toBe(202);
     const extra = await callJson(`/v3/webhooks/${a.id}/test`, { method: "POST", key, json: { payload: 1 } });
     expect([extra.status, extra.body.code]).toEqual([400, "UNKNOWN_PARAMETER"]);
     const text = await callJson(`/v3/webhooks/${a.id}/test`, { method: "POST", key, body: "hi", headers: { "content-type": "text/plain" } });

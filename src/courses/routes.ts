@@ -14,7 +14,7 @@ import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
 import { readJson } from "../http/body";
 import type { RequestContext } from "../http/context";
 import { ApiError, errors } from "../http/errors";
-import { success } from "../http/respond";
+import { pathId, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { collectQuery, type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
 import { selectCoursePage, type CourseRow } from "./query";
@@ -113,7 +113,7 @@ export async function readCourse(env: Env, rc: RequestContext, keyHash: string, 
 /** GET /v3/courses/{id} */
 export async function getCourse(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
   const keyHash = await apiKeyHash(req);
-  const id = decodeURIComponent(req.params.id ?? "");
+  const id = pathId(req);
   const include = await parseAuthenticated(env, rc, keyHash, () => parseIncludeQuery(new URL(req.url).searchParams));
   if (!ID_RE.test(id)) {
     await schoolOfKey(env, rc, keyHash);
@@ -139,7 +139,7 @@ export async function postCourse(req: IRequest, env: Env, _exec: ExecutionContex
 export async function patchCourseRoute(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
   const schoolId = await authenticate(req, env, rc);
   rejectQuery(req);
-  const id = decodeURIComponent(req.params.id ?? "");
+  const id = pathId(req);
   const patch = parsePatchBody(await readJson(req));
   if (!ID_RE.test(id)) throw errors.courseNotFound(id);
   const { course, events } = await rc.db(() => patchCourse(env.DB, schoolId, id, patch));

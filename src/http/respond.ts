@@ -21,3 +21,16 @@ export function success(result: unknown, init: { status?: number; headers?: Reco
   if (init.pagination) body.pagination = init.pagination;
   return jsonResponse(body, init.status ?? 200, init.headers);
 }
+
+/**
+ * The `{id}` path segment of a route, percent-decoded. A malformed %-escape is kept as it is:
+ * it matches no id, so the caller answers its 404 rather than a 500.
+ */
+export function pathId(req: { params: Record<string, string | undefined> }): string {
+  const raw = req.params.id ?? "";
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
+}

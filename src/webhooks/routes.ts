@@ -15,7 +15,7 @@ import { authenticate } from "../http/auth";
 import { readJson } from "../http/body";
 import type { RequestContext } from "../http/context";
 import { ApiError, errors } from "../http/errors";
-import { success } from "../http/respond";
+import { pathId, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { hubFor } from "./client";
 import type { Subscription } from "./types";
@@ -47,7 +47,7 @@ export const createWebhookSchema = z.strictObject({
     .optional(),
 });
 
-/** Query of GET /v3/webhooks/{id}/deliveries. */
+/** Parameter names of GET /v3/webhooks/{id}/deliveries. */
 const DELIVERIES_PARAMS = ["page", "limit"] as const;
 const queryInt = (max: number, fallback: number) =>
   z
@@ -61,8 +61,6 @@ export const deliveriesQuerySchema = z.strictObject({
   page: queryInt(1_000_000, 1),
   limit: queryInt(100, 100),
 });
-
-const pathId = (req: IRequest): string => decodeURIComponent(req.params.id ?? "");
 
 /** Rejects any query parameter (the operation defines none): 400 UNKNOWN_PARAMETER. */
 const noQuery = (req: IRequest) => collectQuery(new URL(req.url).searchParams, []);
@@ -160,7 +158,7 @@ export async function listDeliveries(req: IRequest, env: Env, _exec: ExecutionCo
  * the signed POST follows asynchronously (and is retried like any delivery); its outcome
  * appears in GET /v3/webhooks/{id}/deliveries under `eventId`.
  *
- * The body may be absent or an empty JSON object.
+ * The body may be absent (or empty) or an empty JSON object.
  *
  * @throws ApiError 404 WEBHOOK_NOT_FOUND, 400 UNKNOWN_PARAMETER, 415 (a body that is not
  *   JSON), 401.
@@ -168,7 +166,8 @@ export async function listDeliveries(req: IRequest, env: Env, _exec: ExecutionCo
 export async function testWebhook(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
   const schoolId = await authenticate(req, env, rc);
   noQuery(req);
-  const hasBody = req.headers.has("content-type") || Number(req.headers.get("content-length") ?? "0") > 0;
+  const length = req.headers.get("content-length");
+  const hasBody = length !== null ? Number(length) > 0 : req.body !== null;
   if (hasBody) {
     const raw = await readJson(req);
     if (typeof raw !== "object" || raw === null || Array.isArray(raw)) {
