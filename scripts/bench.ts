@@ -9,12 +9,13 @@
  * 3. Drives a fixed query mix over the big school with autocannon, at 1 and 16
  *    connections: p50, p99, requests/s, D1 time and D1 round trips (from `Server-Timing`),
  *    each listing beside the floor as a ratio of p50s.
- * 4. Runs the hub benchmark (scripts/bench-hub.ts): deliveries/s and DELETE latency during
- *    dispatch.
+ * 4. Runs the hub benchmark (scripts/bench-hub.ts) twice — under the `wrangler dev` CLI and
+ *    under wrangler's dev server API with the devtools inspector off —: deliveries/s and
+ *    DELETE latency during dispatch.
  * 5. Writes bench/RESULTS.md and bench/results.json.
  *
  * Options: `--courses 100000 --schools 10 --students-per-course 10 --duration 5` (seconds per
- * autocannon run), `--skip-hub`, `--only name,name` (query names), `--keep` (keep the temp
+ * autocannon run), `--skip-hub`, `--only "name|name"` (query names), `--keep` (keep the temp
  * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`).
  */
 import { spawn } from "node:child_process";
@@ -163,12 +164,13 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
   ];
 }
 
-function runHubBench(): Promise<{ output: string; code: number }> {
+/** Runs scripts/bench-hub.ts; `inspector: false` serves through wrangler's API without the devtools relay. */
+function runHubBench(inspector: boolean): Promise<{ output: string; code: number }> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"), path.join(ROOT, "scripts", "bench-hub.ts")], {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "inherit"],
-      env: { ...process.env, BENCH_JSON: "1" },
+      env: { ...process.env, ...(inspector ? {} : { BENCH_INSPECTOR: "off" }) },
     });
     let output = "";
     child.stdout.on("data", (d) => {
@@ -204,7 +206,7 @@ async function main() {
   try {
     server = await startDevServer({ persistTo, vars: { BENCH_FLOOR: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true });
     log(`wrangler dev on ${server.base}`);
-    const only = opts.only?.split(",");
+    const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
     let floorP50 = NaN;
     for (const q of queries) {
@@ -232,10 +234,12 @@ async function main() {
     else log(`database kept in ${persistTo} (reuse with --data ${persistTo})`);
   }
 
-  let hub: { output: string; code: number } | undefined;
+  const hub: { label: string; output: string; code: number }[] = [];
   if (!opts["skip-hub"]) {
-    log("hub benchmark (scripts/bench-hub.ts)…");
-    hub = await runHubBench();
+    log("hub benchmark (scripts/bench-hub.ts) under `wrangler dev`…");
+    hub.push({ label: "`wrangler dev` (CLI, devtools inspector on)", ...(await runHubBench(true)) });
+    log("hub benchmark with wrangler's dev server API, inspector off…");
+    hub.push({ label: "wrangler's dev server API (`unstable_startWorker`), inspector off", ...(await runHubBench(false)) });
   }
 
   writeResults({ genOpts, stats, importSummary, results, hub, seconds });
@@ -246,17 +250,14 @@ function writeResults(r: {
   stats: ReturnType<typeof datasetStats>;
   importSummary?: ImportSummary;
   results: QueryResult[];
-  hub?: { output: string; code: number };
+  hub: { label: string; output: string; code: number }[];
   seconds: number;
 }) {
   const dir = path.join(ROOT, "bench");
   mkdirSync(dir, { recursive: true });
   const cpus = os.cpus();
   const machine = { cpus: cpus.length, model: cpus[0]?.model ?? "?", node: process.version, date: new Date().toISOString() };
-  let hubJson: unknown;
-  const m = r.hub?.output.match(/^BENCH_JSON (.*)$/m);
-  if (m) hubJson = JSON.parse(m[1]!);
-  const json = { machine, dataset: { ...r.genOpts, ...r.stats }, import: r.importSummary, queries: r.results, hub: hubJson ?? null };
+  const json = { machine, dataset: { ...r.genOpts, ...r.stats }, import: r.importSummary, queries: r.results, hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })) };
   writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
 
   const listings = r.results.filter((q) => !q.name.startsWith("floor"));
@@ -292,8 +293,9 @@ function writeResults(r: {
     `Targets over ${listings.length} listing queries: p50 ≤ 1.5 × floor: ${ratioOk}/${listings.length}; exactly 1 D1 round trip: ${tripsOk}/${listings.length}; D1 time < 5 ms: ${dbOk}/${listings.length}.`,
     "",
   );
-  if (r.hub) {
-    lines.push("## Hub (scripts/bench-hub.ts)", "", "```", r.hub.output.replace(/^BENCH_JSON .*$/m, "").trim(), "```", "");
+  for (const h of r.hub) {
+    const wanted = h.output.split("\n").filter((l) => /^(deliveries|signatures|publish|end to end|dispatch|DELETE|CPU|machine|PASS|FAIL)/.test(l));
+    lines.push(`## Hub: ${h.label}`, "", "1,000 events × 5 registrations to a receiver on 127.0.0.1 (scripts/bench-hub.ts):", "", "```", ...wanted, "```", "");
   }
   const notes = path.join(dir, "NOTES.md");
   if (existsSync(notes)) lines.push(readFileSync(notes, "utf8"));
