@@ -12,15 +12,26 @@ import type { CourseRow } from "./query";
  */
 export type { CourseRecord, NamedRef, StudentRef, TeacherRef } from "../http/schemas";
 
-const byText = (a: string, b: string) => {
-  const fa = fold(a), fb = fold(b);
-  return fa < fb ? -1 : fa > fb ? 1 : a < b ? -1 : a > b ? 1 : 0;
-};
-const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-/** People order (API.md § "Course record"): lastName, firstName, id; names folded as the `name` filter folds. */
-const byPerson = (a: StudentRef, b: StudentRef) => byText(a.lastName, b.lastName) || byText(a.firstName, b.firstName) || byId(a, b);
-/** Named order: name (folded), id. */
-const byName = (a: NamedRef, b: NamedRef) => byText(a.name, b.name) || byId(a, b);
+/**
+ * Sorts in place by folded text keys, then `id` (API.md § "Course record": people by
+ * lastName, firstName, id; named items by name, id). Keys are folded once per item, not per
+ * comparison: an include of 100 courses sorts thousands of people.
+ */
+function sortByFolded<T extends { id: string }>(items: T[], keys: (item: T) => string[]): T[] {
+  const decorated = items.map((item) => ({ item, raw: keys(item), folded: keys(item).map(fold) }));
+  decorated.sort((a, b) => {
+    for (let i = 0; i < a.folded.length; i++) {
+      const fa = a.folded[i]!, fb = b.folded[i]!;
+      if (fa !== fb) return fa < fb ? -1 : 1;
+      const ra = a.raw[i]!, rb = b.raw[i]!;
+      if (ra !== rb) return ra < rb ? -1 : 1;
+    }
+    return a.item.id < b.item.id ? -1 : a.item.id > b.item.id ? 1 : 0;
+  });
+  return decorated.map((d) => d.item);
+}
+const personKeys = (p: StudentRef) => [p.lastName, p.firstName];
+const nameKeys = (n: NamedRef) => [n.name];
 
 /** Shapes one row of `selectCoursePage` into a course record. */
 export function toCourseRecord(row: CourseRow): CourseRecord {
@@ -39,12 +50,12 @@ export function toCourseRecord(row: CourseRow): CourseRecord {
     createdAt: formatInstant(row.createdAt),
     updatedAt: formatInstant(row.updatedAt),
   };
-  if (row.students !== undefined) record.students = (JSON.parse(row.students) as StudentRef[]).sort(byPerson);
+  if (row.students !== undefined) record.students = sortByFolded(JSON.parse(row.students) as StudentRef[], personKeys);
   if (row.teachers !== undefined) {
     const teachers = JSON.parse(row.teachers) as (StudentRef & { coTeacher: number; signed: number })[];
-    record.teachers = teachers.map((t) => ({ ...t, coTeacher: t.coTeacher === 1, signed: t.signed === 1 })).sort(byPerson);
+    record.teachers = sortByFolded(teachers.map((t) => ({ ...t, coTeacher: t.coTeacher === 1, signed: t.signed === 1 })), personKeys);
   }
-  if (row.surveyTemplates !== undefined) record.surveyTemplates = (JSON.parse(row.surveyTemplates) as NamedRef[]).sort(byName);
+  if (row.surveyTemplates !== undefined) record.surveyTemplates = sortByFolded(JSON.parse(row.surveyTemplates) as NamedRef[], nameKeys);
   if (row.training !== undefined) record.training = row.training === null ? null : (JSON.parse(row.training) as NamedRef);
   return record;
 }

@@ -107,9 +107,9 @@ export const courses = sqliteTable(
     index("courses_school_training_idx").on(t.schoolId, t.trainingId),
     index("courses_school_created_idx").on(t.schoolId, t.createdAt),
     index("courses_school_updated_idx").on(t.schoolId, t.updatedAt),
-    // Search sorts by folded name / classroom (walk in order, stop at the page).
-    index("courses_school_name_idx").on(t.schoolId, t.nameFolded),
-    index("courses_school_classroom_folded_idx").on(t.schoolId, t.classroomFolded),
+    // Search sorts by folded name / classroom, then start (walk in order, stop at the page).
+    index("courses_school_name_start_idx").on(t.schoolId, t.nameFolded, t.startMs),
+    index("courses_school_classroom_start_idx").on(t.schoolId, t.classroomFolded, t.startMs),
   ],
 );
 
