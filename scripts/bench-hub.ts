@@ -29,6 +29,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
+import { wranglerEnv } from "./lib/wrangler";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
 const HOOKS = Number(process.env.BENCH_HOOKS ?? 5);
@@ -52,7 +53,7 @@ async function freePort(): Promise<number> {
 }
 
 function wranglerSync(args: string[]): void {
-  const out = spawnSync(wranglerBin, args, { cwd: root, encoding: "utf8", env: { ...process.env, WRANGLER_SEND_METRICS: "false", CI: "1" } });
+  const out = spawnSync(wranglerBin, args, { cwd: root, encoding: "utf8", env: wranglerEnv({ CI: "1" }) });
   if (out.status !== 0) throw new Error(`wrangler ${args.join(" ")} failed:\n${out.stdout}\n${out.stderr}`);
 }
 
@@ -189,7 +190,7 @@ async function main(): Promise<void> {
       "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true", "--var", "BENCH_FLOOR:true",
       "--show-interactive-dev-session=false", "--log-level", "warn",
     ];
-    const childEnv = { ...process.env, WRANGLER_SEND_METRICS: "false", BENCH_PORT: String(apiPort), BENCH_STATE: state };
+    const childEnv = wranglerEnv({ BENCH_PORT: String(apiPort), BENCH_STATE: state });
     if (NO_INSPECTOR) {
       console.log(`wrangler's dev server (unstable_startWorker) without the devtools inspector, port ${apiPort}`);
       wrangler = spawn(process.execPath, [...process.execArgv, import.meta.filename, "--serve"], { cwd: root, detached: true, stdio: ["ignore", "inherit", "inherit"], env: childEnv });
@@ -307,8 +308,12 @@ async function main(): Promise<void> {
   } finally {
     await receiver.close();
     if (wrangler?.pid) {
+      const group = -wrangler.pid;
       try {
-        process.kill(-wrangler.pid, "SIGTERM");
+        process.kill(group, "SIGTERM");
+        // The dev server shares our stdout: make sure it is gone, or a reader never sees EOF.
+        await new Promise((r) => setTimeout(r, 3000));
+        process.kill(group, "SIGKILL");
       } catch {
         /* already gone */
       }
@@ -342,7 +347,7 @@ async function serve(): Promise<void> {
   process.on("SIGTERM", () => void worker.dispose().finally(() => process.exit(0)));
 }
 
-(process.argv.includes("--serve") ? serve() : main()).catch((err) => {
+(process.argv.includes("--serve") ? serve() : main().then(() => process.exit(process.exitCode ?? 0))).catch((err) => {
   console.error(err);
   process.exit(1);
 });

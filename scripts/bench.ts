@@ -156,7 +156,14 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
     { name: "all four includes, limit=100", method: "GET", path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true" },
     { name: "page 50", method: "GET", path: "/v3/courses?page=50" },
     {
-      name: "search: 10,000 studentId, 2-key sort",
+      name: "search: 10,000 studentId, sort name + startDateTime",
+      method: "POST",
+      path: "/v3/courses:search",
+      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "asc" }] },
+    },
+    {
+      // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
+      name: "search: 10,000 studentId, sort name + startDateTime desc",
       method: "POST",
       path: "/v3/courses:search",
       body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "desc" }] },
