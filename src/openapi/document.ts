@@ -303,6 +303,20 @@ const WEBHOOKS = "Webhooks";
 const REFERENCE = "Reference";
 
 /** Every operation of the API (API.md), plus the two reference routes. */
+
+/** The 400 codes of a course write (POST and PATCH), in the order the first missing kind is told. */
+const WRITE_400_CODES: [ErrorCode, ...ErrorCode[]] = [
+  "VALIDATION_ERROR",
+  "UNKNOWN_PARAMETER",
+  "INVALID_JSON",
+  "INVALID_DATE_RANGE",
+  "STUDENTS_NOT_FOUND",
+  "GROUPS_NOT_FOUND",
+  "PROFESSORS_NOT_FOUND",
+  "TRAINING_NOT_FOUND",
+  "SURVEY_TEMPLATES_NOT_FOUND",
+];
+
 export const OPERATIONS: OperationDef[] = [
   {
     method: "get",
@@ -348,17 +362,7 @@ export const OPERATIONS: OperationDef[] = [
     request: { body: jsonBody(createCourseSchema, createCourseSchema.meta()!.example, "The new course.") },
     responses: {
       201: ok("The course is created.", courseResponseSchema, { status: "success", result: { ...COURSE_EXAMPLE, createdAt: COURSE_EXAMPLE.updatedAt } }, locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`)),
-      400: fail([
-        "VALIDATION_ERROR",
-        "UNKNOWN_PARAMETER",
-        "INVALID_JSON",
-        "INVALID_DATE_RANGE",
-        "STUDENTS_NOT_FOUND",
-        "GROUPS_NOT_FOUND",
-        "PROFESSORS_NOT_FOUND",
-        "TRAINING_NOT_FOUND",
-        "SURVEY_TEMPLATES_NOT_FOUND",
-      ], "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id."),
+      400: fail(WRITE_400_CODES, "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id."),
       401: unauthorized(),
       ...bodyErrors(),
       500: internal(),
@@ -391,17 +395,7 @@ export const OPERATIONS: OperationDef[] = [
     request: { params: courseIdParams, body: jsonBody(patchCourseSchema, patchCourseSchema.meta()!.example, "The fields to change.") },
     responses: {
       200: ok("The course after the change.", courseResponseSchema, { status: "success", result: { ...COURSE_EXAMPLE, archived: true } }),
-      400: fail([
-        "VALIDATION_ERROR",
-        "UNKNOWN_PARAMETER",
-        "INVALID_JSON",
-        "INVALID_DATE_RANGE",
-        "STUDENTS_NOT_FOUND",
-        "GROUPS_NOT_FOUND",
-        "PROFESSORS_NOT_FOUND",
-        "TRAINING_NOT_FOUND",
-        "SURVEY_TEMPLATES_NOT_FOUND",
-      ], "`INVALID_DATE_RANGE` also when only one end moves past the other."),
+      400: fail(WRITE_400_CODES, "`INVALID_DATE_RANGE` also when only one end moves past the other."),
       401: unauthorized(),
       404: fail(["COURSE_NOT_FOUND"]),
       ...bodyErrors(),
