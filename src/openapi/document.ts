@@ -302,7 +302,6 @@ const COURSES = "Courses";
 const WEBHOOKS = "Webhooks";
 const REFERENCE = "Reference";
 
-/** Every operation of the API (API.md), plus the two reference routes. */
 
 /** The 400 codes of a course write (POST and PATCH), in the order the first missing kind is told. */
 const WRITE_400_CODES: [ErrorCode, ...ErrorCode[]] = [
@@ -317,6 +316,7 @@ const WRITE_400_CODES: [ErrorCode, ...ErrorCode[]] = [
   "SURVEY_TEMPLATES_NOT_FOUND",
 ];
 
+/** Every operation of the API (API.md), plus the two reference routes. */
 export const OPERATIONS: OperationDef[] = [
   {
     method: "get",

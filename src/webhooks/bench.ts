@@ -17,6 +17,7 @@ import { readJson } from "../http/body";
 import type { RequestContext } from "../http/context";
 import { errors } from "../http/errors";
 import { success } from "../http/respond";
+import { COURSE_EXAMPLE } from "../http/schemas";
 import { mintId } from "../lib/ids";
 import { formatInstant } from "../lib/time";
 import { hubFor } from "./client";
@@ -26,20 +27,16 @@ const benchBody = z.strictObject({
   type: z.enum(EVENT_TYPES).default("course.updated"),
 });
 
-/** A plausible course record for synthetic events. */
+/** A plausible course record for synthetic events: the document's example, renumbered and dated. */
 function sampleCourse(n: number, now: number): CourseRecord {
   return {
+    ...COURSE_EXAMPLE,
+    groupIds: [...COURSE_EXAMPLE.groupIds],
+    professorIds: [...COURSE_EXAMPLE.professorIds],
     id: `crs_bench${n}`,
-    name: `Algèbre linéaire ${n}`,
+    name: `${COURSE_EXAMPLE.name} ${n}`,
     startDateTime: formatInstant(now + 86_400_000),
     endDateTime: formatInstant(now + 93_600_000),
-    classroom: "B204",
-    creatorId: "usr_12",
-    trainingId: "trn_3",
-    groupIds: ["grp_1", "grp_7"],
-    professorIds: ["prf_4", "prf_9"],
-    archived: false,
-    absencesSent: false,
     createdAt: formatInstant(now),
     updatedAt: formatInstant(now),
   };
