@@ -239,7 +239,8 @@ export const listQuerySchema = z.strictObject({
   includeTraining: flag("includeTraining").optional(),
 });
 
-type ParsedFields = Partial<{
+/** Parsed parameter values by name (both operations), before defaults. */
+export type ParsedFields = Partial<{
   courseStartDateTime: number;
   courseEndDateTime: number;
   absencesSent: boolean;
@@ -267,7 +268,8 @@ type ParsedFields = Partial<{
 
 const unique = (ids: string[] | undefined) => [...new Set(ids ?? [])];
 
-function toCourseQuery(p: ParsedFields): CourseQuery {
+/** A CourseQuery from parsed fields, with the contract's defaults for everything left out. */
+export function toCourseQuery(p: ParsedFields): CourseQuery {
   return {
     courseStartDateTime: p.courseStartDateTime,
     courseEndDateTime: p.courseEndDateTime,

@@ -16,7 +16,7 @@ import type { RequestContext } from "../http/context";
 import { ApiError, errors } from "../http/errors";
 import { pathId, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
-import { collectQuery, type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
+import { collectQuery, type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
 import { selectCoursePage, type CourseRow } from "./query";
 import { toCourseRecord, type CourseRecord } from "./record";
 import { createCourse, parseCreateBody, parsePatchBody, patchCourse } from "./writes";
@@ -92,19 +92,7 @@ export async function searchCourses(req: IRequest, env: Env, _exec: ExecutionCon
  * @throws ApiError 404 COURSE_NOT_FOUND, 401 UNAUTHORIZED.
  */
 export async function readCourse(env: Env, rc: RequestContext, keyHash: string, id: string, include: CourseQuery["include"]): Promise<CourseRecord> {
-  const q: CourseQuery = {
-    absencesSent: false,
-    absencesNotSent: false,
-    groupId: [],
-    studentId: [],
-    professorId: [],
-    trainingId: [],
-    courseId: [id],
-    page: 1,
-    limit: 1,
-    include,
-    sort: [],
-  };
+  const q: CourseQuery = { ...toCourseQuery({ courseId: [id], limit: 1 }), include };
   const { records } = await readCoursePage(env, rc, keyHash, q);
   if (records.length === 0) throw errors.courseNotFound(id);
   return records[0]!;
@@ -130,8 +118,9 @@ export async function postCourse(req: IRequest, env: Env, _exec: ExecutionContex
   const schoolId = await authenticate(req, env, rc);
   rejectQuery(req);
   const input = parseCreateBody(await readJson(req));
-  const { course, events } = await rc.db(() => createCourse(env.DB, schoolId, input));
-  await publishEvents(env, schoolId, events);
+  const timed = rc.db.bind(rc);
+  const { course, events } = await createCourse(env.DB, schoolId, input, timed);
+  await publishEvents(env, schoolId, events, timed);
   return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
 }
 
@@ -142,8 +131,9 @@ export async function patchCourseRoute(req: IRequest, env: Env, _exec: Execution
   const id = pathId(req);
   const patch = parsePatchBody(await readJson(req));
   if (!ID_RE.test(id)) throw errors.courseNotFound(id);
-  const { course, events } = await rc.db(() => patchCourse(env.DB, schoolId, id, patch));
-  await publishEvents(env, schoolId, events);
+  const timed = rc.db.bind(rc);
+  const { course, events } = await patchCourse(env.DB, schoolId, id, patch, timed);
+  await publishEvents(env, schoolId, events, timed);
   return success(course);
 }
 

@@ -259,21 +259,21 @@ const REFERENCE_CHECKS: { field: "studentIds" | "groupIds" | "professors" | "tra
  *   TRAINING_NOT_FOUND | SURVEY_TEMPLATES_NOT_FOUND: the code of the first kind with missing
  *   ids (in that order); `details` lists every missing id of every kind with its JSON path.
  */
-export async function checkReferences(d1: D1Database, schoolId: string, patch: CoursePatch): Promise<void> {
+export async function checkReferences(d1: D1Database, schoolId: string, patch: CoursePatch, timed: D1Timer = untimed): Promise<void> {
   const wanted = REFERENCE_CHECKS.map((check) => {
     const v = patch[check.field];
     const ids = v == null ? [] : typeof v === "string" ? [v] : (v as (string | Assignment)[]).map((x) => (typeof x === "string" ? x : x.professorId));
     return { check, ids };
   }).filter((w) => w.ids.length > 0);
   if (wanted.length === 0) return;
-  const batch = await d1.batch<{ id: string }>(
+  const batch = await timed(() => d1.batch<{ id: string }>(
     wanted.map((w) =>
       prepare(
         d1,
         sql`SELECT value AS id FROM json_each(${JSON.stringify(w.ids)}) WHERE value NOT IN (SELECT id FROM ${sql.raw(w.check.table)} WHERE school_id = ${schoolId} AND id IN (SELECT value FROM json_each(${JSON.stringify(w.ids)})))`,
       ),
     ),
-  );
+  ));
   const results = batch.map((r) => r.results);
   const details: ErrorDetail[] = [];
   let first: (typeof wanted)[number] | undefined;
@@ -405,6 +405,13 @@ function writeStatements(schoolId: string, before: CourseState | undefined, afte
   return stmts;
 }
 
+/**
+ * Wraps each D1 round trip of a write (the request's `RequestContext.db`, so that
+ * `Server-Timing` counts and times every one); identity by default.
+ */
+export type D1Timer = <T>(run: () => Promise<T>) => Promise<T>;
+const untimed: D1Timer = (run) => run();
+
 /** The outcome of a committed write: the course after it and the events queued in the outbox. */
 export interface WriteResult {
   course: CourseRecord;
@@ -417,9 +424,9 @@ export interface WriteResult {
  * @param input a parsed POST body.
  * @throws ApiError 400 INVALID_DATE_RANGE, *_NOT_FOUND.
  */
-export async function createCourse(d1: D1Database, schoolId: string, input: ReturnType<typeof parseCreateBody>, now = Date.now()): Promise<WriteResult> {
+export async function createCourse(d1: D1Database, schoolId: string, input: ReturnType<typeof parseCreateBody>, timed: D1Timer = untimed, now = Date.now()): Promise<WriteResult> {
   if (!(input.endDateTime > input.startDateTime)) throw invalidRange();
-  await checkReferences(d1, schoolId, input);
+  await checkReferences(d1, schoolId, input, timed);
   const courseId = mintId("crs", now);
   const after: CourseState = {
     id: courseId,
@@ -440,7 +447,7 @@ export async function createCourse(d1: D1Database, schoolId: string, input: Retu
     revision: mintId("evt", now).replace(/^evt_/, "rev_"),
   };
   const events = deriveEvents(schoolId, undefined, after, now);
-  await runBatch(d1, writeStatements(schoolId, undefined, after, events));
+  await timed(() => runBatch(d1, writeStatements(schoolId, undefined, after, events)));
   return { course: stateToRecord(after), events };
 }
 
@@ -454,24 +461,25 @@ const MAX_ATTEMPTS = 8;
  * @throws ApiError 404 COURSE_NOT_FOUND, 400 INVALID_DATE_RANGE (also when only one end
  *   moves), *_NOT_FOUND.
  */
-export async function patchCourse(d1: D1Database, schoolId: string, courseId: string, patch: CoursePatch): Promise<WriteResult> {
+export async function patchCourse(d1: D1Database, schoolId: string, courseId: string, patch: CoursePatch, timed: D1Timer = untimed): Promise<WriteResult> {
   const db = getDb(d1);
   let referencesChecked = false;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-    const before = await loadCourseState(db, schoolId, courseId);
+    const before = await timed(() => loadCourseState(db, schoolId, courseId));
     if (!before) throw new ApiError(404, "COURSE_NOT_FOUND", `No course with id "${courseId}" exists in this school.`);
     const now = Math.max(Date.now(), before.updatedAt + 1);
     const { after, changed } = applyPatch(before, patch);
     if (!(after.endDateTime > after.startDateTime)) throw invalidRange();
     if (!changed) return { course: stateToRecord(before), events: [] };
     if (!referencesChecked) {
-      await checkReferences(d1, schoolId, patch);
+      await checkReferences(d1, schoolId, patch, timed);
       referencesChecked = true;
     }
     after.updatedAt = now;
-    after.revision = mintId("evt", now).replace(/^evt_/, "rev_");
+    const revision = mintId("evt", now).replace(/^evt_/, "rev_");
+    after.revision = revision;
     const events = deriveEvents(schoolId, before, after, now);
-    if (await runBatch(d1, writeStatements(schoolId, before, after, events), after.revision)) {
+    if (await timed(() => runBatch(d1, writeStatements(schoolId, before, after, events), revision))) {
       return { course: stateToRecord(after), events };
     }
   }

@@ -18,10 +18,16 @@ export const SWEEP_BATCH = 500;
 /**
  * Publishes events of one school to its hub, then marks them published in the outbox.
  *
+ * @param timed wraps the D1 round trip (a request's `RequestContext.db`); identity by default.
  * @returns true when the hub acknowledged them; false when the hub could not be reached
  *   (the rows stay unpublished for the sweep; the error is logged, never thrown).
  */
-export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[]): Promise<boolean> {
+export async function publishEvents(
+  env: Env,
+  schoolId: string,
+  events: SchoolEvent[],
+  timed: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
+): Promise<boolean> {
   if (events.length === 0) return true;
   try {
     await hubFor(env, schoolId).publish(events);
@@ -29,9 +35,11 @@ export async function publishEvents(env: Env, schoolId: string, events: SchoolEv
     console.warn(`outbox: publish of ${events.length} event(s) for ${schoolId} failed; the sweep will retry`, err);
     return false;
   }
-  await env.DB.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))")
-    .bind(Date.now(), JSON.stringify(events.map((e) => e.id)))
-    .run();
+  await timed(() =>
+    env.DB.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))")
+      .bind(Date.now(), JSON.stringify(events.map((e) => e.id)))
+      .run(),
+  );
   return true;
 }
 
