@@ -7,6 +7,7 @@ import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { buildRouter } from "./http/router";
 import { routes } from "./http/routes";
+import { servePortal } from "./portal/serve";
 
 export { SchoolHub } from "./webhooks/hub";
 
@@ -14,6 +15,9 @@ const handle = buildRouter(routes);
 
 export default {
   async fetch(request, env, exec): Promise<Response> {
+    // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
+    const portal = await servePortal(request, env);
+    if (portal) return portal;
     return handle(request, env, exec, new RequestContext(request.headers.get("x-request-id")));
   },
   /**
