@@ -29,13 +29,14 @@ export function freePort(): Promise<number> {
 }
 
 /**
- * Runs `wrangler dev --ip 127.0.0.1 --port <free> --persist-to <dir> --var K:V…` and waits
+ * Runs `wrangler dev --ip 127.0.0.1 --port <port> --persist-to <dir> --var K:V…` and waits
  * until `GET /v3/courses` answers (401 without a key), at most `timeoutMs` (default 90 s).
+ * `port` defaults to a free one.
  *
  * @throws Error when wrangler exits early or does not answer in time (its output included).
  */
-export async function startDevServer(opts: { persistTo: string; vars?: Record<string, string>; timeoutMs?: number; quiet?: boolean }): Promise<DevServer> {
-  const port = await freePort();
+export async function startDevServer(opts: { persistTo: string; vars?: Record<string, string>; timeoutMs?: number; quiet?: boolean; port?: number }): Promise<DevServer> {
+  const port = opts.port ?? (await freePort());
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--persist-to", opts.persistTo, "--log-level", "warn", "--show-interactive-dev-session=false"];
   for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
   const child = spawn(process.execPath, [wranglerBin(), ...args], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: wranglerEnv() });

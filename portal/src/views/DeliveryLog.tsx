@@ -23,7 +23,13 @@ interface FilterForm {
 }
 const EMPTY: FilterForm = { status: "", eventType: "", eventId: "", since: "", until: "" };
 
-export function DeliveryLog({ id, refresh, watch, onQueued }: { id: string; refresh: number; watch: string | null; onQueued: () => void }) {
+/**
+ * `refresh` reloads the log when it changes; `watch` is an event id to poll for until its
+ * delivery has an outcome; `onQueued` runs after a resend; `onLoaded` after each load (the
+ * chart follows the log).
+ */
+export function DeliveryLog(props: { id: string; refresh: number; watch: string | null; onQueued: () => void; onLoaded: () => void }) {
+  const { id, refresh, watch, onQueued, onLoaded } = props;
   const [form, setForm] = useState<FilterForm>(EMPTY);
   const [filters, setFilters] = useState<DeliveryFilters>({});
   const [page, setPage] = useState(1);
@@ -44,6 +50,7 @@ export function DeliveryLog({ id, refresh, watch, onQueued }: { id: string; refr
         setData(d);
         setError(null);
         setLoading(false);
+        onLoaded();
       },
       (err) => {
         if (!live) return;

@@ -5,7 +5,7 @@
  */
 import uPlot from "uplot";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type StatsBucket } from "../api";
+import { api, ApiError, type StatsBucket } from "../api";
 import { ErrorAlert, type Problem } from "../components";
 import { formatBucket } from "../format";
 
@@ -24,7 +24,7 @@ const SERIES = [
 ] as const;
 
 /**
- * uPlot options and data for stacked bars: bars start at zero, so each series is drawn as
+ * The data for stacked bars: bars start at zero, so each series is drawn as
  * the running total and the tallest is drawn first (underneath).
  */
 function chartData(buckets: StatsBucket[]): uPlot.AlignedData {
@@ -83,13 +83,29 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
   const [range, setRange] = useState<RangeKey>("day");
   const [buckets, setBuckets] = useState<StatsBucket[] | null>(null);
   const [error, setError] = useState<Problem | null>(null);
+  // A server without the stats route (404 NOT_FOUND, 405) says so once: the reloads that follow
+  // the log do not ask again (and do not make screen readers repeat the alert).
+  const absent = useRef(false);
   useEffect(() => {
+    absent.current = false;
+  }, [id, range]);
+  useEffect(() => {
+    if (absent.current) return;
     let live = true;
     const { ms, bucket } = RANGES[range];
     const until = Date.now();
     api.stats(id, new Date(until - ms).toISOString(), new Date(until).toISOString(), bucket).then(
-      (b) => live && (setBuckets(b), setError(null)),
-      (err) => live && (setBuckets(null), setError(err)),
+      (b) => {
+        if (!live) return;
+        setBuckets(b);
+        setError(null);
+      },
+      (err) => {
+        if (err instanceof ApiError && (err.code === "NOT_FOUND" || err.code === "METHOD_NOT_ALLOWED")) absent.current = true;
+        if (!live) return;
+        setBuckets(null);
+        setError(err);
+      },
     );
     return () => {
       live = false;

@@ -27,6 +27,8 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
   const [refresh, setRefresh] = useState(0);
   /** The event the log keeps polling for until its delivery is no longer pending. */
   const [watch, setWatch] = useState<string | null>(null);
+  /** Bumped each time the log loads: the chart reloads with it. */
+  const [logLoads, setLogLoads] = useState(0);
 
   const load = () =>
     api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
@@ -139,8 +141,8 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         />
       )}
 
-      <StatsChart id={id} refresh={refresh} />
-      <DeliveryLog id={id} refresh={refresh} watch={watch} onQueued={() => setRefresh((n) => n + 1)} />
+      <StatsChart id={id} refresh={logLoads} />
+      <DeliveryLog id={id} refresh={refresh} watch={watch} onQueued={() => setRefresh((n) => n + 1)} onLoaded={() => setLogLoads((n) => n + 1)} />
       <RecoverForm id={id} onQueued={() => setRefresh((n) => n + 1)} />
     </section>
   );
