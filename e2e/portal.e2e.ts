@@ -134,6 +134,7 @@ describe("the webhook portal, one administrator's session", () => {
     await keyField.fill("sk_test_not_a_key");
     await keyField.press("Enter");
     await says("alert", refused.body.message);
+    expect(await page.getByRole("alert").count()).toBe(1);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
 
     await keyField.fill(DEMO_API_KEY);
@@ -309,5 +310,14 @@ describe("the webhook portal, one administrator's session", () => {
     await page.reload();
     await view("Sign in");
     await expectAccessible("signed out");
+  });
+
+  it("a stored key the API refuses later (revoked) signs the tab out with the API's message", async () => {
+    const refused = await api("GET", "/v3/webhooks", undefined, "sk_test_revoked_meanwhile");
+    await page.evaluate(() => sessionStorage.setItem("webhook-portal.api-key", "sk_test_revoked_meanwhile"));
+    await page.reload();
+    await view("Sign in");
+    await says("alert", refused.body.message);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
   });
 });

@@ -50,7 +50,7 @@ export class ApiError extends Error {
   }
 }
 
-/** Called when the API answers 401: the key was revoked or mistyped (set by the app). */
+/** Called when the API refuses the stored key with a 401 (set by the app: it signs out). */
 let onUnauthorized: (err: ApiError) => void = () => {};
 
 /** Registers what happens on a 401 (the app signs out and shows the message). */
@@ -103,7 +103,8 @@ export async function request<T = unknown>(
   if (res.ok && json?.status === "success") return json as T;
   if (json?.status === "error" && typeof json.message === "string") {
     const err = new ApiError(res.status, String(json.code), json.message, Array.isArray(json.details) ? json.details : [], json.requestId ?? null);
-    if (res.status === 401 && key) onUnauthorized(err);
+    // The stored key refused (revoked meanwhile): sign out. A key being tried (sign-in) is not stored.
+    if (res.status === 401 && key && opts.key === undefined) onUnauthorized(err);
     throw err;
   }
   throw new ApiError(res.status, "UNEXPECTED_RESPONSE", `The API answered ${res.status} ${res.statusText || ""} without a readable body.`.replace(/ +/g, " "));
