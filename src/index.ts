@@ -15,10 +15,11 @@ const handle = buildRouter(routes);
 
 export default {
   async fetch(request, env, exec): Promise<Response> {
+    const rc = new RequestContext(request.headers.get("x-request-id"));
     // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
-    const portal = await servePortal(request, env);
+    const portal = await servePortal(request, env, rc);
     if (portal) return portal;
-    return handle(request, env, exec, new RequestContext(request.headers.get("x-request-id")));
+    return handle(request, env, exec, rc);
   },
   /**
    * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old

@@ -34,6 +34,8 @@ describe("GET /portal", () => {
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
     expect(res.headers.get("referrer-policy")).toBe("no-referrer");
     expect(res.headers.get("cache-control")).toBe("no-cache");
+    expect(res.headers.get("x-request-id")).toMatch(/^req_/);
+    expect(res.headers.get("server-timing")).toMatch(/total;dur=[\d.]+/);
     const html = await res.text();
     expect(html).toContain('<div id="app"></div>');
   });

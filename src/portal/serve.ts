@@ -14,17 +14,19 @@
  * answer at /portal itself, without the assets' trailing-slash redirect.
  */
 import type { Env } from "../env";
+import type { RequestContext } from "../http/context";
 import { isPortalPath, PORTAL_HEADERS, PORTAL_PATH } from "./headers";
 
 /**
- * Serves a GET or HEAD under /portal from the static assets with {@link PORTAL_HEADERS}.
- * `/portal` and `/portal/` are the page itself (index.html); the hashed files under
- * `/portal/assets/` are cacheable for a year, the page is revalidated on every load.
+ * Serves a GET or HEAD under /portal from the static assets with {@link PORTAL_HEADERS},
+ * and `x-request-id` and `Server-Timing` like every response of the Worker (API.md
+ * conventions). `/portal` and `/portal/` are the page itself (index.html); the hashed files
+ * under `/portal/assets/` are cacheable for a year, the page is revalidated on every load.
  *
  * @returns the response, or `null` when the request is not the portal's (other method, no
  *   such file, no ASSETS binding): the API's router then answers (404 NOT_FOUND, 405 …).
  */
-export async function servePortal(request: Request, env: Env): Promise<Response | null> {
+export async function servePortal(request: Request, env: Env, rc: RequestContext): Promise<Response | null> {
   if ((request.method !== "GET" && request.method !== "HEAD") || !env.ASSETS) return null;
   const url = new URL(request.url);
   if (!isPortalPath(url.pathname)) return null;
@@ -36,5 +38,7 @@ export async function servePortal(request: Request, env: Env): Promise<Response 
   for (const [name, value] of Object.entries(PORTAL_HEADERS)) headers.set(name, value);
   if (url.pathname.startsWith(`${PORTAL_PATH}/assets/`) && asset.status === 200) headers.set("cache-control", "public, max-age=31536000, immutable");
   else headers.set("cache-control", "no-cache");
+  headers.set("x-request-id", rc.requestId);
+  headers.set("server-timing", rc.serverTiming());
   return new Response(asset.body, { status: asset.status, statusText: asset.statusText, headers });
 }
