@@ -5,8 +5,8 @@
  * (scripts/portal-assets.ts). Each step is skipped when already up to date.
  */
 import path from "node:path";
-import { ensureDocsAssets } from "./docs-assets";
-import { ensurePortalAssets } from "./portal-assets";
+import { ensureDocsAssets } from "./docs-assets.ts";
+import { ensurePortalAssets } from "./portal-assets.ts";
 
 try {
   const docs = ensureDocsAssets();

@@ -14,7 +14,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { ASSETS_DIR } from "./docs-assets";
+import { ASSETS_DIR } from "./docs-assets.ts";
 
 /** The repository root (this file lives in scripts/). */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

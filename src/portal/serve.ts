@@ -23,11 +23,11 @@ import { isPortalPath, PORTAL_HEADERS, PORTAL_PATH } from "./headers";
  * conventions). `/portal` and `/portal/` are the page itself (index.html); the hashed files
  * under `/portal/assets/` are cacheable for a year, the page is revalidated on every load.
  *
- * @returns the response, or `null` when the request is not the portal's (other method, no
- *   such file, no ASSETS binding): the API's router then answers (404 NOT_FOUND, 405 …).
+ * @returns the response, or `null` when the request is not the portal's (another method, no
+ *   such file): the API's router then answers (404 NOT_FOUND …).
  */
 export async function servePortal(request: Request, env: Env, rc: RequestContext): Promise<Response | null> {
-  if ((request.method !== "GET" && request.method !== "HEAD") || !env.ASSETS) return null;
+  if (request.method !== "GET" && request.method !== "HEAD") return null;
   const url = new URL(request.url);
   if (!isPortalPath(url.pathname)) return null;
   // The page answers at /portal itself, without the assets' trailing-slash redirect.
