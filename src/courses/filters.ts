@@ -7,6 +7,7 @@
  * so a filter cannot behave differently in the two operations.
  */
 import { z } from "zod";
+import { bodyHazards } from "../http/body";
 import { ApiError, type ErrorDetail } from "../http/errors";
 import { ID_RE } from "../lib/ids";
 import { closestName, jsonPath } from "../lib/text";
@@ -299,23 +300,33 @@ export function toCourseQuery(p: ParsedFields): CourseQuery {
   };
 }
 
-/** Builds the 400 UNKNOWN_PARAMETER error (API.md § "Conventions"). */
+/** Most unknown names an UNKNOWN_PARAMETER error lists (the rest are counted). */
+const MAX_REPORTED_UNKNOWN = 20;
+/** Longest unknown name quoted as it is (a longer one is cut, with `…`). */
+const MAX_QUOTED_NAME = 100;
+
+/**
+ * Builds the 400 UNKNOWN_PARAMETER error (API.md § "Conventions"): the unknown names (at
+ * most 20, each cut to 100 characters, the rest counted), a close match for each, and the
+ * accepted names.
+ */
 export function unknownParameterError(
   unknown: string[],
   accepted: readonly string[],
   where: "parameter" | "path",
 ): ApiError {
-  const hints = unknown.map((name) => {
-    const close = closestName(name, accepted);
-    return close ? `"${name}" (did you mean "${close}"?)` : `"${name}"`;
-  });
+  const listed = unknown.slice(0, MAX_REPORTED_UNKNOWN).map((name) => ({
+    name: name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}…` : name,
+    close: closestName(name, accepted),
+  }));
+  const hints = listed.map(({ name, close }) => (close ? `"${name}" (did you mean "${close}"?)` : `"${name}"`));
+  const more = unknown.length - listed.length;
   const what = where === "parameter" ? "query parameter" : "body field";
   return new ApiError(
     400,
     "UNKNOWN_PARAMETER",
-    `Unknown ${what}${unknown.length > 1 ? "s" : ""} ${hints.join(", ")}. Accepted: ${accepted.join(", ")}.`,
-    unknown.map((name) => {
-      const close = closestName(name, accepted);
+    `Unknown ${what}${unknown.length > 1 ? "s" : ""} ${hints.join(", ")}${more > 0 ? ` and ${more} more` : ""}. Accepted: ${accepted.join(", ")}.`,
+    listed.map(({ name, close }) => {
       const message = close ? `unknown; did you mean "${close}"?` : "unknown";
       return where === "parameter" ? { parameter: name, message } : { path: name, message };
     }),
@@ -494,30 +505,33 @@ export const searchBodySchema = z
   });
 
 /**
- * Validates a JSON value against a zod schema for a request body.
+ * Validates a JSON value against a zod schema for a request body: the one place where every
+ * body's fields are judged (search, course writes, webhooks).
+ *
+ * Besides the schema: a key `__proto__`, `constructor` or `prototype` at any depth is an
+ * unknown field, and a string with an unpaired surrogate is invalid (`bodyHazards`, API.md
+ * § "Conventions").
  *
  * @throws ApiError 400 UNKNOWN_PARAMETER when the only problems are unknown fields (paths
  *   in `details`), else 400 VALIDATION_ERROR with every problem's JSON path.
  */
 export function parseBodyWith<T extends z.ZodType>(schema: T, body: unknown, accepted: readonly string[]): z.output<T> {
+  const hazards = bodyHazards(body);
   const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  const unknownIssues = parsed.error.issues.filter((i) => i.code === "unrecognized_keys");
-  if (unknownIssues.length === parsed.error.issues.length) {
-    const names = unknownIssues.flatMap((i) =>
-      (i as { keys: string[] }).keys.map((k) => jsonPath([...i.path, k])),
-    );
-    throw unknownParameterError(names, accepted, "path");
-  }
-  const details: ErrorDetail[] = parsed.error.issues.flatMap((issue) => {
-    if (issue.code === "unrecognized_keys") {
-      return (issue as { keys: string[] }).keys.map((k) => ({
-        path: jsonPath([...issue.path, k]),
-        message: "unknown field",
-      }));
-    }
-    return zodDetails(new z.ZodError([issue]), "path");
-  });
+  if (parsed.success && hazards.prototypeKeys.length === 0 && hazards.illFormed.length === 0) return parsed.data;
+  const issues = parsed.success ? [] : parsed.error.issues;
+  const unknown = [
+    ...new Set([
+      ...hazards.prototypeKeys.map(jsonPath),
+      ...issues.flatMap((i) => (i.code === "unrecognized_keys" ? (i as { keys: string[] }).keys.map((k) => jsonPath([...i.path, k])) : [])),
+    ]),
+  ];
+  const invalid: ErrorDetail[] = [
+    ...hazards.illFormed.map((path) => ({ path: jsonPath(path), message: "must be well-formed Unicode text (an unpaired surrogate such as \\ud800 has no UTF-8 form)" })),
+    ...issues.filter((i) => i.code !== "unrecognized_keys").flatMap((issue) => zodDetails(new z.ZodError([issue]), "path")),
+  ];
+  if (invalid.length === 0) throw unknownParameterError(unknown, accepted, "path");
+  const details: ErrorDetail[] = [...unknown.map((path) => ({ path, message: "unknown field" })), ...invalid];
   throw new ApiError(
     400,
     "VALIDATION_ERROR",
