@@ -6,7 +6,7 @@
  * |---------------------------------------------|----------------------|----------------------|
  * | 100 bound parameters per query              | not enforced         | checked before a run |
  * | 100,000 bytes of SQL per statement          | enforced (TOOBIG)    | checked before a run |
- * | 1,000,000 bytes per string, BLOB or row     | not enforced         | every bound value and every value read back |
+ * | 1,000,000 bytes per string, BLOB or row     | not enforced         | every bound value, every value and row read back |
  * | 50 bytes per LIKE / GLOB pattern            | enforced             | left to the runtime  |
  *
  * A value read back stands for the strings SQLite builds while it runs the statement
@@ -25,11 +25,21 @@ export const D1_LIMITS = {
 } as const;
 
 const encoder = new TextEncoder();
-const bytes = (s: string) => (s.length * 3 <= D1_LIMITS.valueBytes ? s.length : encoder.encode(s).byteLength);
+
+/** UTF-8 length of `s` (an unpaired surrogate counts 3 bytes, as its replacement would). */
+function bytes(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0x80) n += c < 0x800 ? 1 : c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? (i++, 2) : 2;
+  }
+  return n;
+}
 
 /** Throws like production D1 when a value is over the string/BLOB limit. */
 function checkValue(value: unknown, where: string): void {
-  const size = typeof value === "string" ? bytes(value) : value instanceof ArrayBuffer || ArrayBuffer.isView(value) ? value.byteLength : 0;
+  // D1 reads a BLOB back as an array of byte values.
+  const size = typeof value === "string" ? bytes(value) : value instanceof ArrayBuffer || ArrayBuffer.isView(value) ? value.byteLength : Array.isArray(value) ? value.length : 0;
   if (size > D1_LIMITS.valueBytes) {
     throw new Error(`D1_ERROR: string or blob too big: SQLITE_TOOBIG (simulated production limit: ${where} is ${size} bytes > ${D1_LIMITS.valueBytes})`);
   }
@@ -44,11 +54,22 @@ function checkStatement(sql: string, params: unknown[]): void {
   params.forEach((p, i) => checkValue(p, `bound parameter ${i + 1}`));
 }
 
+/**
+ * Checks every value of every result row, and each row as a whole: SQLite builds a record
+ * of the whole row when it sorts it or stores it, and refuses one over the limit too.
+ */
 function checkRows(rows: unknown): void {
   if (!Array.isArray(rows)) return;
   for (const row of rows) {
-    if (Array.isArray(row)) row.forEach((v, i) => checkValue(v, `result column ${i + 1}`));
-    else if (row && typeof row === "object") for (const [k, v] of Object.entries(row)) checkValue(v, `result column ${k}`);
+    const values: [string, unknown][] = Array.isArray(row) ? row.map((v, i) => [String(i + 1), v]) : row && typeof row === "object" ? Object.entries(row) : [];
+    let total = 0;
+    for (const [k, v] of values) {
+      checkValue(v, `result column ${k}`);
+      total += typeof v === "string" ? bytes(v) : Array.isArray(v) ? v.length : 8;
+    }
+    if (total > D1_LIMITS.valueBytes) {
+      throw new Error(`D1_ERROR: string or blob too big: SQLITE_TOOBIG (simulated production limit: a result row of ${total} bytes > ${D1_LIMITS.valueBytes})`);
+    }
   }
 }
 

@@ -80,8 +80,10 @@ export const C = {
   maxText: 200,
   /** Bodies: at most 1 MiB (413 beyond). */
   maxBodyBytes: 1024 * 1024,
-  /** Relation lists of a course write: at most 10,000 items (OpenAPI `maxItems`). */
-  maxWriteList: 10_000,
+  /** `groupIds`, `studentIds`, `surveyTemplateIds` of a course write: at most 1,000 items (OpenAPI `maxItems`). */
+  maxWriteList: 1_000,
+  /** `professors` of a course write: at most 100 (OpenAPI `maxItems`). */
+  maxProfessors: 100,
   /** Webhook `description`: at most 500 characters (README). */
   maxDescription: 500,
   /** Webhook URL: at most 2,048 characters (OpenAPI). */

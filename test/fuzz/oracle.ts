@@ -153,7 +153,7 @@ export interface FuzzOptions {
 
 /**
  * Sends `runs` generated requests through `send`, `concurrency` at a time, and judges each
- * (fast-check, fixed seed, shrinking on: a failing batch shrinks to the request at fault).
+ * (fast-check, fixed seed, shrinking on: each request of a failing batch shrinks).
  * With `stopOnFailure`, rejects with the smallest off-contract request found; otherwise
  * resolves with the tally of every answer.
  */
@@ -161,7 +161,7 @@ export async function fuzz(opts: FuzzOptions): Promise<Tally> {
   const tally = opts.tally ?? new Tally();
   const size = Math.max(1, opts.concurrency ?? 1);
   await fc.assert(
-    fc.asyncProperty(fc.array(opts.arbitrary, { minLength: 1, maxLength: size }), async (batch) => {
+    fc.asyncProperty(fc.array(opts.arbitrary, { minLength: size, maxLength: size }), async (batch) => {
       const verdicts = await Promise.all(batch.map(async (req) => judge(req, await opts.send(req))));
       const failures: string[] = [];
       batch.forEach((req, i) => {
@@ -171,8 +171,7 @@ export async function fuzz(opts: FuzzOptions): Promise<Tally> {
       opts.onProgress?.(tally);
       if (opts.stopOnFailure && failures.length > 0) throw new Error(failures.join("\n"));
     }),
-    // Batches are 1 to `size` requests long: (size + 1) / 2 on average.
-    { numRuns: Math.ceil((2 * opts.runs) / (size + 1)), seed: opts.seed, endOnFailure: !opts.stopOnFailure },
+    { numRuns: Math.ceil(opts.runs / size), seed: opts.seed, endOnFailure: !opts.stopOnFailure },
   );
   return tally;
 }

@@ -61,7 +61,9 @@ export interface FuzzContext {
   readCourseIds: string[];
   writeCourseIds: string[];
   /** Ids that exist in the write school, for valid write bodies. */
-  writeRefs: { groupIds: string[]; studentIds: string[]; professorIds: string[]; trainingIds: string[]; surveyTemplateIds: string[] };
+  writeRefs: Refs;
+  /** Ids that exist in the read school (invalid writes sent there reference only these, unless meant not to). */
+  readRefs: Refs;
   /** Registrations the run never deletes. */
   readWebhookIds: string[];
   writeWebhookIds: string[];
@@ -71,6 +73,15 @@ export interface FuzzContext {
   webhookUrls: string[];
   /** The server's WEBHOOK_ALLOW_INSECURE_URLS (`true` lifts the URL policy but the scheme). */
   insecureUrls: boolean;
+}
+
+/** Reference ids of a school, by kind. */
+export interface Refs {
+  groupIds: string[];
+  studentIds: string[];
+  professorIds: string[];
+  trainingIds: string[];
+  surveyTemplateIds: string[];
 }
 
 /** A fault put into a request, with the codes it may answer. */
@@ -385,6 +396,8 @@ function transport(json: fc.Arbitrary<{ text: string; faults: Fault[] }>, allowB
   const sized = (j: { text: string; faults: Fault[] }) => (utf8Length(j.text) > C.maxBodyBytes ? { ...j, faults: [...j.faults, fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] } : j);
   const ok = fc.tuple(json.map(sized), fc.constantFrom(...VALID_JSON_TYPES)).map(([j, contentType]) => ({ body: j.text, contentType, faults: j.faults }));
   if (!allowBroken) return ok;
+  const overLimit = (b: BodySpec): BodySpec =>
+    typeof b.body === "string" && utf8Length(b.body) > C.maxBodyBytes && !b.faults.some((f) => f.codes.includes("PAYLOAD_TOO_LARGE")) ? { ...b, faults: [...b.faults, fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] } : b;
   return fc.oneof(
     { weight: 12, arbitrary: ok },
     { weight: 1, arbitrary: fc.tuple(json.map(sized), fc.constantFrom(...WRONG_TYPES)).map(([j, t]) => ({ body: j.text, contentType: t || undefined, faults: [...j.faults, fault(`content-type ${JSON.stringify(t)}`, "UNSUPPORTED_MEDIA_TYPE")] })) },
@@ -403,7 +416,7 @@ function transport(json: fc.Arbitrary<{ text: string; faults: Fault[] }>, allowB
           faults: [body.startsWith("{") && !hasRequiredFields ? unknownField("deep object with unknown field a") : schemaFault(body.startsWith("{") ? "deep object without the required fields" : "body not an object")],
         })),
     },
-  );
+  ).map(overLimit);
 }
 
 /**
@@ -603,12 +616,11 @@ function searchFields(): FieldGens {
   };
 }
 
-function writeFields(ctx: FuzzContext, patch: boolean): FieldGens {
+function writeFields(refs: Refs, patch: boolean): FieldGens {
   const valid: FieldGens["valid"] = {};
   const invalid: FieldGens["invalid"] = {};
   const v = <T>(a: fc.Arbitrary<T>) => a.map((value) => ({ value }));
   const bad = (name: string, a: fc.Arbitrary<unknown>) => a.map((value) => withFaults(value, schemaFault(`${name}: ${JSON.stringify(value)?.slice(0, 40)}`)));
-  const refs = ctx.writeRefs;
   const pick = (pool: string[]) => (pool.length === 0 ? fc.constant([] as string[]) : fc.array(fc.constantFrom(...pool), { maxLength: 6 }));
   /** A list with ids that do not exist in the school: a semantic fault with `code`. */
   const missing = (name: string, code: Code, pool: string[]) =>
@@ -643,6 +655,7 @@ function writeFields(ctx: FuzzContext, patch: boolean): FieldGens {
   invalid.professors = fc.oneof(
     bad("professors", fc.constantFrom("prf_1", null, [null], [{}], [{ signed: true }], [{ professorId: 1 }], [{ professorId: "ok", signed: "yes" }])),
     ...(profPool.length > 0 ? [bad("professors", fc.constantFrom(...profPool).map((id) => [{ professorId: id }, { professorId: id, signed: true }]))] : []),
+    bad("professors", fc.constant(Array.from({ length: C.maxProfessors + 1 }, (_, i) => ({ professorId: `p${i}` })))),
     fc.array(unknownId, { minLength: 1, maxLength: 3 }).map((ids) => withFaults([...new Set(ids)].map((professorId) => ({ professorId })), semanticFault("professors: unknown ids", "PROFESSORS_NOT_FOUND"))),
   );
   if (patch) {
@@ -671,8 +684,8 @@ const END = "\u0001END\u0001";
  * A course write body: `objectBody` with start and end drawn as a pair (end after start;
  * sometimes not, an INVALID_DATE_RANGE), both or neither on PATCH.
  */
-function writeBody(ctx: FuzzContext, patch: boolean, invalid: boolean): fc.Arbitrary<{ text: string; faults: Fault[] }> {
-  const gens = writeFields(ctx, patch);
+function writeBody(refs: Refs, patch: boolean, invalid: boolean): fc.Arbitrary<{ text: string; faults: Fault[] }> {
+  const gens = writeFields(refs, patch);
   const withDates = fc.tuple(
     validInstant,
     fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 10 * 86_400_000 }) }, { weight: invalid ? 2 : 0, arbitrary: fc.integer({ min: -86_400_000, max: 0 }) }),
@@ -845,10 +858,10 @@ const faultsOf = (params: Param[]) => params.flatMap((p) => (p.fault ? [p.fault]
 
 function postCourse(ctx: FuzzContext) {
   return both((invalid) => {
-    const body = transport(writeBody(ctx, false, invalid), invalid, true);
-    return fc.tuple(schoolFor(ctx, invalid), maybeQueryFaults(invalid), body).chain(([school, query, b]) =>
+    const body = { read: transport(writeBody(ctx.readRefs, false, invalid), invalid, true), write: transport(writeBody(ctx.writeRefs, false, invalid), invalid, true) };
+    return fc.tuple(schoolFor(ctx, invalid), maybeQueryFaults(invalid), body.read, body.write).chain(([school, query, r, w]) =>
       authArb(ctx, school.key).map((auth) =>
-        build({ route: "POST /v3/courses", method: "POST", path: `/v3/courses${queryString(query)}`, auth, body: b, faults: faultsOf(query), success: [201], writes: true }),
+        build({ route: "POST /v3/courses", method: "POST", path: `/v3/courses${queryString(query)}`, auth, body: school.key === ctx.readKey ? r : w, faults: faultsOf(query), success: [201], writes: true }),
       ),
     );
   });
@@ -856,12 +869,11 @@ function postCourse(ctx: FuzzContext) {
 
 function patchCourse(ctx: FuzzContext) {
   return both((invalid) => {
-    const body = transport(writeBody(ctx, true, invalid), invalid);
-    const read = pathIdArb(ctx.readCourseIds, "COURSE_NOT_FOUND");
-    const write = pathIdArb(ctx.writeCourseIds, "COURSE_NOT_FOUND");
-    return fc.tuple(schoolFor(ctx, invalid), read, write, maybeQueryFaults(invalid), body).chain(([school, r, w, query, b]) =>
+    const body = { read: transport(writeBody(ctx.readRefs, true, invalid), invalid), write: transport(writeBody(ctx.writeRefs, true, invalid), invalid) };
+    const ids = { read: pathIdArb(ctx.readCourseIds, "COURSE_NOT_FOUND"), write: pathIdArb(ctx.writeCourseIds, "COURSE_NOT_FOUND") };
+    return fc.tuple(schoolFor(ctx, invalid), ids.read, ids.write, maybeQueryFaults(invalid), body.read, body.write).chain(([school, ri, wi, query, rb, wb]) =>
       authArb(ctx, school.key).map((auth) => {
-        const id = school.key === ctx.readKey ? r : w;
+        const [id, b] = school.key === ctx.readKey ? [ri, rb] : [wi, wb];
         return build({ route: "PATCH /v3/courses/:id", method: "PATCH", path: `/v3/courses/${id.segment}${queryString(query)}`, auth, body: b, faults: faultsOf(query), success: [200], stateCodes: id.state, writes: true });
       }),
     );

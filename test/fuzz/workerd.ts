@@ -89,6 +89,7 @@ export async function setUpSchools(): Promise<FuzzContext> {
     readCourseIds: fixture.courses.filter((c) => c.schoolId === "sch_a").map((c) => c.id),
     writeCourseIds: WRITE_COURSES,
     writeRefs: refs,
+    readRefs: refs,
     readWebhookIds,
     writeWebhookIds,
     deletableWebhookIds,
