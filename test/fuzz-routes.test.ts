@@ -14,6 +14,7 @@ const ctx = {
   readCourseIds: [],
   writeCourseIds: [],
   writeRefs: { groupIds: [], studentIds: [], professorIds: [], trainingIds: [], surveyTemplateIds: [] },
+  readRefs: { groupIds: [], studentIds: [], professorIds: [], trainingIds: [], surveyTemplateIds: [] },
   readWebhookIds: [],
   writeWebhookIds: [],
   deletableWebhookIds: [],
