@@ -102,7 +102,7 @@ export const createCourseSchema = optionalFields
   .required({ name: true, startDateTime: true, endDateTime: true })
   .meta({
     id: "CourseCreate",
-    description: "A new course: `name`, `startDateTime` and `endDateTime` are required. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description: "A new course: `name`, `startDateTime` and `endDateTime` are required. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: {
       name: "Algèbre linéaire",
       startDateTime: "2026-12-01T08:00:00+01:00",
@@ -121,7 +121,7 @@ export const patchCourseSchema = optionalFields
   })
   .meta({
     id: "CoursePatch",
-    description: "The fields to change; only the fields sent change, a list sent replaces the whole list, `null` clears `classroom`, `creatorId`, `trainingId`. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description: "The fields to change; only the fields sent change, a list sent replaces the whole list, `null` clears `classroom`, `creatorId`, `trainingId`. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: { archived: true, professors: [{ professorId: "prf_4", signed: true }] },
   });
 

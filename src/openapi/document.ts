@@ -56,10 +56,10 @@ export const FALLBACK_RESPONSES_KEY = "x-fallback-responses";
 /** When each error code is answered (API.md § "Error codes"), for the document's prose. */
 const ERROR_WHEN: Record<ErrorCode, string> = {
   INVALID_PARAMETER: "a query parameter is malformed, out of range or repeated (`details` names each)",
-  UNKNOWN_PARAMETER: "a query parameter or body field the operation does not define (the message lists the accepted names and a close match)",
+  UNKNOWN_PARAMETER: "a query parameter or body field the operation does not define, a body key `__proto__`, `constructor` or `prototype` at any depth included (the message lists the accepted names and a close match)",
   TOO_MANY_IDS: `a GET id list has more than ${GET_MAX_IDS} ids (use POST /v3/courses:search, up to ${SEARCH_MAX_IDS})`,
   INVALID_JSON: "the body is not JSON (UTF-8)",
-  VALIDATION_ERROR: "the body is JSON but breaks the schema (`details` with JSON paths)",
+  VALIDATION_ERROR: "the body is JSON but breaks the schema, or holds a string with an unpaired surrogate (`details` with JSON paths)",
   INVALID_DATE_RANGE: "a course whose end is not after its start",
   STUDENTS_NOT_FOUND: "the write references students that do not exist in the school (`details` lists them)",
   GROUPS_NOT_FOUND: "the write references groups that do not exist in the school (`details` lists them)",
@@ -240,7 +240,7 @@ const webhookCreateBody = createWebhookSchema
   })
   .meta({
     id: "WebhookCreate",
-    description: "A new registration. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description: "A new registration. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: { url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync" },
   });
 

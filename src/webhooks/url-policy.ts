@@ -12,6 +12,7 @@
  * Host names are not resolved: a public name that resolves to a private address is not
  * caught here (the Workers runtime itself refuses private destinations in production).
  */
+import { ApiError } from "../http/errors";
 
 /** The verdict on a URL: the normalized URL to store, or a sentence saying why not. */
 export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string };
@@ -197,4 +198,20 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
     if (reason) return { ok: false, reason };
   }
   return { ok: true, url: url.href };
+}
+
+/**
+ * The policy as operations apply it (POST /v3/webhooks, and PATCH /v3/webhooks/{id} for a
+ * new `url`): the normalized URL to store.
+ *
+ * @param allowInsecure `env.WEBHOOK_ALLOW_INSECURE_URLS === "true"`.
+ * @throws ApiError 400 INVALID_WEBHOOK_URL with the reason in `message` and in `details`
+ *   (path `url`).
+ */
+export function requireWebhookUrl(raw: string, allowInsecure: boolean): string {
+  const verdict = checkWebhookUrl(raw, allowInsecure);
+  if (!verdict.ok) {
+    throw new ApiError(400, "INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
+  }
+  return verdict.url;
 }
