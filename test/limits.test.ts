@@ -143,6 +143,35 @@ describe("other filters at their bounds", () => {
     expect([status, body.code]).toEqual([413, "PAYLOAD_TOO_LARGE"]);
   });
 
+  it("a body as deep or as wide as 1 MiB allows is a 400, not a 500", async () => {
+    const deep = "[".repeat(500_000) + "]".repeat(500_000);
+    expect((await call("/v3/courses:search", { method: "POST", key: KEY_A, body: deep })).body.code).toBe("VALIDATION_ERROR");
+    const deepObject = `{"sort":${'{"a":'.repeat(170_000)}1${"}".repeat(170_000)}}`;
+    expect((await call("/v3/courses:search", { method: "POST", key: KEY_A, body: deepObject })).body.code).toBe("VALIDATION_ERROR");
+    const wide = `{"groupId":[${Array.from({ length: 500_000 }, () => "1").join(",")}]}`;
+    expect(wide.length).toBeLessThan(1024 * 1024);
+    expect((await call("/v3/courses:search", { method: "POST", key: KEY_A, body: wide })).body.code).toBe("VALIDATION_ERROR");
+    const keys = `{${Array.from({ length: 60_000 }, (_, i) => `"k${i}":0`).join(",")}}`;
+    const many = await call("/v3/courses:search", { method: "POST", key: KEY_A, body: keys });
+    expect([many.body.code, many.body.details.length]).toEqual(["UNKNOWN_PARAMETER", 20]);
+  });
+
+  it("a list of hundreds of thousands of items, as an array or a comma-separated string, is a 400 counted before its items are judged", async () => {
+    const comma = await search({ groupId: "a b,".repeat(200_000) });
+    expect([comma.status, comma.body.code, comma.body.details]).toEqual([400, "VALIDATION_ERROR", [{ path: "groupId", message: "must list at most 10000 ids" }]]);
+    const array = await search({ sort: Array.from({ length: 300_000 }, () => 1) });
+    expect([array.status, array.body.code, array.body.details]).toEqual([400, "VALIDATION_ERROR", [{ path: "sort", message: "must list at most 10000 items" }]]);
+    const events = await call("/v3/webhooks", { method: "POST", key: KEY_A, json: { url: "https://hooks.example.com/x", events: Array.from({ length: 100_000 }, () => 0) } });
+    expect([events.status, events.body.code, events.body.details[0].path]).toEqual([400, "VALIDATION_ERROR", "events"]);
+  });
+
+  it("a VALIDATION_ERROR lists at most 100 problems in details and 10 in its message, and counts the rest", async () => {
+    const { status, body } = await search({ groupId: Array.from({ length: 10_000 }, () => 1) });
+    expect([status, body.code, body.details.length]).toEqual([400, "VALIDATION_ERROR", 100]);
+    expect(body.details[99]).toEqual({ path: "groupId[99]", message: expect.any(String) });
+    expect(body.message).toMatch(/groupId\[9\] .*\(and 9990 more\)\.$/);
+  });
+
   it("the fullest listing statement stays within 100 bound parameters and 100 KB of SQL", async () => {
     const full = toCourseQuery({
       courseStartDateTime: 0,

@@ -7,7 +7,7 @@
  * so a filter cannot behave differently in the two operations.
  */
 import { z } from "zod";
-import { bodyHazards } from "../http/body";
+import { bodyHazards, MAX_BODY_LIST } from "../http/body";
 import { ApiError, type ErrorDetail } from "../http/errors";
 import { ID_RE } from "../lib/ids";
 import { closestName, jsonPath } from "../lib/text";
@@ -445,7 +445,10 @@ const bodyIdListShape = {
 const bodyIdList = (name: keyof typeof ID_EXAMPLES) =>
   z
     .union([z.string().transform(splitIds), z.array(z.unknown())], { error: "must be an array of ids or a comma-separated string" })
-    .pipe(z.array(idString).max(SEARCH_MAX_IDS, `must list at most ${SEARCH_MAX_IDS} ids`))
+    // The count first: a 1 MiB comma-separated string splits into half a million items, and
+    // judging each would be half a million issues.
+    .pipe(z.array(z.unknown()).max(SEARCH_MAX_IDS, `must list at most ${SEARCH_MAX_IDS} ids`))
+    .pipe(z.array(idString))
     .meta({
       ...bodyIdListShape,
       description: `${FILTER_RULES[name]} An array of up to ${SEARCH_MAX_IDS} ids (a comma-separated string is accepted too). An empty list is no filter.`,
@@ -504,22 +507,28 @@ export const searchBodySchema = z
     },
   });
 
+/** Most problems a VALIDATION_ERROR lists in `details` (and in its message, 10); the rest are counted. */
+const MAX_REPORTED_PROBLEMS = 100;
+
 /**
  * Validates a JSON value against a zod schema for a request body: the one place where every
  * body's fields are judged (search, course writes, webhooks).
  *
- * Besides the schema: a key `__proto__`, `constructor` or `prototype` at any depth is an
- * unknown field, and a string with an unpaired surrogate is invalid (`bodyHazards`, API.md
- * § "Conventions").
+ * Besides the schema (`bodyHazards`, API.md § "Conventions"): a key `__proto__`,
+ * `constructor` or `prototype` at any depth is an unknown field; a string with an unpaired
+ * surrogate is invalid; a list of more than `MAX_BODY_LIST` items is invalid, judged before
+ * the schema runs (which would otherwise report one issue per item).
  *
  * @throws ApiError 400 UNKNOWN_PARAMETER when the only problems are unknown fields (paths
- *   in `details`), else 400 VALIDATION_ERROR with every problem's JSON path.
+ *   in `details`), else 400 VALIDATION_ERROR with the problems' JSON paths (at most 100 in
+ *   `details`, 10 in `message`, the rest counted).
  */
 export function parseBodyWith<T extends z.ZodType>(schema: T, body: unknown, accepted: readonly string[]): z.output<T> {
   const hazards = bodyHazards(body);
-  const parsed = schema.safeParse(body);
-  if (parsed.success && hazards.prototypeKeys.length === 0 && hazards.illFormed.length === 0) return parsed.data;
-  const issues = parsed.success ? [] : parsed.error.issues;
+  const tooLong: ErrorDetail[] = hazards.longLists.map((path) => ({ path: jsonPath(path), message: `must list at most ${MAX_BODY_LIST} items` }));
+  const parsed = tooLong.length > 0 ? undefined : schema.safeParse(body);
+  if (parsed?.success && hazards.prototypeKeys.length === 0 && hazards.illFormed.length === 0) return parsed.data;
+  const issues = parsed === undefined || parsed.success ? [] : parsed.error.issues;
   const unknown = [
     ...new Set([
       ...hazards.prototypeKeys.map(jsonPath),
@@ -527,15 +536,21 @@ export function parseBodyWith<T extends z.ZodType>(schema: T, body: unknown, acc
     ]),
   ];
   const invalid: ErrorDetail[] = [
+    ...tooLong,
     ...hazards.illFormed.map((path) => ({ path: jsonPath(path), message: "must be well-formed Unicode text (an unpaired surrogate such as \\ud800 has no UTF-8 form)" })),
-    ...issues.filter((i) => i.code !== "unrecognized_keys").flatMap((issue) => zodDetails(new z.ZodError([issue]), "path")),
+    ...issues
+      .filter((i) => i.code !== "unrecognized_keys")
+      .slice(0, MAX_REPORTED_PROBLEMS)
+      .flatMap((issue) => zodDetails(new z.ZodError([issue]), "path")),
   ];
   if (invalid.length === 0) throw unknownParameterError(unknown, accepted, "path");
-  const details: ErrorDetail[] = [...unknown.map((path) => ({ path, message: "unknown field" })), ...invalid];
+  const found = unknown.length + invalid.length + Math.max(0, issues.filter((i) => i.code !== "unrecognized_keys").length - MAX_REPORTED_PROBLEMS);
+  const details: ErrorDetail[] = [...unknown.map((path) => ({ path, message: "unknown field" })), ...invalid].slice(0, MAX_REPORTED_PROBLEMS);
+  const more = (shown: number) => (found > shown ? ` (and ${found - shown} more)` : "");
   throw new ApiError(
     400,
     "VALIDATION_ERROR",
-    `The body breaks the schema: ${details.map((d) => `${"path" in d ? d.path : d.parameter} ${d.message}`).join("; ")}.`,
+    `The body breaks the schema: ${details.slice(0, 10).map((d) => `${"path" in d ? d.path : d.parameter} ${d.message}`).join("; ")}${more(Math.min(10, details.length))}.`,
     details,
   );
 }

@@ -38,6 +38,13 @@ export async function readJson(request: Request): Promise<unknown> {
  */
 export const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
 
+/**
+ * Longest list any body may hold, in items: the longest any field accepts (a search id
+ * list, API.md § "POST /v3/courses:search": up to 10,000). A longer one is refused before
+ * any schema judges its items one by one.
+ */
+export const MAX_BODY_LIST = 10_000;
+
 /** An unpaired UTF-16 surrogate (with the `u` flag, a well-formed pair is one code point and does not match). */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
@@ -49,36 +56,50 @@ export type BodyPath = (string | number)[];
  * - `prototypeKeys`: paths of keys in `PROTOTYPE_KEYS` (→ 400 UNKNOWN_PARAMETER);
  * - `illFormed`: paths of strings (keys or values) with an unpaired surrogate (`"\ud800"`):
  *   such a string has no UTF-8 form, so D1 would store something else than was sent
- *   (→ 400 VALIDATION_ERROR).
+ *   (→ 400 VALIDATION_ERROR);
+ * - `longLists`: paths of arrays of more than `MAX_BODY_LIST` items (→ 400 VALIDATION_ERROR).
  *
- * Walks the value iteratively (a 1 MiB body may nest half a million levels deep); each list
- * holds at most `max` paths.
+ * Walks the value depth first, in document order, without recursion (a 1 MiB body may nest
+ * half a million levels deep) and with one small frame per level of the current path (a
+ * 1 MiB array may hold half a million items); stops once each list holds `max` paths.
  */
-export function bodyHazards(value: unknown, max = 20): { prototypeKeys: BodyPath[]; illFormed: BodyPath[] } {
-  type Link = { parent: Link | undefined; key: string | number } | undefined;
-  const pathOf = (link: Link): BodyPath => {
-    const out: BodyPath = [];
-    for (let l = link; l; l = l.parent) out.push(l.key);
-    return out.reverse();
-  };
+export function bodyHazards(value: unknown, max = 20): { prototypeKeys: BodyPath[]; illFormed: BodyPath[]; longLists: BodyPath[] } {
   const prototypeKeys: BodyPath[] = [];
   const illFormed: BodyPath[] = [];
-  const stack: [unknown, Link][] = [[value, undefined]];
-  // Depth first, in document order (children are pushed last to first).
-  while (stack.length > 0) {
-    const [v, link] = stack.pop()!;
-    if (link && typeof link.key === "string") {
-      if (PROTOTYPE_KEYS.has(link.key) && prototypeKeys.length < max) prototypeKeys.push(pathOf(link));
-      if (LONE_SURROGATE.test(link.key) && illFormed.length < max) illFormed.push(pathOf(link));
+  const longLists: BodyPath[] = [];
+  /** An object or array being walked: its keys (objects), the next child, and its own key in its parent. */
+  type Frame = { node: Record<string, unknown> | unknown[]; keys: string[] | null; next: number; key: string | number };
+  const frames: Frame[] = [];
+  const pathTo = (key: string | number | undefined): BodyPath => {
+    const path = frames.slice(1).map((f) => f.key);
+    if (key !== undefined) path.push(key);
+    return path;
+  };
+  const visit = (v: unknown, key: string | number | undefined) => {
+    if (typeof key === "string") {
+      if (PROTOTYPE_KEYS.has(key) && prototypeKeys.length < max) prototypeKeys.push(pathTo(key));
+      if (LONE_SURROGATE.test(key) && illFormed.length < max) illFormed.push(pathTo(key));
     }
     if (typeof v === "string") {
-      if (LONE_SURROGATE.test(v) && illFormed.length < max) illFormed.push(pathOf(link));
-    } else if (Array.isArray(v)) {
-      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], { parent: link, key: i }]);
+      if (illFormed.length < max && LONE_SURROGATE.test(v)) illFormed.push(pathTo(key));
     } else if (v !== null && typeof v === "object") {
-      const keys = Object.keys(v);
-      for (let i = keys.length - 1; i >= 0; i--) stack.push([(v as Record<string, unknown>)[keys[i]!], { parent: link, key: keys[i]! }]);
+      if (Array.isArray(v) && v.length > MAX_BODY_LIST && longLists.length < max) longLists.push(pathTo(key));
+      frames.push({ node: v as Frame["node"], keys: Array.isArray(v) ? null : Object.keys(v), next: 0, key: key ?? "" });
+    }
+  };
+  visit(value, undefined);
+  while (frames.length > 0 && (prototypeKeys.length < max || illFormed.length < max || longLists.length < max)) {
+    const f = frames[frames.length - 1]!;
+    if (f.keys === null) {
+      const list = f.node as unknown[];
+      if (f.next >= list.length) frames.pop();
+      else visit(list[f.next], f.next++);
+    } else if (f.next >= f.keys.length) {
+      frames.pop();
+    } else {
+      const key = f.keys[f.next++]!;
+      visit((f.node as Record<string, unknown>)[key], key);
     }
   }
-  return { prototypeKeys, illFormed };
+  return { prototypeKeys, illFormed, longLists };
 }

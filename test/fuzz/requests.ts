@@ -44,7 +44,7 @@ export interface FuzzRequest {
   /** Why the request breaks the contract; empty for a valid request. */
   faults: string[];
   expect: Expectation;
-  /** `true` when a valid request of this kind may write (the runner sends it with the write school's key). */
+  /** `true` for a route that writes (a valid one is generated with the write school's key). */
   writes: boolean;
 }
 
@@ -499,6 +499,18 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
           return { obj: put(b.obj, n, v), faults: [...others(b, n), schemaFault(`${n} holds a nested prototype key`), unknownField(`nested ${key}`)] };
         }),
       },
+      // A field holding a list far longer than any body may hold.
+      {
+        weight: 1,
+        arbitrary: fc.tuple(fc.constantFrom(...invalidNames), fc.integer({ min: 10_001, max: 300_000 })).map(([n, length]): Mutation => (b) => {
+          const marker = "\u0001LONG\u0001";
+          return {
+            obj: put(b.obj, n, marker),
+            faults: [...others(b, n), schemaFault(`${n} lists ${length} items`)],
+            text: (s) => s.replace(JSON.stringify(marker), `[${"0,".repeat(length - 1)}0]`),
+          };
+        }),
+      },
       // A field's value nested very deep.
       {
         weight: 1,
@@ -589,6 +601,8 @@ function searchFields(): FieldGens {
       fc.constant(Array.from({ length: C.searchMaxIds + 1 }, (_, i) => `i${i}`)),
       fc.constantFrom(1, true, null, {}, { ids: ["a"] }),
       malformedId.filter((s) => !s.includes(",") && s.trim().length > 0).map((s) => `ok_1,${s}`),
+      // More than 10,000 items once split, valid or not.
+      fc.tuple(fc.constantFrom("a b,", "x,", "💥,"), fc.integer({ min: C.searchMaxIds + 1, max: 200_000 })).map(([item, n]) => item.repeat(n)),
     ));
   }
   for (const n of ["name", "classroom"]) {
