@@ -19,7 +19,7 @@ import { send } from "./fuzz/workerd";
 import { checkResponse } from "./openapi-check";
 
 /** Calls the Worker on the limited D1 and checks the answer against the OpenAPI document. */
-async function call(path: string, init: { method?: string; key?: string; json?: unknown; body?: string } = {}) {
+async function call(path: string, init: { method?: string; key?: string; json?: unknown; body?: string | ReadableStream } = {}) {
   const headers: Record<string, string> = {};
   if (init.key) headers.authorization = `Bearer ${init.key}`;
   const body = init.json !== undefined ? JSON.stringify(init.json) : init.body;
@@ -141,6 +141,19 @@ describe("other filters at their bounds", () => {
     const json = Object.fromEntries(["groupId", "studentId", "professorId", "trainingId", "courseId"].map((f) => [f, longIds(f.slice(0, 3), 10_000)]));
     const { status, body } = await search(json);
     expect([status, body.code]).toEqual([413, "PAYLOAD_TOO_LARGE"]);
+  });
+
+  it("an endless body sent without content-length is refused once past 1 MiB (413), not read to its end", async () => {
+    let pulled = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        pulled += 1;
+        controller.enqueue(new TextEncoder().encode(`{"name":"${"x".repeat(64 * 1024)}",`));
+      },
+    });
+    const { status, body } = await call("/v3/courses:search", { method: "POST", key: KEY_A, body: endless });
+    expect([status, body.code]).toEqual([413, "PAYLOAD_TOO_LARGE"]);
+    expect(pulled).toBeLessThan(40);
   });
 
   it("a body as deep or as wide as 1 MiB allows is a 400, not a 500", async () => {

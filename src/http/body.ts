@@ -8,7 +8,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
  *
  * @returns the decoded JSON value (any JSON, objects are checked by the caller's schema).
  * @throws ApiError 415 UNSUPPORTED_MEDIA_TYPE (not `application/json`), 413
- *   PAYLOAD_TOO_LARGE (over 1 MiB, by header or by actual size), 400 INVALID_JSON.
+ *   PAYLOAD_TOO_LARGE (over 1 MiB, by header or by the bytes read: no more than 1 MiB is
+ *   ever read), 400 INVALID_JSON.
  */
 export async function readJson(request: Request): Promise<unknown> {
   const type = (request.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
@@ -19,8 +20,8 @@ export async function readJson(request: Request): Promise<unknown> {
     new ApiError(413, "PAYLOAD_TOO_LARGE", `The body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).`);
   const declared = Number(request.headers.get("content-length") ?? "0");
   if (declared > MAX_BODY_BYTES) throw tooLarge();
-  const bytes = new Uint8Array(await request.arrayBuffer());
-  if (bytes.byteLength > MAX_BODY_BYTES) throw tooLarge();
+  const bytes = await readAtMost(request, MAX_BODY_BYTES);
+  if (bytes === undefined) throw tooLarge();
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true, ignoreBOM: false }).decode(bytes);
@@ -28,6 +29,36 @@ export async function readJson(request: Request): Promise<unknown> {
   } catch {
     throw new ApiError(400, "INVALID_JSON", "The body is not valid JSON (UTF-8).");
   }
+}
+
+/**
+ * The body's bytes, read chunk by chunk and given up past `limit`: a body sent without
+ * `content-length` (chunked) is not buffered whole before its size is known.
+ *
+ * @returns the bytes, or `undefined` when there are more than `limit` (the rest is not read).
+ */
+async function readAtMost(request: Request, limit: number): Promise<Uint8Array | undefined> {
+  if (request.body === null) return new Uint8Array(0);
+  const reader = request.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > limit) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  const bytes = new Uint8Array(total);
+  let at = 0;
+  for (const c of chunks) {
+    bytes.set(c, at);
+    at += c.byteLength;
+  }
+  return bytes;
 }
 
 /**

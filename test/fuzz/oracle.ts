@@ -17,7 +17,7 @@ import { type Code, STATUS_OF } from "./contract";
 import type { FuzzRequest } from "./requests";
 
 /** Sends one request and returns the response (a Worker's `fetch`, or HTTP to `wrangler dev`). */
-export type Send = (req: { method: string; path: string; headers: Record<string, string>; body?: string | Uint8Array }) => Promise<Response>;
+export type Send = (req: { method: string; path: string; headers: Record<string, string>; body?: string | Uint8Array | ReadableStream }) => Promise<Response>;
 
 /** Origin used to name requests to the checker (only the path matters). */
 const ORIGIN = "http://fuzz.invalid";
