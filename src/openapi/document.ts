@@ -59,7 +59,7 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   UNKNOWN_PARAMETER: "a query parameter or body field the operation does not define, a body key `__proto__`, `constructor` or `prototype` at any depth included (the message lists the accepted names and a close match)",
   TOO_MANY_IDS: `a GET id list has more than ${GET_MAX_IDS} ids (use POST /v3/courses:search, up to ${SEARCH_MAX_IDS})`,
   INVALID_JSON: "the body is not JSON (UTF-8)",
-  VALIDATION_ERROR: "the body is JSON but breaks the schema, or holds a string with an unpaired surrogate (`details` with JSON paths)",
+  VALIDATION_ERROR: "the body is JSON but breaks the schema, holds a string with an unpaired surrogate or a list of more than 10,000 items (`details` with JSON paths, at most 100)",
   INVALID_DATE_RANGE: "a course whose end is not after its start",
   STUDENTS_NOT_FOUND: "the write references students that do not exist in the school (`details` lists them)",
   GROUPS_NOT_FOUND: "the write references groups that do not exist in the school (`details` lists them)",
