@@ -7,6 +7,7 @@
  * so a filter cannot behave differently in the two operations.
  */
 import { z } from "zod";
+import { bodyHazards, MAX_BODY_LIST } from "../http/body";
 import { ApiError, type ErrorDetail } from "../http/errors";
 import { ID_RE } from "../lib/ids";
 import { closestName, jsonPath } from "../lib/text";
@@ -299,23 +300,33 @@ export function toCourseQuery(p: ParsedFields): CourseQuery {
   };
 }
 
-/** Builds the 400 UNKNOWN_PARAMETER error (API.md § "Conventions"). */
+/** Most unknown names an UNKNOWN_PARAMETER error lists (the rest are counted). */
+const MAX_REPORTED_UNKNOWN = 20;
+/** Longest unknown name quoted as it is (a longer one is cut, with `…`). */
+const MAX_QUOTED_NAME = 100;
+
+/**
+ * Builds the 400 UNKNOWN_PARAMETER error (API.md § "Conventions"): the unknown names (at
+ * most 20, each cut to 100 characters, the rest counted), a close match for each, and the
+ * accepted names.
+ */
 export function unknownParameterError(
   unknown: string[],
   accepted: readonly string[],
   where: "parameter" | "path",
 ): ApiError {
-  const hints = unknown.map((name) => {
-    const close = closestName(name, accepted);
-    return close ? `"${name}" (did you mean "${close}"?)` : `"${name}"`;
-  });
+  const listed = unknown.slice(0, MAX_REPORTED_UNKNOWN).map((name) => ({
+    name: name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}…` : name,
+    close: closestName(name, accepted),
+  }));
+  const hints = listed.map(({ name, close }) => (close ? `"${name}" (did you mean "${close}"?)` : `"${name}"`));
+  const more = unknown.length - listed.length;
   const what = where === "parameter" ? "query parameter" : "body field";
   return new ApiError(
     400,
     "UNKNOWN_PARAMETER",
-    `Unknown ${what}${unknown.length > 1 ? "s" : ""} ${hints.join(", ")}. Accepted: ${accepted.join(", ")}.`,
-    unknown.map((name) => {
-      const close = closestName(name, accepted);
+    `Unknown ${what}${unknown.length > 1 ? "s" : ""} ${hints.join(", ")}${more > 0 ? ` and ${more} more` : ""}. Accepted: ${accepted.join(", ")}.`,
+    listed.map(({ name, close }) => {
       const message = close ? `unknown; did you mean "${close}"?` : "unknown";
       return where === "parameter" ? { parameter: name, message } : { path: name, message };
     }),
@@ -434,7 +445,10 @@ const bodyIdListShape = {
 const bodyIdList = (name: keyof typeof ID_EXAMPLES) =>
   z
     .union([z.string().transform(splitIds), z.array(z.unknown())], { error: "must be an array of ids or a comma-separated string" })
-    .pipe(z.array(idString).max(SEARCH_MAX_IDS, `must list at most ${SEARCH_MAX_IDS} ids`))
+    // The count first: a 1 MiB comma-separated string splits into half a million items, and
+    // judging each would be half a million issues.
+    .pipe(z.array(z.unknown()).max(SEARCH_MAX_IDS, `must list at most ${SEARCH_MAX_IDS} ids`))
+    .pipe(z.array(idString))
     .meta({
       ...bodyIdListShape,
       description: `${FILTER_RULES[name]} An array of up to ${SEARCH_MAX_IDS} ids (a comma-separated string is accepted too). An empty list is no filter.`,
@@ -479,7 +493,7 @@ export const searchBodySchema = z
   })
   .meta({
     id: "CourseSearch",
-    description: "Every GET /v3/courses parameter under the same name, typed as JSON, plus `courseId` and `sort`. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description: "Every GET /v3/courses parameter under the same name, typed as JSON, plus `courseId` and `sort`. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: {
       studentId: ["stu_1", "stu_2"],
       archived: false,
@@ -493,35 +507,50 @@ export const searchBodySchema = z
     },
   });
 
+/** Most problems a VALIDATION_ERROR lists in `details` (and in its message, 10); the rest are counted. */
+const MAX_REPORTED_PROBLEMS = 100;
+
 /**
- * Validates a JSON value against a zod schema for a request body.
+ * Validates a JSON value against a zod schema for a request body: the one place where every
+ * body's fields are judged (search, course writes, webhooks).
+ *
+ * Besides the schema (`bodyHazards`, API.md § "Conventions"): a key `__proto__`,
+ * `constructor` or `prototype` at any depth is an unknown field; a string with an unpaired
+ * surrogate is invalid; a list of more than `MAX_BODY_LIST` items is invalid, judged before
+ * the schema runs (which would otherwise report one issue per item).
  *
  * @throws ApiError 400 UNKNOWN_PARAMETER when the only problems are unknown fields (paths
- *   in `details`), else 400 VALIDATION_ERROR with every problem's JSON path.
+ *   in `details`), else 400 VALIDATION_ERROR with the problems' JSON paths (at most 100 in
+ *   `details`, 10 in `message`, the rest counted).
  */
 export function parseBodyWith<T extends z.ZodType>(schema: T, body: unknown, accepted: readonly string[]): z.output<T> {
-  const parsed = schema.safeParse(body);
-  if (parsed.success) return parsed.data;
-  const unknownIssues = parsed.error.issues.filter((i) => i.code === "unrecognized_keys");
-  if (unknownIssues.length === parsed.error.issues.length) {
-    const names = unknownIssues.flatMap((i) =>
-      (i as { keys: string[] }).keys.map((k) => jsonPath([...i.path, k])),
-    );
-    throw unknownParameterError(names, accepted, "path");
-  }
-  const details: ErrorDetail[] = parsed.error.issues.flatMap((issue) => {
-    if (issue.code === "unrecognized_keys") {
-      return (issue as { keys: string[] }).keys.map((k) => ({
-        path: jsonPath([...issue.path, k]),
-        message: "unknown field",
-      }));
-    }
-    return zodDetails(new z.ZodError([issue]), "path");
-  });
+  const hazards = bodyHazards(body);
+  const tooLong: ErrorDetail[] = hazards.longLists.map((path) => ({ path: jsonPath(path), message: `must list at most ${MAX_BODY_LIST} items` }));
+  const parsed = tooLong.length > 0 ? undefined : schema.safeParse(body);
+  if (parsed?.success && hazards.prototypeKeys.length === 0 && hazards.illFormed.length === 0) return parsed.data;
+  const issues = parsed === undefined || parsed.success ? [] : parsed.error.issues;
+  const unknown = [
+    ...new Set([
+      ...hazards.prototypeKeys.map(jsonPath),
+      ...issues.flatMap((i) => (i.code === "unrecognized_keys" ? (i as { keys: string[] }).keys.map((k) => jsonPath([...i.path, k])) : [])),
+    ]),
+  ];
+  const invalid: ErrorDetail[] = [
+    ...tooLong,
+    ...hazards.illFormed.map((path) => ({ path: jsonPath(path), message: "must be well-formed Unicode text (an unpaired surrogate such as \\ud800 has no UTF-8 form)" })),
+    ...issues
+      .filter((i) => i.code !== "unrecognized_keys")
+      .slice(0, MAX_REPORTED_PROBLEMS)
+      .flatMap((issue) => zodDetails(new z.ZodError([issue]), "path")),
+  ];
+  if (invalid.length === 0) throw unknownParameterError(unknown, accepted, "path");
+  const found = unknown.length + invalid.length + Math.max(0, issues.filter((i) => i.code !== "unrecognized_keys").length - MAX_REPORTED_PROBLEMS);
+  const details: ErrorDetail[] = [...unknown.map((path) => ({ path, message: "unknown field" })), ...invalid].slice(0, MAX_REPORTED_PROBLEMS);
+  const more = (shown: number) => (found > shown ? ` (and ${found - shown} more)` : "");
   throw new ApiError(
     400,
     "VALIDATION_ERROR",
-    `The body breaks the schema: ${details.map((d) => `${"path" in d ? d.path : d.parameter} ${d.message}`).join("; ")}.`,
+    `The body breaks the schema: ${details.slice(0, 10).map((d) => `${"path" in d ? d.path : d.parameter} ${d.message}`).join("; ")}${more(Math.min(10, details.length))}.`,
     details,
   );
 }

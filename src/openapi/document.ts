@@ -56,17 +56,17 @@ export const FALLBACK_RESPONSES_KEY = "x-fallback-responses";
 /** When each error code is answered (API.md § "Error codes"), for the document's prose. */
 const ERROR_WHEN: Record<ErrorCode, string> = {
   INVALID_PARAMETER: "a query parameter is malformed, out of range or repeated (`details` names each)",
-  UNKNOWN_PARAMETER: "a query parameter or body field the operation does not define (the message lists the accepted names and a close match)",
+  UNKNOWN_PARAMETER: "a query parameter or body field the operation does not define, a body key `__proto__`, `constructor` or `prototype` at any depth included (the message lists the accepted names and a close match)",
   TOO_MANY_IDS: `a GET id list has more than ${GET_MAX_IDS} ids (use POST /v3/courses:search, up to ${SEARCH_MAX_IDS})`,
   INVALID_JSON: "the body is not JSON (UTF-8)",
-  VALIDATION_ERROR: "the body is JSON but breaks the schema (`details` with JSON paths)",
+  VALIDATION_ERROR: "the body is JSON but breaks the schema, holds a string with an unpaired surrogate or a list of more than 10,000 items (`details` with JSON paths, at most 100)",
   INVALID_DATE_RANGE: "a course whose end is not after its start",
   STUDENTS_NOT_FOUND: "the write references students that do not exist in the school (`details` lists them)",
   GROUPS_NOT_FOUND: "the write references groups that do not exist in the school (`details` lists them)",
   PROFESSORS_NOT_FOUND: "the write references professors that do not exist in the school (`details` lists them)",
   TRAINING_NOT_FOUND: "the write references a training that does not exist in the school",
   SURVEY_TEMPLATES_NOT_FOUND: "the write references survey templates that do not exist in the school (`details` lists them)",
-  INVALID_WEBHOOK_URL: "the URL is not https, or targets a private, loopback or link-local address",
+  INVALID_WEBHOOK_URL: "the URL is not https, carries credentials, or targets a private, loopback, link-local or reserved address, a single-label host or a special-use or internal name",
   UNAUTHORIZED: "no valid API key (missing, malformed, unknown or revoked)",
   NOT_FOUND: "no such route",
   COURSE_NOT_FOUND: "the course id does not exist in the school",
@@ -225,7 +225,8 @@ const webhookCreateBody = createWebhookSchema
   .extend({
     url: createWebhookSchema.shape.url.meta({
       format: "uri",
-      description: "Where events are POSTed: `https://` on a public host (a private, loopback or link-local target is 400 INVALID_WEBHOOK_URL). Stored normalized.",
+      description:
+        "Where events are POSTed, at most 2,048 characters, stored normalized (WHATWG serialization). The policy (400 INVALID_WEBHOOK_URL with the reason otherwise): `https` only; no userinfo (`user:pass@`); the host is not an IP literal in a loopback, private, link-local, unique-local, CGNAT, unspecified, multicast, documentation or otherwise reserved range (IPv4 and IPv6, every spelling: `0x7f000001`, `127.1`, `[::ffff:127.0.0.1]`…), not a single-label name (`https://metadata/`), and not a special-use or internal name: `localhost` and `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, `*.lan`, `*.intranet`, `*.corp`, `*.onion`, `*.test`, `*.invalid`, `*.example` — in any case, with or without a trailing dot. Names are not resolved. A deployment with `WEBHOOK_ALLOW_INSECURE_URLS=true` (local development) lifts all of it but the scheme (`http` or `https`).",
       example: "https://hooks.example.com/in",
     }),
     events: createWebhookSchema.shape.events.meta({
@@ -239,7 +240,7 @@ const webhookCreateBody = createWebhookSchema
   })
   .meta({
     id: "WebhookCreate",
-    description: "A new registration. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description: "A new registration. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: { url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync" },
   });
 

@@ -20,7 +20,7 @@ import { ID_RE } from "../lib/ids";
 import { hubFor } from "./client";
 import type { Subscription } from "./types";
 import { MAX_WEBHOOKS } from "./types";
-import { checkWebhookUrl } from "./url-policy";
+import { requireWebhookUrl } from "./url-policy";
 
 /** Longest accepted `description`, in characters. */
 export const MAX_DESCRIPTION_LENGTH = 500;
@@ -70,7 +70,7 @@ const noQuery = (req: IRequest) => collectQuery(new URL(req.url).searchParams, [
  * `{ id, url, events, description, createdAt, secret }` with `location: /v3/webhooks/{id}`.
  *
  * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped.
- * `url` is stored in its normalized form (see `checkWebhookUrl`).
+ * `url` is stored in its normalized form (see `checkWebhookUrl`, applied by `requireWebhookUrl`).
  *
  * @throws ApiError 400 VALIDATION_ERROR / UNKNOWN_PARAMETER / INVALID_WEBHOOK_URL /
  *   INVALID_JSON, 409 WEBHOOK_LIMIT_REACHED, 413, 415, 401.
@@ -85,17 +85,12 @@ export async function createWebhook(req: IRequest, env: Env, _exec: ExecutionCon
     ]);
   }
   const body = parseBodyWith(createWebhookSchema, raw, CREATE_FIELDS);
-  const verdict = checkWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
-  if (!verdict.ok) {
-    throw new ApiError(400, "INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [
-      { path: "url", message: verdict.reason },
-    ]);
-  }
+  const url = requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
   const events: Subscription =
     body.events === undefined || body.events.includes("*")
       ? ["*"]
       : ([...new Set(body.events)] as Exclude<Subscription, ["*"]>);
-  const result = await hubFor(env, schoolId).createWebhook({ url: verdict.url, events, description: body.description ?? null });
+  const result = await hubFor(env, schoolId).createWebhook({ url, events, description: body.description ?? null });
   if (!result.ok) {
     throw new ApiError(
       409,
