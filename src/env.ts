@@ -1,3 +1,4 @@
+import type { WebhookCourier } from "./webhooks/courier";
 import type { SchoolHub } from "./webhooks/hub";
 
 /**
@@ -6,6 +7,8 @@ import type { SchoolHub } from "./webhooks/hub";
  * - `DB`: the D1 database (courses, reference data, API key hashes, outbox).
  * - `SCHOOL_HUB`: the SchoolHub Durable Object namespace, one object per school
  *   (`idFromName(schoolId)`).
+ * - `WEBHOOK_COURIER`: the WebhookCourier namespace, one object per webhook registration
+ *   (`idFromName(webhookId)`), which sends the hub's attempts from its own I/O context.
  * - `WEBHOOK_*`: deployment settings of API.md § "Deployment settings".
  * - `BENCH_FLOOR`: `"true"` enables `GET /__bench/floor` (benchmark only; absent by default).
  * - `ASSETS`: the static assets (`dist/assets/`: the Scalar bundle of GET /docs). Requests
@@ -14,6 +17,7 @@ import type { SchoolHub } from "./webhooks/hub";
 export interface Env {
   DB: D1Database;
   SCHOOL_HUB: DurableObjectNamespace<SchoolHub>;
+  WEBHOOK_COURIER: DurableObjectNamespace<WebhookCourier>;
   WEBHOOK_ALLOW_INSECURE_URLS?: string;
   WEBHOOK_RETRY_SCHEDULE?: string;
   WEBHOOK_TIMEOUT_MS?: string;

@@ -6,19 +6,21 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubFor } from "../src/webhooks/client";
 import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery";
-import { MAX_IN_FLIGHT_PER_WEBHOOK } from "../src/webhooks/hub";
+import { COURIER_SLOTS } from "../src/webhooks/courier";
 import { call, callJson } from "./helpers";
 import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
-import { Receivers } from "./webhooks/receivers";
+import { SimulatedPlatform } from "./webhooks/platform-sim";
 
-const rx = new Receivers();
+const rx = new SimulatedPlatform();
 beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
+// Every dispatch stayed within the platform's limit (6 waiting per I/O context, none queued).
+afterEach(() => rx.expectWithinLimit());
 beforeEach(() => {
   rx.delay = [0, 2];
 });
@@ -237,7 +239,7 @@ describe("dispatch", () => {
     // The alarm fires by itself; awaiting runDurableObjectAlarm would wait for the stuck attempts.
     await until(() => rx.eventIds("quick.example.com").size === 30, "the quick endpoint to get every event");
     // The stuck one holds at most its own share of attempts in flight.
-    expect(rx.to("stuck.example.com")).toHaveLength(MAX_IN_FLIGHT_PER_WEBHOOK);
+    expect(rx.to("stuck.example.com")).toHaveLength(COURIER_SLOTS);
     release();
     await drain(schoolId);
     expect(rx.eventIds("stuck.example.com").size).toBe(30);

@@ -9,18 +9,21 @@
 import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SchoolEvent } from "../src/events/types";
 import { hubFor } from "../src/webhooks/client";
+import { COURIER_SLOTS } from "../src/webhooks/courier";
 import { callJson } from "./helpers";
 import { courseEvent, drain, inHub, newSchool, register } from "./webhooks/harness";
-import { Receivers } from "./webhooks/receivers";
+import { SimulatedPlatform } from "./webhooks/platform-sim";
 
-const rx = new Receivers();
+const rx = new SimulatedPlatform();
 beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
+// Every dispatch stayed within the platform's limit (6 waiting per I/O context, none queued).
+afterEach(() => rx.expectWithinLimit());
 
 async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
@@ -174,7 +177,7 @@ describe("hub restarts", () => {
     rx.on("abort-keep.example.com", () => new Promise<number>(() => {}));
     const events = Array.from({ length: 12 }, (_, i) => courseEvent(schoolId, "course.updated", i));
     await hubFor(env, schoolId).publish(events);
-    await until(() => rx.to("abort-keep.example.com").length >= 8 && rx.to("abort-doomed.example.com").length >= 8, "attempts in flight");
+    await until(() => rx.to("abort-keep.example.com").length >= COURIER_SLOTS && rx.to("abort-doomed.example.com").length >= COURIER_SLOTS, "attempts in flight");
     await abortAllDurableObjects();
 
     rx.on("abort-doomed.example.com", 204);

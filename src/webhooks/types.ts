@@ -68,3 +68,38 @@ export interface PublishResult {
   /** Deliveries queued (one per accepted event and subscribed registration). */
   deliveries: number;
 }
+
+/**
+ * One attempt the hub hands to a registration's courier (`WebhookCourier.send`), already
+ * checked against the registration and signed: the courier only sends it.
+ */
+export interface SendOrder {
+  deliveryId: number;
+  /** Names this attempt in the courier's report (random; a stale report matches nothing). */
+  token: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The courier's answer to `send`: which orders it sent (and when, ms) and which it refused. */
+export interface SendReceipt {
+  started: { token: string; sentAt: number }[];
+  /** `closed`: the registration was deleted; `busy`: all its slots are taken. */
+  refused: { token: string; reason: "closed" | "busy" }[];
+}
+
+/** What became of one sent attempt (courier → hub, `SchoolHub.report`). Instants in ms. */
+export interface AttemptReport {
+  deliveryId: number;
+  token: string;
+  /** When the request was sent (the timeout counts from here). */
+  sentAt: number;
+  finishedAt: number;
+  /** HTTP status; `null` for network errors and timeouts. */
+  status: number | null;
+  /** The delivery log's `error` (`null` on a 2xx). */
+  error: string | null;
+  /** The raw `Retry-After` of a 429 or 503 answer, if any. */
+  retryAfter: string | null;
+}

@@ -1,0 +1,133 @@
+/**
+ * The dispatcher's in-memory books (dispatcher.ts): attempts in flight, deliveries that must
+ * not start again yet, and the hub's call slots. Memory only: a new hub instance starts with
+ * empty books and sends again whatever was in flight (delivery is at least once).
+ */
+import type { Timer } from "./platform";
+
+/** One attempt handed to a courier and not yet finished. */
+export interface Attempt {
+  /** Names the attempt in the courier's report (random). */
+  token: string;
+  deliveryId: number;
+  webhookId: string;
+  eventId: string;
+  eventType: string;
+  /** 1-based number of this attempt. */
+  attempt: number;
+  /** When the hub handed it over (ms); `sentAt` once the courier confirms it sent it. */
+  handedAt: number;
+  sentAt: number | null;
+  /** Fires if no outcome is reported in time (the courier restarted). */
+  backstop: Timer;
+}
+
+/**
+ * Attempts in flight (by registration and by token) and busy deliveries: in flight, or
+ * finished with the outcome not yet written. A busy delivery is still due in SQLite; `fill`
+ * skips it.
+ */
+export class Books {
+  private readonly byHook = new Map<string, Map<number, Attempt>>();
+  private readonly byToken = new Map<string, Attempt>();
+  private readonly busy = new Set<number>();
+  private readonly busyByHook = new Map<string, number>();
+  /** Attempts in flight, all registrations. */
+  count = 0;
+
+  /** Books `attempt` as in flight; its delivery becomes busy. */
+  add(attempt: Attempt): void {
+    let perHook = this.byHook.get(attempt.webhookId);
+    if (!perHook) this.byHook.set(attempt.webhookId, (perHook = new Map()));
+    perHook.set(attempt.deliveryId, attempt);
+    this.byToken.set(attempt.token, attempt);
+    this.count += 1;
+    this.setBusy(attempt.deliveryId, attempt.webhookId, true);
+  }
+
+  /** The attempt in flight named `token`, if any. */
+  get(token: string): Attempt | undefined {
+    return this.byToken.get(token);
+  }
+
+  /** Attempts in flight of one registration. */
+  of(webhookId: string): Attempt[] {
+    return [...(this.byHook.get(webhookId)?.values() ?? [])];
+  }
+
+  /** How many attempts of `webhookId` are in flight, and how many of its deliveries are busy. */
+  inFlightFor(webhookId: string): number {
+    return this.byHook.get(webhookId)?.size ?? 0;
+  }
+  busyFor(webhookId: string): number {
+    return this.busyByHook.get(webhookId) ?? 0;
+  }
+  isBusy(deliveryId: number): boolean {
+    return this.busy.has(deliveryId);
+  }
+
+  /** Takes an attempt off the in-flight books (its delivery stays busy); cancels its backstop. */
+  remove(attempt: Attempt): void {
+    attempt.backstop.cancel();
+    if (this.byToken.get(attempt.token) !== attempt) return;
+    this.byToken.delete(attempt.token);
+    const perHook = this.byHook.get(attempt.webhookId)!;
+    perHook.delete(attempt.deliveryId);
+    if (perHook.size === 0) this.byHook.delete(attempt.webhookId);
+    this.count -= 1;
+  }
+
+  setBusy(deliveryId: number, webhookId: string, busy: boolean): void {
+    if (busy === this.busy.has(deliveryId)) return;
+    const n = (this.busyByHook.get(webhookId) ?? 0) + (busy ? 1 : -1);
+    if (busy) this.busy.add(deliveryId);
+    else this.busy.delete(deliveryId);
+    if (n === 0) this.busyByHook.delete(webhookId);
+    else this.busyByHook.set(webhookId, n);
+  }
+}
+
+/**
+ * The hub's Durable Object call slots: `total` at most under way at once, of which
+ * `handOvers` at most for hand-overs, so that other calls (a delete's close) always find
+ * one. Others wait in order for a free slot; hand-overs never wait (`fill` just skips).
+ */
+export class CallSlots {
+  private used = 0;
+  private sending = 0;
+  private readonly waiters: (() => void)[] = [];
+
+  constructor(
+    private readonly total: number,
+    private readonly handOvers: number,
+  ) {}
+
+  /** Whether a hand-over may start now (a free slot within its share, nobody waiting). */
+  canHandOver(): boolean {
+    return this.sending < this.handOvers && this.used < this.total && this.waiters.length === 0;
+  }
+
+  /** Takes a slot for a hand-over (after `canHandOver()`). */
+  takeForHandOver(): void {
+    this.used += 1;
+    this.sending += 1;
+  }
+
+  /** Takes a slot for another call, waiting in order if none is free. */
+  async take(): Promise<void> {
+    if (this.used < this.total) {
+      this.used += 1;
+      return;
+    }
+    // The releaser hands its slot over: `used` stays the same.
+    await new Promise<void>((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Frees a slot (`handOver`: it was a hand-over's). */
+  release(handOver: boolean): void {
+    if (handOver) this.sending -= 1;
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.used -= 1;
+  }
+}
