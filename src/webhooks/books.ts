@@ -1,6 +1,6 @@
 /**
- * The dispatcher's in-memory books (dispatcher.ts): attempts in flight, deliveries that must
- * not start again yet, and the hub's call slots. Memory only: a new hub instance starts with
+ * The dispatcher's in-memory books (dispatcher.ts): attempts in flight and deliveries that
+ * must not start again yet. Memory only: a new hub instance starts with
  * empty books and sends again whatever was in flight (delivery is at least once).
  */
 import type { Timer } from "./platform";
@@ -84,50 +84,5 @@ export class Books {
     else this.busy.delete(deliveryId);
     if (n === 0) this.busyByHook.delete(webhookId);
     else this.busyByHook.set(webhookId, n);
-  }
-}
-
-/**
- * The hub's Durable Object call slots: `total` at most under way at once, of which
- * `handOvers` at most for hand-overs, so that other calls (a delete's close) always find
- * one. Others wait in order for a free slot; hand-overs never wait (`fill` just skips).
- */
-export class CallSlots {
-  private used = 0;
-  private sending = 0;
-  private readonly waiters: (() => void)[] = [];
-
-  constructor(
-    private readonly total: number,
-    private readonly handOvers: number,
-  ) {}
-
-  /** Whether a hand-over may start now (a free slot within its share, nobody waiting). */
-  canHandOver(): boolean {
-    return this.sending < this.handOvers && this.used < this.total && this.waiters.length === 0;
-  }
-
-  /** Takes a slot for a hand-over (after `canHandOver()`). */
-  takeForHandOver(): void {
-    this.used += 1;
-    this.sending += 1;
-  }
-
-  /** Takes a slot for another call, waiting in order if none is free. */
-  async take(): Promise<void> {
-    if (this.used < this.total) {
-      this.used += 1;
-      return;
-    }
-    // The releaser hands its slot over: `used` stays the same.
-    await new Promise<void>((resolve) => this.waiters.push(resolve));
-  }
-
-  /** Frees a slot (`handOver`: it was a hand-over's). */
-  release(handOver: boolean): void {
-    if (handOver) this.sending -= 1;
-    const next = this.waiters.shift();
-    if (next) next();
-    else this.used -= 1;
   }
 }

@@ -6,10 +6,10 @@
  * Slots. Each attempt is sent by its registration's courier (courier.ts), from the courier's
  * own I/O context, so a registration has COURIER_SLOTS (5) requests waiting for headers of
  * its own and a hanging receiver holds only those. The hub itself only makes Durable Object
- * calls, budgeted as if they counted toward its context's 6: at most SEND_CALL_SLOTS (5)
- * hand-overs under way, the sixth slot kept for a delete's close call (HUB_CALL_SLOTS).
- * `fill` visits the registrations round-robin from a rotating start, giving each at most its
- * free courier slots per hand-over, so every registration gets its turn at the hub's slots.
+ * calls, budgeted as if they counted toward its context's 6 (couriers.ts: at most 5
+ * hand-overs under way, the sixth kept for a delete's close). `fill` visits registrations
+ * round-robin from a rotating start, giving each at most its free courier slots per
+ * hand-over, so every registration gets its turn at the hub's slots.
  *
  * Invariants. `fill` re-reads each delivery with its registration and hands the signed
  * attempts to the courier in one synchronous step (the call is under way when it returns;
@@ -19,21 +19,15 @@
  * to 64 attempts, at most 10 ms late), only if the delivery is still where it was.
  */
 import type { Env } from "../env";
-import { Books, CallSlots, type Attempt } from "./books";
-import { courierFor } from "./client";
+import { Books, type Attempt } from "./books";
 import { COURIER_SLOTS } from "./courier";
+import { Couriers } from "./couriers";
 import { parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./delivery";
 import { Outcomes } from "./outcomes";
 import type { Platform } from "./platform";
-import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN } from "./schema";
+import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
 import type { AttemptReport, SendOrder, SendReceipt } from "./types";
 
-/** Durable Object calls the hub may have under way at once (its I/O context's 6). */
-export const HUB_CALL_SLOTS = 6;
-/** Hand-overs to couriers under way at once: one slot always stays free for a close. */
-export const SEND_CALL_SLOTS = HUB_CALL_SLOTS - 1;
-/** How long the delivery log and accepted events are kept, in ms (7 days). */
-export const LOG_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 /** An attempt not reported this long after its timeout would have ended is taken as lost (ms). */
 export const BACKSTOP_GRACE_MS = 5_000;
 /** A registration whose courier answered `busy` is left alone this long (ms). */
@@ -51,10 +45,8 @@ export class Dispatcher {
   /** One attempt's timeout in ms; WEBHOOK_TIMEOUT_MS. */
   private readonly timeoutMs: number;
   private readonly books = new Books();
-  private readonly slots = new CallSlots(HUB_CALL_SLOTS, SEND_CALL_SLOTS);
+  private readonly couriers: Couriers;
   private readonly outcomes: Outcomes;
-  /** Close calls under way, by registration id (a second DELETE waits on the same one). */
-  private readonly closings = new Map<string, Promise<void>>();
   /** HMAC keys by registration id (decoded once); registrations paused after a `busy`. */
   private readonly keys = new Map<string, Uint8Array>();
   private readonly paused = new Map<string, number>();
@@ -69,13 +61,14 @@ export class Dispatcher {
 
   constructor(
     private readonly ctx: DurableObjectState,
-    private readonly env: Env,
+    env: Env,
     private readonly platform: Platform,
   ) {
     this.sql = ctx.storage.sql;
     this.timeoutMs = parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS);
     const schedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE);
     this.outcomes = new Outcomes(ctx, platform, this.books, schedule, () => this.afterChange());
+    this.couriers = new Couriers(env, platform, ctx.id.toString(), () => this.afterChange());
   }
 
   // -------------------------------------------------------------------------------------
@@ -111,34 +104,21 @@ export class Dispatcher {
 
   /**
    * Closes a deleted registration's courier (see courier.ts) and records it. A close already
-   * under way is shared. Rejects if the courier cannot be reached; the alarm retries.
+   * under way is joined. Rejects if the courier cannot be reached; the alarm retries.
    */
-  closeCourier(webhookId: string): Promise<void> {
-    let closing = this.closings.get(webhookId);
-    if (!closing) {
-      closing = this.close(webhookId).finally(() => this.closings.delete(webhookId));
-      this.closings.set(webhookId, closing);
-    }
-    return closing;
-  }
-
-  /** The close call under way for `webhookId`, if any. */
-  closing(webhookId: string): Promise<void> | undefined {
-    return this.closings.get(webhookId);
-  }
-
-  private async close(webhookId: string): Promise<void> {
-    await this.slots.take();
+  async closeCourier(webhookId: string): Promise<void> {
     try {
-      await this.platform.call(() => courierFor(this.env, webhookId).close());
+      await this.couriers.close(webhookId);
     } catch (err) {
       this.armAlarm(this.platform.now() + CLOSE_RETRY_MS);
       throw err;
-    } finally {
-      this.slots.release(false);
-      this.afterChange();
     }
     this.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_CLOSED, webhookId);
+  }
+
+  /** The close under way for `webhookId`, if any. */
+  closing(webhookId: string): Promise<void> | undefined {
+    return this.couriers.closing(webhookId);
   }
 
   // -------------------------------------------------------------------------------------
@@ -158,7 +138,7 @@ export class Dispatcher {
    */
   alarm(): void {
     this.alarmAt = null;
-    this.prune();
+    pruneLog(this.sql, this.platform.now());
     const unclosed = this.sql
       .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN)
       .toArray();
@@ -185,7 +165,7 @@ export class Dispatcher {
    * calls it starts are not held by the output gate), except for arming the watchdog alarm.
    */
   private fill(): void {
-    if (!this.slots.canHandOver()) return;
+    if (!this.couriers.canHandOver()) return;
     this.hookIds ??= this.sql
       .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`)
       .toArray()
@@ -194,7 +174,7 @@ export class Dispatcher {
     if (hooks.length === 0) return;
     const now = this.platform.now();
     const start = this.nextFillStart++ % hooks.length;
-    for (let i = 0; i < hooks.length && this.slots.canHandOver(); i++) {
+    for (let i = 0; i < hooks.length && this.couriers.canHandOver(); i++) {
       const webhookId = hooks[(start + i) % hooks.length]!;
       if ((this.paused.get(webhookId) ?? 0) > now) continue;
       let free = COURIER_SLOTS - this.books.inFlightFor(webhookId);
@@ -260,20 +240,14 @@ export class Dispatcher {
 
   /** Starts the hand-over call (synchronously: it is under way when this returns). */
   private handOver(webhookId: string, orders: SendOrder[], now: number): void {
-    this.slots.takeForHandOver();
-    const courier = courierFor(this.env, webhookId);
-    const receipt = this.platform.call(() => courier.send(this.ctx.id.toString(), orders));
+    const receipt = this.couriers.handOver(webhookId, orders);
     const by = now + this.timeoutMs + BACKSTOP_GRACE_MS;
     if (this.alarmAt == null || this.alarmAt < now || this.alarmAt > by + WATCHDOG_SLACK_MS) this.armAlarm(by + WATCHDOG_SLACK_MS);
-    void receipt
-      .then(
-        (r) => this.onReceipt(webhookId, r),
-        (err: unknown) => this.onHandOverFailed(orders, err),
-      )
-      .finally(() => {
-        this.slots.release(true);
-        this.afterChange();
-      });
+    // The couriers' `onSlotFreed` then starts what is next.
+    receipt.then(
+      (r) => this.onReceipt(webhookId, r),
+      (err: unknown) => this.onHandOverFailed(orders, err),
+    );
   }
 
   private onReceipt(webhookId: string, receipt: SendReceipt): void {
@@ -286,6 +260,7 @@ export class Dispatcher {
       if (attempt) this.drop(attempt);
       if (reason === "busy") this.paused.set(webhookId, this.platform.now() + BUSY_PAUSE_MS);
     }
+    this.afterChange();
   }
 
   private onHandOverFailed(orders: SendOrder[], err: unknown): void {
@@ -294,13 +269,14 @@ export class Dispatcher {
       const attempt = this.books.get(order.token);
       if (attempt) this.finish(attempt, undefined, error, null, attempt.handedAt, this.platform.now());
     }
+    this.afterChange();
   }
 
   /** An attempt never reported (its courier restarted): a network error, retried. */
   private lost(attempt: Attempt): void {
     if (this.books.get(attempt.token) !== attempt) return;
-    const waited = this.timeoutMs + BACKSTOP_GRACE_MS;
-    this.finish(attempt, undefined, `network error: no answer reported within ${waited} ms`, null, attempt.sentAt ?? attempt.handedAt, this.platform.now());
+    const error = `network error: no answer reported within ${this.timeoutMs + BACKSTOP_GRACE_MS} ms`;
+    this.finish(attempt, undefined, error, null, attempt.sentAt ?? attempt.handedAt, this.platform.now());
     this.afterChange();
   }
 
@@ -370,23 +346,5 @@ export class Dispatcher {
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const wake of waiters) wake();
-  }
-
-  /**
-   * Drops log rows and finished events older than 7 days, and (defensively) queued
-   * deliveries whose event or active registration is missing.
-   */
-  private prune(): void {
-    this.sql.exec(
-      `DELETE FROM deliveries
-       WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = deliveries.event_id)
-          OR NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.deleted_at IS NULL)`,
-    );
-    const cutoff = this.platform.now() - LOG_RETENTION_MS;
-    this.sql.exec(`DELETE FROM attempts WHERE attempted_at < ?`, cutoff);
-    this.sql.exec(
-      `DELETE FROM events WHERE created_at < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)`,
-      cutoff,
-    );
   }
 }

@@ -23,9 +23,9 @@ import type { SchoolEvent } from "../events/types";
 import { mintId } from "../lib/ids";
 import { formatInstant } from "../lib/time";
 import { newSecret } from "./delivery";
-import { Dispatcher, LOG_RETENTION_MS } from "./dispatcher";
+import { Dispatcher } from "./dispatcher";
 import { platformFor, type Platform } from "./platform";
-import { COURIER_OPEN, migrate } from "./schema";
+import { COURIER_OPEN, LOG_RETENTION_MS, migrate } from "./schema";
 import {
   MAX_WEBHOOKS,
   type AttemptReport,

@@ -1,7 +1,11 @@
 /**
- * The SchoolHub's SQLite schema (its own Durable Object storage, not D1) and its migrations,
- * applied in the hub's constructor before any call reaches the object.
+ * The SchoolHub's SQLite schema (its own Durable Object storage, not D1), its migrations,
+ * applied in the hub's constructor before any call reaches the object, and the retention of
+ * its log.
  */
+
+/** How long the delivery log and accepted events are kept, in ms (7 days). */
+export const LOG_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * Schema migrations, applied in order; `meta.schema_version` records how many ran.
@@ -81,4 +85,19 @@ export function migrate(sql: SqlStorage): void {
     version += 1;
     sql.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)`, String(version));
   }
+}
+
+/**
+ * Drops log rows and finished events older than LOG_RETENTION_MS at `now` (ms), and
+ * (defensively) queued deliveries whose event or active registration is missing.
+ */
+export function pruneLog(sql: SqlStorage, now: number): void {
+  sql.exec(
+    `DELETE FROM deliveries
+     WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = deliveries.event_id)
+        OR NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = deliveries.webhook_id AND w.deleted_at IS NULL)`,
+  );
+  const cutoff = now - LOG_RETENTION_MS;
+  sql.exec(`DELETE FROM attempts WHERE attempted_at < ?`, cutoff);
+  sql.exec(`DELETE FROM events WHERE created_at < ? AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = events.id)`, cutoff);
 }

@@ -10,9 +10,11 @@
  * Time is the real clock, or a `VirtualClock` that the test drives with `advance(ms)`:
  * then latencies, timeouts and lags are simulated milliseconds.
  */
+import { runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { usePlatform, type Platform, type Timer } from "../../src/webhooks/platform";
-import { RealClock, VirtualClock, type SimClock } from "./clock";
+import { RealClock, VirtualClock, type SimClock, type TimerOwner } from "./clock";
 import { IoContext, WAITING_LIMIT } from "./io-context";
 
 /** One request as a receiver saw it. */
@@ -46,6 +48,8 @@ export class SimulatedPlatform {
   readonly contexts: IoContext[] = [];
   /** Milliseconds each answer waits (uniform in [min, max]) unless the behaviour says. */
   delay: [number, number] = [0, 2];
+  /** The next this-many Durable Object calls fail without reaching their object (an outage). */
+  failCalls = 0;
   private seq = 0;
   private objects = 0;
   /** Durable Object calls under way (the virtual driver waits for them). */
@@ -54,13 +58,17 @@ export class SimulatedPlatform {
 
   constructor(readonly clock: SimClock = new RealClock()) {}
 
-  /** A platform on a virtual clock, started at the current wall time. */
+  /**
+   * A platform on a virtual clock. It starts a year ahead of the wall clock, so that an alarm
+   * the hub sets in simulated time never fires by itself: the test runs it
+   * (`runDurableObjectAlarm`) when the hub, found idle by a publish, set one.
+   */
   static virtual(): SimulatedPlatform {
-    return new SimulatedPlatform(new VirtualClock());
+    return new SimulatedPlatform(new VirtualClock(Date.now() + 365 * 86_400_000));
   }
 
   install(): this {
-    usePlatform((objectId, kind) => this.platformOf(`${kind}:${objectId.slice(0, 12)}#${++this.objects}`));
+    usePlatform((objectId, kind) => this.platformOf({ kind, objectId }, `${kind}:${objectId.slice(0, 12)}#${++this.objects}`));
     return this;
   }
 
@@ -111,36 +119,52 @@ export class SimulatedPlatform {
   // -------------------------------------------------------------------------------------
   // Driving a virtual clock
 
-  /** Waits until every Durable Object is quiet: no call under way, no timer callback pending. */
+  /** Waits until every Durable Object is quiet: no Durable Object call under way. */
   async settle(): Promise<void> {
-    for (let quiet = 0; quiet < 3; ) {
+    for (let quiet = 0; quiet < 2; ) {
       await new Promise((resolve) => setTimeout(resolve, 0));
-      quiet = this.calls === 0 && this.clock.inTransit === 0 ? quiet + 1 : 0;
+      quiet = this.calls === 0 ? quiet + 1 : 0;
     }
   }
 
-  /** Lets `ms` of simulated time pass, firing each timer at its instant (virtual clock only). */
+  /**
+   * Lets `ms` of simulated time pass (virtual clock only): each timer fires at its instant,
+   * inside the object that set it (`runInDurableObject`), and the objects settle after each
+   * instant. Objects must not be restarted meanwhile (a timer belongs to one instance).
+   */
   async advance(ms: number): Promise<void> {
     const clock = this.clock;
     if (!(clock instanceof VirtualClock)) throw new Error("advance() needs a virtual clock");
     const until = clock.now() + ms;
     await this.settle();
-    while (clock.step(until)) await this.settle();
+    for (let due = clock.takeDue(until); due; due = clock.takeDue(until)) {
+      for (const timer of due) {
+        if (timer.cancelled) continue;
+        await runInDurableObject(stubOf(timer.owner), () => {
+          if (!timer.cancelled) timer.fn();
+        });
+      }
+      await this.settle();
+    }
     clock.jump(until);
   }
 
   // -------------------------------------------------------------------------------------
   // The platform of one object instance
 
-  private platformOf(label: string): Platform {
+  private platformOf(owner: TimerOwner, label: string): Platform {
     const io = new IoContext(label);
     this.contexts.push(io);
     const clock = this.clock;
     return {
       now: () => clock.now(),
-      setTimer: (fn, ms) => clock.setTimer(fn, ms),
-      fetch: (url, init) => io.request(() => this.answer(url, init, label), init.signal),
+      setTimer: (fn, ms) => clock.setTimer(fn, ms, owner),
+      fetch: (url, init) => io.request(() => this.answer(url, init, owner, label), init.signal),
       call: <T>(send: () => PromiseLike<T>) => {
+        if (this.failCalls > 0) {
+          this.failCalls -= 1;
+          return Promise.reject(new Error("simulated outage: the Durable Object could not be reached"));
+        }
         this.calls += 1;
         const done = () => (this.calls -= 1);
         return io.request(() => Promise.resolve(send())).then(
@@ -155,7 +179,7 @@ export class SimulatedPlatform {
   }
 
   /** A receiver's answer to one request (runs in the sending object's context). */
-  private async answer(url: string, init: RequestInit, context: string): Promise<Response> {
+  private async answer(url: string, init: RequestInit, owner: TimerOwner, context: string): Promise<Response> {
     const signal = init.signal ?? null;
     // Like a real fetch, an already aborted signal sends nothing.
     if (signal?.aborted) throw signal.reason;
@@ -181,14 +205,14 @@ export class SimulatedPlatform {
     if (answer === "hang") return this.abortable(new Promise<Response>(() => {}), signal);
     const { status, headers, afterMs } = typeof answer === "number" ? { status: answer, headers: undefined, afterMs: undefined } : answer;
     const [min, max] = this.delay;
-    await this.sleep(afterMs ?? min + Math.random() * (max - min), signal);
+    await this.sleep(afterMs ?? min + Math.random() * (max - min), signal, owner);
     if (status === 0) throw new TypeError("Network connection lost.");
     return new Response(status === 204 || status === 304 ? null : "ok", { status, headers });
   }
 
-  private sleep(ms: number, signal: AbortSignal | null): Promise<void> {
+  private sleep(ms: number, signal: AbortSignal | null, owner: TimerOwner): Promise<void> {
     let timer: Timer | undefined;
-    return this.abortable(new Promise<void>((resolve) => (timer = this.clock.setTimer(resolve, ms))), signal, () => timer?.cancel());
+    return this.abortable(new Promise<void>((resolve) => (timer = this.clock.setTimer(resolve, ms, owner))), signal, () => timer?.cancel());
   }
 
   /** Settles like `p`, or rejects with the abort reason as soon as `signal` aborts. */
@@ -205,4 +229,10 @@ export class SimulatedPlatform {
       p.then(resolve, reject);
     });
   }
+}
+
+/** The stub of a timer's object (for `runInDurableObject`). */
+function stubOf({ kind, objectId }: TimerOwner): DurableObjectStub {
+  const ns = kind === "hub" ? env.SCHOOL_HUB : env.WEBHOOK_COURIER;
+  return ns.get(ns.idFromString(objectId)) as DurableObjectStub;
 }
