@@ -98,8 +98,10 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
   const text = value?.trim();
   if (!text) return null;
   if (/^\d{1,12}$/.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
-  if (!HTTP_DATE_RE.some((re) => re.test(text))) return null;
-  const at = Date.parse(text);
+  const form = HTTP_DATE_RE.findIndex((re) => re.test(text));
+  if (form < 0) return null;
+  // asctime carries no zone; HTTP dates are always UTC.
+  const at = Date.parse(form === 2 ? `${text} GMT` : text);
   if (!Number.isFinite(at)) return null;
   return Math.min(Math.max(0, at - nowMs), MAX_RETRY_AFTER_MS);
 }
