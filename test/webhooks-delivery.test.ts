@@ -9,7 +9,7 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubFor } from "../src/webhooks/client";
 import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery";
-import { COURIER_SLOTS } from "../src/webhooks/courier";
+import { COURIER_SLOTS } from "../src/webhooks/types";
 import { call, callJson } from "./helpers";
 import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";

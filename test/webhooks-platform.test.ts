@@ -9,7 +9,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../src/webhooks/client";
-import { COURIER_SLOTS } from "../src/webhooks/courier";
+import { COURIER_SLOTS } from "../src/webhooks/types";
 import { MAX_RETRY_AFTER_MS, parseTimeoutMs } from "../src/webhooks/delivery";
 import { callJson } from "./helpers";
 import { courseEvent, newSchool, register } from "./webhooks/harness";

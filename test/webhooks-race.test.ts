@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SchoolEvent } from "../src/events/types";
 import { courierFor, hubFor } from "../src/webhooks/client";
-import { COURIER_SLOTS } from "../src/webhooks/courier";
+import { COURIER_SLOTS } from "../src/webhooks/types";
 import { callJson } from "./helpers";
 import { courseEvent, drain, inHub, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";

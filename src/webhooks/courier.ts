@@ -32,10 +32,8 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { describeAnswer, honoursRetryAfter, parseTimeoutMs } from "./delivery";
 import { platformFor, type Platform, type Timer } from "./platform";
-import type { AttemptReport, SendOrder, SendReceipt } from "./types";
+import { COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
 
-/** Requests a courier may have waiting for response headers (the sixth slot is its report call's). */
-export const COURIER_SLOTS = 5;
 /** Tries to deliver a batch of reports before leaving those attempts to the hub's backstop. */
 const REPORT_TRIES = 3;
 /** Pause between two tries (ms). */

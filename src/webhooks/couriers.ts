@@ -6,7 +6,6 @@
  * at most SEND_CALL_SLOTS hand-overs, so that a delete's close always finds a slot soon.
  */
 import type { Env } from "../env";
-import { courierFor } from "./client";
 import type { Platform } from "./platform";
 import type { SendOrder, SendReceipt } from "./types";
 
@@ -50,7 +49,7 @@ export class Couriers {
   handOver(webhookId: string, orders: SendOrder[]): Promise<SendReceipt> {
     this.used += 1;
     this.sending += 1;
-    const courier = courierFor(this.env, webhookId);
+    const courier = this.courier(webhookId);
     return this.platform.call(() => courier.send(this.hubId, orders)).finally(() => {
       this.sending -= 1;
       this.release();
@@ -81,10 +80,15 @@ export class Couriers {
     // Else wait: the releaser hands its slot over (`used` stays the same).
     else await new Promise<void>((resolve) => this.waiters.push(resolve));
     try {
-      await this.platform.call(() => courierFor(this.env, webhookId).close());
+      await this.platform.call(() => this.courier(webhookId).close());
     } finally {
       this.release();
     }
+  }
+
+  /** The courier's stub (as `courierFor` in client.ts, which this module does not import: no cycle with hub.ts). */
+  private courier(webhookId: string) {
+    return this.env.WEBHOOK_COURIER.get(this.env.WEBHOOK_COURIER.idFromName(webhookId));
   }
 
   private release(): void {

@@ -20,13 +20,12 @@
  */
 import type { Env } from "../env";
 import { Books, type Attempt } from "./books";
-import { COURIER_SLOTS } from "./courier";
 import { Couriers } from "./couriers";
 import { parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./delivery";
 import { Outcomes } from "./outcomes";
 import type { Platform } from "./platform";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
-import type { AttemptReport, SendOrder, SendReceipt } from "./types";
+import { COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
 
 /** An attempt not reported this long after its timeout would have ended is taken as lost (ms). */
 export const BACKSTOP_GRACE_MS = 5_000;

@@ -70,6 +70,13 @@ export interface PublishResult {
 }
 
 /**
+ * Requests a registration's courier may have waiting for response headers: 5 of its I/O
+ * context's 6, the sixth being its report call (courier.ts). The hub never has more attempts
+ * of one registration in flight.
+ */
+export const COURIER_SLOTS = 5;
+
+/**
  * One attempt the hub hands to a registration's courier (`WebhookCourier.send`), already
  * checked against the registration and signed: the courier only sends it.
  */
