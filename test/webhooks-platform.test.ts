@@ -11,6 +11,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../src/webhooks/client";
 import { COURIER_SLOTS } from "../src/webhooks/types";
 import { MAX_RETRY_AFTER_MS, parseTimeoutMs } from "../src/webhooks/delivery";
+import { BACKSTOP_GRACE_MS } from "../src/webhooks/dispatcher";
 import { callJson } from "./helpers";
 import { courseEvent, newSchool, register } from "./webhooks/harness";
 import { IoContext, WAITING_LIMIT } from "./webhooks/io-context";
@@ -162,6 +163,27 @@ describe("one hanging receiver among healthy ones, 50 events per second", () => 
     const timedOut = (await fullLog(stuck.key, stuck.slowHook.id)).filter((d) => d.error === `timed out after ${timeoutMs} ms`);
     expect(timedOut.length).toBe(ended.length);
     for (const d of timedOut) expect(Date.parse(d.nextAttemptAt!) - Date.parse(d.attemptedAt!)).toBe(timeoutMs + 5_000);
+  });
+});
+
+describe("a courier that cannot report", () => {
+  it("an attempt whose outcome never reaches the hub is taken as lost after the timeout and a grace, and retried", async () => {
+    const platform = virtualPlatform();
+    const { schoolId, key } = await newSchool("lost");
+    platform.on("lost.example.com", "hang");
+    const hook = await register(key, "https://lost.example.com/in");
+    const hub = hubFor(env, schoolId);
+    await hub.publish([courseEvent(schoolId)]);
+    expect(await runDurableObjectAlarm(hub)).toBe(true);
+    await platform.advance(10);
+    expect(platform.to("lost.example.com")).toHaveLength(1);
+    // The courier's three tries to report the timeout all fail.
+    platform.failCalls = 3;
+    const timeoutMs = parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS);
+    await platform.advance(timeoutMs + BACKSTOP_GRACE_MS + 1_100);
+    expect(platform.failCalls).toBe(0);
+    const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
+    expect(entry).toMatchObject({ attempt: 1, status: "pending", responseStatus: null, error: `network error: no answer reported within ${timeoutMs + BACKSTOP_GRACE_MS} ms` });
   });
 });
 

@@ -3,8 +3,6 @@
  * must not start again yet. Memory only: a new hub instance starts with
  * empty books and sends again whatever was in flight (delivery is at least once).
  */
-import type { Timer } from "./platform";
-
 /** One attempt handed to a courier and not yet finished. */
 export interface Attempt {
   /** Names the attempt in the courier's report (random). */
@@ -18,8 +16,6 @@ export interface Attempt {
   /** When the hub handed it over (ms); `sentAt` once the courier confirms it sent it. */
   handedAt: number;
   sentAt: number | null;
-  /** Fires if no outcome is reported in time (the courier restarted). */
-  backstop: Timer;
 }
 
 /**
@@ -31,7 +27,7 @@ export class Books {
   private readonly byHook = new Map<string, Map<number, Attempt>>();
   private readonly byToken = new Map<string, Attempt>();
   private readonly busy = new Set<number>();
-  private readonly busyByHook = new Map<string, number>();
+  private readonly busyByHook = new Map<string, Set<number>>();
   /** Attempts in flight, all registrations. */
   count = 0;
 
@@ -55,20 +51,23 @@ export class Books {
     return [...(this.byHook.get(webhookId)?.values() ?? [])];
   }
 
-  /** How many attempts of `webhookId` are in flight, and how many of its deliveries are busy. */
+  /** How many attempts of `webhookId` are in flight. */
   inFlightFor(webhookId: string): number {
     return this.byHook.get(webhookId)?.size ?? 0;
   }
-  busyFor(webhookId: string): number {
-    return this.busyByHook.get(webhookId) ?? 0;
-  }
-  isBusy(deliveryId: number): boolean {
-    return this.busy.has(deliveryId);
+
+  /** The busy deliveries of `webhookId` (ids). */
+  busyOf(webhookId: string): number[] {
+    return [...(this.busyByHook.get(webhookId) ?? [])];
   }
 
-  /** Takes an attempt off the in-flight books (its delivery stays busy); cancels its backstop. */
+  /** Attempts in flight handed over before `instant` (ms). */
+  handedBefore(instant: number): Attempt[] {
+    return [...this.byToken.values()].filter((a) => a.handedAt < instant);
+  }
+
+  /** Takes an attempt off the in-flight books (its delivery stays busy). */
   remove(attempt: Attempt): void {
-    attempt.backstop.cancel();
     if (this.byToken.get(attempt.token) !== attempt) return;
     this.byToken.delete(attempt.token);
     const perHook = this.byHook.get(attempt.webhookId)!;
@@ -79,10 +78,15 @@ export class Books {
 
   setBusy(deliveryId: number, webhookId: string, busy: boolean): void {
     if (busy === this.busy.has(deliveryId)) return;
-    const n = (this.busyByHook.get(webhookId) ?? 0) + (busy ? 1 : -1);
-    if (busy) this.busy.add(deliveryId);
-    else this.busy.delete(deliveryId);
-    if (n === 0) this.busyByHook.delete(webhookId);
-    else this.busyByHook.set(webhookId, n);
+    let ids = this.busyByHook.get(webhookId);
+    if (busy) {
+      this.busy.add(deliveryId);
+      if (!ids) this.busyByHook.set(webhookId, (ids = new Set()));
+      ids.add(deliveryId);
+    } else {
+      this.busy.delete(deliveryId);
+      ids?.delete(deliveryId);
+      if (ids?.size === 0) this.busyByHook.delete(webhookId);
+    }
   }
 }

@@ -38,6 +38,8 @@ import { COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } f
 const REPORT_TRIES = 3;
 /** Pause between two tries (ms). */
 const REPORT_RETRY_MS = 200;
+/** A report waits this long for other outcomes to join it (ms): fewer calls to the hub. */
+const REPORT_AFTER_MS = 2;
 
 /** Why a request was aborted (the abort reason). */
 const TIMEOUT = "webhook-timeout";
@@ -56,8 +58,9 @@ export class WebhookCourier extends DurableObject<Env> {
   private closed: boolean;
   /** Requests waiting for their answer, by attempt token. */
   private readonly sending = new Map<string, Sending>();
-  /** The hub to report to (`ctx.id` of the registration's SchoolHub, as a string). */
+  /** The hub to report to (`ctx.id` of the registration's SchoolHub, as a string), and its stub. */
   private hubId: string | null = null;
+  private hub: ReturnType<Env["SCHOOL_HUB"]["get"]> | null = null;
   /** Outcomes not yet reported; `reporting` while a report call is under way. */
   private reports: AttemptReport[] = [];
   private reporting = false;
@@ -85,7 +88,10 @@ export class WebhookCourier extends DurableObject<Env> {
       else if (this.sending.size >= COURIER_SLOTS) receipt.refused.push({ token: order.token, reason: "busy" });
       else receipt.started.push({ token: order.token, sentAt: this.start(order) });
     }
-    if (receipt.started.length > 0) this.hubId = hubId;
+    if (receipt.started.length > 0 && hubId !== this.hubId) {
+      this.hubId = hubId;
+      this.hub = this.env.SCHOOL_HUB.get(this.env.SCHOOL_HUB.idFromString(hubId));
+    }
     return receipt;
   }
 
@@ -144,16 +150,16 @@ export class WebhookCourier extends DurableObject<Env> {
     // Gone from `sending`: closed meanwhile, nothing to report.
     if (!this.sending.delete(order.token)) return;
     this.reports.push({ deliveryId: order.deliveryId, token: order.token, sentAt, finishedAt: this.platform.now(), status, error, retryAfter });
-    this.pump(0);
+    if (this.reports.length === 1 && !this.reporting) this.platform.setTimer(() => this.pump(0), REPORT_AFTER_MS);
   }
 
   /** Reports the waiting outcomes to the hub: one call at a time, each carrying all of them. */
   private pump(tries: number): void {
-    if (this.reporting || this.reports.length === 0 || this.hubId === null) return;
+    const hub = this.hub;
+    if (this.reporting || this.reports.length === 0 || hub === null) return;
     const batch = this.reports;
     this.reports = [];
     this.reporting = true;
-    const hub = this.env.SCHOOL_HUB.get(this.env.SCHOOL_HUB.idFromString(this.hubId));
     this.platform.call(() => hub.report(batch)).then(
       () => {
         this.reporting = false;

@@ -22,10 +22,13 @@ export class Couriers {
   private readonly waiters: (() => void)[] = [];
   /** Close calls under way, by registration id (a second close joins the first). */
   private readonly closings = new Map<string, Promise<void>>();
+  /** Couriers' stubs, by registration id (deriving an id from a name costs a hash). */
+  private readonly stubs = new Map<string, ReturnType<Env["WEBHOOK_COURIER"]["get"]>>();
 
   /**
    * @param hubId the hub's `ctx.id.toString()`, where couriers report outcomes.
-   * @param onSlotFreed called whenever a call ends (the dispatcher may hand over more).
+   * @param onSlotFreed called when a call ends while hand-overs were held back for want of a
+   *   slot (the dispatcher may hand over more).
    */
   constructor(
     private readonly env: Env,
@@ -50,10 +53,7 @@ export class Couriers {
     this.used += 1;
     this.sending += 1;
     const courier = this.courier(webhookId);
-    return this.platform.call(() => courier.send(this.hubId, orders)).finally(() => {
-      this.sending -= 1;
-      this.release();
-    });
+    return this.platform.call(() => courier.send(this.hubId, orders)).finally(() => this.release(true));
   }
 
   /**
@@ -82,19 +82,24 @@ export class Couriers {
     try {
       await this.platform.call(() => this.courier(webhookId).close());
     } finally {
+      this.stubs.delete(webhookId);
       this.release();
     }
   }
 
   /** The courier's stub (as `courierFor` in client.ts, which this module does not import: no cycle with hub.ts). */
-  private courier(webhookId: string) {
-    return this.env.WEBHOOK_COURIER.get(this.env.WEBHOOK_COURIER.idFromName(webhookId));
+  private courier(webhookId: string): ReturnType<Env["WEBHOOK_COURIER"]["get"]> {
+    let stub = this.stubs.get(webhookId);
+    if (!stub) this.stubs.set(webhookId, (stub = this.env.WEBHOOK_COURIER.get(this.env.WEBHOOK_COURIER.idFromName(webhookId))));
+    return stub;
   }
 
-  private release(): void {
+  private release(handOver = false): void {
+    const wasFull = this.used >= HUB_CALL_SLOTS || this.sending >= SEND_CALL_SLOTS;
     const next = this.waiters.shift();
+    if (handOver) this.sending -= 1;
     if (next) next();
     else this.used -= 1;
-    this.onSlotFreed();
+    if (wasFull) this.onSlotFreed();
   }
 }

@@ -23,12 +23,14 @@ import { Books, type Attempt } from "./books";
 import { Couriers } from "./couriers";
 import { parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./delivery";
 import { Outcomes } from "./outcomes";
-import type { Platform } from "./platform";
+import type { Platform, Timer } from "./platform";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
 import { COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
 
 /** An attempt not reported this long after its timeout would have ended is taken as lost (ms). */
 export const BACKSTOP_GRACE_MS = 5_000;
+/** While attempts are in flight, lost ones are looked for this often (ms). */
+const BACKSTOP_SWEEP_MS = 1_000;
 /** A registration whose courier answered `busy` is left alone this long (ms). */
 const BUSY_PAUSE_MS = 1_000;
 /** While attempts are in flight the alarm stays armed (a watchdog for restarts) this far ahead (ms). */
@@ -37,6 +39,9 @@ const WATCHDOG_SLACK_MS = 60_000;
 const CLOSE_RETRY_MS = 10_000;
 /** When idle with a log to prune, the alarm comes back after this long (ms). */
 const PRUNE_INTERVAL_MS = 24 * 60 * 60 * 1000;
+
+/** A due delivery as `fill` reads it, with its event and registration. */
+type DueRow = { id: number; event_id: string; attempts: number; type: string; body: string; url: string; secret: string };
 
 /** The SchoolHub's dispatcher (see the module comment). */
 export class Dispatcher {
@@ -53,6 +58,8 @@ export class Dispatcher {
   private hookIds: string[] | null = null;
   private readonly openCouriers = new Set<string>();
   private nextFillStart = 0;
+  /** The next look for lost attempts, while any are in flight. */
+  private sweep: Timer | null = null;
   /** The alarm as last set by this instance (`null`: none or already fired; `undefined`: unknown). */
   private alarmAt: number | null | undefined = undefined;
   /** Callers of `whenIdle()` waiting for the in-flight count to reach zero. */
@@ -176,70 +183,53 @@ export class Dispatcher {
     for (let i = 0; i < hooks.length && this.couriers.canHandOver(); i++) {
       const webhookId = hooks[(start + i) % hooks.length]!;
       if ((this.paused.get(webhookId) ?? 0) > now) continue;
-      let free = COURIER_SLOTS - this.books.inFlightFor(webhookId);
+      const free = COURIER_SLOTS - this.books.inFlightFor(webhookId);
       if (free <= 0) continue;
-      // Busy rows (in flight, or outcome not yet written) are still due in SQLite: skip them.
+      // The check before the attempts: each due delivery re-read with its registration (a
+      // deleted registration or a dropped delivery yields no row), in this synchronous step.
+      // Busy deliveries (in flight, or outcome not yet written) are still due: left out.
       const due = this.sql
-        .exec<{ id: number }>(
-          `SELECT id FROM deliveries WHERE webhook_id = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?`,
+        .exec<DueRow>(
+          `SELECT d.id, d.event_id, d.attempts, e.type, e.body, w.url, w.secret
+           FROM deliveries d
+           JOIN webhooks w ON w.id = d.webhook_id AND w.deleted_at IS NULL
+           JOIN events e ON e.id = d.event_id
+           WHERE d.webhook_id = ? AND d.next_attempt_at <= ? AND d.id NOT IN (SELECT value FROM json_each(?))
+           ORDER BY d.next_attempt_at, d.id LIMIT ?`,
           webhookId,
           now,
-          free + this.books.busyFor(webhookId),
+          JSON.stringify(this.books.busyOf(webhookId)),
+          free,
         )
         .toArray();
-      const orders: SendOrder[] = [];
-      for (const row of due) {
-        if (free === 0) break;
-        if (this.books.isBusy(row.id)) continue;
-        const order = this.prepare(row.id, now);
-        if (order) {
-          orders.push(order);
-          free -= 1;
-        }
-      }
+      const orders = due.map((row) => this.prepare(webhookId, row, now));
       if (orders.length > 0) this.handOver(webhookId, orders, now);
     }
   }
 
-  /**
-   * Re-reads a delivery with its registration (a deleted registration or a dropped delivery
-   * yields nothing), signs it and books it as in flight. Part of `fill`'s synchronous step.
-   */
-  private prepare(deliveryId: number, now: number): SendOrder | null {
-    type Row = { event_id: string; webhook_id: string; attempts: number; type: string; body: string; url: string; secret: string };
-    const row = this.sql
-      .exec<Row>(
-        `SELECT d.event_id, d.webhook_id, d.attempts, e.type, e.body, w.url, w.secret
-         FROM deliveries d
-         JOIN webhooks w ON w.id = d.webhook_id AND w.deleted_at IS NULL
-         JOIN events e ON e.id = d.event_id
-         WHERE d.id = ? AND d.next_attempt_at <= ?`,
-        deliveryId,
-        now,
-      )
-      .toArray()[0];
-    if (!row) return null;
-    let key = this.keys.get(row.webhook_id);
-    if (!key) this.keys.set(row.webhook_id, (key = secretKey(row.secret)));
+  /** Signs a due delivery and books it as in flight. Part of `fill`'s synchronous step. */
+  private prepare(webhookId: string, row: DueRow, now: number): SendOrder {
+    let key = this.keys.get(webhookId);
+    if (!key) this.keys.set(webhookId, (key = secretKey(row.secret)));
     const attempt: Attempt = {
       token: crypto.randomUUID(),
-      deliveryId,
-      webhookId: row.webhook_id,
+      deliveryId: row.id,
+      webhookId,
       eventId: row.event_id,
       eventType: row.type,
       attempt: row.attempts + 1,
       handedAt: now,
       sentAt: null,
-      backstop: this.platform.setTimer(() => this.lost(attempt), this.timeoutMs + BACKSTOP_GRACE_MS),
     };
     this.books.add(attempt);
     const headers = signedHeaders(key, row.event_id, Math.floor(now / 1000), row.body);
-    return { deliveryId, token: attempt.token, url: row.url, headers, body: row.body };
+    return { deliveryId: row.id, token: attempt.token, url: row.url, headers, body: row.body };
   }
 
   /** Starts the hand-over call (synchronously: it is under way when this returns). */
   private handOver(webhookId: string, orders: SendOrder[], now: number): void {
     const receipt = this.couriers.handOver(webhookId, orders);
+    this.sweep ??= this.platform.setTimer(() => this.findLost(), BACKSTOP_SWEEP_MS);
     const by = now + this.timeoutMs + BACKSTOP_GRACE_MS;
     if (this.alarmAt == null || this.alarmAt < now || this.alarmAt > by + WATCHDOG_SLACK_MS) this.armAlarm(by + WATCHDOG_SLACK_MS);
     // The couriers' `onSlotFreed` then starts what is next.
@@ -259,7 +249,7 @@ export class Dispatcher {
       if (attempt) this.drop(attempt);
       if (reason === "busy") this.paused.set(webhookId, this.platform.now() + BUSY_PAUSE_MS);
     }
-    this.afterChange();
+    if (receipt.refused.length > 0) this.afterChange();
   }
 
   private onHandOverFailed(orders: SendOrder[], err: unknown): void {
@@ -271,11 +261,15 @@ export class Dispatcher {
     this.afterChange();
   }
 
-  /** An attempt never reported (its courier restarted): a network error, retried. */
-  private lost(attempt: Attempt): void {
-    if (this.books.get(attempt.token) !== attempt) return;
+  /** Attempts never reported (their courier restarted) are network errors, retried. */
+  private findLost(): void {
+    this.sweep = null;
+    const now = this.platform.now();
     const error = `network error: no answer reported within ${this.timeoutMs + BACKSTOP_GRACE_MS} ms`;
-    this.finish(attempt, undefined, error, null, attempt.sentAt ?? attempt.handedAt, this.platform.now());
+    for (const attempt of this.books.handedBefore(now - this.timeoutMs - BACKSTOP_GRACE_MS)) {
+      this.finish(attempt, undefined, error, null, attempt.sentAt ?? attempt.handedAt, now);
+    }
+    if (this.books.count > 0) this.sweep = this.platform.setTimer(() => this.findLost(), BACKSTOP_SWEEP_MS);
     this.afterChange();
   }
 
@@ -330,6 +324,8 @@ export class Dispatcher {
     this.outcomes.flush();
     this.fill();
     if (this.books.count > 0) return;
+    this.sweep?.cancel();
+    this.sweep = null;
     const now = this.platform.now();
     const next = this.nextDueAt();
     const unclosed = this.sql.exec(`SELECT 1 FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ? LIMIT 1`, COURIER_OPEN).toArray().length > 0;
