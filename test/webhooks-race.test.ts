@@ -108,11 +108,28 @@ describe("the deregistration promise with couriers", () => {
     // The request under way was aborted by the close.
     await until(() => rx.to(host)[0]!.abortedAt !== undefined, "the abort");
     const hubId = env.SCHOOL_HUB.idFromName(schoolId).toString();
-    const refused = { started: [], refused: [{ token: "late", reason: "closed" }] };
+    const refused = { accepted: [], refused: [{ token: "late", reason: "closed" }] };
     expect(await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).toEqual(refused);
     await abortAllDurableObjects();
     expect(await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).toEqual(refused);
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
+  });
+
+  it("attempts queued at the courier when the delete closes it are never sent", async () => {
+    const { schoolId, key } = await newSchool("queued");
+    const host = "queued.example.com";
+    const hook = await register(key, `https://${host}/in`);
+    rx.on(host, "hang");
+    // One hand-over of COURIER_SLOTS + COURIER_QUEUE attempts: five sent, two queued.
+    await hubFor(env, schoolId).publish(Array.from({ length: 10 }, (_, i) => courseEvent(schoolId, "course.updated", i)));
+    await until(() => rx.to(host).length === COURIER_SLOTS, "the courier's slots to fill");
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
+    const mark = rx.mark();
+    // The close aborted the five: their slots are free, yet the queued two never go.
+    await until(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the aborts");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
+    expect(rx.to(host)).toHaveLength(COURIER_SLOTS);
   });
 
   it("a delete that cannot reach the courier answers 500 and promises nothing; repeating it completes it", async () => {

@@ -18,21 +18,24 @@
  *    delivery and found its registration active (dispatcher.ts, `fill`);
  * 2. `SchoolHub.deleteWebhook` tombstones the registration in one synchronous step (so no
  *    later step hands it an attempt) and answers only after `close()` here has returned;
- * 3. `close()` marks the courier closed, durably, and aborts its requests in one synchronous
- *    step; `send()` checks that mark and starts its requests in one synchronous step.
+ * 3. `close()` marks the courier closed, durably, aborts its requests and drops its queued
+ *    orders in one synchronous step; a request starts only in a step that first finds the
+ *    courier open (`send()`, or a freed slot taking the next queued order).
  * So every request to a registration starts before its DELETE is answered, or never: an
  * attempt still on its way to the courier when `close()` ran is refused when it arrives,
  * also by a restarted courier. test/webhooks-race.test.ts holds it under a race.
  *
- * Budget: the hub keeps at most COURIER_SLOTS attempts in flight per registration, so a
- * courier has at most 5 requests plus its one report call waiting: never more than 6, nothing
- * ever queues in the runtime, and a timeout never counts time spent queued.
+ * Budget: a courier has at most COURIER_SLOTS (5) requests plus its one report call waiting:
+ * never more than 6, so nothing ever queues in the runtime and a timeout never counts time
+ * spent queued. Up to COURIER_QUEUE more attempts wait in the courier itself, to go the
+ * moment a slot frees (their timeout starts then), so that no slot idles while the next
+ * attempt travels from the hub.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { describeAnswer, honoursRetryAfter, parseTimeoutMs } from "./delivery";
 import { platformFor, type Platform, type Timer } from "./platform";
-import { COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
+import { COURIER_QUEUE, COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
 
 /** Tries to deliver a batch of reports before leaving those attempts to the hub's backstop. */
 const REPORT_TRIES = 3;
@@ -58,6 +61,8 @@ export class WebhookCourier extends DurableObject<Env> {
   private closed: boolean;
   /** Requests waiting for their answer, by attempt token. */
   private readonly sending = new Map<string, Sending>();
+  /** Orders waiting for a free slot, in the order received (at most COURIER_QUEUE). */
+  private queue: SendOrder[] = [];
   /** The hub to report to (`ctx.id` of the registration's SchoolHub, as a string), and its stub. */
   private hubId: string | null = null;
   private hub: ReturnType<Env["SCHOOL_HUB"]["get"]> | null = null;
@@ -73,32 +78,37 @@ export class WebhookCourier extends DurableObject<Env> {
   }
 
   /**
-   * Sends the hub's orders now, each with its timeout starting as it is sent. Synchronous:
-   * the `closed` check and the start of every request are one step.
+   * Sends the hub's orders, each at once if one of the COURIER_SLOTS is free (its timeout
+   * starting then), else when one frees (at most COURIER_QUEUE waiting). Synchronous: the
+   * `closed` check and the start of every request it sends are one step; a queued order is
+   * started later in another such step, or dropped by `close()`.
    *
    * @param hubId the hub's `ctx.id.toString()`, where outcomes are reported.
-   * @returns the orders started (with `sentAt`, ms) and those refused: `closed` (deleted
-   *   registration) or `busy` (COURIER_SLOTS requests already waiting, e.g. sent by a hub
+   * @returns the orders accepted (`sentAt` in ms, or `null` when queued) and those refused:
+   *   `closed` (deleted registration) or `busy` (slots and queue full, e.g. taken by a hub
    *   instance that has since restarted).
    */
   send(hubId: string, orders: SendOrder[]): SendReceipt {
-    const receipt: SendReceipt = { started: [], refused: [] };
-    for (const order of orders) {
-      if (this.closed) receipt.refused.push({ token: order.token, reason: "closed" });
-      else if (this.sending.size >= COURIER_SLOTS) receipt.refused.push({ token: order.token, reason: "busy" });
-      else receipt.started.push({ token: order.token, sentAt: this.start(order) });
-    }
-    if (receipt.started.length > 0 && hubId !== this.hubId) {
+    if (hubId !== this.hubId) {
       this.hubId = hubId;
       this.hub = this.env.SCHOOL_HUB.get(this.env.SCHOOL_HUB.idFromString(hubId));
+    }
+    const receipt: SendReceipt = { accepted: [], refused: [] };
+    for (const order of orders) {
+      if (this.closed) receipt.refused.push({ token: order.token, reason: "closed" });
+      else if (this.sending.size < COURIER_SLOTS) receipt.accepted.push({ token: order.token, sentAt: this.start(order) });
+      else if (this.queue.length < COURIER_QUEUE) {
+        this.queue.push(order);
+        receipt.accepted.push({ token: order.token, sentAt: null });
+      } else receipt.refused.push({ token: order.token, reason: "busy" });
     }
     return receipt;
   }
 
   /**
    * Closes the courier for good (its registration is deleted): in one synchronous step it is
-   * marked closed in storage — durable before the hub hears back (output gate) — and every
-   * request under way is aborted and will not be reported. Idempotent.
+   * marked closed in storage — durable before the hub hears back (output gate) — every
+   * request under way is aborted and every queued order dropped, none reported. Idempotent.
    */
   close(): void {
     if (!this.closed) {
@@ -110,6 +120,7 @@ export class WebhookCourier extends DurableObject<Env> {
       controller.abort(CLOSED);
     }
     this.sending.clear();
+    this.queue = [];
     this.reports = [];
   }
 
@@ -149,6 +160,9 @@ export class WebhookCourier extends DurableObject<Env> {
     }
     // Gone from `sending`: closed meanwhile, nothing to report.
     if (!this.sending.delete(order.token)) return;
+    // The slot is free: the next queued order goes now, in this same step.
+    const next = this.closed ? undefined : this.queue.shift();
+    if (next) this.start(next);
     this.reports.push({ deliveryId: order.deliveryId, token: order.token, sentAt, finishedAt: this.platform.now(), status, error, retryAfter });
     if (this.reports.length === 1 && !this.reporting) this.platform.setTimer(() => this.pump(0), REPORT_AFTER_MS);
   }

@@ -5,7 +5,8 @@
  *
  * Slots. Each attempt is sent by its registration's courier (courier.ts), from the courier's
  * own I/O context, so a registration has COURIER_SLOTS (5) requests waiting for headers of
- * its own and a hanging receiver holds only those. The hub itself only makes Durable Object
+ * its own (and COURIER_QUEUE more attempts ready to go) and a hanging receiver holds only
+ * those. The hub itself only makes Durable Object
  * calls, budgeted as if they counted toward its context's 6 (couriers.ts: at most 5
  * hand-overs under way, the sixth kept for a delete's close). `fill` visits registrations
  * round-robin from a rotating start, giving each at most its free courier slots per
@@ -25,9 +26,12 @@ import { parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./
 import { Outcomes } from "./outcomes";
 import type { Platform, Timer } from "./platform";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
-import { COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
+import { COURIER_QUEUE, COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
 
-/** An attempt not reported this long after its timeout would have ended is taken as lost (ms). */
+/**
+ * An attempt not reported this long after its latest possible end (hand-over + 2 timeouts: a
+ * queued attempt is sent within one timeout, when the request ahead of it ends) is lost (ms).
+ */
 export const BACKSTOP_GRACE_MS = 5_000;
 /** While attempts are in flight, lost ones are looked for this often (ms). */
 const BACKSTOP_SWEEP_MS = 1_000;
@@ -183,7 +187,7 @@ export class Dispatcher {
     for (let i = 0; i < hooks.length && this.couriers.canHandOver(); i++) {
       const webhookId = hooks[(start + i) % hooks.length]!;
       if ((this.paused.get(webhookId) ?? 0) > now) continue;
-      const free = COURIER_SLOTS - this.books.inFlightFor(webhookId);
+      const free = COURIER_SLOTS + COURIER_QUEUE - this.books.inFlightFor(webhookId);
       if (free <= 0) continue;
       // The check before the attempts: each due delivery re-read with its registration (a
       // deleted registration or a dropped delivery yields no row), in this synchronous step.
@@ -230,7 +234,7 @@ export class Dispatcher {
   private handOver(webhookId: string, orders: SendOrder[], now: number): void {
     const receipt = this.couriers.handOver(webhookId, orders);
     this.sweep ??= this.platform.setTimer(() => this.findLost(), BACKSTOP_SWEEP_MS);
-    const by = now + this.timeoutMs + BACKSTOP_GRACE_MS;
+    const by = now + 2 * this.timeoutMs + BACKSTOP_GRACE_MS;
     if (this.alarmAt == null || this.alarmAt < now || this.alarmAt > by + WATCHDOG_SLACK_MS) this.armAlarm(by + WATCHDOG_SLACK_MS);
     // The couriers' `onSlotFreed` then starts what is next.
     receipt.then(
@@ -240,9 +244,9 @@ export class Dispatcher {
   }
 
   private onReceipt(webhookId: string, receipt: SendReceipt): void {
-    for (const { token, sentAt } of receipt.started) {
+    for (const { token, sentAt } of receipt.accepted) {
       const attempt = this.books.get(token);
-      if (attempt) attempt.sentAt = sentAt;
+      if (attempt && sentAt !== null) attempt.sentAt = sentAt;
     }
     for (const { token, reason } of receipt.refused) {
       const attempt = this.books.get(token);
@@ -265,8 +269,9 @@ export class Dispatcher {
   private findLost(): void {
     this.sweep = null;
     const now = this.platform.now();
-    const error = `network error: no answer reported within ${this.timeoutMs + BACKSTOP_GRACE_MS} ms`;
-    for (const attempt of this.books.handedBefore(now - this.timeoutMs - BACKSTOP_GRACE_MS)) {
+    const waited = 2 * this.timeoutMs + BACKSTOP_GRACE_MS;
+    const error = `network error: no answer reported within ${waited} ms`;
+    for (const attempt of this.books.handedBefore(now - waited)) {
       this.finish(attempt, undefined, error, null, attempt.sentAt ?? attempt.handedAt, now);
     }
     if (this.books.count > 0) this.sweep = this.platform.setTimer(() => this.findLost(), BACKSTOP_SWEEP_MS);

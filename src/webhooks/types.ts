@@ -71,10 +71,16 @@ export interface PublishResult {
 
 /**
  * Requests a registration's courier may have waiting for response headers: 5 of its I/O
- * context's 6, the sixth being its report call (courier.ts). The hub never has more attempts
- * of one registration in flight.
+ * context's 6, the sixth being its report call (courier.ts).
  */
 export const COURIER_SLOTS = 5;
+
+/**
+ * Attempts a courier may hold, checked and signed, to send the moment one of its slots
+ * frees (so a slot does not idle while the next attempt travels from the hub). The hub
+ * never has more than COURIER_SLOTS + COURIER_QUEUE attempts of one registration in flight.
+ */
+export const COURIER_QUEUE = 2;
 
 /**
  * One attempt the hub hands to a registration's courier (`WebhookCourier.send`), already
@@ -89,10 +95,13 @@ export interface SendOrder {
   body: string;
 }
 
-/** The courier's answer to `send`: which orders it sent (and when, ms) and which it refused. */
+/**
+ * The courier's answer to `send`: the orders it accepted — sent (`sentAt`, ms) or queued
+ * for the next free slot (`sentAt: null`) — and those it refused.
+ */
 export interface SendReceipt {
-  started: { token: string; sentAt: number }[];
-  /** `closed`: the registration was deleted; `busy`: all its slots are taken. */
+  accepted: { token: string; sentAt: number | null }[];
+  /** `closed`: the registration was deleted; `busy`: its slots and its queue are full. */
   refused: { token: string; reason: "closed" | "busy" }[];
 }
 
