@@ -84,18 +84,20 @@ export class Dispatcher {
   // -------------------------------------------------------------------------------------
   // Queue and registrations (called inside the hub's synchronous steps)
 
-  /** Queues one delivery, due at `now`, and marks the registration's courier as in use. */
-  queue(eventId: string, webhookId: string, now: number): void {
+  /** Queues deliveries, `[eventId, webhookId]` pairs due at `now`, in one statement; marks their couriers in use. */
+  queue(pairs: [string, string][], now: number): void {
+    if (pairs.length === 0) return;
     this.sql.exec(
-      `INSERT OR IGNORE INTO deliveries (event_id, webhook_id, attempts, next_attempt_at, created_at) VALUES (?, ?, 0, ?, ?)`,
-      eventId,
-      webhookId,
-      now,
+      `INSERT OR IGNORE INTO deliveries (event_id, webhook_id, attempts, next_attempt_at, created_at)
+       SELECT value ->> 0, value ->> 1, 0, ?2, ?2 FROM json_each(?1)`,
+      JSON.stringify(pairs),
       now,
     );
-    if (this.openCouriers.has(webhookId)) return;
-    this.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ? AND courier = ?`, COURIER_OPEN, webhookId, COURIER_NONE);
-    this.openCouriers.add(webhookId);
+    for (const [, webhookId] of pairs) {
+      if (this.openCouriers.has(webhookId)) continue;
+      this.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ? AND courier = ?`, COURIER_OPEN, webhookId, COURIER_NONE);
+      this.openCouriers.add(webhookId);
+    }
   }
 
   /** The set of active registrations changed. */

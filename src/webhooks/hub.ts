@@ -230,21 +230,25 @@ export class SchoolHub extends DurableObject<Env> {
           const types = JSON.parse(h.events) as string[];
           return { id: h.id, all: types.includes("*"), types };
         });
-      const out: PublishResult = { accepted: 0, duplicates: 0, deliveries: 0 };
+      // One statement stores the new events (a duplicate id, even within this call, is ignored)…
+      const stored = this.sql
+        .exec<{ id: string }>(
+          `INSERT OR IGNORE INTO events (id, type, body, created_at)
+           SELECT value ->> 0, value ->> 1, value ->> 2, ?2 FROM json_each(?1) RETURNING id`,
+          JSON.stringify(events.map((e) => [e.id, e.type, JSON.stringify(e)])),
+          now,
+        )
+        .toArray();
+      // … and one more queues their deliveries, in the order published (`webhook.test`
+      // events reach nobody this way).
+      const fresh = new Set(stored.map((r) => r.id));
+      const pairs: [string, string][] = [];
       for (const event of events) {
-        if (this.sql.exec(`SELECT 1 FROM events WHERE id = ?`, event.id).toArray().length > 0) {
-          out.duplicates += 1;
-          continue;
-        }
-        this.sql.exec(`INSERT INTO events (id, type, body, created_at) VALUES (?, ?, ?, ?)`, event.id, event.type, JSON.stringify(event), now);
-        out.accepted += 1;
-        if (event.type === "webhook.test") continue;
-        for (const hook of hooks) {
-          if (!hook.all && !hook.types.includes(event.type)) continue;
-          this.dispatcher.queue(event.id, hook.id, now);
-          out.deliveries += 1;
-        }
+        if (!fresh.delete(event.id) || event.type === "webhook.test") continue;
+        for (const hook of hooks) if (hook.all || hook.types.includes(event.type)) pairs.push([event.id, hook.id]);
       }
+      this.dispatcher.queue(pairs, now);
+      const out: PublishResult = { accepted: stored.length, duplicates: events.length - stored.length, deliveries: pairs.length };
       return out;
     });
     if (result.deliveries > 0) await this.dispatcher.wake();
@@ -264,7 +268,7 @@ export class SchoolHub extends DurableObject<Env> {
       const now = this.platform.now();
       const event: SchoolEvent = { id: mintId("evt", now), type: "webhook.test", createdAt: formatInstant(now), schoolId, data: { webhookId: id } };
       this.sql.exec(`INSERT INTO events (id, type, body, created_at) VALUES (?, ?, ?, ?)`, event.id, event.type, JSON.stringify(event), now);
-      this.dispatcher.queue(event.id, id, now);
+      this.dispatcher.queue([[event.id, id]], now);
       return event.id;
     });
     if (eventId === null) return null;

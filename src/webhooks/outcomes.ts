@@ -67,43 +67,56 @@ export class Outcomes {
     const batch = this.buffer;
     this.buffer = [];
     try {
-      this.ctx.storage.transactionSync(() => {
-        for (const outcome of batch) this.record(outcome);
-      });
+      this.ctx.storage.transactionSync(() => this.record(batch));
     } finally {
       for (const { attempt } of batch) this.books.setBusy(attempt.deliveryId, attempt.webhookId, false);
     }
   }
 
-  private record({ attempt, status, error, retryAfter, sentAt, finishedAt }: Outcome): void {
+  /**
+   * The batch's writes in three statements: deliveries done (succeeded / failed) deleted,
+   * those pending rescheduled — each only if still at this attempt (not deleted, not
+   * advanced by another run) — then a log row for each delivery that changed.
+   */
+  private record(batch: Outcome[]): void {
     const sql = this.ctx.storage.sql;
-    const verdict = judgeAttempt(status, attempt.attempt, this.schedule, parseRetryAfter(retryAfter, finishedAt));
-    // Each wait counts from the end of the failed attempt.
-    const nextAttemptAt = verdict.status === "pending" ? finishedAt + verdict.retryInMs : null;
-    // Only if the delivery is still at this attempt (not deleted, not advanced by another run).
-    const changed =
-      nextAttemptAt === null
-        ? sql.exec(`DELETE FROM deliveries WHERE id = ? AND attempts = ?`, attempt.deliveryId, attempt.attempt - 1)
-        : sql.exec(
-            `UPDATE deliveries SET attempts = ?, next_attempt_at = ? WHERE id = ? AND attempts = ?`,
-            attempt.attempt,
-            nextAttemptAt,
-            attempt.deliveryId,
-            attempt.attempt - 1,
-          );
-    if (changed.rowsWritten === 0) return;
+    const done: [number, number][] = [];
+    const pending: [number, number, number][] = [];
+    const logged = new Map<number, unknown[]>();
+    for (const { attempt, status, error, retryAfter, sentAt, finishedAt } of batch) {
+      const verdict = judgeAttempt(status, attempt.attempt, this.schedule, parseRetryAfter(retryAfter, finishedAt));
+      // Each wait counts from the end of the failed attempt.
+      const nextAttemptAt = verdict.status === "pending" ? finishedAt + verdict.retryInMs : null;
+      if (nextAttemptAt === null) done.push([attempt.deliveryId, attempt.attempt - 1]);
+      else pending.push([attempt.deliveryId, attempt.attempt - 1, nextAttemptAt]);
+      const row = [attempt.webhookId, attempt.eventId, attempt.eventType, attempt.attempt, verdict.status, status ?? null, error, sentAt, nextAttemptAt];
+      logged.set(attempt.deliveryId, row);
+    }
+    const changed = new Set<number>();
+    if (done.length > 0) {
+      const rows = sql.exec<{ id: number }>(
+        `DELETE FROM deliveries WHERE id IN (
+           SELECT d.id FROM json_each(?) j JOIN deliveries d ON d.id = j.value ->> 0 AND d.attempts = j.value ->> 1)
+         RETURNING id`,
+        JSON.stringify(done),
+      );
+      for (const { id } of rows) changed.add(id);
+    }
+    if (pending.length > 0) {
+      const rows = sql.exec<{ id: number }>(
+        `UPDATE deliveries SET attempts = deliveries.attempts + 1, next_attempt_at = j.value ->> 2
+         FROM json_each(?) j WHERE deliveries.id = j.value ->> 0 AND deliveries.attempts = j.value ->> 1
+         RETURNING deliveries.id AS id`,
+        JSON.stringify(pending),
+      );
+      for (const { id } of rows) changed.add(id);
+    }
+    if (changed.size === 0) return;
     sql.exec(
       `INSERT INTO attempts (webhook_id, event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      attempt.webhookId,
-      attempt.eventId,
-      attempt.eventType,
-      attempt.attempt,
-      verdict.status,
-      status ?? null,
-      error,
-      sentAt,
-      nextAttemptAt,
+       SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8
+       FROM json_each(?)`,
+      JSON.stringify(batch.filter((o) => changed.has(o.attempt.deliveryId)).map((o) => logged.get(o.attempt.deliveryId))),
     );
   }
 }
