@@ -87,12 +87,8 @@ export class Dispatcher {
   /** Queues deliveries, `[eventId, webhookId]` pairs due at `now`, in one statement; marks their couriers in use. */
   queue(pairs: [string, string][], now: number): void {
     if (pairs.length === 0) return;
-    this.sql.exec(
-      `INSERT OR IGNORE INTO deliveries (event_id, webhook_id, attempts, next_attempt_at, created_at)
-       SELECT value ->> 0, value ->> 1, 0, ?2, ?2 FROM json_each(?1)`,
-      JSON.stringify(pairs),
-      now,
-    );
+    const insert = `INSERT OR IGNORE INTO deliveries (event_id, webhook_id, attempts, next_attempt_at, created_at)`;
+    this.sql.exec(`${insert} SELECT value ->> 0, value ->> 1, 0, ?2, ?2 FROM json_each(?1)`, JSON.stringify(pairs), now);
     for (const [, webhookId] of pairs) {
       if (this.openCouriers.has(webhookId)) continue;
       this.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ? AND courier = ?`, COURIER_OPEN, webhookId, COURIER_NONE);
