@@ -7,6 +7,8 @@
  * - `DB`: the D1 database (courses, reference data, API key hashes, outbox).
  * - `SCHOOL_HUB`: the SchoolHub Durable Object namespace, one object per school
  *   (`idFromName(schoolId)`).
+ * - `WEBHOOK_COURIER`: the WebhookCourier namespace, one object per webhook registration
+ *   (`idFromName(webhookId)`), which sends the hub's attempts from its own I/O context.
  * - `WEBHOOK_*`: deployment settings of API.md § "Deployment settings" (strings; the
  *   parsers fall back to the defaults on a malformed value).
  * - `ASSETS`: the static assets (`dist/assets/`: the Scalar bundle of GET /docs, the portal).

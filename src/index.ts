@@ -1,6 +1,6 @@
 /**
  * Worker entry (DESIGN.md): `fetch` serves the API, `scheduled` sweeps the outbox, and the
- * SchoolHub Durable Object class is exported for its binding.
+ * SchoolHub and WebhookCourier Durable Object classes are exported for their bindings.
  */
 import type { Env } from "./env";
 import { sweepOutbox } from "./events/outbox";
@@ -9,6 +9,7 @@ import { buildRouter } from "./http/router";
 import { routes } from "./http/routes";
 import { servePortal } from "./portal/serve";
 
+export { WebhookCourier } from "./webhooks/courier";
 export { SchoolHub } from "./webhooks/hub";
 
 const handle = buildRouter(routes);

@@ -1,17 +1,19 @@
 /**
  * The webhook endpoints (API.md § "Webhook registrations"): bodies, envelopes and errors.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_TYPES } from "../src/events/types";
 import { call, callJson } from "./helpers";
 import { drain, newSchool, register } from "./webhooks/harness";
-import { Receivers } from "./webhooks/receivers";
+import { SimulatedPlatform } from "./webhooks/platform-sim";
 
-const rx = new Receivers();
+const rx = new SimulatedPlatform();
 beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
+// Every dispatch stayed within the platform's limit (6 waiting per I/O context, none queued).
+afterEach(() => rx.expectWithinLimit());
 
 describe("POST /v3/webhooks", () => {
   let key: string;

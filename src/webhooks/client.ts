@@ -1,7 +1,9 @@
 /**
- * How the Worker reaches a school's event hub (DESIGN.md: one SchoolHub per school).
+ * How the Worker reaches a school's event hub (DESIGN.md: one SchoolHub per school), and how
+ * the hub reaches a registration's courier (one WebhookCourier per registration).
  */
 import type { Env } from "../env";
+import type { WebhookCourier } from "./courier";
 import type { SchoolHub } from "./hub";
 
 /**
@@ -11,4 +13,12 @@ import type { SchoolHub } from "./hub";
  */
 export function hubFor(env: Env, schoolId: string): DurableObjectStub<SchoolHub> {
   return env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromName(schoolId));
+}
+
+/**
+ * The RPC stub of registration `webhookId`'s courier (`idFromName(webhookId)`; registration
+ * ids are never reused). Only the registration's hub calls it.
+ */
+export function courierFor(env: Env, webhookId: string): DurableObjectStub<WebhookCourier> {
+  return env.WEBHOOK_COURIER.get(env.WEBHOOK_COURIER.idFromName(webhookId));
 }
