@@ -81,6 +81,41 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
   },
+  "PATCH /v3/webhooks/{id}": {
+    200: [],
+    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL"],
+    401: ["UNAUTHORIZED"],
+    404: ["WEBHOOK_NOT_FOUND"],
+    413: ["PAYLOAD_TOO_LARGE"],
+    415: ["UNSUPPORTED_MEDIA_TYPE"],
+  },
+  "POST /v3/webhooks/{id}/secret/rotate": {
+    200: [],
+    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+    401: ["UNAUTHORIZED"],
+    404: ["WEBHOOK_NOT_FOUND"],
+    413: ["PAYLOAD_TOO_LARGE"],
+    415: ["UNSUPPORTED_MEDIA_TYPE"],
+  },
+  "POST /v3/webhooks/{id}/deliveries/{eventId}/resend": {
+    202: [],
+    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+    401: ["UNAUTHORIZED"],
+    404: ["WEBHOOK_NOT_FOUND", "EVENT_NOT_FOUND"],
+    409: ["WEBHOOK_DISABLED"],
+    413: ["PAYLOAD_TOO_LARGE"],
+    415: ["UNSUPPORTED_MEDIA_TYPE"],
+  },
+  "POST /v3/webhooks/{id}/recover": {
+    202: [],
+    400: ["INVALID_PARAMETER", "VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+    401: ["UNAUTHORIZED"],
+    404: ["WEBHOOK_NOT_FOUND"],
+    409: ["WEBHOOK_DISABLED"],
+    413: ["PAYLOAD_TOO_LARGE"],
+    415: ["UNSUPPORTED_MEDIA_TYPE"],
+  },
+  "GET /v3/event-types": { 200: [], 400: ["UNKNOWN_PARAMETER"] },
   "GET /openapi.json": { 200: [] },
   "GET /docs": { 200: [] },
 };
@@ -174,7 +209,7 @@ describe("the document covers the route table and the contract", () => {
     expect(doc.security).toEqual([{ [SECURITY_SCHEME]: [] }]);
     for (const key of ROUTE_KEYS) {
       const op = operation(key);
-      if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs")) expect(op.security, key).toEqual([]);
+      if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs") || key === "GET /v3/event-types") expect(op.security, key).toEqual([]);
       else expect(op.security, key).toBeUndefined();
     }
   });
@@ -214,7 +249,7 @@ describe("the document covers the route table and the contract", () => {
 
   it("documents every event payload under webhooks, with the Standard Webhooks headers", () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual(
-      ["course.created", "course.updated", "course.archived", "course.unarchived", "course.absences_sent", "course.professor_signed", "webhook.test"].sort(),
+      ["course.created", "course.updated", "course.archived", "course.unarchived", "course.absences_sent", "course.professor_signed", "webhook.disabled", "webhook.test"].sort(),
     );
     for (const [type, item] of Object.entries(doc.webhooks as Json)) {
       const schema = deref(item.post.requestBody.content["application/json"].schema);
@@ -313,6 +348,8 @@ describe("every documented status and code is one the code answers", () => {
   let courseId: string;
   let hookId: string;
   let deletedHookId: string;
+  let disabledHookId: string;
+  let testEventId: string;
   const seen = new Set<string>();
 
   beforeAll(async () => {
@@ -329,6 +366,9 @@ describe("every documented status and code is one the code answers", () => {
     hookId = (await callJson("/v3/webhooks", { method: "POST", key: KEY, json: { url: "https://hooks.example.com/oa" } })).body.result.id;
     deletedHookId = (await callJson("/v3/webhooks", { method: "POST", key: KEY, json: { url: "https://hooks.example.com/gone" } })).body.result.id;
     await callJson(`/v3/webhooks/${deletedHookId}`, { method: "DELETE", key: KEY });
+    disabledHookId = (await callJson("/v3/webhooks", { method: "POST", key: KEY, json: { url: "https://hooks.example.com/off" } })).body.result.id;
+    await callJson(`/v3/webhooks/${disabledHookId}`, { method: "PATCH", key: KEY, json: { enabled: false } });
+    testEventId = (await callJson(`/v3/webhooks/${hookId}/test`, { method: "POST", key: KEY })).body.result.eventId;
     for (let i = 0; i < 50; i++) await callJson("/v3/webhooks", { method: "POST", key: `${KEY}_full`, json: { url: `https://hooks.example.com/${i}` } });
   });
   afterAll(() => rx.restore());
@@ -409,9 +449,50 @@ describe("every documented status and code is one the code answers", () => {
     ["GET /v3/webhooks/{id}/deliveries", 200, null, () => `/v3/webhooks/${hookId}/deliveries?limit=100&page=1000000`, get()],
     ["GET /v3/webhooks/{id}/deliveries", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries?limit=101`, get()],
     ["GET /v3/webhooks/{id}/deliveries", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries?page=1000001`, get()],
-    ["GET /v3/webhooks/{id}/deliveries", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries?status=failed`, get()],
+    ["GET /v3/webhooks/{id}/deliveries", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries?state=failed`, get()],
+    ["GET /v3/webhooks/{id}/deliveries", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries?status=lost`, get()],
     ["GET /v3/webhooks/{id}/deliveries", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/deliveries`, anon()],
     ["GET /v3/webhooks/{id}/deliveries", 404, "WEBHOOK_NOT_FOUND", () => "/v3/webhooks/wh_none/deliveries", get()],
+    ["GET /v3/webhooks/{id}/deliveries", 200, null, () => `/v3/webhooks/${hookId}/deliveries?status=skipped&eventType=course.created&since=2026-01-01T00:00:00Z`, get()],
+    ["PATCH /v3/webhooks/{id}", 200, null, () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { description: null, events: ["*"] } })],
+    ["PATCH /v3/webhooks/{id}", 400, "VALIDATION_ERROR", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { enabled: "no" } })],
+    ["PATCH /v3/webhooks/{id}", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { enable: false } })],
+    ["PATCH /v3/webhooks/{id}", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}`, raw("PATCH", "{")],
+    ["PATCH /v3/webhooks/{id}", 400, "INVALID_WEBHOOK_URL", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { url: "https://localhost/in" } })],
+    ["PATCH /v3/webhooks/{id}", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", json: {} })],
+    ["PATCH /v3/webhooks/{id}", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}`, () => ({ method: "PATCH", key: KEY, json: { enabled: true } })],
+    ["PATCH /v3/webhooks/{id}", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}`, raw("PATCH", big)],
+    ["PATCH /v3/webhooks/{id}", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}`, raw("PATCH", "{}", "text/plain")],
+    ["POST /v3/webhooks/{id}/secret/rotate", 200, null, () => `/v3/webhooks/${hookId}/secret/rotate`, post({ graceSeconds: 60 })],
+    ["POST /v3/webhooks/{id}/secret/rotate", 400, "VALIDATION_ERROR", () => `/v3/webhooks/${hookId}/secret/rotate`, post({ graceSeconds: 604801 })],
+    ["POST /v3/webhooks/{id}/secret/rotate", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/secret/rotate`, post({ grace: 1 })],
+    ["POST /v3/webhooks/{id}/secret/rotate", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}/secret/rotate`, raw("POST", "{")],
+    ["POST /v3/webhooks/{id}/secret/rotate", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/secret/rotate`, () => ({ method: "POST" })],
+    ["POST /v3/webhooks/{id}/secret/rotate", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}/secret/rotate`, () => ({ method: "POST", key: KEY })],
+    ["POST /v3/webhooks/{id}/secret/rotate", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}/secret/rotate`, raw("POST", big)],
+    ["POST /v3/webhooks/{id}/secret/rotate", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}/secret/rotate`, raw("POST", "{}", "text/plain")],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 202, null, () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST", key: KEY })],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 400, "VALIDATION_ERROR", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, post([])],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, post({ a: 1 })],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, raw("POST", "{")],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST" })],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST", key: KEY })],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 404, "EVENT_NOT_FOUND", () => `/v3/webhooks/${hookId}/deliveries/evt_none/resend`, () => ({ method: "POST", key: KEY })],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 409, "WEBHOOK_DISABLED", () => `/v3/webhooks/${disabledHookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST", key: KEY })],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, raw("POST", big)],
+    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, raw("POST", "{}", "text/plain")],
+    ["POST /v3/webhooks/{id}/recover", 202, null, () => `/v3/webhooks/${hookId}/recover`, () => ({ method: "POST", key: KEY, json: { since: new Date(Date.now() - 3600_000).toISOString() } })],
+    ["POST /v3/webhooks/{id}/recover", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/recover`, post({ since: "2020-01-01T00:00:00Z" })],
+    ["POST /v3/webhooks/{id}/recover", 400, "VALIDATION_ERROR", () => `/v3/webhooks/${hookId}/recover`, post({ since: "2026-01-01T00:00:00" })],
+    ["POST /v3/webhooks/{id}/recover", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/recover`, post({ since: new Date().toISOString(), from: 1 })],
+    ["POST /v3/webhooks/{id}/recover", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}/recover`, raw("POST", "{")],
+    ["POST /v3/webhooks/{id}/recover", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/recover`, () => ({ method: "POST" })],
+    ["POST /v3/webhooks/{id}/recover", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}/recover`, () => ({ method: "POST", key: KEY, json: { since: new Date().toISOString() } })],
+    ["POST /v3/webhooks/{id}/recover", 409, "WEBHOOK_DISABLED", () => `/v3/webhooks/${disabledHookId}/recover`, () => ({ method: "POST", key: KEY, json: { since: new Date().toISOString() } })],
+    ["POST /v3/webhooks/{id}/recover", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}/recover`, raw("POST", big)],
+    ["POST /v3/webhooks/{id}/recover", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}/recover`, raw("POST", "{}", "text/plain")],
+    ["GET /v3/event-types", 200, null, () => "/v3/event-types", anon()],
+    ["GET /v3/event-types", 400, "UNKNOWN_PARAMETER", () => "/v3/event-types?x=1", anon()],
     ["DELETE /v3/webhooks/{id}", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}?force=1`, () => ({ method: "DELETE", key: KEY })],
     ["DELETE /v3/webhooks/{id}", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}`, () => ({ method: "DELETE" })],
     ["DELETE /v3/webhooks/{id}", 200, null, () => `/v3/webhooks/${hookId}`, () => ({ method: "DELETE", key: KEY })],

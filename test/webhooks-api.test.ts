@@ -34,7 +34,11 @@ describe("POST /v3/webhooks", () => {
       url: "https://hooks.example.com/in",
       events: ["course.created", "course.archived"],
       description: "ERP sync",
+      enabled: true,
+      disabledReason: null,
+      disabledAt: null,
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+      updatedAt: hook.createdAt,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
     });
     expect(atob(hook.secret.slice("whsec_".length))).toHaveLength(32);
@@ -175,9 +179,10 @@ describe("DELETE /v3/webhooks/{id}", () => {
 
   it("405 for another method on the path", async () => {
     const { key } = await newSchool("del");
-    const res = await call("/v3/webhooks/wh_x", { method: "PATCH", key, json: {} });
+    const res = await call("/v3/webhooks/wh_x", { method: "PUT", key, json: {} });
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toContain("DELETE");
+    expect(res.headers.get("allow")).toContain("PATCH");
   });
 });
 
@@ -280,7 +285,10 @@ describe("POST /v3/webhooks/{id}/test and GET /v3/webhooks/{id}/deliveries", () 
     ["?limit=0", "INVALID_PARAMETER"],
     ["?limit=101", "INVALID_PARAMETER"],
     ["?page=abc", "INVALID_PARAMETER"],
-    ["?since=2026-01-01T00:00:00Z", "UNKNOWN_PARAMETER"],
+    ["?since=2026-01-01T00:00:00", "INVALID_PARAMETER"],
+    ["?status=lost", "INVALID_PARAMETER"],
+    ["?eventType=course.nope", "INVALID_PARAMETER"],
+    ["?sort=status", "UNKNOWN_PARAMETER"],
   ])("deliveries%s → 400 %s", async (query, code) => {
     const { key } = await newSchool("dl");
     const a = await register(key, "https://dl2.example.com/in");

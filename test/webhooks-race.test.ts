@@ -93,7 +93,7 @@ describe("the deregistration promise with couriers", () => {
   /** An order as the hub hands it over, arriving at the courier late. */
   const lateOrder = (schoolId: string, host: string) => {
     const body = JSON.stringify(courseEvent(schoolId));
-    return { deliveryId: 1, token: "late", url: `https://${host}/in`, headers: { "content-type": "application/json" }, body };
+    return { deliveryId: 1, epoch: 0, token: "late", url: `https://${host}/in`, headers: { "content-type": "application/json" }, body };
   };
 
   it("an attempt still on its way to the courier when the delete closed it is refused, also after a restart", async () => {

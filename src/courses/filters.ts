@@ -160,7 +160,8 @@ export function splitIds(value: string): string[] {
 const INSTANT_TEXT = "ISO 8601 instant with a zone (`Z` or `±hh:mm`), e.g. `2026-09-07T08:00:00Z` or `2026-09-07T10:00:00+02:00`; without a zone it is a 400.";
 const QUERY_PLUS_TEXT = " In a query string, a `+` that arrived as a space before `hh:mm` is read as `+`.";
 
-const instantFrom = (repair: boolean) =>
+/** An instant read from a client (`repair`: from a query string, see `repairQueryInstant`), parsed to ms. */
+export const instantFrom = (repair: boolean) =>
   z
     .string()
     .transform((raw, ctx) => {

@@ -63,4 +63,8 @@ export const errors = {
   courseNotFound: (id: string) => new ApiError(404, "COURSE_NOT_FOUND", `No course with id "${id}" exists in this school.`),
   webhookNotFound: (id: string) =>
     new ApiError(404, "WEBHOOK_NOT_FOUND", `No webhook registration with id "${id}" exists in this school.`),
+  webhookDisabled: (id: string) =>
+    new ApiError(409, "WEBHOOK_DISABLED", `Webhook registration "${id}" is disabled; enable it first (PATCH /v3/webhooks/${id} with { "enabled": true }).`),
+  eventNotFound: (id: string, eventId: string) =>
+    new ApiError(404, "EVENT_NOT_FOUND", `Event "${eventId}" is not retained (7 days) or was never addressed to webhook registration "${id}".`),
 };

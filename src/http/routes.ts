@@ -7,6 +7,7 @@ import { getCourse, listCourses, patchCourseRoute, postCourse, searchCourses } f
 import { benchPublish } from "../webhooks/bench";
 import { benchFloor } from "./bench";
 import { getDocs, getOpenApi } from "../openapi/routes";
+import { listEventTypes, recoverDeliveries, resendDelivery, rotateSecret, updateWebhook } from "../webhooks/lifecycle-routes";
 import { createWebhook, deleteWebhook, listDeliveries, listWebhooks, testWebhook } from "../webhooks/routes";
 import type { RouteDef } from "./router";
 
@@ -18,7 +19,12 @@ export const routes: RouteDef[] = [
   { method: "PATCH", path: "/v3/courses/:id", handler: patchCourseRoute },
   { method: "POST", path: "/v3/webhooks", handler: createWebhook },
   { method: "GET", path: "/v3/webhooks", handler: listWebhooks },
+  { method: "PATCH", path: "/v3/webhooks/:id", handler: updateWebhook },
   { method: "DELETE", path: "/v3/webhooks/:id", handler: deleteWebhook },
+  { method: "POST", path: "/v3/webhooks/:id/secret/rotate", handler: rotateSecret },
+  { method: "POST", path: "/v3/webhooks/:id/deliveries/:eventId/resend", handler: resendDelivery },
+  { method: "POST", path: "/v3/webhooks/:id/recover", handler: recoverDeliveries },
+  { method: "GET", path: "/v3/event-types", handler: listEventTypes },
   { method: "GET", path: "/v3/webhooks/:id/deliveries", handler: listDeliveries },
   { method: "POST", path: "/v3/webhooks/:id/test", handler: testWebhook },
   // Reference, without authentication: the generated OpenAPI document and Scalar's page.

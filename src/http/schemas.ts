@@ -182,8 +182,10 @@ export const ERROR_CODES = [
   "NOT_FOUND",
   "COURSE_NOT_FOUND",
   "WEBHOOK_NOT_FOUND",
+  "EVENT_NOT_FOUND",
   "METHOD_NOT_ALLOWED",
   "WEBHOOK_LIMIT_REACHED",
+  "WEBHOOK_DISABLED",
   "PAYLOAD_TOO_LARGE",
   "UNSUPPORTED_MEDIA_TYPE",
   "INTERNAL_ERROR",
@@ -247,14 +249,19 @@ const webhookFields = {
   url: z.string().meta({ format: "uri", description: "The normalized target URL (WHATWG serialization).", example: "https://hooks.example.com/in" }),
   events: subscriptionSchema,
   description: z.string().nullable().meta({ description: "Free text, `null` when absent.", example: "ERP sync" }),
+  enabled: z.boolean().meta({ description: "`false` while disabled: nothing is attempted; events it subscribes to are logged `skipped`." }),
+  disabledReason: z.enum(["manual", "failing"]).nullable().meta({ description: "`manual` (PATCH `enabled: false`) or `failing` (auto-disable); `null` while enabled." }),
+  disabledAt: instantSchema.nullable().meta({ description: "When it was disabled; `null` while enabled." }),
   createdAt: instantSchema,
+  updatedAt: instantSchema.meta({ description: "The last change (PATCH, rotation, auto-disable); `createdAt` before any." }),
 };
+const RECORD_STATE = { enabled: true, disabledReason: null, disabledAt: null, createdAt: "2026-08-20T09:12:44.120Z", updatedAt: "2026-08-20T09:12:44.120Z" };
 
 /** A registration as listed (no secret). */
 export const webhookRecordSchema = z.strictObject(webhookFields).meta({
   id: "Webhook",
   description: "A webhook registration (without its secret).",
-  example: { id: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync", createdAt: "2026-08-20T09:12:44.120Z" },
+  example: { id: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync", ...RECORD_STATE },
 });
 
 /** A registration as POST /v3/webhooks answers it, with its secret (shown only there). */
@@ -274,7 +281,7 @@ export const createdWebhookSchema = z
       url: "https://hooks.example.com/in",
       events: ["course.created", "course.archived"],
       description: "ERP sync",
-      createdAt: "2026-08-20T09:12:44.120Z",
+      ...RECORD_STATE,
       secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Jb8Yq8Bn7A=",
     },
   });
@@ -302,8 +309,9 @@ export const deliveryRecordSchema = z
     eventId: idSchema,
     eventType: z.enum(DELIVERED_EVENT_TYPES),
     attempt: z.int().min(1).meta({ description: "1 for the immediate attempt, 2 for the first retry, …" }),
-    status: z.enum(["pending", "succeeded", "failed"]).meta({
-      description: "The delivery's state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, or `failed` (410 Gone or schedule exhausted).",
+    status: z.enum(["pending", "succeeded", "failed", "skipped"]).meta({
+      description:
+        "The delivery's state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, `failed` (410 Gone or schedule exhausted), or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: \"registration disabled\"`).",
     }),
     responseStatus: z.int().nullable().meta({ description: "HTTP status of the answer; `null` for network errors, timeouts and attempts not made yet." }),
     error: z.string().nullable().meta({ description: "Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success." }),
@@ -341,6 +349,8 @@ const EVENT_DESCRIPTIONS: Record<(typeof DELIVERED_EVENT_TYPES)[number], string>
   "course.unarchived": "A course went from archived to active.",
   "course.absences_sent": "A course's `absencesSent` went from false to true.",
   "course.professor_signed": "A professor's `signed` went from false to true (one event per professor); `data.professorId` names them.",
+  "webhook.disabled":
+    "The hub disabled a registration after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures; sent to the school's other registrations that subscribe to it. `data.failingSince` is its first failed attempt after its last success.",
   "webhook.test": "Sent by POST /v3/webhooks/{id}/test to that registration only; `data.webhookId` names it.",
 };
 
@@ -349,6 +359,8 @@ export function eventSchema(type: (typeof DELIVERED_EVENT_TYPES)[number]) {
   const data =
     type === "webhook.test"
       ? z.strictObject({ webhookId: idSchema })
+      : type === "webhook.disabled"
+        ? z.strictObject({ webhookId: idSchema, reason: z.literal("failing"), failingSince: instantSchema })
       : type === "course.professor_signed"
         ? z.strictObject({ course: courseRecordSchema, professorId: idSchema.meta({ description: "The professor who signed.", example: "prf_4" }) })
         : z.strictObject({ course: courseRecordSchema });
@@ -356,7 +368,9 @@ export function eventSchema(type: (typeof DELIVERED_EVENT_TYPES)[number]) {
   const exampleData =
     type === "webhook.test"
       ? { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0" }
-      : type === "course.professor_signed"
+      : type === "webhook.disabled"
+        ? { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", reason: "failing", failingSince: "2026-08-16T16:02:10.004Z" }
+        : type === "course.professor_signed"
         ? { course: COURSE_EXAMPLE, professorId: "prf_4" }
         : { course: COURSE_EXAMPLE };
   return z.strictObject({ ...eventBase, type: z.literal(type), data }).meta({
@@ -388,6 +402,37 @@ export const deletedWebhookResponseSchema = successEnvelope("DeletedWebhookRespo
 export const deliveryListResponseSchema = listEnvelope("DeliveryList", deliveryRecordSchema, "Delivery attempts of the last 7 days, newest first.");
 /** 202 of POST /v3/webhooks/{id}/test. */
 export const webhookTestResponseSchema = successEnvelope("WebhookTestResponse", webhookTestSchema, "The test event is queued.");
+
+/** 200 of PATCH /v3/webhooks/{id}. */
+export const webhookResponseSchema = successEnvelope("WebhookResponse", webhookRecordSchema, "The registration after the change.");
+/** 200 of POST /v3/webhooks/{id}/secret/rotate. */
+export const rotatedSecretResponseSchema = successEnvelope(
+  "RotatedSecretResponse",
+  z
+    .strictObject({
+      id: idSchema,
+      secret: createdWebhookSchema.shape.secret,
+      previousSecretExpiresAt: instantSchema.nullable().meta({ description: "Until then every attempt is also signed with the previous secret; `null` for `graceSeconds: 0`." }),
+    })
+    .meta({ id: "RotatedSecret" }),
+  "The new secret (shown only here).",
+);
+/** 202 of POST /v3/webhooks/{id}/deliveries/{eventId}/resend. */
+export const resendResponseSchema = successEnvelope("ResendResponse", z.strictObject({ eventId: idSchema }).meta({ id: "Resent" }), "The event is queued again, due now.");
+/** 202 of POST /v3/webhooks/{id}/recover. */
+export const recoverResponseSchema = successEnvelope(
+  "RecoverResponse",
+  z.strictObject({ queued: z.int().min(0).meta({ description: "Events queued again, in acceptance order." }) }).meta({ id: "Recovered" }),
+  "The missed events are queued again.",
+);
+/** 200 of GET /v3/event-types. */
+export const eventTypesResponseSchema = successEnvelope(
+  "EventTypesResponse",
+  z
+    .array(z.strictObject({ type: z.enum(DELIVERED_EVENT_TYPES), description: z.string(), schema: z.record(z.string(), z.unknown()).meta({ description: "The JSON Schema of the event body." }) }))
+    .meta({ id: "EventTypes" }),
+  "The event catalog.",
+);
 
 // ---------------------------------------------------------------------------------------
 // Compile-time checks: the shapes the code writes are those the document describes.

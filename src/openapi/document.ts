@@ -27,6 +27,11 @@ import {
   createdWebhookSchema,
   DELIVERED_EVENT_TYPES,
   deletedWebhookResponseSchema,
+  eventTypesResponseSchema,
+  recoverResponseSchema,
+  resendResponseSchema,
+  rotatedSecretResponseSchema,
+  webhookResponseSchema,
   deliveryListResponseSchema,
   deliveryRecordSchema,
   ERROR_CODES,
@@ -37,6 +42,7 @@ import {
   webhookTestResponseSchema,
   type ErrorCode,
 } from "../http/schemas";
+import { recoverSchema, rotateSchema, updateWebhookSchema } from "../webhooks/lifecycle-routes";
 import { createWebhookSchema, deliveriesQuerySchema, MAX_DESCRIPTION_LENGTH } from "../webhooks/routes";
 import { MAX_WEBHOOKS } from "../webhooks/types";
 
@@ -73,6 +79,8 @@ const ERROR_WHEN: Record<ErrorCode, string> = {
   WEBHOOK_NOT_FOUND: "the registration does not exist or no longer exists in the school (a second delete of the same id included)",
   METHOD_NOT_ALLOWED: "known path, other method (`allow` lists the methods)",
   WEBHOOK_LIMIT_REACHED: `the school already has ${MAX_WEBHOOKS} registrations`,
+  EVENT_NOT_FOUND: "the event is not retained (7 days) or was never addressed to this registration",
+  WEBHOOK_DISABLED: "test, resend or recover on a disabled registration",
   PAYLOAD_TOO_LARGE: `the body is over ${MAX_BODY_BYTES} bytes (1 MiB)`,
   UNSUPPORTED_MEDIA_TYPE: "a body that is not `application/json`",
   INTERNAL_ERROR: "a bug; the message never carries a stack or SQL",
@@ -98,6 +106,8 @@ const ERROR_STATUS: Record<ErrorCode, number> = {
   WEBHOOK_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   WEBHOOK_LIMIT_REACHED: 409,
+  EVENT_NOT_FOUND: 404,
+  WEBHOOK_DISABLED: 409,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   INTERNAL_ERROR: 500,
@@ -488,6 +498,100 @@ export const OPERATIONS: OperationDef[] = [
     },
   },
   {
+    method: "patch",
+    path: "/v3/webhooks/:id",
+    operationId: "updateWebhook",
+    tags: [WEBHOOKS],
+    summary: "Change, disable or enable a webhook registration",
+    description:
+      "Any of `url` (the URL policy applies), `events`, `description` (`null` clears), `enabled`; the id, the secret and the delivery log are kept. `url`: queued deliveries and pending retries go to the new URL from their next attempt; an attempt already in flight finishes and is logged. `events`: deliveries already queued stay; later events follow the new subscription. `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: \"manual\"`). `enabled: true`: events accepted from then on are delivered again; skipped ones only by resend or recover.",
+    request: { params: webhookIdParams, body: jsonBody(updateWebhookSchema, { enabled: false }, "The fields to change (at least one).") },
+    responses: {
+      200: ok("The registration after the change.", webhookResponseSchema, { status: "success", result: WEBHOOK_EXAMPLE }),
+      400: fail(["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL"]),
+      401: unauthorized(),
+      404: fail(["WEBHOOK_NOT_FOUND"]),
+      ...bodyErrors(),
+      500: internal(),
+    },
+  },
+  {
+    method: "post",
+    path: "/v3/webhooks/:id/secret/rotate",
+    operationId: "rotateWebhookSecret",
+    tags: [WEBHOOKS],
+    summary: "Rotate the signing secret",
+    description:
+      "A new secret (shown only here). Until `previousSecretExpiresAt` every attempt carries two space-separated signatures, `v1,<new> v1,<previous>` (Standard Webhooks), so a receiver can switch at its own pace. A second rotation within the grace keeps only the newest previous secret; `graceSeconds: 0` drops the previous secret at once.",
+    request: { params: webhookIdParams, body: jsonBody(rotateSchema, { graceSeconds: 86400 }, "Absent, or `{ graceSeconds }`.", false) },
+    responses: {
+      200: ok("The new secret.", rotatedSecretResponseSchema, {
+        status: "success",
+        result: { id: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Jb8Yq8Bn7A=", previousSecretExpiresAt: "2026-08-21T09:12:44.120Z" },
+      }),
+      400: fail(["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"]),
+      401: unauthorized(),
+      404: fail(["WEBHOOK_NOT_FOUND"]),
+      ...bodyErrors(),
+      500: internal(),
+    },
+  },
+  {
+    method: "post",
+    path: "/v3/webhooks/:id/deliveries/:eventId/resend",
+    operationId: "resendWebhookDelivery",
+    tags: [WEBHOOKS],
+    summary: "Resend one event",
+    description:
+      "Queues the event again for this registration, due now, whatever its last status (same `webhook-id`: receivers deduplicate). A delivery of it already queued becomes due now instead (no second copy).",
+    request: {
+      params: webhookIdParams.extend({ eventId: z.string().meta({ description: "The event id (`evt_…`), retained (7 days) and addressed to this registration.", example: "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0" }) }),
+      body: jsonBody(emptyBody, {}, "Absent, or an empty JSON object.", false),
+    },
+    responses: {
+      202: ok("The event is queued again.", resendResponseSchema, { status: "success", result: { eventId: "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0" } }),
+      400: fail(["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"]),
+      401: unauthorized(),
+      404: fail(["WEBHOOK_NOT_FOUND", "EVENT_NOT_FOUND"]),
+      409: fail(["WEBHOOK_DISABLED"]),
+      ...bodyErrors(),
+      500: internal(),
+    },
+  },
+  {
+    method: "post",
+    path: "/v3/webhooks/:id/recover",
+    operationId: "recoverWebhookDeliveries",
+    tags: [WEBHOOKS],
+    summary: "Recover missed events after an outage",
+    description:
+      "Queues again, in acceptance order, every retained event accepted in `[since, until)` whose delivery to this registration ended `failed` or `skipped` (not those succeeded or still pending), each once per call. `since` older than the 7-day retention, or after `until`: 400 INVALID_PARAMETER.",
+    request: { params: webhookIdParams, body: jsonBody(recoverSchema, { since: "2026-09-07T08:00:00Z" }, "The window of acceptance.") },
+    responses: {
+      202: ok("The events are queued again.", recoverResponseSchema, { status: "success", result: { queued: 12 } }),
+      400: fail(["INVALID_PARAMETER", "VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"]),
+      401: unauthorized(),
+      404: fail(["WEBHOOK_NOT_FOUND"]),
+      409: fail(["WEBHOOK_DISABLED"]),
+      ...bodyErrors(),
+      500: internal(),
+    },
+  },
+  {
+    method: "get",
+    path: "/v3/event-types",
+    operationId: "listEventTypes",
+    tags: [WEBHOOKS],
+    summary: "The event catalog",
+    description: "Every event type with its description and the JSON Schema of its body (the same as this document's `webhooks`). No authentication.",
+    security: [],
+    responses: {
+      200: ok("The catalog.", eventTypesResponseSchema, { status: "success", result: [{ type: "webhook.test", description: "A test event.", schema: { type: "object" } }] }),
+      400: fail(["UNKNOWN_PARAMETER"]),
+      500: internal(),
+    },
+  },
+  {
     method: "get",
     path: "/openapi.json",
     operationId: "getOpenApiDocument",
@@ -536,7 +640,7 @@ const webhookHeaders = z.strictObject({
   "webhook-timestamp": z.string().regex(/^\d+$/).meta({ description: "Unix seconds of this attempt.", example: "1788768010" }),
   "webhook-signature": z.string().meta({
     description:
-      "`v1,` + base64 HMAC-SHA256, keyed with the base64-decoded part of the registration's secret (after `whsec_`), over `{webhook-id}.{webhook-timestamp}.{body}`. Verify it with any Standard Webhooks library.",
+      "`v1,` + base64 HMAC-SHA256, keyed with the base64-decoded part of the registration's secret (after `whsec_`), over `{webhook-id}.{webhook-timestamp}.{body}`. During a secret rotation's grace, two space-separated signatures: `v1,<new> v1,<previous>`. Verify it with any Standard Webhooks library.",
     example: "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
   }),
 });
@@ -548,6 +652,7 @@ const EVENT_SUMMARIES: Record<(typeof DELIVERED_EVENT_TYPES)[number], string> = 
   "course.unarchived": "A course was restored",
   "course.absences_sent": "A course's absences were sent",
   "course.professor_signed": "A professor signed a course",
+  "webhook.disabled": "Another registration was disabled for failing",
   "webhook.test": "A test event",
 };
 

@@ -53,12 +53,14 @@ interface Sending {
   timer: Timer;
 }
 
-/** One registration's courier. RPC methods: `send`, `close` (the hub's only). */
+/** One registration's courier. RPC methods: `send`, `hold`, `close` (the hub's only). */
 export class WebhookCourier extends DurableObject<Env> {
   private readonly platform: Platform;
   /** One attempt's timeout in ms; WEBHOOK_TIMEOUT_MS. */
   private readonly timeoutMs: number;
   private closed: boolean;
+  /** Orders signed at an epoch below this are refused: the registration was disabled since (`hold`). */
+  private minEpoch: number;
   /** Requests waiting for their answer, by attempt token. */
   private readonly sending = new Map<string, Sending>();
   /** Orders waiting for a free slot, in the order received (at most COURIER_QUEUE). */
@@ -75,6 +77,7 @@ export class WebhookCourier extends DurableObject<Env> {
     this.platform = platformFor(ctx.id.toString(), "courier");
     this.timeoutMs = parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS);
     this.closed = ctx.storage.kv.get("closed") === true;
+    this.minEpoch = Number(ctx.storage.kv.get("minEpoch") ?? 0);
   }
 
   /**
@@ -95,7 +98,7 @@ export class WebhookCourier extends DurableObject<Env> {
     }
     const receipt: SendReceipt = { accepted: [], refused: [] };
     for (const order of orders) {
-      if (this.closed) receipt.refused.push({ token: order.token, reason: "closed" });
+      if (this.closed || order.epoch < this.minEpoch) receipt.refused.push({ token: order.token, reason: "closed" });
       else if (this.sending.size < COURIER_SLOTS) receipt.accepted.push({ token: order.token, sentAt: this.start(order) });
       else if (this.queue.length < COURIER_QUEUE) {
         this.queue.push(order);
@@ -122,6 +125,23 @@ export class WebhookCourier extends DurableObject<Env> {
     this.sending.clear();
     this.queue = [];
     this.reports = [];
+  }
+
+  /**
+   * The registration was disabled (API.md § "PATCH": no attempt starts from the 200 on): in one
+   * synchronous step, durably, orders signed before `epoch` are refused from now on, and the
+   * queued ones are dropped. Requests already sent finish and are reported. Idempotent.
+   *
+   * @returns the tokens of the queued orders dropped (the hub takes them off its books).
+   */
+  hold(epoch: number): string[] {
+    if (epoch > this.minEpoch) {
+      this.minEpoch = epoch;
+      this.ctx.storage.kv.put("minEpoch", epoch);
+    }
+    const dropped = this.queue.filter((o) => o.epoch < this.minEpoch).map((o) => o.token);
+    this.queue = this.queue.filter((o) => o.epoch >= this.minEpoch);
+    return dropped;
   }
 
   /** Starts one request; returns the instant it was sent (ms). */

@@ -76,13 +76,31 @@ export class Couriers {
   }
 
   private async closeNow(webhookId: string): Promise<void> {
+    try {
+      await this.withSlot(() => this.courier(webhookId).close());
+    } finally {
+      this.stubs.delete(webhookId);
+    }
+  }
+
+  /**
+   * Holds `webhookId`'s courier at `epoch` (`WebhookCourier.hold`: its registration was
+   * disabled), waiting in order for a call slot like a close.
+   *
+   * @returns the tokens of the queued orders the courier dropped. Rejects if unreachable.
+   */
+  hold(webhookId: string, epoch: number): Promise<string[]> {
+    return this.withSlot(() => this.courier(webhookId).hold(epoch));
+  }
+
+  /** Makes one call in a slot of its own, waiting in order for one if none is free. */
+  private async withSlot<T>(call: () => Promise<T>): Promise<T> {
     if (this.used < HUB_CALL_SLOTS) this.used += 1;
     // Else wait: the releaser hands its slot over (`used` stays the same).
     else await new Promise<void>((resolve) => this.waiters.push(resolve));
     try {
-      await this.platform.call(() => this.courier(webhookId).close());
+      return await this.platform.call(call);
     } finally {
-      this.stubs.delete(webhookId);
       this.release();
     }
   }

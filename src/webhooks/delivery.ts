@@ -59,15 +59,18 @@ export function secretKey(secret: string): Uint8Array {
 /**
  * The Standard Webhooks headers of one attempt (API.md § "Event delivery").
  *
- * @param key the HMAC key (`secretKey(secret)`).
+ * @param key the HMAC key (`secretKey(secret)`), or the keys of the current and the previous
+ *   secret during a rotation's grace (API.md § "Secret rotation": one signature each,
+ *   space-separated, the current one first).
  * @param eventId the event id, sent as `webhook-id` (the same on every retry).
  * @param timestampS unix seconds of the attempt, sent as `webhook-timestamp`.
  * @param body the exact request body.
  * @returns `content-type`, `webhook-id`, `webhook-timestamp` and `webhook-signature`
  *   (`v1,` + base64 HMAC-SHA256 over `{id}.{timestamp}.{body}`).
  */
-export function signedHeaders(key: Uint8Array, eventId: string, timestampS: number, body: string): Record<string, string> {
-  const signature = createHmac("sha256", key).update(`${eventId}.${timestampS}.${body}`).digest("base64");
+export function signedHeaders(key: Uint8Array | Uint8Array[], eventId: string, timestampS: number, body: string): Record<string, string> {
+  const signed = `${eventId}.${timestampS}.${body}`;
+  const signature = (Array.isArray(key) ? key : [key]).map((k) => createHmac("sha256", k).update(signed).digest("base64")).join(" v1,");
   return {
     "content-type": "application/json",
     "user-agent": "school-edge-api-webhooks/1",
@@ -75,6 +78,21 @@ export function signedHeaders(key: Uint8Array, eventId: string, timestampS: numb
     "webhook-timestamp": String(timestampS),
     "webhook-signature": `v1,${signature}`,
   };
+}
+
+/** Default WEBHOOK_DISABLE_AFTER_HOURS (API.md § "Auto-disable"). */
+export const DEFAULT_DISABLE_AFTER_HOURS = 120;
+
+/**
+ * Reads WEBHOOK_DISABLE_AFTER_HOURS: decimal hours (`0.01` is 36 s) of nothing but failures
+ * before a registration is disabled; missing or malformed → 120.
+ *
+ * @returns the span in ms.
+ */
+export function parseDisableAfterMs(text: string | undefined): number {
+  if (text !== undefined && /^\d{1,6}(\.\d+)?$/.test(text.trim()) && Number(text) > 0) return Math.round(Number(text) * 3_600_000);
+  if (text !== undefined) console.warn(`WEBHOOK_DISABLE_AFTER_HOURS "${text}" is malformed; using ${DEFAULT_DISABLE_AFTER_HOURS} h.`);
+  return DEFAULT_DISABLE_AFTER_HOURS * 3_600_000;
 }
 
 /** Longest wait a `Retry-After` can impose, in ms (API.md § "Event delivery": 24 h). */

@@ -22,8 +22,8 @@
 import type { Env } from "../env";
 import { Books, type Attempt } from "./books";
 import { Couriers } from "./couriers";
-import { parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./delivery";
-import { Outcomes } from "./outcomes";
+import { parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./delivery";
+import { Outcomes, type Failing } from "./outcomes";
 import type { Platform, Timer } from "./platform";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
 import { COURIER_QUEUE, COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
@@ -45,7 +45,10 @@ const CLOSE_RETRY_MS = 10_000;
 const PRUNE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 
 /** A due delivery as `fill` reads it, with its event and registration. */
-type DueRow = { id: number; event_id: string; attempts: number; type: string; body: string; url: string; secret: string };
+type DueRow = {
+  id: number; event_id: string; attempts: number; type: string; body: string; url: string; secret: string;
+  previous_secret: string | null; previous_expires_at: number | null; epoch: number;
+};
 
 /** The SchoolHub's dispatcher (see the module comment). */
 export class Dispatcher {
@@ -55,7 +58,7 @@ export class Dispatcher {
   private readonly books = new Books();
   private readonly couriers: Couriers;
   private readonly outcomes: Outcomes;
-  /** HMAC keys by registration id (decoded once); registrations paused after a `busy`. */
+  /** HMAC keys by secret (decoded once); registrations paused after a `busy`. */
   private readonly keys = new Map<string, Uint8Array>();
   private readonly paused = new Map<string, number>();
   /** Active registration ids, oldest first (cache; `null` = reload); registrations known COURIER_OPEN. */
@@ -73,11 +76,13 @@ export class Dispatcher {
     private readonly ctx: DurableObjectState,
     env: Env,
     private readonly platform: Platform,
+    onFailing: (failing: Failing[]) => void = () => {},
   ) {
     this.sql = ctx.storage.sql;
     this.timeoutMs = parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS);
     const schedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE);
-    this.outcomes = new Outcomes(ctx, platform, this.books, schedule, () => this.afterChange());
+    const disableAfterMs = parseDisableAfterMs(env.WEBHOOK_DISABLE_AFTER_HOURS);
+    this.outcomes = new Outcomes(ctx, platform, this.books, schedule, () => this.afterChange(), disableAfterMs, onFailing);
     this.couriers = new Couriers(env, platform, ctx.id.toString(), () => this.afterChange());
   }
 
@@ -104,7 +109,6 @@ export class Dispatcher {
   /** A registration was just deleted: its attempts in flight are dropped, unrecorded. */
   forget(webhookId: string): void {
     this.hookIds = null;
-    this.keys.delete(webhookId);
     this.paused.delete(webhookId);
     for (const attempt of this.books.of(webhookId)) this.drop(attempt);
     if (this.books.count === 0) this.settle();
@@ -122,6 +126,22 @@ export class Dispatcher {
       throw err;
     }
     this.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_CLOSED, webhookId);
+  }
+
+  /**
+   * A registration was just disabled at `epoch` (registry.ts `disable`): holds its courier so
+   * that nothing signed before starts (its queued orders are dropped and taken off the books).
+   * Attempts already sent finish; their outcome finds no delivery and is not logged.
+   * Rejects if the courier cannot be reached.
+   */
+  async hold(webhookId: string, epoch: number): Promise<void> {
+    if (!this.openCouriers.has(webhookId) && this.sql.exec(`SELECT 1 FROM webhooks WHERE id = ? AND courier = ?`, webhookId, COURIER_OPEN).toArray().length === 0) return;
+    const dropped = await this.couriers.hold(webhookId, epoch);
+    for (const token of dropped) {
+      const attempt = this.books.get(token);
+      if (attempt) this.drop(attempt);
+    }
+    this.afterChange();
   }
 
   /** The close under way for `webhookId`, if any. */
@@ -192,9 +212,9 @@ export class Dispatcher {
       // Busy deliveries (in flight, or outcome not yet written) are still due: left out.
       const due = this.sql
         .exec<DueRow>(
-          `SELECT d.id, d.event_id, d.attempts, e.type, e.body, w.url, w.secret
+          `SELECT d.id, d.event_id, d.attempts, e.type, e.body, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.epoch
            FROM deliveries d
-           JOIN webhooks w ON w.id = d.webhook_id AND w.deleted_at IS NULL
+           JOIN webhooks w ON w.id = d.webhook_id AND w.deleted_at IS NULL AND w.enabled = 1
            JOIN events e ON e.id = d.event_id
            WHERE d.webhook_id = ? AND d.next_attempt_at <= ? AND d.id NOT IN (SELECT value FROM json_each(?))
            ORDER BY d.next_attempt_at, d.id LIMIT ?`,
@@ -211,8 +231,13 @@ export class Dispatcher {
 
   /** Signs a due delivery and books it as in flight. Part of `fill`'s synchronous step. */
   private prepare(webhookId: string, row: DueRow, now: number): SendOrder {
-    let key = this.keys.get(webhookId);
-    if (!key) this.keys.set(webhookId, (key = secretKey(row.secret)));
+    // During a rotation's grace, signed with the new and the previous secret (API.md).
+    const secrets = row.previous_secret !== null && (row.previous_expires_at ?? 0) > now ? [row.secret, row.previous_secret] : [row.secret];
+    const keys = secrets.map((secret) => {
+      let key = this.keys.get(secret);
+      if (!key) this.keys.set(secret, (key = secretKey(secret)));
+      return key;
+    });
     const attempt: Attempt = {
       token: crypto.randomUUID(),
       deliveryId: row.id,
@@ -224,8 +249,8 @@ export class Dispatcher {
       sentAt: null,
     };
     this.books.add(attempt);
-    const headers = signedHeaders(key, row.event_id, Math.floor(now / 1000), row.body);
-    return { deliveryId: row.id, token: attempt.token, url: row.url, headers, body: row.body };
+    const headers = signedHeaders(keys, row.event_id, Math.floor(now / 1000), row.body);
+    return { deliveryId: row.id, epoch: row.epoch, token: attempt.token, url: row.url, headers, body: row.body };
   }
 
   /** Starts the hand-over call (synchronously: it is under way when this returns). */

@@ -24,38 +24,30 @@ import { mintId } from "../lib/ids";
 import { formatInstant } from "../lib/time";
 import { newSecret } from "./delivery";
 import { Dispatcher } from "./dispatcher";
+import * as lifecycle from "./lifecycle";
+import { readLog, type LogFilter } from "./log";
+import type { Failing } from "./outcomes";
 import { platformFor, type Platform } from "./platform";
-import { COURIER_OPEN, LOG_RETENTION_MS, migrate } from "./schema";
+import { accept, readWebhook, toWebhookRecord, WEBHOOK_COLUMNS, type WebhookRow } from "./registry";
+import { COURIER_OPEN, migrate } from "./schema";
 import {
   MAX_WEBHOOKS,
   type AttemptReport,
   type CreateWebhookResult,
   type DeliveryRecord,
+  type LifecycleError,
   type NewWebhook,
   type PublishResult,
-  type Subscription,
+  type RotatedSecret,
   type WebhookRecord,
+  type WebhookUpdate,
 } from "./types";
 
-type WebhookRow = {
-  id: string;
-  url: string;
-  events: string;
-  description: string | null;
-  created_at: number;
-};
-
-const toWebhookRecord = (row: WebhookRow): WebhookRecord => ({
-  id: row.id,
-  url: row.url,
-  events: JSON.parse(row.events) as Subscription,
-  description: row.description,
-  createdAt: formatInstant(row.created_at),
-});
-
 /**
- * The school's event hub. RPC methods: `createWebhook`, `listWebhooks`, `deleteWebhook`,
- * `listDeliveries`, `sendTest`, `publish`; `report` (from couriers); `alarm()` dispatches.
+ * The school's event hub. RPC methods: `createWebhook`, `listWebhooks`, `updateWebhook`,
+ * `rotateSecret`, `deleteWebhook`, `listDeliveries`, `sendTest`, `resend`, `recover`,
+ * `publish`; `report` (from couriers); `alarm()` dispatches. The lifecycle's synchronous
+ * steps are in lifecycle.ts, the log's reads in log.ts, registrations in registry.ts.
  */
 export class SchoolHub extends DurableObject<Env> {
   private readonly sql: SqlStorage;
@@ -67,7 +59,7 @@ export class SchoolHub extends DurableObject<Env> {
     this.sql = ctx.storage.sql;
     migrate(this.sql);
     this.platform = platformFor(ctx.id.toString(), "hub");
-    this.dispatcher = new Dispatcher(ctx, env, this.platform);
+    this.dispatcher = new Dispatcher(ctx, env, this.platform, (failing) => this.autoDisable(failing));
     // Safety net: queued deliveries always have an alarm to serve them.
     void ctx.blockConcurrencyWhile(async () => {
       const next = this.dispatcher.nextDueAt();
@@ -94,7 +86,7 @@ export class SchoolHub extends DurableObject<Env> {
       while (this.sql.exec(`SELECT 1 FROM webhooks WHERE id = ?`, id).toArray().length > 0) id = mintId("wh", now);
       const secret = newSecret();
       this.sql.exec(
-        `INSERT INTO webhooks (id, url, events, description, secret, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO webhooks (id, url, events, description, secret, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?6)`,
         id,
         input.url,
         JSON.stringify(input.events),
@@ -103,21 +95,42 @@ export class SchoolHub extends DurableObject<Env> {
         now,
       );
       this.dispatcher.invalidate();
-      return {
-        ok: true,
-        webhook: { id, url: input.url, events: input.events, description: input.description, createdAt: formatInstant(now), secret },
-      };
+      return { ok: true, webhook: { ...toWebhookRecord(readWebhook(this.sql, id)!), secret } };
     });
   }
 
   /** The school's registrations, oldest first, without secrets (GET /v3/webhooks). */
   listWebhooks(): WebhookRecord[] {
     return this.sql
-      .exec<WebhookRow>(
-        `SELECT id, url, events, description, created_at FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`,
-      )
+      .exec<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`)
       .toArray()
       .map(toWebhookRecord);
+  }
+
+  /**
+   * Changes a registration (PATCH /v3/webhooks/{id}; see `lifecycle.update`). A disable (or a
+   * URL change) holds the registration's courier before this returns, so from the answer on
+   * no attempt signed before starts; attempts already sent finish.
+   *
+   * @returns the record, or `null` for an unknown or deleted id (also one deleted meanwhile).
+   * @throws if the courier cannot be reached (the change is made; a repeated PATCH holds it).
+   */
+  async updateWebhook(id: string, change: WebhookUpdate): Promise<WebhookRecord | null> {
+    const done = this.ctx.storage.transactionSync(() => lifecycle.update(this.sql, id, change, this.platform.now()));
+    if (done === null) return null;
+    if (done.hold !== null) await this.dispatcher.hold(id, done.hold);
+    if (change.enabled === true) await this.dispatcher.wake();
+    return this.isActive(id) ? done.record : null;
+  }
+
+  /**
+   * Rotates the secret (POST /v3/webhooks/{id}/secret/rotate): attempts from now on are signed
+   * with the new secret and, for `graceSeconds` (0–604800), the previous one too.
+   *
+   * @returns the new secret, or `null` for an unknown or deleted id.
+   */
+  rotateSecret(id: string, graceSeconds: number = lifecycle.DEFAULT_GRACE_SECONDS): RotatedSecret | null {
+    return this.ctx.storage.transactionSync(() => lifecycle.rotate(this.sql, id, graceSeconds, this.platform.now()));
   }
 
   /**
@@ -156,56 +169,16 @@ export class SchoolHub extends DurableObject<Env> {
 
   /**
    * Recent deliveries of a registration (GET /v3/webhooks/{id}/deliveries): the last 7 days,
-   * newest first (see `DeliveryRecord`).
+   * newest first (see `DeliveryRecord`), filtered (`LogFilter`, combined with AND; log.ts).
    *
    * @param offset entries to skip; @param limit entries to return (the caller asks one more
    *   to learn whether another page exists).
    * @returns the entries, or `null` when the registration does not exist (or was deleted).
    */
-  listDeliveries(id: string, offset = 0, limit = 100): DeliveryRecord[] | null {
+  listDeliveries(id: string, filter: LogFilter = {}, offset = 0, limit = 100): DeliveryRecord[] | null {
     if (!this.isActive(id)) return null;
     this.dispatcher.flush();
-    const since = this.platform.now() - LOG_RETENTION_MS;
-    type Row = {
-      event_id: string;
-      event_type: string;
-      attempt: number;
-      status: DeliveryRecord["status"];
-      response_status: number | null;
-      error: string | null;
-      attempted_at: number | null;
-      next_attempt_at: number | null;
-    };
-    return this.sql
-      .exec<Row>(
-        `SELECT event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at
-         FROM (
-           SELECT event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at,
-                  attempted_at AS sort_at, id AS tiebreak
-           FROM attempts WHERE webhook_id = ?1 AND attempted_at >= ?2
-           UNION ALL
-           SELECT d.event_id, e.type, 1, 'pending', NULL, NULL, NULL, d.next_attempt_at, d.created_at, d.id
-           FROM deliveries d JOIN events e ON e.id = d.event_id
-           WHERE d.webhook_id = ?1 AND d.attempts = 0
-         )
-         ORDER BY sort_at DESC, tiebreak DESC
-         LIMIT ?3 OFFSET ?4`,
-        id,
-        since,
-        limit,
-        offset,
-      )
-      .toArray()
-      .map((r) => ({
-        eventId: r.event_id,
-        eventType: r.event_type,
-        attempt: r.attempt,
-        status: r.status,
-        responseStatus: r.response_status,
-        error: r.error,
-        attemptedAt: r.attempted_at === null ? null : formatInstant(r.attempted_at),
-        nextAttemptAt: r.next_attempt_at === null ? null : formatInstant(r.next_attempt_at),
-      }));
+    return readLog(this.sql, id, filter, this.platform.now(), offset, limit);
   }
 
   // -------------------------------------------------------------------------------------
@@ -223,33 +196,11 @@ export class SchoolHub extends DurableObject<Env> {
   async publish(events: SchoolEvent[]): Promise<PublishResult> {
     const result = this.ctx.storage.transactionSync((): PublishResult => {
       const now = this.platform.now();
-      const hooks = this.sql
-        .exec<{ id: string; events: string }>(`SELECT id, events FROM webhooks WHERE deleted_at IS NULL`)
-        .toArray()
-        .map((h) => {
-          const types = JSON.parse(h.events) as string[];
-          return { id: h.id, all: types.includes("*"), types };
-        });
-      // One statement stores the new events (a duplicate id, even within this call, is ignored)…
-      const stored = this.sql
-        .exec<{ id: string }>(
-          `INSERT OR IGNORE INTO events (id, type, body, created_at)
-           SELECT value ->> 0, value ->> 1, value ->> 2, ?2 FROM json_each(?1) RETURNING id`,
-          JSON.stringify(events.map((e) => [e.id, e.type, JSON.stringify(e)])),
-          now,
-        )
-        .toArray();
-      // … and one more queues their deliveries, in the order published (`webhook.test`
-      // events reach nobody this way).
-      const fresh = new Set(stored.map((r) => r.id));
-      const pairs: [string, string][] = [];
-      for (const event of events) {
-        if (!fresh.delete(event.id) || event.type === "webhook.test") continue;
-        for (const hook of hooks) if (hook.all || hook.types.includes(event.type)) pairs.push([event.id, hook.id]);
-      }
+      // Registrations read, events stored, deliveries queued (or skipped entries logged for
+      // disabled registrations): one step.
+      const { stored, pairs } = accept(this.sql, events, now);
       this.dispatcher.queue(pairs, now);
-      const out: PublishResult = { accepted: stored.length, duplicates: events.length - stored.length, deliveries: pairs.length };
-      return out;
+      return { accepted: stored, duplicates: events.length - stored, deliveries: pairs.length };
     });
     if (result.deliveries > 0) await this.dispatcher.wake();
     return result;
@@ -260,20 +211,63 @@ export class SchoolHub extends DurableObject<Env> {
    * `{ id: "evt_…", type: "webhook.test", createdAt, schoolId, data: { webhookId } }`,
    * queued like any delivery (signed, retried on the schedule).
    *
-   * @returns the event id, or `null` when the registration does not exist (or was deleted).
+   * @returns the event id, or `WEBHOOK_NOT_FOUND` (also when deleted before this answers: the
+   *   delete dropped it, nothing is sent) / `WEBHOOK_DISABLED`.
    */
-  async sendTest(id: string, schoolId: string): Promise<{ eventId: string } | null> {
-    const eventId = this.ctx.storage.transactionSync(() => {
-      if (!this.isActive(id)) return null;
+  async sendTest(id: string, schoolId: string): Promise<lifecycle.Step<{ eventId: string }>> {
+    return this.queueing(id, () => {
+      const error = lifecycle.usable(this.sql, id);
+      if (error) return { ok: false, error };
       const now = this.platform.now();
       const event: SchoolEvent = { id: mintId("evt", now), type: "webhook.test", createdAt: formatInstant(now), schoolId, data: { webhookId: id } };
       this.sql.exec(`INSERT INTO events (id, type, body, created_at) VALUES (?, ?, ?, ?)`, event.id, event.type, JSON.stringify(event), now);
       this.dispatcher.queue([[event.id, id]], now);
-      return event.id;
+      return { ok: true, value: { eventId: event.id } };
     });
-    if (eventId === null) return null;
+  }
+
+  /**
+   * Resend (POST /v3/webhooks/{id}/deliveries/{eventId}/resend): the event due now for this
+   * registration (an already queued delivery of it becomes due now).
+   *
+   * @returns `{ eventId }`, or `WEBHOOK_NOT_FOUND` / `WEBHOOK_DISABLED` / `EVENT_NOT_FOUND`.
+   */
+  resend(id: string, eventId: string): Promise<lifecycle.Step<{ eventId: string }>> {
+    return this.queueing(id, () => lifecycle.resend(this.sql, this.dispatcher, id, eventId, this.platform.now()));
+  }
+
+  /**
+   * Recover (POST /v3/webhooks/{id}/recover): queues again, in acceptance order, each retained
+   * event accepted in [since, until) (ms) whose delivery ended failed or skipped. The caller
+   * checked the range against the retention.
+   *
+   * @returns `{ queued }`, or `WEBHOOK_NOT_FOUND` / `WEBHOOK_DISABLED`.
+   */
+  recover(id: string, since: number, until: number | null = null): Promise<lifecycle.Step<{ queued: number }>> {
+    return this.queueing(id, () => lifecycle.recover(this.sql, this.dispatcher, id, since, until ?? Number.MAX_SAFE_INTEGER, this.platform.now()));
+  }
+
+  /**
+   * Runs a step that queues deliveries for `id`, then wakes the dispatch. If the registration
+   * was deleted meanwhile (its delete dropped what was queued), answers WEBHOOK_NOT_FOUND: the
+   * promise of API.md § "DELETE" holds for every answer given after the delete's.
+   */
+  private async queueing<T>(id: string, step: () => lifecycle.Step<T>): Promise<lifecycle.Step<T>> {
+    const result = this.ctx.storage.transactionSync(step);
+    if (!result.ok) return result;
     await this.dispatcher.wake();
-    return { eventId };
+    return this.isActive(id) ? result : { ok: false, error: "WEBHOOK_NOT_FOUND" as LifecycleError };
+  }
+
+  /** Auto-disable, inside the outcomes' step (lifecycle.ts); the couriers are held just after. */
+  private autoDisable(failing: Failing[]): void {
+    const done = lifecycle.autoDisable(this.sql, this.dispatcher, failing, this.platform.now());
+    for (const { webhookId, epoch } of done) {
+      void Promise.resolve()
+        .then(() => this.dispatcher.hold(webhookId, epoch))
+        .then(() => this.dispatcher.wake())
+        .catch((err) => console.error("SchoolHub: holding a disabled registration's courier failed", err));
+    }
   }
 
   // -------------------------------------------------------------------------------------

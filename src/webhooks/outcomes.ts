@@ -23,6 +23,17 @@ export interface Outcome {
   finishedAt: number;
 }
 
+/**
+ * A registration found failing for WEBHOOK_DISABLE_AFTER_HOURS (API.md § "Auto-disable"):
+ * `failingSince` (ms) is its first failed attempt after its last success; `eventId` the
+ * event of the attempt that crossed the line.
+ */
+export interface Failing {
+  webhookId: string;
+  failingSince: number;
+  eventId: string;
+}
+
 /** The buffer of finished attempts and their writing (see `flush`). */
 export class Outcomes {
   private buffer: Outcome[] = [];
@@ -32,6 +43,9 @@ export class Outcomes {
    * @param schedule seconds to wait after failed attempt n (`schedule[n - 1]`).
    * @param afterTimedFlush called after a flush that the 10 ms timer started (the dispatcher
    *   then starts what became free).
+   * @param disableAfterMs WEBHOOK_DISABLE_AFTER_HOURS in ms.
+   * @param onFailing called inside the flush's synchronous step with the enabled registrations
+   *   whose failure streak reached `disableAfterMs` (the hub disables them there).
    */
   constructor(
     private readonly ctx: DurableObjectState,
@@ -39,6 +53,8 @@ export class Outcomes {
     private readonly books: Books,
     private readonly schedule: readonly number[],
     private readonly afterTimedFlush: () => void,
+    private readonly disableAfterMs: number,
+    private readonly onFailing: (failing: Failing[]) => void,
   ) {}
 
   /** Buffers an outcome (its delivery stays busy until written). */
@@ -112,11 +128,38 @@ export class Outcomes {
       for (const { id } of rows) changed.add(id);
     }
     if (changed.size === 0) return;
+    this.streaks(batch.filter((o) => changed.has(o.attempt.deliveryId)));
     sql.exec(
       `INSERT INTO attempts (webhook_id, event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at)
        SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8
        FROM json_each(?)`,
       JSON.stringify(batch.filter((o) => changed.has(o.attempt.deliveryId)).map((o) => logged.get(o.attempt.deliveryId))),
     );
+  }
+
+  /**
+   * Failure streaks (API.md § "Auto-disable"): a success clears its registration's; a failed
+   * attempt starts one if none runs (at its `sentAt`). Registrations failing for
+   * `disableAfterMs` at the attempt's end go to `onFailing`, in this same step.
+   */
+  private streaks(recorded: Outcome[]): void {
+    const sql = this.ctx.storage.sql;
+    const failing = new Map<string, Failing>();
+    for (const { attempt, status, sentAt, finishedAt } of recorded) {
+      if (status !== undefined && status >= 200 && status <= 299) {
+        sql.exec(`UPDATE webhooks SET failing_since = NULL WHERE id = ? AND failing_since IS NOT NULL`, attempt.webhookId);
+        failing.delete(attempt.webhookId);
+        continue;
+      }
+      const row = sql
+        .exec<{ since: number }>(
+          `UPDATE webhooks SET failing_since = COALESCE(failing_since, ?2) WHERE id = ?1 AND enabled = 1 AND deleted_at IS NULL RETURNING failing_since AS since`,
+          attempt.webhookId,
+          sentAt,
+        )
+        .toArray()[0];
+      if (row && finishedAt - row.since >= this.disableAfterMs) failing.set(attempt.webhookId, { webhookId: attempt.webhookId, failingSince: row.since, eventId: attempt.eventId });
+    }
+    if (failing.size > 0) this.onFailing([...failing.values()]);
   }
 }

@@ -8,9 +8,9 @@
  */
 import type { IRequest } from "itty-router";
 import { z } from "zod";
-import { collectQuery, parseBodyWith, parseQueryWith } from "../courses/filters";
+import { collectQuery, instantFrom, parseBodyWith, parseQueryWith } from "../courses/filters";
 import type { Env } from "../env";
-import { EVENT_TYPES } from "../events/types";
+import { EVENT_TYPES, type EventType } from "../events/types";
 import { authenticate } from "../http/auth";
 import { readJson } from "../http/body";
 import type { RequestContext } from "../http/context";
@@ -47,8 +47,13 @@ export const createWebhookSchema = z.strictObject({
     .optional(),
 });
 
+/** `events` of a body as stored: omitted or with `"*"` → `["*"]`; duplicates dropped. */
+export function subscriptionOf(events: readonly ("*" | EventType)[] | undefined): Subscription {
+  return events === undefined || events.includes("*") ? ["*"] : ([...new Set(events)] as Exclude<Subscription, ["*"]>);
+}
+
 /** Parameter names of GET /v3/webhooks/{id}/deliveries. */
-const DELIVERIES_PARAMS = ["page", "limit"] as const;
+const DELIVERIES_PARAMS = ["status", "eventType", "eventId", "since", "until", "page", "limit"] as const;
 const queryInt = (max: number, fallback: number) =>
   z
     .string()
@@ -58,6 +63,11 @@ const queryInt = (max: number, fallback: number) =>
     .default(fallback);
 /** Query of GET /v3/webhooks/{id}/deliveries (exported for the OpenAPI document). */
 export const deliveriesQuerySchema = z.strictObject({
+  status: z.enum(["pending", "succeeded", "failed", "skipped"], { error: "must be one of pending, succeeded, failed, skipped" }).optional(),
+  eventType: z.enum([...EVENT_TYPES, "webhook.test"], { error: `must be one of ${[...EVENT_TYPES, "webhook.test"].join(", ")}` }).optional(),
+  eventId: z.string().regex(ID_RE, "must be an id of 1–64 characters [A-Za-z0-9_-]").optional(),
+  since: instantFrom(true).optional(),
+  until: instantFrom(true).optional(),
   page: queryInt(1_000_000, 1),
   limit: queryInt(100, 100),
 });
@@ -86,10 +96,7 @@ export async function createWebhook(req: IRequest, env: Env, _exec: ExecutionCon
   }
   const body = parseBodyWith(createWebhookSchema, raw, CREATE_FIELDS);
   const url = requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
-  const events: Subscription =
-    body.events === undefined || body.events.includes("*")
-      ? ["*"]
-      : ([...new Set(body.events)] as Exclude<Subscription, ["*"]>);
+  const events = subscriptionOf(body.events);
   const result = await hubFor(env, schoolId).createWebhook({ url, events, description: body.description ?? null });
   if (!result.ok) {
     throw new ApiError(
@@ -132,17 +139,18 @@ export async function deleteWebhook(req: IRequest, env: Env, _exec: ExecutionCon
 /**
  * GET /v3/webhooks/{id}/deliveries — delivery attempts of the last 7 days, newest first
  * (`DeliveryRecord`: `eventId`, `eventType`, `attempt`, `status`, `responseStatus`, `error`,
- * `attemptedAt`, `nextAttemptAt`), paginated like the course list: `page` (default 1) and
- * `limit` (1–100, default 100).
+ * `attemptedAt`, `nextAttemptAt`), filtered by `status` (skipped included), `eventType`,
+ * `eventId`, `since`, `until` (instants, on `attemptedAt` or the queued time), combined with
+ * AND, and paginated like the course list: `page` (default 1), `limit` (1–100, default 100).
  *
  * @throws ApiError 404 WEBHOOK_NOT_FOUND, 400 UNKNOWN_PARAMETER / INVALID_PARAMETER, 401.
  */
 export async function listDeliveries(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
   const schoolId = await authenticate(req, env, rc);
-  const { page, limit } = parseQueryWith(deliveriesQuerySchema, collectQuery(new URL(req.url).searchParams, DELIVERIES_PARAMS));
+  const { page, limit, ...filter } = parseQueryWith(deliveriesQuerySchema, collectQuery(new URL(req.url).searchParams, DELIVERIES_PARAMS));
   const id = pathId(req);
   if (!ID_RE.test(id)) throw errors.webhookNotFound(id);
-  const rows = await hubFor(env, schoolId).listDeliveries(id, (page - 1) * limit, limit + 1);
+  const rows = await hubFor(env, schoolId).listDeliveries(id, filter, (page - 1) * limit, limit + 1);
   if (rows === null) throw errors.webhookNotFound(id);
   return success(rows.slice(0, limit), { pagination: { page, limit, hasMore: rows.length > limit } });
 }
@@ -173,6 +181,6 @@ export async function testWebhook(req: IRequest, env: Env, _exec: ExecutionConte
   const id = pathId(req);
   if (!ID_RE.test(id)) throw errors.webhookNotFound(id);
   const sent = await hubFor(env, schoolId).sendTest(id, schoolId);
-  if (sent === null) throw errors.webhookNotFound(id);
-  return success({ eventId: sent.eventId, webhookId: id, type: "webhook.test" }, { status: 202 });
+  if (!sent.ok) throw sent.error === "WEBHOOK_DISABLED" ? errors.webhookDisabled(id) : errors.webhookNotFound(id);
+  return success({ eventId: sent.value.eventId, webhookId: id, type: "webhook.test" }, { status: 202 });
 }

@@ -66,6 +66,26 @@ const MIGRATIONS: string[][] = [
     // by the delete. A tombstone still COURIER_OPEN is a delete whose close is not confirmed.
     `ALTER TABLE webhooks ADD COLUMN courier INTEGER NOT NULL DEFAULT 0`,
   ],
+  [
+    // The lifecycle (API.md § "PATCH", "Secret rotation", "Auto-disable"): enabled state,
+    // the previous secret during a rotation's grace, the failure streak (first failed attempt
+    // after the last success, ms) and `epoch`, bumped at each disable, which the courier uses
+    // to refuse orders signed before it (courier.ts `hold`).
+    `ALTER TABLE webhooks ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1`,
+    `ALTER TABLE webhooks ADD COLUMN disabled_reason TEXT`,
+    `ALTER TABLE webhooks ADD COLUMN disabled_at INTEGER`,
+    `ALTER TABLE webhooks ADD COLUMN updated_at INTEGER`,
+    `UPDATE webhooks SET updated_at = created_at`,
+    `ALTER TABLE webhooks ADD COLUMN previous_secret TEXT`,
+    `ALTER TABLE webhooks ADD COLUMN previous_expires_at INTEGER`,
+    `ALTER TABLE webhooks ADD COLUMN failing_since INTEGER`,
+    `ALTER TABLE webhooks ADD COLUMN epoch INTEGER NOT NULL DEFAULT 0`,
+    // The log's filters (GET …/deliveries) and resend/recover read through these indexes.
+    // A `skipped` entry keeps the instant it was skipped in `attempted_at` (shown as null).
+    `CREATE INDEX attempts_by_event ON attempts (webhook_id, event_id)`,
+    `CREATE INDEX attempts_by_status ON attempts (webhook_id, status, attempted_at)`,
+    `CREATE INDEX attempts_by_type ON attempts (webhook_id, event_type, attempted_at)`,
+  ],
 ];
 
 /** `webhooks.courier`: no attempt was ever queued for the registration. */

@@ -18,8 +18,38 @@ export interface WebhookRecord {
   url: string;
   events: Subscription;
   description: string | null;
+  /** `false` while disabled: nothing is attempted, events it subscribes to are logged `skipped`. */
+  enabled: boolean;
+  /** `"manual"` (PATCH `enabled: false`) or `"failing"` (auto-disable); `null` while enabled. */
+  disabledReason: "manual" | "failing" | null;
+  disabledAt: string | null;
   createdAt: string;
+  /** The last change by PATCH, rotation, or auto-disable (= `createdAt` before any). */
+  updatedAt: string;
 }
+
+/**
+ * Input of `SchoolHub.updateWebhook` (PATCH /v3/webhooks/{id}), already validated (URL policy
+ * included); an absent field is left as it is, `description: null` clears it.
+ */
+export interface WebhookUpdate {
+  url?: string;
+  events?: Subscription;
+  description?: string | null;
+  enabled?: boolean;
+}
+
+/** Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate). */
+export interface RotatedSecret {
+  id: string;
+  /** The new secret, `whsec_…`, shown only here. */
+  secret: string;
+  /** Until when attempts also carry the previous secret's signature; `null` for a grace of 0. */
+  previousSecretExpiresAt: string | null;
+}
+
+/** Why a lifecycle call (resend, recover, test) did nothing: the contract's error codes. */
+export type LifecycleError = "WEBHOOK_NOT_FOUND" | "WEBHOOK_DISABLED" | "EVENT_NOT_FOUND";
 
 /** A registration as POST /v3/webhooks answers it: the only place the secret is shown. */
 export interface CreatedWebhook extends WebhookRecord {
@@ -50,7 +80,8 @@ export interface DeliveryRecord {
   eventType: string;
   /** 1 for the immediate attempt, 2 for the first retry, … */
   attempt: number;
-  status: "pending" | "succeeded" | "failed";
+  /** `skipped`: never attempted because the registration was disabled (`error: "registration disabled"`). */
+  status: "pending" | "succeeded" | "failed" | "skipped";
   /** HTTP status of the answer; `null` for network errors, timeouts and unmade attempts. */
   responseStatus: number | null;
   /** Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success. */
@@ -88,6 +119,8 @@ export const COURIER_QUEUE = 2;
  */
 export interface SendOrder {
   deliveryId: number;
+  /** The registration's disable count when signed: a courier held at a later epoch refuses it. */
+  epoch: number;
   /** Names this attempt in the courier's report (random; a stale report matches nothing). */
   token: string;
   url: string;
