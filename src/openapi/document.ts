@@ -486,13 +486,14 @@ export const OPERATIONS: OperationDef[] = [
     tags: [WEBHOOKS],
     summary: "Send a test event",
     description:
-      "Queues a `webhook.test` event for this registration only and answers at once; the signed POST follows (retried like any delivery) and its outcome appears in the deliveries under `eventId`.",
+      "Queues a `webhook.test` event for this registration only (a disabled one: 409 WEBHOOK_DISABLED) and answers at once; the signed POST follows (retried like any delivery) and its outcome appears in the deliveries under `eventId`.",
     request: { params: webhookIdParams, body: jsonBody(emptyBody, {}, "Absent, or an empty JSON object.", false) },
     responses: {
       202: ok("The test event is queued.", webhookTestResponseSchema, { status: "success", result: { eventId: "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0", webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", type: "webhook.test" } }),
       400: fail(["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"]),
       401: unauthorized(),
       404: fail(["WEBHOOK_NOT_FOUND"]),
+      409: fail(["WEBHOOK_DISABLED"]),
       ...bodyErrors(),
       500: internal(),
     },
