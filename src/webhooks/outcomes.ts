@@ -128,13 +128,14 @@ export class Outcomes {
       for (const { id } of rows) changed.add(id);
     }
     if (changed.size === 0) return;
-    this.streaks(batch.filter((o) => changed.has(o.attempt.deliveryId)));
     sql.exec(
       `INSERT INTO attempts (webhook_id, event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at)
        SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, value ->> 6, value ->> 7, value ->> 8
        FROM json_each(?)`,
       JSON.stringify(batch.filter((o) => changed.has(o.attempt.deliveryId)).map((o) => logged.get(o.attempt.deliveryId))),
     );
+    // After the log rows: an auto-disable logs its skipped entries after the attempt that caused it.
+    this.streaks(batch.filter((o) => changed.has(o.attempt.deliveryId)));
   }
 
   /**
