@@ -80,6 +80,29 @@ export function signedHeaders(key: Uint8Array | Uint8Array[], eventId: string, t
   };
 }
 
+/**
+ * The HMAC keys of registrations' secrets, decoded once per secret, and the signing of one
+ * attempt with them: with the current secret, and during a rotation's grace also with the
+ * previous one (API.md § "Secret rotation").
+ */
+export class SigningKeys {
+  private readonly keys = new Map<string, Uint8Array>();
+
+  /**
+   * The headers of an attempt of event `event_id` with body `body` at `now` (ms), signed with
+   * `secret` and, while `previous_expires_at` (ms) is after `now`, with `previous_secret`.
+   */
+  sign(row: { event_id: string; body: string; secret: string; previous_secret: string | null; previous_expires_at: number | null }, now: number): Record<string, string> {
+    const secrets = row.previous_secret !== null && (row.previous_expires_at ?? 0) > now ? [row.secret, row.previous_secret] : [row.secret];
+    const keys = secrets.map((secret) => {
+      let key = this.keys.get(secret);
+      if (!key) this.keys.set(secret, (key = secretKey(secret)));
+      return key;
+    });
+    return signedHeaders(keys, row.event_id, Math.floor(now / 1000), row.body);
+  }
+}
+
 /** Default WEBHOOK_DISABLE_AFTER_HOURS (API.md § "Auto-disable"). */
 export const DEFAULT_DISABLE_AFTER_HOURS = 120;
 

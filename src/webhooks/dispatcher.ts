@@ -22,9 +22,10 @@
 import type { Env } from "../env";
 import { Books, type Attempt } from "./books";
 import { Couriers } from "./couriers";
-import { parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./delivery";
+import { parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs, SigningKeys } from "./delivery";
 import { Outcomes, type Failing } from "./outcomes";
 import type { Platform, Timer } from "./platform";
+import { readDue, type DueRow } from "./registry";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
 import { COURIER_QUEUE, COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
 
@@ -44,11 +45,6 @@ const CLOSE_RETRY_MS = 10_000;
 /** When idle with a log to prune, the alarm comes back after this long (ms). */
 const PRUNE_INTERVAL_MS = 24 * 60 * 60 * 1000;
 
-/** A due delivery as `fill` reads it, with its event and registration. */
-type DueRow = {
-  id: number; event_id: string; attempts: number; type: string; body: string; url: string; secret: string;
-  previous_secret: string | null; previous_expires_at: number | null; epoch: number;
-};
 
 /** The SchoolHub's dispatcher (see the module comment). */
 export class Dispatcher {
@@ -58,8 +54,8 @@ export class Dispatcher {
   private readonly books = new Books();
   private readonly couriers: Couriers;
   private readonly outcomes: Outcomes;
-  /** HMAC keys by secret (decoded once); registrations paused after a `busy`. */
-  private readonly keys = new Map<string, Uint8Array>();
+  /** HMAC keys (decoded once); registrations paused after a `busy`. */
+  private readonly keys = new SigningKeys();
   private readonly paused = new Map<string, number>();
   /** Active registration ids, oldest first (cache; `null` = reload); registrations known COURIER_OPEN. */
   private hookIds: string[] | null = null;
@@ -210,20 +206,7 @@ export class Dispatcher {
       // The check before the attempts: each due delivery re-read with its registration (a
       // deleted registration or a dropped delivery yields no row), in this synchronous step.
       // Busy deliveries (in flight, or outcome not yet written) are still due: left out.
-      const due = this.sql
-        .exec<DueRow>(
-          `SELECT d.id, d.event_id, d.attempts, e.type, e.body, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.epoch
-           FROM deliveries d
-           JOIN webhooks w ON w.id = d.webhook_id AND w.deleted_at IS NULL AND w.enabled = 1
-           JOIN events e ON e.id = d.event_id
-           WHERE d.webhook_id = ? AND d.next_attempt_at <= ? AND d.id NOT IN (SELECT value FROM json_each(?))
-           ORDER BY d.next_attempt_at, d.id LIMIT ?`,
-          webhookId,
-          now,
-          JSON.stringify(this.books.busyOf(webhookId)),
-          free,
-        )
-        .toArray();
+      const due = readDue(this.sql, webhookId, now, this.books.busyOf(webhookId), free);
       const orders = due.map((row) => this.prepare(webhookId, row, now));
       if (orders.length > 0) this.handOver(webhookId, orders, now);
     }
@@ -231,13 +214,6 @@ export class Dispatcher {
 
   /** Signs a due delivery and books it as in flight. Part of `fill`'s synchronous step. */
   private prepare(webhookId: string, row: DueRow, now: number): SendOrder {
-    // During a rotation's grace, signed with the new and the previous secret (API.md).
-    const secrets = row.previous_secret !== null && (row.previous_expires_at ?? 0) > now ? [row.secret, row.previous_secret] : [row.secret];
-    const keys = secrets.map((secret) => {
-      let key = this.keys.get(secret);
-      if (!key) this.keys.set(secret, (key = secretKey(secret)));
-      return key;
-    });
     const attempt: Attempt = {
       token: crypto.randomUUID(),
       deliveryId: row.id,
@@ -249,7 +225,7 @@ export class Dispatcher {
       sentAt: null,
     };
     this.books.add(attempt);
-    const headers = signedHeaders(keys, row.event_id, Math.floor(now / 1000), row.body);
+    const headers = this.keys.sign(row, now);
     return { deliveryId: row.id, epoch: row.epoch, token: attempt.token, url: row.url, headers, body: row.body };
   }
 

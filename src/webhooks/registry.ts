@@ -130,3 +130,41 @@ export function accept(sql: SqlStorage, events: SchoolEvent[], now: number, exce
   logSkipped(sql, skipped, now);
   return { stored: stored.length, pairs, skipped: skipped.length };
 }
+
+/** A due delivery as the dispatcher's `fill` reads it, with its event and registration. */
+export type DueRow = {
+  id: number;
+  event_id: string;
+  attempts: number;
+  type: string;
+  body: string;
+  url: string;
+  secret: string;
+  previous_secret: string | null;
+  previous_expires_at: number | null;
+  epoch: number;
+};
+
+/**
+ * The check before attempts (DESIGN.md § "Invariants"): the deliveries of `webhookId` due at
+ * `now` (ms), each re-read with its registration — a deleted or disabled registration or a
+ * dropped delivery yields no row — oldest due first, at most `limit`, leaving out `busy` ones
+ * (in flight, or outcome not yet written). Synchronous: the caller hands the attempts over in
+ * the same step.
+ */
+export function readDue(sql: SqlStorage, webhookId: string, now: number, busy: number[], limit: number): DueRow[] {
+  return sql
+    .exec<DueRow>(
+      `SELECT d.id, d.event_id, d.attempts, e.type, e.body, w.url, w.secret, w.previous_secret, w.previous_expires_at, w.epoch
+       FROM deliveries d
+       JOIN webhooks w ON w.id = d.webhook_id AND w.deleted_at IS NULL AND w.enabled = 1
+       JOIN events e ON e.id = d.event_id
+       WHERE d.webhook_id = ? AND d.next_attempt_at <= ? AND d.id NOT IN (SELECT value FROM json_each(?))
+       ORDER BY d.next_attempt_at, d.id LIMIT ?`,
+      webhookId,
+      now,
+      JSON.stringify(busy),
+      limit,
+    )
+    .toArray();
+}
