@@ -1,13 +1,20 @@
 /**
- * `npm run demo:webhooks` — a live tour of the deregistration promise against the running
- * dev server (`npm start`, which allows http://127.0.0.1 webhook URLs):
+ * `npm run demo:webhooks` — a live tour of the webhook lifecycle and the deregistration
+ * promise against the running dev server (`npm start`, which allows http://127.0.0.1 URLs):
  *
  * 1. starts a webhook receiver on 127.0.0.1 (random port) that verifies every signature with
  *    the `standardwebhooks` package;
  * 2. registers it, sends it a `webhook.test` event, then creates a course and changes it
  *    several ways;
- * 3. deletes the registration, then changes the course again;
- * 4. prints what arrived, and a one-line verdict: no event accepted after the DELETE arrived.
+ * 3. rotates the secret with a grace period: the next deliveries verify with the new secret
+ *    and with the old one;
+ * 4. an outage: the receiver answers 503, the registration is disabled (its pending retry
+ *    ends skipped), a change made meanwhile is skipped; the receiver comes back, the
+ *    registration is enabled and recovered since the outage began: every missed event
+ *    arrives, exactly once;
+ * 5. deletes the registration, then changes the course again;
+ * 6. prints what arrived, and a one-line verdict: rotation verified, every missed event
+ *    recovered once, no event accepted after the DELETE arrived.
  *
  * Options: `--base http://127.0.0.1:8787` (or API_BASE), `--key sk_…` (or API_KEY; default
  * the demo key), `--wait 3000` (ms to wait for late deliveries after the last write).
@@ -33,11 +40,17 @@ interface Arrival {
   id: string;
   type: string;
   verified: boolean;
+  /** Also verified with the secret before the rotation (during its grace). */
+  oldVerified: boolean;
+  status: number;
   error?: string;
 }
 
 const arrivals: Arrival[] = [];
 let secret = "";
+let previousSecret = "";
+/** While `true` the receiver is "down": it answers 503 (and the attempt is logged failed). */
+let down = false;
 
 const readBody = (req: IncomingMessage) =>
   new Promise<string>((resolve) => {
@@ -63,8 +76,18 @@ const server = createServer(async (req, res) => {
       /* not JSON */
     }
   }
-  arrivals.push({ at: Date.now(), id: event.id, type: event.type, verified, error });
-  res.writeHead(204).end();
+  let oldVerified = false;
+  if (previousSecret) {
+    try {
+      new Webhook(previousSecret).verify(body, headers);
+      oldVerified = true;
+    } catch {
+      /* not signed with the previous secret */
+    }
+  }
+  const status = down ? 503 : 204;
+  arrivals.push({ at: Date.now(), id: event.id, type: event.type, verified, oldVerified, status, error });
+  res.writeHead(status).end();
 });
 
 async function api(method: string, path: string, json?: unknown): Promise<any> {
@@ -119,6 +142,40 @@ async function main() {
   }
   await sleep(1500);
 
+  // Rotation: both signatures during the grace.
+  const rotated = await api("POST", `/v3/webhooks/${hook.id}/secret/rotate`, { graceSeconds: 3600 });
+  previousSecret = secret;
+  secret = rotated.secret;
+  log(`POST …/secret/rotate → new secret; the previous one signs too until ${rotated.previousSecretExpiresAt}`);
+  const rotationMark = arrivals.length;
+  await api("PATCH", `/v3/courses/${course.id}`, { name: "Démo webhooks — après la rotation" });
+  await sleep(1500);
+  const afterRotation = arrivals.slice(rotationMark);
+  const rotationOk = afterRotation.length > 0 && afterRotation.every((a) => a.verified && a.oldVerified);
+  log(`  ${afterRotation.length} deliveries after the rotation, verified with the new and the old secret: ${rotationOk ? "✓" : "✗"}`);
+
+  // An outage: the receiver is down, the registration disabled, events missed, then recovered.
+  const outageStart = new Date().toISOString();
+  down = true;
+  log("receiver down (503)");
+  await api("PATCH", `/v3/courses/${course.id}`, { classroom: "D101" });
+  await sleep(1000);
+  const disabled = await api("PATCH", `/v3/webhooks/${hook.id}`, { enabled: false });
+  log(`PATCH /v3/webhooks/${hook.id} { enabled: false } → disabledReason ${disabled.disabledReason}`);
+  await api("PATCH", `/v3/courses/${course.id}`, { classroom: "D102" });
+  const skipped = await api("GET", `/v3/webhooks/${hook.id}/deliveries?status=skipped`);
+  log(`  while disabled: ${skipped.length} deliveries logged skipped`);
+  down = false;
+  await api("PATCH", `/v3/webhooks/${hook.id}`, { enabled: true });
+  log("receiver up; PATCH { enabled: true }");
+  const recoverMark = arrivals.length;
+  const recovered = await api("POST", `/v3/webhooks/${hook.id}/recover`, { since: outageStart });
+  log(`POST …/recover { since: ${outageStart} } → queued ${recovered.queued}`);
+  await sleep(2000);
+  const recoveredIds = arrivals.slice(recoverMark).filter((a) => a.status === 204).map((a) => a.id);
+  const recoverOk = recovered.queued === 2 && recoveredIds.length === 2 && new Set(recoveredIds).size === 2;
+  log(`  recovered ${recoveredIds.length} missed events, each once: ${recoverOk ? "✓" : "✗"}`);
+
   const deletedAt = Date.now();
   await api("DELETE", `/v3/webhooks/${hook.id}`);
   const receivedBeforeDelete = arrivals.length;
@@ -132,14 +189,16 @@ async function main() {
 
   log("\nwhat arrived:");
   for (const a of arrivals) {
-    log(`  ${a.at < deletedAt ? "before" : "after "} DELETE  ${a.type.padEnd(24)} ${a.id}  signature ${a.verified ? "verified ✓" : `INVALID ✗ (${a.error})`}`);
+    const sig = a.verified ? `verified ✓${a.oldVerified ? " (and with the old secret)" : ""}` : `INVALID ✗ (${a.error})`;
+    log(`  ${a.at < deletedAt ? "before" : "after "} DELETE  ${a.type.padEnd(24)} ${a.id}  answered ${a.status}  signature ${sig}`);
   }
   // Events accepted after the delete are those of the last two PATCHes: none may arrive.
   const lateTypes = arrivals.filter((a) => a.at >= deletedAt);
   const allVerified = arrivals.every((a) => a.verified);
-  const ok = arrivals.length > 0 && allVerified && lateTypes.length === 0;
+  const ok = arrivals.length > 0 && allVerified && lateTypes.length === 0 && rotationOk && recoverOk;
   log(
-    `\nverdict: ${ok ? "PROMISE KEPT" : "PROMISE BROKEN"} — ${receivedBeforeDelete} signed events before the DELETE, ` +
+    `\nverdict: ${ok ? "PROMISE KEPT" : "PROMISE BROKEN"} — rotation ${rotationOk ? "verified with both secrets" : "NOT verified"}, ` +
+      `recovery ${recoverOk ? "delivered every missed event once" : "INCOMPLETE"}, ${receivedBeforeDelete} signed deliveries before the DELETE, ` +
       `${lateTypes.length} after it${allVerified ? "" : ", some signatures failed"}.`,
   );
   process.exit(ok ? 0 : 1);
