@@ -25,6 +25,8 @@ export type Code =
   | "WEBHOOK_NOT_FOUND"
   | "METHOD_NOT_ALLOWED"
   | "WEBHOOK_LIMIT_REACHED"
+  | "WEBHOOK_DISABLED"
+  | "EVENT_NOT_FOUND"
   | "PAYLOAD_TOO_LARGE"
   | "UNSUPPORTED_MEDIA_TYPE"
   | "RATE_LIMITED";
@@ -52,6 +54,11 @@ export const ROUTES: RouteSpec[] = [
   { method: "DELETE", path: "/v3/webhooks/:id", auth: true },
   { method: "GET", path: "/v3/webhooks/:id/deliveries", auth: true },
   { method: "POST", path: "/v3/webhooks/:id/test", auth: true },
+  { method: "PATCH", path: "/v3/webhooks/:id", auth: true },
+  { method: "POST", path: "/v3/webhooks/:id/secret/rotate", auth: true },
+  { method: "POST", path: "/v3/webhooks/:id/deliveries/:eventId/resend", auth: true },
+  { method: "POST", path: "/v3/webhooks/:id/recover", auth: true },
+  { method: "GET", path: "/v3/event-types", auth: false },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
   // Benchmark routes: 404 NOT_FOUND unless the Worker runs with BENCH_FLOOR=true.
@@ -86,13 +93,15 @@ export const C = {
   maxProfessors: 100,
   /** Webhook `description`: at most 500 characters (README). */
   maxDescription: 500,
+  /** Longest secret rotation grace, in seconds (7 days). */
+  maxGraceSeconds: 604_800,
   /** Webhook URL: at most 2,048 characters (OpenAPI). */
   maxUrl: 2048,
   /** Registrations per school. */
   maxWebhooks: 50,
   /** Sort keys of a search: at most one per sortable field (OpenAPI `maxItems`). */
   sortFields: ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"] as const,
-  eventTypes: ["course.created", "course.updated", "course.archived", "course.unarchived", "course.absences_sent", "course.professor_signed"] as const,
+  eventTypes: ["course.created", "course.updated", "course.archived", "course.unarchived", "course.absences_sent", "course.professor_signed", "webhook.disabled"] as const,
   booleans: ["true", "false", "1", "0"] as const,
   instantParams: ["courseStartDateTime", "courseEndDateTime", "createdAt", "updatedAt"] as const,
   flagParams: ["absencesSent", "absencesNotSent", "archived", "professorSignatureMissing"] as const,
@@ -142,6 +151,8 @@ export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {
   WEBHOOK_NOT_FOUND: 404,
   METHOD_NOT_ALLOWED: 405,
   WEBHOOK_LIMIT_REACHED: 409,
+  WEBHOOK_DISABLED: 409,
+  EVENT_NOT_FOUND: 404,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,

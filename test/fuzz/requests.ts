@@ -461,7 +461,8 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
   type State = { obj: Record<string, unknown>; faults: Fault[] };
   type Mutation = (b: State) => State & { text?: (s: string) => string };
   /** The faults of `b` without those of field `n` (its value is being replaced). */
-  const others = (b: State, n: string) => b.faults.filter((f) => !f.what.startsWith(`${n}:`));
+  // (`url: …`, `url missing`, `url https://…`: every fault of the field names it first.)
+  const others = (b: State, n: string) => b.faults.filter((f) => !f.what.startsWith(`${n}:`) && !f.what.startsWith(`${n} `));
   const invalidNames = Object.keys(g.invalid);
   const validNames = Object.keys(g.valid);
   const targets = (b: State) => [b.obj, ...(g.nested?.(b.obj) ?? [])];
@@ -964,6 +965,98 @@ function testWebhook(ctx: FuzzContext) {
   );
 }
 
+/** An optional JSON object body: absent, or valid fields only, or (invalid) broken. */
+function optionalObject(g: FieldGens, invalid: boolean): fc.Arbitrary<BodySpec> {
+  if (invalid) return transport(objectBody(g, true), true);
+  return fc.oneof(
+    fc.constant<BodySpec>({ faults: [] }),
+    fc.tuple(objectBody(g, false), fc.constantFrom(...VALID_JSON_TYPES)).map(([b, contentType]): BodySpec => ({ body: b.text, contentType, faults: b.faults })),
+  );
+}
+
+/** PATCH /v3/webhooks/{id}: a valid PATCH changes only the description or the subscription (never the URL or the state the other routes rely on). */
+function updateWebhook(ctx: FuzzContext) {
+  const base = webhookFields(ctx);
+  const fields: FieldGens = {
+    valid: { description: base.valid.description!, events: base.valid.events! },
+    invalid: { ...base.invalid, enabled: notBoolean.map((value) => withFaults(value, schemaFault(`enabled: ${JSON.stringify(value)}`))) },
+    required: [],
+    accepted: ["url", "events", "description", "enabled"],
+  };
+  return both((invalid) =>
+    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), optionalObject(fields, invalid), maybeQueryFaults(invalid)).chain(([school, r, w, body, query]) =>
+      authArb(ctx, school.key).map((auth) => {
+        const id = school.key === ctx.readKey ? r : w;
+        return build({ route: "PATCH /v3/webhooks/:id", method: "PATCH", path: `/v3/webhooks/${id.segment}${queryString(query)}`, auth, body, faults: faultsOf(query), success: [200], stateCodes: id.state, writes: true });
+      }),
+    ),
+  );
+}
+
+/** POST /v3/webhooks/{id}/secret/rotate with `{ graceSeconds? }`. */
+function rotateSecret(ctx: FuzzContext) {
+  const fields: FieldGens = {
+    valid: { graceSeconds: fc.integer({ min: 0, max: C.maxGraceSeconds }).map((value) => ({ value })) },
+    invalid: { graceSeconds: fc.oneof(fc.constantFrom(-1, C.maxGraceSeconds + 1, 1.5, "60", null, true, [], {})).map((value) => withFaults(value, schemaFault(`graceSeconds: ${JSON.stringify(value)}`))) },
+    required: [],
+    accepted: ["graceSeconds"],
+  };
+  return both((invalid) =>
+    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), optionalObject(fields, invalid), maybeQueryFaults(invalid)).chain(([school, r, w, body, query]) =>
+      authArb(ctx, school.key).map((auth) => {
+        const id = school.key === ctx.readKey ? r : w;
+        return build({ route: "POST /v3/webhooks/:id/secret/rotate", method: "POST", path: `/v3/webhooks/${id.segment}/secret/rotate${queryString(query)}`, auth, body, faults: faultsOf(query), success: [200], stateCodes: id.state, writes: true });
+      }),
+    ),
+  );
+}
+
+/** POST …/deliveries/{eventId}/resend: the event may not exist (EVENT_NOT_FOUND), the registration may be disabled. */
+function resendDelivery(ctx: FuzzContext) {
+  const empty: FieldGens = { valid: {}, invalid: {}, required: [], accepted: [] };
+  const eventSegment = fc.oneof(unknownId, malformedId).map(pathSegment).filter((s) => !isDotSegment(s));
+  return both((invalid) =>
+    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), eventSegment, optionalObject(empty, invalid), maybeQueryFaults(invalid)).chain(([school, r, w, eventId, body, query]) =>
+      authArb(ctx, school.key).map((auth) => {
+        const id = school.key === ctx.readKey ? r : w;
+        const path = `/v3/webhooks/${id.segment}/deliveries/${eventId}/resend${queryString(query)}`;
+        return build({ route: "POST /v3/webhooks/:id/deliveries/:eventId/resend", method: "POST", path, auth, body, faults: faultsOf(query), success: [202], stateCodes: [...id.state, "EVENT_NOT_FOUND", "WEBHOOK_DISABLED"], writes: true });
+      }),
+    ),
+  );
+}
+
+/** POST …/recover with `{ since, until? }` (since within the retention; a valid one queues only what failed). */
+function recoverDeliveries(ctx: FuzzContext) {
+  const recent = fc.integer({ min: 60_000, max: 6 * 86_400_000 }).map((ago) => ({ value: new Date(Date.now() - ago).toISOString() }));
+  const fields: FieldGens = {
+    valid: { since: recent },
+    invalid: {
+      since: fc.oneof(notAnInstant, notString).map((value) => withFaults(value, schemaFault(`since: ${JSON.stringify(value)?.slice(0, 40)}`))),
+      until: fc.oneof(notAnInstant, notString).map((value) => withFaults(value, schemaFault(`until: ${JSON.stringify(value)?.slice(0, 40)}`))),
+    },
+    required: ["since"],
+    accepted: ["since", "until"],
+  };
+  return both((invalid) =>
+    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), transport(objectBody(fields, invalid), invalid, true), maybeQueryFaults(invalid)).chain(([school, r, w, body, query]) =>
+      authArb(ctx, school.key).map((auth) => {
+        const id = school.key === ctx.readKey ? r : w;
+        return build({ route: "POST /v3/webhooks/:id/recover", method: "POST", path: `/v3/webhooks/${id.segment}/recover${queryString(query)}`, auth, body, faults: faultsOf(query), success: [202], stateCodes: [...id.state, "WEBHOOK_DISABLED"], writes: true });
+      }),
+    ),
+  );
+}
+
+/** GET /v3/event-types: no key needed; no query parameter defined. */
+function eventTypes(ctx: FuzzContext) {
+  return both((invalid) =>
+    fc.tuple(noQueryArb(invalid), sometimes(authArb(ctx, ctx.readKey), 1 / 2)).map(([params, auth]) =>
+      build({ route: "GET /v3/event-types", method: "GET", path: `/v3/event-types${queryString(params)}`, faults: faultsOf(params), success: [200], extraHeaders: auth?.header ? { authorization: auth.header } : {} }),
+    ),
+  );
+}
+
 /** GET /openapi.json and GET /docs: no key needed, the query string ignored. */
 function reference(ctx: FuzzContext) {
   return fc.tuple(fc.constantFrom("/openapi.json", "/docs"), sometimes(fc.array(fc.tuple(anyText(6), anyText(6)), { maxLength: 3 }), 1 / 3), sometimes(authArb(ctx, ctx.readKey), 1 / 2)).map(([path, q, auth]) =>
@@ -1016,11 +1109,11 @@ function misrouted(ctx: FuzzContext) {
 function unknownPath(ctx: FuzzContext) {
   const segment = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_~-]{1,12}$/), anyText(8).filter((s) => s.length > 0).map(encodeURIComponent));
   const path = fc.oneof(
-    segment.filter((s) => !["courses", "webhooks", "courses:search"].includes(s)).map((s) => `/v3/${s}`),
+    segment.filter((s) => !["courses", "webhooks", "courses:search", "event-types"].includes(s)).map((s) => `/v3/${s}`),
     fc.tuple(anyId, segment).map(([id, s]) => `/v3/courses/${encodeURIComponent(id)}/${s}`),
-    fc.tuple(anyId, segment.filter((s) => s !== "deliveries" && s !== "test")).map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/${s}`),
+    fc.tuple(anyId, segment.filter((s) => !["deliveries", "test", "recover", "secret"].includes(s))).map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/${s}`),
     fc.tuple(anyId, segment).map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/deliveries/${s}`),
-    fc.constantFrom("/", "/v3", "/v4/courses", "/V3/COURSES", "/v3//courses", "/v3/courses%2Fx", "/v3/courses:searchx", "/v3/courses:Search", "/openapi.yaml", "/docs/x", "/v3/webhooks/x/secret/rotate", "/v3/event-types", "/portal", "/favicon.ico", "/.env", "/v3/courses/x/../../..%2Fetc"),
+    fc.constantFrom("/", "/v3", "/v4/courses", "/V3/COURSES", "/v3//courses", "/v3/courses%2Fx", "/v3/courses:searchx", "/v3/courses:Search", "/openapi.yaml", "/docs/x", "/v3/webhooks/x/secret", "/v3/webhooks/x/secret/rotate/now", "/v3/event-types/x", "/favicon.ico", "/.env", "/v3/courses/x/../../..%2Fetc"),
     segment.map((s) => `/${s}`).filter((p) => !["/docs", "/openapi.json"].includes(p)),
   ).filter((p) => !p.split("/").some(isDotSegment));
   return fc.tuple(path, fc.constantFrom(...ODD_METHODS), authArb(ctx, ctx.readKey)).map(([p, method, auth]) =>
@@ -1041,6 +1134,11 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "DELETE /v3/webhooks/:id": deleteWebhook(ctx),
     "GET /v3/webhooks/:id/deliveries": listDeliveries(ctx),
     "POST /v3/webhooks/:id/test": testWebhook(ctx),
+    "PATCH /v3/webhooks/:id": updateWebhook(ctx),
+    "POST /v3/webhooks/:id/secret/rotate": rotateSecret(ctx),
+    "POST /v3/webhooks/:id/deliveries/:eventId/resend": resendDelivery(ctx),
+    "POST /v3/webhooks/:id/recover": recoverDeliveries(ctx),
+    "GET /v3/event-types": eventTypes(ctx),
     "GET /openapi.json": reference(ctx).filter((r) => r.route === "GET /openapi.json"),
     "GET /docs": reference(ctx).filter((r) => r.route === "GET /docs"),
     "POST /__bench/publish": bench(ctx).filter((r) => r.route === "POST /__bench/publish"),
@@ -1062,6 +1160,11 @@ const WEIGHTS: Record<string, number> = {
   "DELETE /v3/webhooks/:id": 1,
   "GET /v3/webhooks/:id/deliveries": 2,
   "POST /v3/webhooks/:id/test": 2,
+  "PATCH /v3/webhooks/:id": 2,
+  "POST /v3/webhooks/:id/secret/rotate": 1,
+  "POST /v3/webhooks/:id/deliveries/:eventId/resend": 1,
+  "POST /v3/webhooks/:id/recover": 1,
+  "GET /v3/event-types": 1,
   "GET /openapi.json": 1,
   "GET /docs": 1,
   "POST /__bench/publish": 1,
