@@ -82,6 +82,21 @@ describe("PATCH /v3/webhooks/{id}", () => {
     expect((await log(key, hook.id)).map((e) => [e.attempt, e.status])).toEqual([[2, "succeeded"], [1, "pending"]]);
   });
 
+  it("url: an attempt already in flight to the old URL finishes and its outcome is logged", async () => {
+    const { schoolId, key } = await newSchool("urlf");
+    rx.on("urlf-old.example.com", { status: 500, afterMs: 150 }).on("urlf-new.example.com", 200);
+    const hook = await register(key, "https://urlf-old.example.com/in");
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await until(() => rx.to("urlf-old.example.com").length === 1, "the attempt to the old URL");
+    expect((await patch(key, hook.id, { url: "https://urlf-new.example.com/in" })).status).toBe(200);
+    // The hub's books say when the attempt under way has ended and its outcome is written.
+    await inHub(schoolId, (h) => h.whenIdle());
+    expect((await log(key, hook.id)).map((e) => [e.attempt, e.status, e.responseStatus])).toEqual([[1, "pending", 500]]);
+    await makeAllDue(schoolId);
+    await drain(schoolId);
+    expect(rx.to("urlf-new.example.com")).toHaveLength(1);
+  });
+
   it("url: the URL policy applies (400 INVALID_WEBHOOK_URL), nothing changes", async () => {
     const { key } = await newSchool("urlp");
     const hook = await register(key, "https://urlp.example.com/in");

@@ -15,7 +15,13 @@
  *   a second delete finds nothing) and drops its queued deliveries in one step, then closes
  *   its courier (which aborts the requests under way) before answering;
  * - before an attempt the dispatcher re-reads the delivery and its registration and hands
- *   the signed attempt to the courier in the same step, so nothing starts after a delete.
+ *   the signed attempt to the courier in the same step, so nothing starts after a delete;
+ * - a disable (PATCH `enabled: false`, or auto-disable) marks the registration, bumps its
+ *   epoch and ends its queued deliveries as `skipped` in one step, then holds its courier
+ *   (orders signed before the epoch refused, queued ones dropped) before answering, so no
+ *   attempt starts after the 200; events accepted meanwhile are logged `skipped`;
+ * - test, resend and recover queue in one step and, if a delete came in while they woke the
+ *   dispatch, answer WEBHOOK_NOT_FOUND (the delete dropped what they queued).
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
