@@ -7,7 +7,6 @@ import type { SchoolHub } from "./webhooks/hub";
  * - `SCHOOL_HUB`: the SchoolHub Durable Object namespace, one object per school
  *   (`idFromName(schoolId)`).
  * - `WEBHOOK_*`: deployment settings of API.md § "Deployment settings".
- * - `BENCH_FLOOR`: `"true"` enables `GET /__bench/floor` (benchmark only; absent by default).
  * - `ASSETS`: the static assets (`dist/assets/`: the Scalar bundle of GET /docs). Requests
  *   for an existing asset are answered before the Worker runs; the binding lets tests read them.
  */
@@ -17,6 +16,5 @@ export interface Env {
   WEBHOOK_ALLOW_INSECURE_URLS?: string;
   WEBHOOK_RETRY_SCHEDULE?: string;
   WEBHOOK_TIMEOUT_MS?: string;
-  BENCH_FLOOR?: string;
   ASSETS?: Fetcher;
 }

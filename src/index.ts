@@ -1,28 +1,32 @@
 /**
- * Worker entry (DESIGN.md): `fetch` serves the API, `scheduled` sweeps the outbox, and the
- * SchoolHub Durable Object class is exported for its binding.
+ * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts), `scheduled` sweeps the
+ * outbox, and the SchoolHub Durable Object class is exported for its binding.
  */
+import { operations } from "./api";
 import type { Env } from "./env";
 import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
-import { buildRouter } from "./http/router";
-import { routes } from "./http/routes";
+import { buildRouter, type Route } from "./http/router";
 
 export { SchoolHub } from "./webhooks/hub";
 
-const handle = buildRouter(routes);
+/** The Worker serving `routes` (the API's operations; the benchmark entry adds its own). */
+export function workerOf(routes: readonly Route<Env>[]) {
+  const handle = buildRouter(routes);
+  return {
+    async fetch(request, env, exec): Promise<Response> {
+      return handle(request, env, exec, new RequestContext(request.headers.get("x-request-id")));
+    },
+    /**
+     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
+     * ones; once an hour also `PRAGMA optimize`, which refreshes the query planner's
+     * statistics (D1 runs ANALYZE on the tables that need it).
+     */
+    async scheduled(controller, env, exec): Promise<void> {
+      exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
+      if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
+    },
+  } satisfies ExportedHandler<Env>;
+}
 
-export default {
-  async fetch(request, env, exec): Promise<Response> {
-    return handle(request, env, exec, new RequestContext(request.headers.get("x-request-id")));
-  },
-  /**
-   * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
-   * ones; once an hour also `PRAGMA optimize`, which refreshes the query planner's
-   * statistics (D1 runs ANALYZE on the tables that need it).
-   */
-  async scheduled(controller, env, exec): Promise<void> {
-    exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
-    if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
-  },
-} satisfies ExportedHandler<Env>;
+export default workerOf(operations);

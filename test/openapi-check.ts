@@ -15,7 +15,8 @@
  * schema and the JSON path of each problem.
  */
 import { dereference, validate, type OutputUnit, type Schema } from "@cfworker/json-schema";
-import { FALLBACK_RESPONSES_KEY, openApiDocument } from "../src/openapi/document";
+import { openApiDocument } from "../src/api";
+import { FALLBACK_RESPONSES_KEY } from "../src/openapi/document";
 
 type Json = Record<string, any>;
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import worker from "../src/index";
 import { publishEvents, sweepOutbox, SWEEP_AFTER_MS } from "../src/events/outbox";
 import type { SchoolEvent } from "../src/events/types";
-import { hubFor } from "../src/webhooks/client";
+import { hubFor } from "../src/events/hub-client";
 import { callJson } from "./helpers";
 import { checkEvent, checkResponse } from "./openapi-check";
 import { drain, newSchool, register } from "./webhooks/harness";

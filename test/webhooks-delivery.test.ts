@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { hubFor } from "../src/webhooks/client";
+import { hubFor } from "../src/events/hub-client";
 import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery";
 import { MAX_IN_FLIGHT_PER_WEBHOOK } from "../src/webhooks/hub";
 import { call, callJson } from "./helpers";

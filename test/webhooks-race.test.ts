@@ -11,7 +11,7 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SchoolEvent } from "../src/events/types";
-import { hubFor } from "../src/webhooks/client";
+import { hubFor } from "../src/events/hub-client";
 import { callJson } from "./helpers";
 import { courseEvent, drain, inHub, newSchool, register } from "./webhooks/harness";
 import { Receivers } from "./webhooks/receivers";

@@ -10,7 +10,8 @@ import { and, asc, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/schema";
 import { escapeLike, fold } from "../lib/text";
-import type { CourseQuery, Includes, SortKey } from "./filters";
+import type { SortKey } from "./filter-schemas";
+import type { CourseQuery, Includes } from "./filters";
 
 /**
  * The school a statement reads: a literal school id (writes, hub) or the school of an API

@@ -3,14 +3,8 @@
  */
 import { fold } from "../lib/text";
 import { formatInstant } from "../lib/time";
-import type { CourseRecord, NamedRef, StudentRef } from "../http/schemas";
 import type { CourseRow } from "./query";
-
-/**
- * The record types are derived from the response schemas (src/http/schemas.ts), which also
- * generate the OpenAPI document: `CourseRecord`, `StudentRef`, `TeacherRef`, `NamedRef`.
- */
-export type { CourseRecord, NamedRef, StudentRef, TeacherRef } from "../http/schemas";
+import type { CourseRecord, NamedRef, StudentRef } from "./schemas";
 
 /**
  * Sorts in place by folded text keys, then `id` (API.md § "Course record": people by

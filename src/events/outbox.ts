@@ -1,11 +1,12 @@
 /**
  * The transactional outbox (DESIGN.md): a write's events are inserted into D1's `outbox` in
- * the same batch as the write (src/courses/writes.ts); this module hands them to the
+ * the same batch as the write (src/courses/storage.ts); this module hands them to the
  * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
  * the cron sweep may repeat a publish safely.
  */
 import type { Env } from "../env";
-import { hubFor } from "../webhooks/client";
+import { type D1Timer, untimed } from "../http/context";
+import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";
 
 /** Outbox rows unpublished for longer than this are re-published by the sweep (ms). */
@@ -26,7 +27,7 @@ export async function publishEvents(
   env: Env,
   schoolId: string,
   events: SchoolEvent[],
-  timed: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
+  timed: D1Timer = untimed,
 ): Promise<boolean> {
   if (events.length === 0) return true;
   try {

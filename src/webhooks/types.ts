@@ -1,33 +1,23 @@
 /**
- * Shapes exchanged with the SchoolHub over RPC and written by the webhook endpoints
- * (API.md § "Webhook registrations"). Instants are ISO 8601 UTC with milliseconds.
+ * Shapes exchanged with the SchoolHub over RPC and written by the webhook operations
+ * (API.md § "Webhook registrations"). Instants are ISO 8601 UTC with milliseconds. The
+ * records are the `z.infer`s of their schemas (src/webhooks/schemas.ts).
  */
-import type { EventType } from "../events/types";
+import type { z } from "zod";
+import type { createdWebhookSchema, deliveryRecordSchema, subscriptionSchema, webhookRecordSchema } from "./schemas";
 
-/** Most registrations a school may have (API.md: 409 WEBHOOK_LIMIT_REACHED beyond). */
-export const MAX_WEBHOOKS = 50;
+export { MAX_WEBHOOKS } from "../lib/limits";
 
 /** Subscription of a registration: `["*"]` (every event type) or a list of event types. */
-export type Subscription = ["*"] | EventType[];
+export type Subscription = z.infer<typeof subscriptionSchema>;
 
 /** A registration as GET /v3/webhooks lists it (no secret). */
-export interface WebhookRecord {
-  /** `wh_…`, never reused. */
-  id: string;
-  /** The normalized target URL (WHATWG serialization). */
-  url: string;
-  events: Subscription;
-  description: string | null;
-  createdAt: string;
-}
+export type WebhookRecord = z.infer<typeof webhookRecordSchema>;
 
 /** A registration as POST /v3/webhooks answers it: the only place the secret is shown. */
-export interface CreatedWebhook extends WebhookRecord {
-  /** `whsec_` + base64 of 32 random bytes; the HMAC key is the base64-decoded part. */
-  secret: string;
-}
+export type CreatedWebhook = z.infer<typeof createdWebhookSchema>;
 
-/** Input of `SchoolHub.createWebhook`, already validated by the endpoint (URL policy included). */
+/** Input of `SchoolHub.createWebhook`, already validated by the operation (URL policy included). */
 export interface NewWebhook {
   url: string;
   events: Subscription;
@@ -38,26 +28,11 @@ export interface NewWebhook {
 export type CreateWebhookResult = { ok: true; webhook: CreatedWebhook } | { ok: false; error: "WEBHOOK_LIMIT_REACHED" };
 
 /**
- * One entry of GET /v3/webhooks/{id}/deliveries.
- *
- * An entry is one attempt (`attemptedAt` set) whose `status` is the delivery's state right
- * after it: `succeeded`, `pending` (a retry is due at `nextAttemptAt`) or `failed` (410 or
- * schedule exhausted). A delivery still waiting for its first attempt is listed once with
- * `attempt: 1`, `status: "pending"`, `attemptedAt: null` and its due time in `nextAttemptAt`.
+ * One entry of GET /v3/webhooks/{id}/deliveries (see `deliveryRecordSchema`). The schema
+ * narrows `eventType` to the delivered event types; rows read from the hub's storage carry it
+ * as text.
  */
-export interface DeliveryRecord {
-  eventId: string;
-  eventType: string;
-  /** 1 for the immediate attempt, 2 for the first retry, … */
-  attempt: number;
-  status: "pending" | "succeeded" | "failed";
-  /** HTTP status of the answer; `null` for network errors, timeouts and unmade attempts. */
-  responseStatus: number | null;
-  /** Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success. */
-  error: string | null;
-  attemptedAt: string | null;
-  nextAttemptAt: string | null;
-}
+export type DeliveryRecord = Omit<z.infer<typeof deliveryRecordSchema>, "eventType"> & { eventType: string };
 
 /** Result of `SchoolHub.publish`: counts of this call. */
 export interface PublishResult {

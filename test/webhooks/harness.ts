@@ -7,7 +7,7 @@ import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import type { SchoolEvent } from "../../src/events/types";
 import { mintId } from "../../src/lib/ids";
-import { hubFor } from "../../src/webhooks/client";
+import { hubFor } from "../../src/events/hub-client";
 import type { SchoolHub } from "../../src/webhooks/hub";
 import type { CreatedWebhook } from "../../src/webhooks/types";
 import { callJson, loadFixture } from "../helpers";
