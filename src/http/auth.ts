@@ -3,10 +3,11 @@
  * with `sk_`; a key belongs to exactly one school. Keys are stored only as SHA-256 hashes.
  */
 import { sha256Hex } from "../lib/crypto";
+import { API_KEY_PATTERN } from "../lib/ids";
 import type { RequestContext } from "./context";
 import { errors } from "./errors";
 
-const BEARER_RE = /^Bearer\s+(sk_[A-Za-z0-9_-]{1,200})\s*$/;
+const BEARER_RE = new RegExp(`^Bearer\\s+(${API_KEY_PATTERN})\\s*$`);
 
 /**
  * The SHA-256 hex of the request's API key.
