@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { Webhook } from "standardwebhooks";
-import { DEMO_API_KEY } from "./generate";
+import { DEMO_API_KEY } from "./dataset/build";
 
 const { values: opts } = parseArgs({
   options: {

@@ -8,7 +8,8 @@
  */
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { DEMO_API_KEY, generateDataset, OTHER_API_KEY, writeDataset } from "./generate";
+import { DEMO_API_KEY, generateDataset, OTHER_API_KEY } from "./dataset/build";
+import { writeDataset } from "./generate";
 import { importJsonFile, ImportValidationError, type ImportSummary } from "./import";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, ROOT, userPath } from "./lib/wrangler";

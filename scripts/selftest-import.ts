@@ -17,7 +17,8 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { validateImport } from "../src/db/import";
-import { generateDataset, writeDataset } from "./generate";
+import { generateDataset } from "./dataset/build";
+import { writeDataset } from "./generate";
 import { countRows } from "./import";
 import { applyMigrations, d1Query, ROOT } from "./lib/wrangler";
 

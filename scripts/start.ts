@@ -11,7 +11,7 @@
  *    build, wrangler.toml `[build]`, first copies the Scalar bundle that /docs loads).
  */
 import { parseArgs } from "node:util";
-import { DEMO_API_KEY, OTHER_API_KEY } from "./generate";
+import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, d1Query, spawnWrangler, userPath } from "./lib/wrangler";
 import { seedDemo } from "./seed-demo";
