@@ -1,10 +1,10 @@
 /**
  * Event hub benchmark (issue 3, "Performance"): `npm run bench:hub`.
  *
- * 1. Starts `wrangler dev` on 127.0.0.1 with a throw-away local state directory and the vars
- *    `WEBHOOK_ALLOW_INSECURE_URLS:true` (http://127.0.0.1 targets) and `BENCH_FLOOR:true`
- *    (enables POST /__bench/publish), after applying the D1 migrations and inserting one
- *    school with an API key.
+ * 1. Starts `wrangler dev` with the benchmark entry (src/bench.ts: the Worker plus POST
+ *    /__bench/publish) on 127.0.0.1 with a throw-away local state directory and the var
+ *    `WEBHOOK_ALLOW_INSECURE_URLS:true` (http://127.0.0.1 targets), after applying the D1
+ *    migrations and inserting one school with an API key.
  * 2. Starts a Node HTTP receiver on 127.0.0.1 that answers 204 at once, counts deliveries
  *    and verifies a sample of signatures with the `standardwebhooks` package.
  * 3. Creates 5 registrations, publishes 1,000 `course.updated` events (batches through
@@ -29,7 +29,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
-import { wranglerEnv } from "./lib/wrangler";
+import { BENCH_ENTRY, wranglerEnv } from "./lib/wrangler";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
 const HOOKS = Number(process.env.BENCH_HOOKS ?? 5);
@@ -186,8 +186,8 @@ async function main(): Promise<void> {
     const apiPort = await freePort();
     const base = `http://127.0.0.1:${apiPort}`;
     const args = [
-      "dev", "--ip", "127.0.0.1", "--port", String(apiPort), "--persist-to", state,
-      "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true", "--var", "BENCH_FLOOR:true",
+      "dev", BENCH_ENTRY, "--ip", "127.0.0.1", "--port", String(apiPort), "--persist-to", state,
+      "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true",
       "--show-interactive-dev-session=false", "--log-level", "warn",
     ];
     const childEnv = wranglerEnv({ BENCH_PORT: String(apiPort), BENCH_STATE: state });
@@ -331,9 +331,9 @@ async function serve(): Promise<void> {
   const { unstable_startWorker } = await import("wrangler");
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
+    entrypoint: path.join(root, BENCH_ENTRY),
     bindings: {
       WEBHOOK_ALLOW_INSECURE_URLS: { type: "plain_text", value: "true" },
-      BENCH_FLOOR: { type: "plain_text", value: "true" },
     },
     dev: {
       inspector: false,

@@ -4,8 +4,8 @@
  * 1. Generates a dataset with the demo generator (default: 10 schools, `sch_demo` with
  *    100,000 courses, ~1,000,000 course↔student rows) and imports it into a fresh local D1
  *    through the import CLI's code, reporting rows per second.
- * 2. Starts `wrangler dev` on that database with `BENCH_FLOOR=true`, which enables
- *    `GET /__bench/floor` (one `SELECT 1`) and `POST /__bench/publish`.
+ * 2. Starts `wrangler dev` on that database with the benchmark entry (src/bench.ts: the
+ *    Worker plus `GET /__bench/floor`, one `SELECT 1`, and `POST /__bench/publish`).
  * 3. Drives a fixed query mix over the big school with autocannon, at 1 and 16
  *    connections: p50, p99, requests/s, D1 time and D1 round trips (from `Server-Timing`),
  *    each listing beside the floor as a ratio of p50s.
@@ -28,7 +28,7 @@ import { DEMO_API_KEY, generateDataset } from "./dataset/build";
 import { datasetStats } from "./generate";
 import { importData, type ImportSummary } from "./import";
 import { startDevServer, type DevServer } from "./lib/dev-server";
-import { applyMigrations, ROOT } from "./lib/wrangler";
+import { applyMigrations, BENCH_ENTRY, ROOT } from "./lib/wrangler";
 
 const { values: opts } = parseArgs({
   options: {
@@ -212,7 +212,7 @@ async function main() {
   let server: DevServer | undefined;
   const results: QueryResult[] = [];
   try {
-    server = await startDevServer({ persistTo, vars: { BENCH_FLOOR: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true });
+    server = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true });
     log(`wrangler dev on ${server.base}`);
     const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
