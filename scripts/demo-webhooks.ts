@@ -16,6 +16,8 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { Webhook } from "standardwebhooks";
+import type { CourseRecord } from "../src/courses/schemas";
+import type { CreatedWebhook } from "../src/webhooks/types";
 import { DEMO_API_KEY } from "./dataset/build";
 
 const { values: opts } = parseArgs({
@@ -67,13 +69,14 @@ const server = createServer(async (req, res) => {
   res.writeHead(204).end();
 });
 
-async function api(method: string, path: string, json?: unknown): Promise<any> {
+/** Calls the API with the demo key and returns `result` (the type the caller names). @throws Error on an error answer. */
+async function api<T = unknown>(method: string, path: string, json?: unknown): Promise<T> {
   const res = await fetch(`${BASE}${path}`, {
     method,
     headers: { authorization: `Bearer ${KEY}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
     body: json === undefined ? undefined : JSON.stringify(json),
   });
-  const body = (await res.json()) as any;
+  const body = (await res.json()) as { result: T; code?: string; message?: string };
   if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${body.code}: ${body.message}`);
   return body.result;
 }
@@ -92,21 +95,21 @@ async function main() {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   log(`receiver listening on ${url}`);
 
-  const hook = await api("POST", "/v3/webhooks", { url, description: "demo:webhooks" });
+  const hook = await api<CreatedWebhook>("POST", "/v3/webhooks", { url, description: "demo:webhooks" });
   secret = hook.secret;
   log(`registered ${hook.id} for every event type`);
   const test = await api("POST", `/v3/webhooks/${hook.id}/test`);
   log(`POST /v3/webhooks/${hook.id}/test → ${JSON.stringify(test)}`);
 
-  const course = await api("POST", "/v3/courses", {
+  const course = await api<CourseRecord>("POST", "/v3/courses", {
     name: "Démo webhooks",
     startDateTime: "2026-12-01T09:00:00+01:00",
     endDateTime: "2026-12-01T11:00:00+01:00",
     classroom: "B204",
   });
   log(`created ${course.id}`);
-  const teachers = (await api("GET", "/v3/courses?limit=1&includeTeachers=true")) as { teachers: { id: string }[] }[];
-  const professorId = teachers[0]?.teachers[0]?.id;
+  const teachers = await api<CourseRecord[]>("GET", "/v3/courses?limit=1&includeTeachers=true");
+  const professorId = teachers[0]?.teachers?.[0]?.id;
   const before: [string, unknown][] = [
     ["rename", { name: "Démo webhooks — salle changée", classroom: "C300" }],
     ["archive", { archived: true }],

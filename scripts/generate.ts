@@ -45,7 +45,9 @@ export async function writeDataset(data: ImportFileInput, file: string): Promise
   keys.forEach((k, i) => {
     const rows = (data[k] ?? []) as unknown[];
     parts.push(`${JSON.stringify(k)}: [`);
-    rows.forEach((r, j) => parts.push(JSON.stringify(r) + (j < rows.length - 1 ? "," : "")));
+    rows.forEach((r, j) => {
+      parts.push(JSON.stringify(r) + (j < rows.length - 1 ? "," : ""));
+    });
     parts.push(`]${i < keys.length - 1 ? "," : ""}`);
   });
   parts.push("}\n");
@@ -62,24 +64,27 @@ const USAGE = `usage: tsx scripts/generate.ts [--schools N] [--courses N] [--stu
                        --seed 2026 --as-of ${DEFAULT_AS_OF}
   benchmark:           --schools 10 --courses 100000 --students-per-course 10   (about 1,000,000 enrolments)`;
 
+const parse = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    options: {
+      schools: { type: "string" },
+      courses: { type: "string" },
+      students: { type: "string" },
+      "students-per-course": { type: "string" },
+      "small-courses": { type: "string" },
+      seed: { type: "string" },
+      "as-of": { type: "string" },
+      out: { type: "string", short: "o" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parse>["values"];
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        schools: { type: "string" },
-        courses: { type: "string" },
-        students: { type: "string" },
-        "students-per-course": { type: "string" },
-        "small-courses": { type: "string" },
-        seed: { type: "string" },
-        "as-of": { type: "string" },
-        out: { type: "string", short: "o" },
-        help: { type: "boolean", short: "h" },
-      },
-    }));
+    ({ values } = parse(argv));
   } catch (err) {
     console.error(`${(err as Error).message}\n${USAGE}`);
     return 2;

@@ -259,24 +259,27 @@ const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persis
   --keep-sql DIR    keep the generated SQL chunk files in DIR
   --quiet           no progress bar`;
 
+const parse = (argv: string[]) =>
+  parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      local: { type: "boolean" },
+      remote: { type: "boolean" },
+      "persist-to": { type: "string" },
+      "chunk-mb": { type: "string" },
+      "keep-sql": { type: "string" },
+      "statement-kb": { type: "string" },
+      quiet: { type: "boolean" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  let args;
+  let args: ReturnType<typeof parse>;
   try {
-    args = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        local: { type: "boolean" },
-        remote: { type: "boolean" },
-        "persist-to": { type: "string" },
-        "chunk-mb": { type: "string" },
-        "keep-sql": { type: "string" },
-        "statement-kb": { type: "string" },
-        quiet: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
+    args = parse(argv);
   } catch (err) {
     console.error(`${(err as Error).message}\n${USAGE}`);
     return 2;

@@ -10,7 +10,7 @@ import { courseOperations } from "./courses/operations";
 import type { Env } from "./env";
 import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
-import { buildOpenApiDocument } from "./openapi/document";
+import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
 import { eventWebhooks } from "./webhooks/event-webhooks";
 import { webhookOperations } from "./webhooks/operations";
@@ -18,14 +18,14 @@ import { webhookOperations } from "./webhooks/operations";
 /** Every operation of the API (API.md), then the two reference routes. */
 export const operations: Operation<Env>[] = [...courseOperations(publishEvents), ...webhookOperations, ...referenceOperations<Env>(openApiDocument)];
 
-let cached: Record<string, any> | undefined;
+let cached: OpenApiDocument | undefined;
 
 /**
  * The document, computed once per isolate (the object is shared: do not mutate it). Its
  * `servers` names the local development server; GET /openapi.json replaces it with the
  * origin the document is fetched from.
  */
-export function openApiDocument(): Record<string, any> {
+export function openApiDocument(): OpenApiDocument {
   cached ??= buildOpenApiDocument(operations, eventWebhooks);
   return cached;
 }

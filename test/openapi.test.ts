@@ -16,8 +16,8 @@ import { BASE, call, callJson, loadFixture } from "./helpers";
 import { checkResponse, problemsAt } from "./openapi-check";
 import { Receivers } from "./webhooks/receivers";
 
-const doc = openApiDocument();
 type Json = Record<string, any>;
+const doc: Json = openApiDocument();
 
 const KEY = "sk_test_openapi_school";
 const SCHOOL = "sch_openapi";

@@ -139,7 +139,9 @@ interface School {
 function addGroups({ plan, out }: School) {
   const { id: sid, tag: t } = plan;
   const trainings = TRAININGS.slice(0, plan.trainings);
-  trainings.forEach((tr, k) => out.trainings.push({ id: `trn_${t}${k + 1}`, schoolId: sid, name: tr.name }));
+  trainings.forEach((tr, k) => {
+    out.trainings.push({ id: `trn_${t}${k + 1}`, schoolId: sid, name: tr.name });
+  });
   const share = GROUP_SHARE.slice(0, plan.trainings);
   const shareSum = share.reduce((a, b) => a + b, 0);
   const groupTraining: number[] = [];

@@ -17,7 +17,7 @@ export interface DevServer {
 }
 
 /** A free TCP port on 127.0.0.1. */
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.on("error", reject);

@@ -22,7 +22,7 @@ export const DB_BINDING = "DB";
  * the package root but keeps the original in INIT_CWD, so relative file arguments of
  * `npm run import -- data.json` are resolved against it.
  */
-export const USER_CWD = process.env.INIT_CWD ?? process.cwd();
+const USER_CWD = process.env.INIT_CWD ?? process.cwd();
 
 /** Resolves a path given on the command line against {@link USER_CWD}. */
 export function userPath(p: string): string {

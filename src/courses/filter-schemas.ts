@@ -19,7 +19,7 @@ import { ID_RE } from "../lib/ids";
 import { GET_MAX_IDS, MAX_PAGE, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
 
 /** Sortable fields of `POST /v3/courses:search`. */
-export const SORT_FIELDS = ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"] as const;
+const SORT_FIELDS = ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"] as const;
 
 /** The id-list filters (their GET repetitions are joined). */
 export const ID_LIST_PARAMS = ["groupId", "studentId", "professorId", "trainingId"] as const;

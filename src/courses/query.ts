@@ -20,7 +20,7 @@ import type { CourseQuery, Includes } from "./filters";
 export type SchoolScope = { schoolId: string } | { keyHash: string };
 
 /** SQL for the school id of a scope. */
-export function schoolIdSql(scope: SchoolScope): SQL {
+function schoolIdSql(scope: SchoolScope): SQL {
   return "schoolId" in scope
     ? sql`${scope.schoolId}`
     : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
@@ -32,7 +32,7 @@ const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.strin
  * Id lists longer than this are matched course by course instead of course ids first
  * (see `related`). 100 is the GET limit, so GET lists always take the selective plan.
  */
-export const LONG_LIST = 100;
+const LONG_LIST = 100;
 
 /**
  * "The course is related to at least one of `ids`" in one of two equivalent forms:
@@ -54,7 +54,7 @@ function related(school: SQL, table: string, column: string, ids: string[]): SQL
 }
 
 /** The WHERE conditions of a CourseQuery (AND of every filter), school scope first. */
-export function courseConditions(school: SQL, q: CourseQuery): SQL {
+function courseConditions(school: SQL, q: CourseQuery): SQL {
   const c: (SQL | undefined)[] = [eq(courses.schoolId, school)];
   if (q.courseStartDateTime !== undefined) c.push(gte(courses.startMs, q.courseStartDateTime));
   if (q.courseEndDateTime !== undefined) c.push(lte(courses.endMs, q.courseEndDateTime));
@@ -93,7 +93,7 @@ const SORT_COLUMNS = {
  * ORDER BY of a sort: the keys in order, then `id` ascending. Default `startDateTime` asc.
  * SQLite orders NULL first in ASC and last in DESC, as the contract asks.
  */
-export function courseOrder(sort: SortKey[]): SQL[] {
+function courseOrder(sort: SortKey[]): SQL[] {
   const keys = sort.length > 0 ? sort : [{ field: "startDateTime", order: "asc" } as const];
   return [...keys.map((k) => (k.order === "asc" ? asc : desc)(SORT_COLUMNS[k.field])), asc(courses.id)];
 }

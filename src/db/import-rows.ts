@@ -166,7 +166,11 @@ export function renderBound(steps: readonly ImportStep[]): BoundStatement[] {
   const out: BoundStatement[] = [];
   const bind = (render: (v: Placeholder) => string) => {
     const params: Value[] = [];
-    out.push({ sql: render((value) => (params.push(value), "?")), params });
+    const placeholder: Placeholder = (value) => {
+      params.push(value);
+      return "?";
+    };
+    out.push({ sql: render(placeholder), params });
   };
   for (const s of steps) {
     if (s.kind === "command") {

@@ -12,9 +12,9 @@ import type { SchoolEvent } from "./types";
 /** Outbox rows unpublished for longer than this are re-published by the sweep (ms). */
 export const SWEEP_AFTER_MS = 30_000;
 /** Published rows older than this are pruned (ms): 7 days. */
-export const PRUNE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+const PRUNE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 /** Rows handled by one sweep. */
-export const SWEEP_BATCH = 500;
+const SWEEP_BATCH = 500;
 
 /**
  * Publishes events of one school to its hub, then marks them published in the outbox.

@@ -9,9 +9,6 @@ import { idSchema, instantOutSchema } from "../lib/fields";
 /** Event types a registration may subscribe to (`["*"]` = all): those of course writes. */
 export const EVENT_TYPES = COURSE_EVENT_TYPES;
 
-/** A subscribable event type. */
-export type EventType = (typeof EVENT_TYPES)[number];
-
 /** Every event type a delivery may carry: `webhook.test` is sent only by POST /v3/webhooks/{id}/test. */
 export const DELIVERED_EVENT_TYPES = [...EVENT_TYPES, "webhook.test"] as const;
 

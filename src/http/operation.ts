@@ -11,7 +11,7 @@ import type { RequestContext } from "./context";
 import type { ErrorCode } from "./error-catalogue";
 
 /** A route handler. `rc` carries the request id and D1 timing. */
-export type Handler<E> = (req: IRequest, env: E, exec: ExecutionContext, rc: RequestContext) => Promise<Response>;
+type Handler<E> = (req: IRequest, env: E, exec: ExecutionContext, rc: RequestContext) => Promise<Response>;
 
 /** A response header, as the document describes it. */
 export interface HeaderDoc {
@@ -41,7 +41,7 @@ export type ErrorCodes = readonly [ErrorCode, ...ErrorCode[]];
 export type ErrorResponse = ErrorCodes | { codes: ErrorCodes; lead: string };
 
 /** A tag of the document: the operations of one domain. */
-export interface Tag {
+interface Tag {
   name: string;
   description: string;
 }

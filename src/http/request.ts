@@ -17,7 +17,7 @@ import { ApiError } from "./errors";
  * 400 UNKNOWN_PARAMETER naming each unknown query parameter (`where: "parameter"`) or body
  * field (`"path"`), with a close accepted name when there is one, and every accepted name.
  */
-export function unknownParameterError(unknown: string[], accepted: readonly string[], where: "parameter" | "path"): ApiError {
+function unknownParameterError(unknown: string[], accepted: readonly string[], where: "parameter" | "path"): ApiError {
   const hints = unknown.map((name) => {
     const close = closestName(name, accepted);
     return close ? `"${name}" (did you mean "${close}"?)` : `"${name}"`;

@@ -16,7 +16,7 @@ const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
  * everything else literally — a `:` too, which itty-router's own patterns would read as a
  * parameter (`/v3/courses:search`). Trailing slashes are ignored, as itty-router does.
  */
-export function pathPattern(path: string): RegExp {
+function pathPattern(path: string): RegExp {
   const source = path
     .split(/(\{[A-Za-z_]\w*\})/)
     .map((part) => (/^\{\w+\}$/.test(part) ? `(?<${part.slice(1, -1)}>[^/]+?)` : escapeRe(part)))

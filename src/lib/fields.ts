@@ -48,7 +48,7 @@ export const bodyIdListSchema = (max: number) =>
 // Instants.
 
 /** Pattern of the instants the API writes: ISO 8601 UTC with milliseconds. */
-export const INSTANT_OUT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+const INSTANT_OUT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
 /** An instant as the API writes it: `2026-09-07T08:00:00.000Z`. */
 export const instantOutSchema = z
@@ -81,7 +81,7 @@ export const instantSchema = (opts: { repair?: boolean } = {}) =>
 // Text.
 
 /** Longest name, classroom and other short text, in characters. */
-export const MAX_TEXT = 200;
+const MAX_TEXT = 200;
 
 /** A text of 1–`max` characters (`trim`: measured after trimming, and stored trimmed). */
 export const textSchema = (opts: { max?: number; trim?: boolean } = {}) => {

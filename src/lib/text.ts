@@ -21,7 +21,7 @@ export function escapeLike(text: string): string {
 }
 
 /** Levenshtein distance, for "did you mean" hints on unknown parameters. */
-export function editDistance(a: string, b: string): number {
+function editDistance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
   for (let i = 1; i <= a.length; i++) {
     let diag = prev[0]!;

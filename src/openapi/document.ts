@@ -21,6 +21,9 @@ import { errorEnvelope } from "../http/envelopes";
 import type { ErrorResponse, Operation, OutgoingRequest, SuccessResponse } from "../http/operation";
 import { conventions } from "./conventions";
 
+/** The document: an OpenAPI 3.1 object (its root extension included). */
+export type OpenApiDocument = ReturnType<OpenApiGeneratorV31["generateDocument"]>;
+
 /** The `info.title` of the document. */
 export const API_TITLE = "School courses & webhooks API";
 
@@ -172,7 +175,7 @@ function exampleOff(value: unknown) {
  * @param operations every operation the Worker serves, in the router's order.
  * @param outgoing every request the service sends (the event deliveries).
  */
-export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], outgoing: readonly OutgoingRequest[]): Record<string, any> {
+export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], outgoing: readonly OutgoingRequest[]): OpenApiDocument {
   const registry = new OpenAPIRegistry();
   registry.registerComponent("securitySchemes", SECURITY_SCHEME, {
     type: "http",
@@ -205,7 +208,7 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     security: [{ [SECURITY_SCHEME]: [] }],
     // Each tag once, in order of first use: the domains in the router's order, then the events.
     tags: [...new Map([...operations, ...outgoing].map((o) => [o.tag.name, o.tag])).values()],
-  }) as Record<string, any>;
+  });
   return postProcess(doc);
 }
 
@@ -214,9 +217,9 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
  * 401 envelope with its code replaced), one description per parameter, and the examples of
  * optional parameters disabled (`exampleOff`).
  */
-function postProcess(doc: Record<string, any>): Record<string, any> {
+function postProcess(doc: OpenApiDocument): OpenApiDocument {
   const envelopeWith = (code: ErrorCode) => {
-    const schema = structuredClone(doc.components.schemas.UnauthorizedError);
+    const schema = structuredClone(doc.components?.schemas?.UnauthorizedError) as { properties: { code: { enum: string[] } }; description: string };
     schema.properties.code.enum = [code];
     schema.description = `${ERRORS[code].status}: ${when(code)}.`;
     return schema;
@@ -236,8 +239,9 @@ function postProcess(doc: Record<string, any>): Record<string, any> {
       content: { "application/json": { schema: envelopeWith("METHOD_NOT_ALLOWED"), example: errorExample("METHOD_NOT_ALLOWED") } },
     },
   };
-  for (const item of [...Object.values(doc.paths ?? {}), ...Object.values(doc.webhooks ?? {})] as Record<string, any>[]) {
-    for (const op of Object.values(item)) {
+  type Parameter = { description?: string; required?: boolean; schema?: { description?: string; example?: unknown }; examples?: unknown };
+  for (const item of [...Object.values(doc.paths ?? {}), ...Object.values(doc.webhooks ?? {})]) {
+    for (const op of Object.values(item) as { parameters?: Parameter[] }[]) {
       for (const p of op.parameters ?? []) {
         if (!p.schema) continue;
         // zod-to-openapi copies a parameter's description into its schema too: keep one.

@@ -7,7 +7,7 @@
  * fetched from, so that "Test Request" in /docs calls the same server.
  */
 import type { Operation } from "../http/operation";
-import { API_TITLE, API_VERSION } from "./document";
+import { API_TITLE, API_VERSION, type OpenApiDocument } from "./document";
 import { docsPageHtml } from "./docs-page";
 
 /** Distinct origins whose JSON is kept (a Worker sees one or two; the bound stops abuse). */
@@ -20,7 +20,7 @@ const TAG = { name: "Reference", description: "This document and its interactive
  *
  * @param document the document of every operation (built once per isolate; not mutated here).
  */
-export function referenceOperations<E>(document: () => Record<string, any>): Operation<E>[] {
+export function referenceOperations<E>(document: () => OpenApiDocument): Operation<E>[] {
   const serialized = new Map<string, string>();
   /** The document as JSON with `servers: [{ url: origin }]` (cached per origin). */
   const documentJson = (origin: string): string => {
@@ -71,7 +71,7 @@ export function referenceOperations<E>(document: () => Record<string, any>): Ope
       },
       /** 200 `text/html; charset=utf-8` (the query string is ignored). */
       async handler() {
-        page ??= docsPageHtml(document().info.title as string);
+        page ??= docsPageHtml(document().info.title);
         return new Response(page, { headers: headers("text/html") });
       },
     },
