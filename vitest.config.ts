@@ -1,10 +1,10 @@
 import path from "node:path";
-import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
+import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { ensureDocsAssets } from "./scripts/docs-assets";
+import { ensureDocsAssets } from "./scripts/docs-assets.ts";
 
 export default defineConfig(async () => {
-  // wrangler.toml's [assets] directory (the Scalar bundle of GET /docs) must exist; the pool
+  // wrangler.toml's [assets] directory (the Scalar bundle of GET /docs) must exist; the plugin
   // does not run wrangler's custom build.
   ensureDocsAssets();
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
@@ -25,6 +25,9 @@ export default defineConfig(async () => {
     test: {
       include: ["test/**/*.test.ts"],
       setupFiles: ["./test/setup.ts"],
+      // One worker per test file, the default, stated: the tests rely on the storage of each
+      // file being isolated (and vitest 5 prints an `isolate: false` hint unless it is set).
+      isolate: true,
       testTimeout: 30_000,
     },
   };

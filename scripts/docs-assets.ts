@@ -15,7 +15,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { SCALAR_SCRIPT_PATH } from "../src/openapi/docs-page";
+import { SCALAR_SCRIPT_PATH } from "../src/openapi/docs-page.ts";
 
 /** The repository root (this file lives in scripts/). */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");

@@ -7,7 +7,6 @@
  * `npm run lint:openapi` builds the same document as GET /openapi.json.
  */
 import { courseOperations } from "./courses/operations";
-import type { Env } from "./env";
 import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";

@@ -9,7 +9,6 @@
  *   (src/webhooks/bench.ts).
  */
 import { operations } from "./api";
-import type { Env } from "./env";
 import type { RequestContext } from "./http/context";
 import { success } from "./http/respond";
 import type { Route } from "./http/router";

@@ -3,7 +3,6 @@
  * outbox, and the SchoolHub Durable Object class is exported for its binding.
  */
 import { operations } from "./api";
-import type { Env } from "./env";
 import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { buildRouter, type Route } from "./http/router";

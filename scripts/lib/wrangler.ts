@@ -5,6 +5,7 @@
  * npx start-up on every call; the arguments are the same as `npx wrangler …`.
  */
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 
@@ -31,9 +32,18 @@ export function userPath(p: string): string {
 
 let bin: string | undefined;
 
-/** Absolute path of node_modules/wrangler/bin/wrangler.js. @throws Error when wrangler is not installed. */
+/**
+ * Absolute path of wrangler's CLI script (the `bin.wrangler` of node_modules/wrangler/package.json,
+ * `bin/wrangler.js`; wrangler's `exports` do not expose it, so it is found from package.json).
+ *
+ * @throws Error when wrangler is not installed.
+ */
 export function wranglerBin(): string {
-  bin ??= createRequire(path.join(ROOT, "package.json")).resolve("wrangler/bin/wrangler.js");
+  if (bin === undefined) {
+    const pkgJson = createRequire(path.join(ROOT, "package.json")).resolve("wrangler/package.json");
+    const pkg = JSON.parse(readFileSync(pkgJson, "utf8")) as { bin: { wrangler: string } };
+    bin = path.resolve(path.dirname(pkgJson), pkg.bin.wrangler);
+  }
   return bin;
 }
 

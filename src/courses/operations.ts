@@ -8,7 +8,6 @@
  * hub through `publish` (injected by src/api.ts: the events layer sits above courses).
  */
 import type { IRequest } from "itty-router";
-import type { Env } from "../env";
 import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
 import type { D1Timer, RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";

@@ -2,7 +2,6 @@
  * How the Worker reaches a school's event hub (DESIGN.md: one SchoolHub per school): the
  * outbox publishes to it, the webhook operations call it over RPC.
  */
-import type { Env } from "../env";
 
 /**
  * The RPC stub of `schoolId`'s SchoolHub (`idFromName(schoolId)`): the same object for every

@@ -4,7 +4,6 @@
  * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
  * the cron sweep may repeat a publish safely.
  */
-import type { Env } from "../env";
 import { type D1Timer, untimed } from "../http/context";
 import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";

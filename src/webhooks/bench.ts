@@ -9,7 +9,6 @@
 import type { IRequest } from "itty-router";
 import { z } from "zod";
 import { COURSE_EXAMPLE, type CourseRecord } from "../courses/schemas";
-import type { Env } from "../env";
 import { hubFor } from "../events/hub-client";
 import { EVENT_TYPES, type SchoolEvent } from "../events/types";
 import { authenticate } from "../http/auth";

@@ -25,7 +25,6 @@
  * idle the alarm is re-armed for the next due row.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../env";
 import type { SchoolEvent } from "../events/types";
 import { mintId } from "../lib/ids";
 import { formatInstant } from "../lib/time";

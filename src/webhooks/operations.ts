@@ -7,7 +7,6 @@
  * body, then the hub's answer. Ids that are not well-formed, unknown, deleted or belong to
  * another school all answer 404 WEBHOOK_NOT_FOUND.
  */
-import type { Env } from "../env";
 import { hubFor } from "../events/hub-client";
 import { authenticate } from "../http/auth";
 import { ApiError } from "../http/errors";
