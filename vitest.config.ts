@@ -2,11 +2,13 @@ import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { ensureDocsAssets } from "./scripts/docs-assets.ts";
+import { ensurePortalAssets } from "./scripts/portal-assets.ts";
 
 export default defineConfig(async () => {
-  // wrangler.toml's [assets] directory (the Scalar bundle of GET /docs) must exist; the plugin
-  // does not run wrangler's custom build.
+  // wrangler.toml's [assets] directory (the Scalar bundle of GET /docs, the portal of
+  // GET /portal) must exist; the plugin does not run wrangler's custom build.
   ensureDocsAssets();
+  await ensurePortalAssets();
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
     plugins: [

@@ -7,8 +7,9 @@
  * wrangler.toml serves `dist/assets/` (`[assets]`); the file lands at
  * `dist/assets/docs/scalar-api-reference.js`, i.e. `/docs/scalar-api-reference.js`
  * (`SCALAR_SCRIPT_PATH`). `dist/` is git-ignored: the copy is made by every entry point that
- * needs it — `wrangler dev` / `wrangler deploy` run this script as their custom build
- * (wrangler.toml `[build]`, so `npm start`, `npm run dev` and the benchmarks get it), and
+ * needs it — `wrangler dev` / `wrangler deploy` run it through their custom build
+ * (wrangler.toml `[build]`: scripts/build-assets.ts, so `npm start`, `npm run dev` and the
+ * benchmarks get it), and
  * `npm test` / `npx vitest run` call `ensureDocsAssets` from vitest.config.ts — and it is
  * skipped when the file is already up to date.
  */

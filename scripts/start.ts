@@ -5,10 +5,11 @@
  * 1. applies the local D1 migrations (`wrangler d1 migrations apply DB --local`, non-interactive);
  * 2. when the local database has no course, loads the demo data (scripts/seed-demo.ts);
  * 3. prints the demo API key, a ready-to-paste curl and the URLs of the reference
- *    (`/docs`, `/openapi.json`);
+ *    (`/docs`, `/openapi.json`) and of the webhook portal (`/portal`);
  * 4. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true` with
  *    stdio inherited, forwarding SIGINT/SIGTERM, and exits with its status (wrangler's custom
- *    build, wrangler.toml `[build]`, first copies the Scalar bundle that /docs loads).
+ *    build, wrangler.toml `[build]`, first copies the Scalar bundle that /docs loads and
+ *    builds the portal).
  */
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
@@ -53,6 +54,8 @@ try:
   ${demoCurl(port)}
 API reference (paste the demo key under Authentication, then "Test Request"):
   http://127.0.0.1:${port}/docs       OpenAPI document: http://127.0.0.1:${port}/openapi.json
+webhook portal (sign in with the demo key: endpoints, delivery log, chart):
+  http://127.0.0.1:${port}/portal
 `);
 
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true"];

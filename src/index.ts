@@ -1,11 +1,13 @@
 /**
- * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts), `scheduled` sweeps the
- * outbox, and the SchoolHub Durable Object class is exported for its binding.
+ * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts) and the webhook portal
+ * (src/portal/), `scheduled` sweeps the outbox, and the SchoolHub Durable Object class is
+ * exported for its binding.
  */
 import { operations } from "./api";
 import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { buildRouter, type Route } from "./http/router";
+import { servePortal } from "./portal/serve";
 
 export { SchoolHub } from "./webhooks/hub";
 
@@ -14,7 +16,11 @@ export function workerOf(routes: readonly Route<Env>[]) {
   const handle = buildRouter(routes);
   return {
     async fetch(request, env, exec): Promise<Response> {
-      return handle(request, env, exec, new RequestContext(request.headers.get("x-request-id")));
+      const rc = new RequestContext(request.headers.get("x-request-id"));
+      // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
+      const portal = await servePortal(request, env, rc);
+      if (portal) return portal;
+      return handle(request, env, exec, rc);
     },
     /**
      * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old

@@ -1,0 +1,40 @@
+/**
+ * Time helpers of the portal. The API speaks ISO 8601 UTC instants with milliseconds
+ * (API.md conventions) and refuses an instant without a zone; `<input type="datetime-local">`
+ * speaks the browser's local time without a zone. These convert between the two.
+ */
+
+/** An instant shown to a person: local date and time to the second, e.g. "21/11/2026, 18:04:05". */
+export function formatInstant(iso: string | null | undefined): string {
+  if (!iso) return "—";
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { dateStyle: "short", timeStyle: "medium" });
+}
+
+/**
+ * A `datetime-local` value (`2026-11-21T18:04` or with seconds), read as local time, to the
+ * API's ISO 8601 UTC form; `""` stays `""` (no filter).
+ *
+ * @throws RangeError when the value is not a date.
+ */
+export function localInputToIso(value: string): string {
+  if (value === "") return "";
+  const d = new Date(value);
+  if (Number.isNaN(d.getTime())) throw new RangeError(`"${value}" is not a date and time`);
+  return d.toISOString();
+}
+
+/** The `datetime-local` value (local time, to the minute) of an instant in ms since the epoch. */
+export function isoToLocalInput(ms: number): string {
+  const d = new Date(ms);
+  const pad = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+/** A bucket's start as a chart axis or table label: "18:00" for hours, "21/11" for days. */
+export function formatBucket(iso: string, bucket: "hour" | "day"): string {
+  const d = new Date(iso);
+  return bucket === "hour"
+    ? d.toLocaleString(undefined, { day: "2-digit", month: "2-digit", hour: "2-digit", minute: "2-digit" })
+    : d.toLocaleDateString(undefined, { day: "2-digit", month: "2-digit" });
+}

@@ -1,0 +1,232 @@
+/**
+ * The delivery log of one registration (GET /v3/webhooks/{id}/deliveries): filters
+ * (status, event type, event id, since, until), pages, each attempt's status code and error,
+ * and a resend button per event. Only the filters that are set are sent.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, type Delivery, type DeliveryFilters, type Page } from "../api";
+import { ErrorAlert, type Problem } from "../components";
+import { formatInstant, localInputToIso } from "../format";
+
+const STATUSES = ["pending", "succeeded", "failed", "skipped"] as const;
+/** Polls for a watched event at most this many times, this often (ms). */
+const WATCH_POLLS = 40;
+const WATCH_INTERVAL_MS = 1500;
+
+/** The filter form's fields (datetime-local values for since/until). */
+interface FilterForm {
+  status: string;
+  eventType: string;
+  eventId: string;
+  since: string;
+  until: string;
+}
+const EMPTY: FilterForm = { status: "", eventType: "", eventId: "", since: "", until: "" };
+
+/**
+ * `refresh` reloads the log when it changes; `watch` is an event id to poll for until its
+ * delivery has an outcome; `onQueued` runs after a resend; `onLoaded` after each load (the
+ * chart follows the log).
+ */
+export function DeliveryLog(props: { id: string; refresh: number; watch: string | null; onQueued: () => void; onLoaded: () => void }) {
+  const { id, refresh, watch, onQueued, onLoaded } = props;
+  const [form, setForm] = useState<FilterForm>(EMPTY);
+  const [filters, setFilters] = useState<DeliveryFilters>({});
+  const [page, setPage] = useState(1);
+  const [limit, setLimit] = useState(25);
+  const [data, setData] = useState<Page<Delivery> | null>(null);
+  const [error, setError] = useState<Problem | null>(null);
+  const [loading, setLoading] = useState(false);
+  const [tick, setTick] = useState(0);
+  const [resendOutcome, setResendOutcome] = useState<{ text: string } | { error: Problem } | null>(null);
+  const polls = useRef(0);
+
+  useEffect(() => {
+    let live = true;
+    setLoading(true);
+    api.listDeliveries(id, filters, page, limit).then(
+      (d) => {
+        if (!live) return;
+        setData(d);
+        setError(null);
+        setLoading(false);
+        onLoaded();
+      },
+      (err) => {
+        if (!live) return;
+        setError(err);
+        setLoading(false);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [id, filters, page, limit, refresh, tick]);
+
+  // After a test (or another action) the watched event is polled for until its delivery has
+  // an outcome, so the administrator sees it succeed or fail without pressing Refresh.
+  useEffect(() => {
+    polls.current = 0;
+  }, [watch]);
+  useEffect(() => {
+    if (!watch || !data || error) return;
+    const entry = data.items.find((d) => d.eventId === watch);
+    if (entry && entry.status !== "pending") return;
+    if (polls.current++ >= WATCH_POLLS) return;
+    const t = setTimeout(() => setTick((n) => n + 1), WATCH_INTERVAL_MS);
+    return () => clearTimeout(t);
+  }, [data, watch, error]);
+
+  const apply = (e: Event) => {
+    e.preventDefault();
+    try {
+      setFilters({
+        status: form.status,
+        eventType: form.eventType.trim(),
+        eventId: form.eventId.trim(),
+        since: localInputToIso(form.since),
+        until: localInputToIso(form.until),
+      });
+      setPage(1);
+    } catch (err) {
+      setError(new Error(`Enter a date and time: ${(err as Error).message}.`));
+    }
+  };
+  const clear = () => {
+    setForm(EMPTY);
+    setFilters({});
+    setPage(1);
+  };
+  const resend = async (eventId: string) => {
+    setResendOutcome(null);
+    try {
+      await api.resend(id, eventId);
+      setResendOutcome({ text: `Event ${eventId} queued again.` });
+      onQueued();
+    } catch (err) {
+      setResendOutcome({ error: err as Problem });
+    }
+  };
+  const field = (name: keyof FilterForm) => ({
+    value: form[name],
+    onInput: (e: Event) => setForm({ ...form, [name]: (e.currentTarget as HTMLInputElement).value }),
+  });
+
+  return (
+    <section aria-labelledby="log-title" class="panel">
+      <div class="title-row">
+        <h2 id="log-title">Delivery log</h2>
+        <button type="button" class="secondary" onClick={() => setTick((n) => n + 1)} disabled={loading}>
+          Refresh
+        </button>
+      </div>
+      <p class="hint">Attempts of the last 7 days, newest first. Times are in your local time zone.</p>
+      <form onSubmit={apply} noValidate class="filters" aria-label="Filter the delivery log">
+        <div class="field">
+          <label for="f-status">Status</label>
+          <select id="f-status" value={form.status} onChange={(e) => setForm({ ...form, status: e.currentTarget.value })}>
+            <option value="">Any</option>
+            {STATUSES.map((s) => (
+              <option value={s}>{s}</option>
+            ))}
+          </select>
+        </div>
+        <div class="field">
+          <label for="f-type">Event type</label>
+          <input id="f-type" type="text" placeholder="course.updated" {...field("eventType")} />
+        </div>
+        <div class="field">
+          <label for="f-event">Event id</label>
+          <input id="f-event" type="text" class="mono" placeholder="evt_…" {...field("eventId")} />
+        </div>
+        <div class="field">
+          <label for="f-since">Since</label>
+          <input id="f-since" type="datetime-local" step={1} {...field("since")} />
+        </div>
+        <div class="field">
+          <label for="f-until">Until</label>
+          <input id="f-until" type="datetime-local" step={1} {...field("until")} />
+        </div>
+        <div class="actions">
+          <button type="submit">Apply filters</button>
+          <button type="button" class="secondary" onClick={clear}>
+            Clear
+          </button>
+        </div>
+      </form>
+      <ErrorAlert error={error} title="The delivery log could not be read" />
+      {resendOutcome && "error" in resendOutcome && <ErrorAlert error={resendOutcome.error} title="The event was not resent" />}
+      <p role="status" class="small">
+        {resendOutcome && "text" in resendOutcome ? resendOutcome.text : loading ? "Loading the delivery log…" : ""}
+      </p>
+      {data && data.items.length === 0 && !error && <p>No delivery {Object.values(filters).some(Boolean) ? "matches these filters" : "yet"}.</p>}
+      {data && data.items.length > 0 && (
+        <div class="table-scroll">
+          <table class="log">
+            <caption class="visually-hidden">Delivery attempts, newest first, page {data.page}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Event</th>
+                <th scope="col">Attempt</th>
+                <th scope="col">Status</th>
+                <th scope="col">Response</th>
+                <th scope="col">Error</th>
+                <th scope="col">Attempted</th>
+                <th scope="col">Next attempt</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.items.map((d) => (
+                <tr key={`${d.eventId}-${d.attempt}-${d.attemptedAt}`} data-event-id={d.eventId} data-status={d.status}>
+                  <td>
+                    <code>{d.eventId}</code>
+                    <br />
+                    <span class="small">{d.eventType}</span>
+                  </td>
+                  <td>{d.attempt}</td>
+                  <td>
+                    <span class={`status status-${d.status}`}>{d.status}</span>
+                  </td>
+                  <td>{d.responseStatus ?? "—"}</td>
+                  <td>{d.error ?? "—"}</td>
+                  <td>{formatInstant(d.attemptedAt)}</td>
+                  <td>{formatInstant(d.nextAttemptAt)}</td>
+                  <td>
+                    <button type="button" class="secondary small" onClick={() => resend(d.eventId)} aria-label={`Resend ${d.eventId}`}>
+                      Resend
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <nav class="pager" aria-label="Delivery log pages">
+        <button type="button" class="secondary" onClick={() => setPage(page - 1)} disabled={page <= 1 || loading}>
+          Previous page
+        </button>
+        <span>Page {page}</span>
+        <button type="button" class="secondary" onClick={() => setPage(page + 1)} disabled={!data?.hasMore || loading}>
+          Next page
+        </button>
+        <label for="f-limit">Rows per page</label>
+        <select
+          id="f-limit"
+          value={String(limit)}
+          onChange={(e) => {
+            setLimit(Number(e.currentTarget.value));
+            setPage(1);
+          }}
+        >
+          {[25, 50, 100].map((n) => (
+            <option value={String(n)}>{n}</option>
+          ))}
+        </select>
+      </nav>
+    </section>
+  );
+}

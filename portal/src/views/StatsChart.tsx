@@ -1,0 +1,164 @@
+/**
+ * Delivered, failed and skipped attempts per hour (or per day) from
+ * GET /v3/webhooks/{id}/stats, drawn by uPlot as stacked bars, with the same numbers in a
+ * table for screen readers and keyboard users (the canvas is one image to them).
+ */
+import uPlot from "uplot";
+import { useEffect, useRef, useState } from "preact/hooks";
+import { api, ApiError, type StatsBucket } from "../api";
+import { ErrorAlert, type Problem } from "../components";
+import { formatBucket } from "../format";
+
+/** The ranges offered: the contract's default (24 h, hourly) and the whole retention, daily. */
+const RANGES = {
+  day: { label: "Last 24 hours, per hour", ms: 24 * 3600_000, bucket: "hour" },
+  week: { label: "Last 7 days, per day", ms: 7 * 24 * 3600_000, bucket: "day" },
+} as const;
+type RangeKey = keyof typeof RANGES;
+
+/** Series drawn, bottom to top of each stack; colours pass 4.5:1 on white. */
+const SERIES = [
+  { key: "succeeded", label: "Delivered", color: "#2e7d32" },
+  { key: "failed", label: "Failed", color: "#c62828" },
+  { key: "skipped", label: "Skipped", color: "#5f6368" },
+] as const;
+
+/**
+ * The data for stacked bars: bars start at zero, so each series is drawn as
+ * the running total and the tallest is drawn first (underneath).
+ */
+function chartData(buckets: StatsBucket[]): uPlot.AlignedData {
+  const xs = buckets.map((b) => Date.parse(b.start) / 1000);
+  const totals = SERIES.map((_, i) => buckets.map((b) => SERIES.slice(0, i + 1).reduce((sum, s) => sum + b[s.key], 0)));
+  return [xs, ...totals.reverse()];
+}
+
+function Chart({ buckets, bucket }: { buckets: StatsBucket[]; bucket: "hour" | "day" }) {
+  const box = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    const el = box.current!;
+    const bars = uPlot.paths.bars!({ size: [0.8, 40], align: 1 });
+    const drawn = [...SERIES].reverse();
+    const plot = new uPlot(
+      {
+        width: Math.max(el.clientWidth, 280),
+        height: 220,
+        legend: { show: false },
+        cursor: { show: false },
+        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        axes: [{}, { label: "attempts", values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : "")) }],
+        series: [{}, ...drawn.map((s) => ({ label: s.label, fill: s.color, stroke: s.color, width: 0, paths: bars, points: { show: false } }))],
+      },
+      chartData(buckets),
+      el,
+    );
+    const resize = new ResizeObserver(() => plot.setSize({ width: Math.max(el.clientWidth, 280), height: 220 }));
+    resize.observe(el);
+    return () => {
+      resize.disconnect();
+      plot.destroy();
+    };
+  }, [buckets]);
+  const totals = SERIES.map((s) => buckets.reduce((sum, b) => sum + b[s.key], 0));
+  return (
+    <>
+      <ul class="legend" aria-hidden="true">
+        {SERIES.map((s, i) => (
+          <li>
+            <span class={`swatch swatch-${s.key}`} /> {s.label}: {totals[i]}
+          </li>
+        ))}
+      </ul>
+      <div
+        ref={box}
+        class="chart"
+        role="img"
+        aria-label={`Stacked bars per ${bucket}: ${SERIES.map((s, i) => `${totals[i]} ${s.label.toLowerCase()}`).join(", ")} in the period. The table below has every ${bucket}.`}
+      />
+    </>
+  );
+}
+
+export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
+  const [range, setRange] = useState<RangeKey>("day");
+  const [buckets, setBuckets] = useState<StatsBucket[] | null>(null);
+  const [error, setError] = useState<Problem | null>(null);
+  // A server without the stats route (404 NOT_FOUND, 405) says so once: the reloads that follow
+  // the log do not ask again (and do not make screen readers repeat the alert).
+  const absent = useRef(false);
+  useEffect(() => {
+    absent.current = false;
+  }, [id, range]);
+  useEffect(() => {
+    if (absent.current) return;
+    let live = true;
+    const { ms, bucket } = RANGES[range];
+    const until = Date.now();
+    api.stats(id, new Date(until - ms).toISOString(), new Date(until).toISOString(), bucket).then(
+      (b) => {
+        if (!live) return;
+        setBuckets(b);
+        setError(null);
+      },
+      (err) => {
+        if (err instanceof ApiError && (err.code === "NOT_FOUND" || err.code === "METHOD_NOT_ALLOWED")) absent.current = true;
+        if (!live) return;
+        setBuckets(null);
+        setError(err);
+      },
+    );
+    return () => {
+      live = false;
+    };
+  }, [id, range, refresh]);
+  const bucket = RANGES[range].bucket;
+  return (
+    <section aria-labelledby="stats-title" class="panel">
+      <div class="title-row">
+        <h2 id="stats-title">Deliveries over time</h2>
+        <div class="field inline">
+          <label for="stats-range">Period</label>
+          <select id="stats-range" value={range} onChange={(e) => setRange(e.currentTarget.value as RangeKey)}>
+            {Object.entries(RANGES).map(([k, r]) => (
+              <option value={k}>{r.label}</option>
+            ))}
+          </select>
+        </div>
+      </div>
+      <ErrorAlert error={error} title="The statistics could not be read" />
+      {buckets && (
+        <>
+          <Chart buckets={buckets} bucket={bucket} />
+          <details>
+            <summary>The numbers, per {bucket}</summary>
+            <div class="table-scroll">
+              <table>
+                <caption class="visually-hidden">Attempts per {bucket}, oldest first</caption>
+                <thead>
+                  <tr>
+                    <th scope="col">{bucket === "hour" ? "Hour" : "Day"} starting</th>
+                    <th scope="col">Delivered</th>
+                    <th scope="col">Failed</th>
+                    <th scope="col">Skipped</th>
+                    <th scope="col">Pending</th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {buckets.map((b) => (
+                    <tr key={b.start}>
+                      <th scope="row">{formatBucket(b.start, bucket)}</th>
+                      <td>{b.succeeded}</td>
+                      <td>{b.failed}</td>
+                      <td>{b.skipped}</td>
+                      <td>{b.pending}</td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          </details>
+        </>
+      )}
+    </section>
+  );
+}

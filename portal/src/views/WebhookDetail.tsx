@@ -1,0 +1,293 @@
+/**
+ * `#/webhooks/{id}`: one registration — its record and status, the actions of the contract
+ * (send a test, edit, disable/enable, rotate the secret, delete), recover since an instant,
+ * the stats chart and the delivery log. Each part loads and fails on its own: an endpoint
+ * the server does not offer (404/405) shows the API's message in its part only.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { api, type Webhook } from "../api";
+import { Dialog, ErrorAlert, eventsText, SecretReveal, StatusBadge, type Problem } from "../components";
+import { formatInstant, localInputToIso } from "../format";
+import type { Flash } from "../main";
+import { DeliveryLog } from "./DeliveryLog";
+import { StatsChart } from "./StatsChart";
+
+type Go = (hash: string, flash?: Flash) => void;
+
+/** What the action bar last did: a sentence, or the API's error. */
+type Outcome = { text: string } | { error: Problem; title: string } | null;
+
+export function WebhookDetail({ id, go }: { id: string; go: Go }) {
+  const [webhook, setWebhook] = useState<Webhook | null | undefined>(undefined);
+  const [loadError, setLoadError] = useState<Problem | null>(null);
+  const [outcome, setOutcome] = useState<Outcome>(null);
+  const [busy, setBusy] = useState(false);
+  const [dialog, setDialog] = useState<"rotate" | "delete" | null>(null);
+  /** Bumped after each action that queues deliveries: the log and the chart reload. */
+  const [refresh, setRefresh] = useState(0);
+  /** The event the log keeps polling for until its delivery is no longer pending. */
+  const [watch, setWatch] = useState<string | null>(null);
+  /** Bumped each time the log loads: the chart reloads with it. */
+  const [logLoads, setLogLoads] = useState(0);
+
+  const load = () =>
+    api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
+  useEffect(() => {
+    void load();
+  }, [id]);
+
+  /** Runs one action, with the button bar disabled meanwhile; its outcome is announced. */
+  const act = async (title: string, run: () => Promise<string>) => {
+    setBusy(true);
+    setOutcome(null);
+    try {
+      setOutcome({ text: await run() });
+    } catch (err) {
+      setOutcome({ error: err as Problem, title });
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  const sendTest = () =>
+    act("The test was not sent", async () => {
+      const { eventId } = await api.sendTest(id);
+      setWatch(eventId);
+      setRefresh((n) => n + 1);
+      return `Test event ${eventId} queued: its delivery appears in the log below.`;
+    });
+  const setEnabled = (enabled: boolean) =>
+    act(enabled ? "The endpoint was not enabled" : "The endpoint was not disabled", async () => {
+      setWebhook(await api.updateWebhook(id, { enabled }));
+      setRefresh((n) => n + 1);
+      return enabled
+        ? "Endpoint enabled: events accepted from now on are delivered. Skipped ones are sent only if you recover or resend them."
+        : "Endpoint disabled: no attempt starts any more; queued deliveries and new events are logged as skipped.";
+    });
+
+  if (loadError) return <ErrorAlert error={loadError} title="The endpoint could not be loaded" />;
+  if (webhook === undefined) return <p aria-busy="true">Loading…</p>;
+  if (webhook === null) {
+    return (
+      <section aria-labelledby="view-title">
+        <h1 id="view-title" tabIndex={-1}>
+          Endpoint not found
+        </h1>
+        <p>This school has no endpoint with the id {id} (it may have been deleted).</p>
+        <a href="#/">All endpoints</a>
+      </section>
+    );
+  }
+  const enabled = webhook.enabled !== false;
+  return (
+    <section aria-labelledby="view-title">
+      <p class="crumbs">
+        <a href="#/">All endpoints</a>
+      </p>
+      <h1 id="view-title" tabIndex={-1}>
+        Endpoint <span class="mono">{webhook.url}</span>
+      </h1>
+      <dl class="record">
+        <dt>Status</dt>
+        <dd>
+          <StatusBadge webhook={webhook} />
+        </dd>
+        <dt>Description</dt>
+        <dd>{webhook.description ?? "—"}</dd>
+        <dt>Events</dt>
+        <dd>{eventsText(webhook.events)}</dd>
+        <dt>Id</dt>
+        <dd>
+          <code>{webhook.id}</code>
+        </dd>
+        <dt>Created</dt>
+        <dd>{formatInstant(webhook.createdAt)}</dd>
+        {webhook.updatedAt && (
+          <>
+            <dt>Updated</dt>
+            <dd>{formatInstant(webhook.updatedAt)}</dd>
+          </>
+        )}
+      </dl>
+
+      <div class="toolbar" role="group" aria-label="Endpoint actions">
+        <button type="button" onClick={sendTest} disabled={busy}>
+          Send test event
+        </button>
+        <a class="button secondary" href={`#/webhooks/${id}/edit`}>
+          Edit
+        </a>
+        <button type="button" class="secondary" onClick={() => setEnabled(!enabled)} disabled={busy}>
+          {enabled ? "Disable" : "Enable"}
+        </button>
+        <button type="button" class="secondary" onClick={() => setDialog("rotate")} disabled={busy}>
+          Rotate secret…
+        </button>
+        <button type="button" class="danger" onClick={() => setDialog("delete")} disabled={busy}>
+          Delete…
+        </button>
+      </div>
+      <div role="status" class="outcome">
+        {outcome && "text" in outcome ? outcome.text : ""}
+      </div>
+      {outcome && "error" in outcome && <ErrorAlert error={outcome.error} title={outcome.title} />}
+
+      {dialog === "rotate" && <RotateDialog id={id} onClose={() => setDialog(null)} />}
+      {dialog === "delete" && (
+        <DeleteDialog
+          webhook={webhook}
+          onClose={() => setDialog(null)}
+          onDeleted={() => go("#/", { text: `Endpoint ${webhook.url} deleted. Nothing more will be sent to it.`, kind: "ok" })}
+        />
+      )}
+
+      <StatsChart id={id} refresh={logLoads} />
+      <DeliveryLog id={id} refresh={refresh} watch={watch} onQueued={() => setRefresh((n) => n + 1)} onLoaded={() => setLogLoads((n) => n + 1)} />
+      <RecoverForm id={id} onQueued={() => setRefresh((n) => n + 1)} />
+    </section>
+  );
+}
+
+/** POST …/secret/rotate with a grace period; the new secret is shown once, in the dialog. */
+function RotateDialog({ id, onClose }: { id: string; onClose: () => void }) {
+  const [grace, setGrace] = useState("86400");
+  const [error, setError] = useState<Problem | null>(null);
+  const [busy, setBusy] = useState(false);
+  const [rotated, setRotated] = useState<{ secret: string; previousSecretExpiresAt: string | null } | null>(null);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      setRotated(await api.rotateSecret(id, Number(grace)));
+    } catch (err) {
+      setError(err as Problem);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog title="Rotate the signing secret" onClose={onClose}>
+      {rotated ? (
+        <>
+          <SecretReveal secret={rotated.secret} label="The new signing secret">
+            <p>
+              {rotated.previousSecretExpiresAt
+                ? `Until ${formatInstant(rotated.previousSecretExpiresAt)}, every delivery is signed with both the new and the previous secret, so your receiver can switch at its own pace.`
+                : "The previous secret no longer signs anything."}
+            </p>
+          </SecretReveal>
+          <div class="actions">
+            <button type="button" onClick={onClose}>
+              Done
+            </button>
+          </div>
+        </>
+      ) : (
+        <form onSubmit={submit} noValidate>
+          <p>A new secret is generated. During the grace period, deliveries carry two signatures: one with each secret.</p>
+          <div class="field">
+            <label for="grace">Grace period for the previous secret, in seconds (0 to 604800)</label>
+            <input id="grace" type="number" min={0} max={604800} step={1} inputMode="numeric" value={grace} onInput={(e) => setGrace(e.currentTarget.value)} />
+          </div>
+          <ErrorAlert error={error} title="The secret was not rotated" />
+          <div class="actions">
+            <button type="submit" disabled={busy}>
+              {busy ? "Rotating…" : "Rotate secret"}
+            </button>
+            <button type="button" class="secondary" onClick={onClose}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+    </Dialog>
+  );
+}
+
+/** DELETE, after a confirmation that states the deregistration promise (API.md § DELETE). */
+function DeleteDialog({ webhook, onClose, onDeleted }: { webhook: Webhook; onClose: () => void; onDeleted: () => void }) {
+  const [error, setError] = useState<Problem | null>(null);
+  const [busy, setBusy] = useState(false);
+  const confirm = async () => {
+    setBusy(true);
+    setError(null);
+    try {
+      await api.deleteWebhook(webhook.id);
+      onDeleted();
+    } catch (err) {
+      setError(err as Problem);
+      setBusy(false);
+    }
+  };
+  return (
+    <Dialog title="Delete this endpoint?" onClose={onClose}>
+      <p>
+        <span class="mono">{webhook.url}</span> will be removed permanently, enabled or not. Once the deletion is confirmed:
+      </p>
+      <ul class="promise">
+        <li>no event accepted after the deletion is ever delivered to it;</li>
+        <li>its pending retries are dropped, and no new delivery attempt to it starts — not by the schedule, nor by a resend, a recovery or a test;</li>
+        <li>the deletion survives restarts of the service, and its id is never reused.</li>
+      </ul>
+      <p>Its delivery log and secret are deleted with it.</p>
+      <ErrorAlert error={error} title="The endpoint was not deleted" />
+      <div class="actions">
+        <button type="button" class="danger" onClick={confirm} disabled={busy}>
+          {busy ? "Deleting…" : "Delete permanently"}
+        </button>
+        <button type="button" class="secondary" onClick={onClose} autoFocus>
+          Cancel
+        </button>
+      </div>
+    </Dialog>
+  );
+}
+
+/** POST …/recover: queue again what ended failed or skipped since an instant. */
+function RecoverForm({ id, onQueued }: { id: string; onQueued: () => void }) {
+  const [since, setSince] = useState("");
+  const [until, setUntil] = useState("");
+  const [error, setError] = useState<Problem | null>(null);
+  const [done, setDone] = useState("");
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    setDone("");
+    try {
+      const { queued } = await api.recover(id, localInputToIso(since), localInputToIso(until) || undefined);
+      setDone(queued === 0 ? "Nothing to recover in that period." : `${queued} event${queued === 1 ? "" : "s"} queued again, in the order they were accepted.`);
+      onQueued();
+    } catch (err) {
+      setError(err instanceof RangeError ? new Error(`Enter a date and time: ${err.message}.`) : (err as Problem));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section aria-labelledby="recover-title" class="panel">
+      <h2 id="recover-title">Recover after an outage</h2>
+      <p>
+        Sends again, in acceptance order, every event of the last 7 days accepted in the period whose delivery to this endpoint
+        ended failed or skipped. Times are in your local time zone.
+      </p>
+      <form onSubmit={submit} noValidate class="inline-form">
+        <div class="field">
+          <label for="recover-since">Since</label>
+          <input id="recover-since" type="datetime-local" step={1} required value={since} onInput={(e) => setSince(e.currentTarget.value)} />
+        </div>
+        <div class="field">
+          <label for="recover-until">Until (optional)</label>
+          <input id="recover-until" type="datetime-local" step={1} value={until} onInput={(e) => setUntil(e.currentTarget.value)} />
+        </div>
+        <button type="submit" disabled={busy}>
+          {busy ? "Recovering…" : "Recover"}
+        </button>
+      </form>
+      <ErrorAlert error={error} title="Nothing was recovered" />
+      <p role="status">{done}</p>
+    </section>
+  );
+}
