@@ -188,6 +188,39 @@ describe("bad search bodies", () => {
     expect(nested.body.details[0].path).toBe("sort[0].direction");
   });
 
+  const raw = (body: string) => callJson("/v3/courses:search", { method: "POST", key: KEY_A, body, headers: { "content-type": "application/json" } });
+
+  for (const key of ["__proto__", "constructor", "prototype"]) {
+    it(`a ${key} key is 400 UNKNOWN_PARAMETER, at the root and in a sort key`, async () => {
+      const root = await raw(`{"limit":5,"${key}":{"limit":0,"isAdmin":true}}`);
+      expect([root.status, root.body.code, root.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: key, message: "unknown" }]]);
+      expect(root.body.message).toContain("Accepted: courseStartDateTime");
+      const nested = await raw(`{"sort":[{"field":"name","${key}":{"order":"desc"}}]}`);
+      expect([nested.status, nested.body.code, nested.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: `sort[0].${key}`, message: "unknown" }]]);
+    });
+  }
+
+  it("a prototype key deep inside a value is listed with the value's own problem (400 VALIDATION_ERROR)", async () => {
+    const { status, body } = await raw('{"groupId":[{"a":[{"__proto__":{"x":1}}]}]}');
+    expect([status, body.code]).toEqual([400, "VALIDATION_ERROR"]);
+    expect(body.details).toEqual(expect.arrayContaining([{ path: "groupId[0].a[0].__proto__", message: "unknown field" }, { path: "groupId[0]", message: expect.any(String) }]));
+  });
+
+  it("a string with an unpaired surrogate is 400 VALIDATION_ERROR (it has no UTF-8 form)", async () => {
+    const { status, body } = await raw('{"name":"x\\ud800y"}');
+    expect([status, body.code, body.details]).toEqual([400, "VALIDATION_ERROR", [{ path: "name", message: expect.stringContaining("unpaired surrogate") }]]);
+    expect((await raw('{"name":"\\ud83d\\ude00"}')).status).toBe(200);
+  });
+
+  it("a body with thousands of unknown fields lists 20 of them, names cut to 100 characters", async () => {
+    const json = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`field${i}${"x".repeat(i === 0 ? 500 : 0)}`, i]));
+    const { status, body } = await search(json);
+    expect([status, body.code]).toEqual([400, "UNKNOWN_PARAMETER"]);
+    expect(body.details).toHaveLength(20);
+    expect(body.details[0].path).toBe(`field0${"x".repeat(94)}…`);
+    expect(body.message).toContain("and 4980 more");
+  });
+
   it("wrong types are VALIDATION_ERROR with every JSON path", async () => {
     const { status, body } = await search({ archived: "true", limit: 0, page: 1.5, groupId: [1], courseStartDateTime: "2026-09-07T08:00:00", sort: [{ field: "teacher" }] });
     expect(status).toBe(400);

@@ -88,6 +88,26 @@ describe("POST /v3/courses", () => {
     });
   }
 
+  const rawPost = (body: string) => callJson("/v3/courses", { method: "POST", key: KEY_A, body, headers: { "content-type": "application/json" } });
+  const countCourses = async () => (await env.DB.prepare("SELECT count(*) AS n FROM courses WHERE school_id = 'sch_a'").first<{ n: number }>())!.n;
+
+  for (const key of ["__proto__", "constructor", "prototype"]) {
+    it(`a ${key} key is 400 UNKNOWN_PARAMETER, at the root and in a professor, and nothing is written`, async () => {
+      const before = await countCourses();
+      const fields = JSON.stringify(base).slice(1, -1);
+      const root = await rawPost(`{${fields},"${key}":{"archived":true}}`);
+      expect([root.status, root.body.code, root.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: key, message: "unknown" }]]);
+      const nested = await rawPost(`{${fields},"professors":[{"professorId":"prf_1","${key}":{"signed":true}}]}`);
+      expect([nested.status, nested.body.code, nested.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: `professors[0].${key}`, message: "unknown" }]]);
+      expect(await countCourses()).toBe(before);
+    });
+  }
+
+  it("a name with an unpaired surrogate is 400 VALIDATION_ERROR, not stored altered", async () => {
+    const { status, body } = await rawPost(`{"name":"Cours \\udc00","startDateTime":"${base.startDateTime}","endDateTime":"${base.endDateTime}"}`);
+    expect([status, body.code, body.details[0].path]).toEqual([400, "VALIDATION_ERROR", "name"]);
+  });
+
   it("unknown fields are UNKNOWN_PARAMETER with a close match", async () => {
     const { body } = await post({ ...base, classRoom: "B2" });
     expect(body.code).toBe("UNKNOWN_PARAMETER");
@@ -133,6 +153,20 @@ describe("POST /v3/courses", () => {
 });
 
 describe("PATCH /v3/courses/{id}", () => {
+  for (const key of ["__proto__", "constructor", "prototype"]) {
+    it(`a ${key} key is 400 UNKNOWN_PARAMETER, at the root and in a professor, and the course is unchanged`, async () => {
+      const { course } = await create();
+      const rawPatch = (body: string) => callJson(`/v3/courses/${course.id}`, { method: "PATCH", key: KEY_A, body, headers: { "content-type": "application/json" } });
+      const root = await rawPatch(`{"archived":true,"${key}":{"archived":false}}`);
+      expect([root.status, root.body.code, root.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: key, message: "unknown" }]]);
+      const nested = await rawPatch(`{"professors":[{"professorId":"prf_1","${key}":{"signed":true}}]}`);
+      expect([nested.status, nested.body.code, nested.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: `professors[0].${key}`, message: "unknown" }]]);
+      const after = await callJson(`/v3/courses/${course.id}`, { key: KEY_A });
+      expect(after.body.result).toEqual(course);
+      expect(await types(course.id)).toEqual(["course.created"]);
+    });
+  }
+
   it("changes only the fields sent; updatedAt moves", async () => {
     const { course } = await create({ classroom: "B204", groupIds: ["grp_1"] });
     const { status, body } = await patch(course.id, { name: "Droit civil" });

@@ -31,7 +31,7 @@ async function unpublished(schoolId: string): Promise<number> {
 describe("course writes deliver their events", () => {
   it("in the contract's order, signed, with the course after the write", async () => {
     const { schoolId, key } = await newSchool("w");
-    const hook = await register(key, "https://writes.example/hook");
+    const hook = await register(key, "https://writes.example.com/hook");
     const created = await callJson("/v3/courses", { method: "POST", key, json: base });
     const id = created.body.result.id;
     await callJson(`/v3/courses/${id}`, { method: "PATCH", key, json: { archived: true, absencesSent: true } });
@@ -39,7 +39,7 @@ describe("course writes deliver their events", () => {
     const last = await callJson(`/v3/courses/${id}`, { method: "PATCH", key, json: { archived: false, name: "Réseaux 2" } });
     expect(await unpublished(schoolId)).toBe(0);
     await drain(schoolId);
-    const got = receivers.to("writes.example");
+    const got = receivers.to("writes.example.com");
     expect(got.map((r) => r.event.type)).toEqual(["course.created", "course.updated", "course.archived", "course.absences_sent", "course.updated", "course.unarchived"]);
     const wh = new Webhook(hook.secret);
     for (const r of got) expect(wh.verify(r.body, r.headers)).toMatchObject({ id: r.event.id, schoolId });
@@ -52,7 +52,7 @@ describe("course writes deliver their events", () => {
 describe("the outbox sweep", () => {
   it("re-publishes exactly once when the hub call failed, and a duplicate publish delivers nothing twice", async () => {
     const { schoolId, key } = await newSchool("o");
-    await register(key, "https://sweep.example/hook");
+    await register(key, "https://sweep.example.com/hook");
     // A hub that cannot be reached: the write still succeeds, its events stay in the outbox.
     const unreachable = { ...env, SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) } } as unknown as typeof env;
     const post = await worker.fetch(
@@ -84,7 +84,7 @@ describe("the outbox sweep", () => {
     expect(await publishEvents(env, schoolId, [event])).toBe(true);
 
     await drain(schoolId);
-    const got = receivers.to("sweep.example");
+    const got = receivers.to("sweep.example.com");
     expect(got.map((r) => r.event.id)).toEqual([event.id]);
     expect(got[0]!.event.type).toBe("course.created");
     checkEvent(JSON.parse(got[0]!.body));

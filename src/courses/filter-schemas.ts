@@ -192,7 +192,8 @@ export const searchBodySchema = z
   })
   .meta({
     id: "CourseSearch",
-    description: "Every GET /v3/courses parameter under the same name, typed as JSON, plus `courseId` and `sort`. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description:
+      "Every GET /v3/courses parameter under the same name, typed as JSON, plus `courseId` and `sort`. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: {
       studentId: ["stu_1", "stu_2"],
       archived: false,

@@ -9,7 +9,7 @@
 import { and, asc, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/schema";
-import { escapeLike, fold } from "../lib/text";
+import { fold } from "../lib/text";
 import type { SortKey } from "./filter-schemas";
 import type { CourseQuery, Includes } from "./filters";
 
@@ -69,7 +69,10 @@ function courseConditions(school: SQL, q: CourseQuery): SQL {
   if (q.archived !== undefined) c.push(eq(courses.archived, q.archived));
   if (q.classroom !== undefined) c.push(eq(courses.classroom, q.classroom));
   if (q.creatorId !== undefined) c.push(eq(courses.creatorId, q.creatorId));
-  if (q.name !== undefined) c.push(sql`${courses.nameFolded} LIKE ${`%${escapeLike(fold(q.name))}%`} ESCAPE '\\'`);
+  // instr(), not LIKE: D1 refuses LIKE/GLOB patterns longer than about 50 bytes ("LIKE or
+  // GLOB pattern too complex"), and a substring test needs no escaping of `%` and `_`. The
+  // plan is the same (the name is checked on the school's rows either way).
+  if (q.name !== undefined) c.push(sql`instr(${courses.nameFolded}, ${fold(q.name)}) > 0`);
   if (q.professorSignatureMissing !== undefined) {
     // Probed course by course (index (school_id, signed, course_id)): the set of unsigned
     // courses is large, so materializing it first would cost more than the page.

@@ -15,11 +15,6 @@ export function fold(text: string): string {
     .replace(/ß/g, "ss");
 }
 
-/** Escapes `%`, `_` and `\` for a SQL `LIKE … ESCAPE '\'` pattern, so they match literally. */
-export function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
 /** Levenshtein distance, for "did you mean" hints on unknown parameters. */
 function editDistance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
@@ -37,10 +32,15 @@ function editDistance(a: string, b: string): number {
 
 /** The accepted name closest to `name` (case-insensitive edit distance ≤ 3), if any. */
 export function closestName(name: string, accepted: readonly string[]): string | undefined {
+  const lower = name.toLowerCase();
   let best: string | undefined;
   let bestDistance = 4;
   for (const candidate of accepted) {
-    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    const other = candidate.toLowerCase();
+    // The distance is at least the difference in length: skip the quadratic work (a name
+    // may be a megabyte long).
+    if (Math.abs(lower.length - other.length) >= bestDistance) continue;
+    const d = editDistance(lower, other);
     if (d < bestDistance) {
       best = candidate;
       bestDistance = d;

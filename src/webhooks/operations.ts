@@ -32,7 +32,7 @@ import {
   webhookTestResponseSchema,
 } from "./schemas";
 import type { Subscription } from "./types";
-import { checkWebhookUrl } from "./url-policy";
+import { requireWebhookUrl } from "./url-policy";
 
 /** 404 WEBHOOK_NOT_FOUND for `id`. */
 const webhookNotFound = (id: string) => new ApiError("WEBHOOK_NOT_FOUND", `No webhook registration with id "${id}" exists in this school.`);
@@ -72,16 +72,15 @@ export const webhookOperations: Operation<Env>[] = [
     },
     /**
      * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped. `url`
-     * is stored in its normalized form (see `checkWebhookUrl`).
+     * is stored in its normalized form (see `checkWebhookUrl`, applied by `requireWebhookUrl`).
      */
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
       const body = await parseBody(createWebhookSchema, req, "The body must be a JSON object: { url, events?, description? }.");
-      const verdict = checkWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
-      if (!verdict.ok) throw new ApiError("INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
+      const url = requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
       const events: Subscription = body.events === undefined || body.events.includes("*") ? ["*"] : ([...new Set(body.events)] as Exclude<Subscription, ["*"]>);
-      const result = await hubFor(env, schoolId).createWebhook({ url: verdict.url, events, description: body.description ?? null });
+      const result = await hubFor(env, schoolId).createWebhook({ url, events, description: body.description ?? null });
       if (!result.ok) throw new ApiError("WEBHOOK_LIMIT_REACHED");
       return success(result.webhook, { status: 201, headers: { location: `/v3/webhooks/${result.webhook.id}` } });
     },

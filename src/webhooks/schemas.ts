@@ -27,7 +27,8 @@ export const createWebhookSchema = z
   .strictObject({
     url: z.string({ error: "must be a string" }).min(1, "must not be empty").meta({
       format: "uri",
-      description: "Where events are POSTed: `https://` on a public host (a private, loopback or link-local target is 400 INVALID_WEBHOOK_URL). Stored normalized.",
+      description:
+        "Where events are POSTed, at most 2,048 characters, stored normalized (WHATWG serialization). The policy (400 INVALID_WEBHOOK_URL with the reason otherwise): `https` only; no userinfo (`user:pass@`); the host is not an IP literal in a loopback, private, link-local, unique-local, CGNAT, unspecified, multicast, documentation or otherwise reserved range (IPv4 and IPv6, every spelling: `0x7f000001`, `127.1`, `[::ffff:127.0.0.1]`…), not a single-label name (`https://metadata/`), and not a special-use or internal name: `localhost` and `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, `*.lan`, `*.intranet`, `*.corp`, `*.onion`, `*.test`, `*.invalid`, `*.example` — in any case, with or without a trailing dot. Names are not resolved. A deployment with `WEBHOOK_ALLOW_INSECURE_URLS=true` (local development) lifts all of it but the scheme (`http` or `https`).",
       example: "https://hooks.example.com/in",
     }),
     events: z
@@ -48,7 +49,7 @@ export const createWebhookSchema = z
   })
   .meta({
     id: "WebhookCreate",
-    description: "A new registration. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description: "A new registration. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: { url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync" },
   });
 
