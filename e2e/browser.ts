@@ -11,7 +11,7 @@ import axe from "axe-core";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
 
 /** The Chromium binary: Debian's package (`.ci/run` installs it when missing). */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
 /**
  * Flags that work in this sandboxed machine and keep Chromium off the network (no update

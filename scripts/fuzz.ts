@@ -23,9 +23,13 @@ import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { fuzz, snapshotSchool, Tally, type Send } from "../test/fuzz/oracle";
 import { type FuzzContext, type Refs, requestArb } from "../test/fuzz/requests";
+import type { CourseRecord } from "../src/courses/schemas";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { runIfMain } from "./lib/cli";
 import { formatInt } from "./lib/progress";
+
+/** A course record read with every include flag. */
+type CourseWithIncludes = CourseRecord & Required<Pick<CourseRecord, "students" | "teachers" | "surveyTemplates">>;
 
 /** Marks the registrations this script creates (path of their URL), so a later run can clean up. */
 const HOOK_PATH = "/fuzz-receiver";
@@ -51,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
   const send: Send = (req) => fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body, redirect: "manual" });
   const api = async (key: string, method: string, path: string, json?: unknown) => {
     const res = await send({ method, path, headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { "content-type": "application/json" }) }, body: json === undefined ? undefined : JSON.stringify(json) });
-    return { status: res.status, body: (await res.json()) as any };
+    return { status: res.status, body: (await res.json()) as { result?: unknown; code?: string } };
   };
 
   try {
@@ -94,7 +98,7 @@ async function main(argv: string[]): Promise<number> {
     const register = async (key: string, n: number) => {
       const res = await api(key, "POST", "/v3/webhooks", { url: hookUrl(n), description: "npm run fuzz" });
       if (res.status !== 201) throw new Error(`setup: POST /v3/webhooks answered ${res.status} ${res.body.code}`);
-      return res.body.result.id as string;
+      return (res.body.result as { id: string }).id;
     };
     const readHooks = ((await api(readKey, "GET", "/v3/webhooks")).body.result as { id: string }[]).map((h) => h.id);
     const writeHooks = ((await api(writeKey, "GET", "/v3/webhooks")).body.result as { id: string }[]).map((h) => h.id);
@@ -105,15 +109,15 @@ async function main(argv: string[]): Promise<number> {
       for (let i = 0; i < 4; i++) deletable.push(await register(writeKey, 10 + i));
     }
 
-    const records = write.body.result as any[];
+    const records = write.body.result as CourseWithIncludes[];
     const uniq = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => typeof x === "string"))].slice(0, 50);
     /** The reference ids seen in a page of course records (with every include). */
-    const refsOf = (page: any[]): Refs => ({
+    const refsOf = (page: CourseWithIncludes[]): Refs => ({
       groupIds: uniq(page.flatMap((c) => c.groupIds)),
-      studentIds: uniq(page.flatMap((c) => c.students.map((s: { id: string }) => s.id))),
-      professorIds: uniq(page.flatMap((c) => c.teachers.map((t: { id: string }) => t.id))),
+      studentIds: uniq(page.flatMap((c) => c.students.map((s) => s.id))),
+      professorIds: uniq(page.flatMap((c) => c.teachers.map((t) => t.id))),
       trainingIds: uniq(page.map((c) => c.training?.id)),
-      surveyTemplateIds: uniq(page.flatMap((c) => c.surveyTemplates.map((t: { id: string }) => t.id))),
+      surveyTemplateIds: uniq(page.flatMap((c) => c.surveyTemplates.map((t) => t.id))),
     });
     const ctx: FuzzContext = {
       readKey,
@@ -122,7 +126,7 @@ async function main(argv: string[]): Promise<number> {
       readCourseIds: (read.body.result as { id: string }[]).map((c) => c.id).slice(0, 50),
       writeCourseIds: records.map((c) => c.id).slice(0, 50),
       writeRefs: refsOf(records),
-      readRefs: refsOf(read.body.result as any[]),
+      readRefs: refsOf(read.body.result as CourseWithIncludes[]),
       readWebhookIds: readHooks,
       writeWebhookIds: writeHooks.filter((id) => !deletable.includes(id)),
       deletableWebhookIds: deletable,

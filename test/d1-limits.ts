@@ -31,7 +31,10 @@ function bytes(s: string): number {
   let n = s.length;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c >= 0x80) n += c < 0x800 ? 1 : c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? (i++, 2) : 2;
+    if (c < 0x80) continue;
+    n += c < 0x800 ? 1 : 2;
+    // A surrogate pair is one code point of 4 bytes: its second half adds nothing more.
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
   }
   return n;
 }
@@ -51,7 +54,9 @@ function checkStatement(sql: string, params: unknown[]): void {
   }
   const sqlBytes = encoder.encode(sql).byteLength;
   if (sqlBytes > D1_LIMITS.sqlBytes) throw new Error(`D1_ERROR: statement too long: SQLITE_TOOBIG (simulated production limit: ${sqlBytes} bytes of SQL)`);
-  params.forEach((p, i) => checkValue(p, `bound parameter ${i + 1}`));
+  params.forEach((p, i) => {
+    checkValue(p, `bound parameter ${i + 1}`);
+  });
 }
 
 /**

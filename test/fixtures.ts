@@ -74,7 +74,7 @@ export const coursesA: FixtureCourse[] = [
 ];
 
 /** Courses of school B: same names and filter values as A's, never visible to A. */
-export const coursesB: FixtureCourse[] = [
+const coursesB: FixtureCourse[] = [
   { ...c("crs_b1", "Algèbre linéaire", "2026-09-07T08:00:00Z", "2026-09-07T10:00:00Z", { classroom: "B204", creatorId: "usr_1", trainingId: "trn_1", groupIds: ["grp_1"], studentIds: ["stu_1"], professors: [{ professorId: "prf_1" }] }), schoolId: "sch_b" },
 ];
 

@@ -145,7 +145,12 @@ describe("the document covers the route table and the contract", () => {
   it("every example and default matches its own schema", () => {
     const failures: string[] = [];
     const walk = (node: unknown, pointer: string) => {
-      if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${pointer}/${i}`));
+      if (Array.isArray(node)) {
+        node.forEach((v, i) => {
+          walk(v, `${pointer}/${i}`);
+        });
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const n = node as Json;
       const isSchema = ["type", "properties", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"].some((k) => k in n);
@@ -199,7 +204,12 @@ describe("the document covers the route table and the contract", () => {
   it("forbids undocumented fields in every response object", () => {
     const open: string[] = [];
     const walk = (node: unknown, pointer: string) => {
-      if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${pointer}/${i}`));
+      if (Array.isArray(node)) {
+        node.forEach((v, i) => {
+          walk(v, `${pointer}/${i}`);
+        });
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const n = node as Json;
       if (n.type === "object" || (Array.isArray(n.type) && n.type.includes("object"))) {

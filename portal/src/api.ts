@@ -71,7 +71,7 @@ export interface Page<T> {
  * {@link ApiError} otherwise. `key` defaults to the stored key; `query` entries that are
  * `undefined` or `""` are left out.
  */
-export async function request<T = unknown>(
+async function request<T = unknown>(
   method: string,
   path: string,
   opts: { body?: unknown; query?: Record<string, string | number | undefined>; key?: string; headers?: Record<string, string> } = {},
@@ -94,13 +94,13 @@ export async function request<T = unknown>(
     throw new ApiError(0, "NETWORK_ERROR", `The API could not be reached (${(err as Error).message}). Check your connection and try again.`);
   }
   const text = await res.text();
-  let json: any = null;
+  let json: { status?: unknown; code?: unknown; message?: unknown; details?: unknown; requestId?: string | null } | null = null;
   try {
     json = text ? JSON.parse(text) : null;
   } catch {
     /* not JSON: handled below */
   }
-  if (res.ok && json?.status === "success") return json as T;
+  if (res.ok && json?.status === "success") return json as unknown as T;
   if (json?.status === "error" && typeof json.message === "string") {
     const err = new ApiError(res.status, String(json.code), json.message, Array.isArray(json.details) ? json.details : [], json.requestId ?? null);
     // The stored key refused (revoked meanwhile): sign out. A key being tried (sign-in) is not stored.

@@ -13,13 +13,13 @@ import { Worker } from "node:worker_threads";
 import { ensureDocsAssets } from "../docs-assets";
 import { BENCH_ENTRY, wranglerEnv } from "./wrangler";
 
-export const KEY = "sk_test_bench_hub";
+const KEY = "sk_test_bench_hub";
 const SCHOOL = "sch_bench_hub";
-export const root = path.resolve(import.meta.dirname, "..", "..");
+const root = path.resolve(import.meta.dirname, "..", "..");
 const wranglerBin = path.join(root, "node_modules", ".bin", "wrangler");
 
 /** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as AddressInfo;
@@ -146,7 +146,9 @@ export class Receiver {
         if (m.port !== undefined) return resolve(m.port);
         if (m.arrivals) return this.dumped?.(m.arrivals);
         Object.assign(this, m);
-        this.waiters = this.waiters.filter((w) => (w.ok() ? (w.resolve(), false) : true));
+        const ready = this.waiters.filter((w) => w.ok());
+        this.waiters = this.waiters.filter((w) => !ready.includes(w));
+        for (const w of ready) w.resolve();
       });
     });
   }

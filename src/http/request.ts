@@ -6,7 +6,7 @@
  * and path ids.
  */
 import { z } from "zod";
-import { MAX_BODY_BYTES, MAX_BODY_LIST } from "../lib/limits";
+import { MAX_BODY_BYTES, SEARCH_MAX_IDS } from "../lib/limits";
 import { closestName, jsonPath } from "../lib/text";
 import type { ErrorDetail } from "./envelopes";
 import { ApiError } from "./errors";
@@ -184,6 +184,12 @@ async function readAtMost(request: Request, limit: number): Promise<Uint8Array |
  * keys are looked for before any schema runs.
  */
 const PROTOTYPE_KEYS: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"]);
+
+/**
+ * Longest list any body may hold, in items: the longest any field accepts (a search id
+ * list). A longer one is refused before any schema judges its items one by one.
+ */
+const MAX_BODY_LIST = SEARCH_MAX_IDS;
 
 /** An unpaired UTF-16 surrogate (with the `u` flag, a well-formed pair is one code point and does not match). */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;

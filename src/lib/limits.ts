@@ -20,9 +20,3 @@ export const MAX_PAGE_SIZE = 100;
 
 /** Most webhook registrations a school may have (beyond: 409 WEBHOOK_LIMIT_REACHED). */
 export const MAX_WEBHOOKS = 50;
-
-/**
- * Longest list any body may hold, in items: the longest any field accepts (a search id
- * list). A longer one is refused before any schema judges its items one by one.
- */
-export const MAX_BODY_LIST = SEARCH_MAX_IDS;

@@ -18,9 +18,9 @@ export function courierFor(env: Env, webhookId: string) {
 }
 
 /** Durable Object calls the hub may have under way at once (its I/O context's 6). */
-export const HUB_CALL_SLOTS = 6;
+const HUB_CALL_SLOTS = 6;
 /** Hand-overs under way at once: the sixth slot stays for closes. */
-export const SEND_CALL_SLOTS = HUB_CALL_SLOTS - 1;
+const SEND_CALL_SLOTS = HUB_CALL_SLOTS - 1;
 
 /** Calls from one hub instance to its registrations' couriers. */
 export class Couriers {
@@ -98,7 +98,10 @@ export class Couriers {
   /** The courier's stub (`courierFor`), kept while the registration has calls in flight. */
   private courier(webhookId: string): ReturnType<typeof courierFor> {
     let stub = this.stubs.get(webhookId);
-    if (!stub) this.stubs.set(webhookId, (stub = courierFor(this.env, webhookId)));
+    if (!stub) {
+      stub = courierFor(this.env, webhookId);
+      this.stubs.set(webhookId, stub);
+    }
     return stub;
   }
 

@@ -211,7 +211,10 @@ export class Dispatcher {
   /** Signs a due delivery and books it as in flight. Part of `fill`'s synchronous step. */
   private prepare(webhookId: string, row: DueRow, now: number): SendOrder {
     let key = this.keys.get(webhookId);
-    if (!key) this.keys.set(webhookId, (key = secretKey(row.secret)));
+    if (!key) {
+      key = secretKey(row.secret);
+      this.keys.set(webhookId, key);
+    }
     const attempt: Attempt = {
       token: crypto.randomUUID(),
       deliveryId: row.id,

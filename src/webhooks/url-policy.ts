@@ -18,7 +18,7 @@ import { ApiError } from "../http/errors";
 export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string };
 
 /** Longest accepted webhook URL, in characters. */
-export const MAX_URL_LENGTH = 2048;
+const MAX_URL_LENGTH = 2048;
 
 /** IPv4 ranges a webhook may not target: [network address, prefix length, name]. */
 const BLOCKED_V4: ReadonlyArray<readonly [string, number, string]> = [
@@ -120,7 +120,7 @@ function blockedV6(g: number[]): string | undefined {
  * (RFC 8375), `lan`, `intranet`, `corp` (common private names), `onion` (RFC 7686), `test`,
  * `invalid`, `example` (RFC 2606 / 6761).
  */
-export const RESERVED_NAME_SUFFIXES = [
+const RESERVED_NAME_SUFFIXES = [
   "localhost",
   "local",
   "internal",

@@ -34,7 +34,7 @@ export interface Verdict {
  *
  * @returns the status, the error code if any, and the problems (empty: on contract).
  */
-export async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
+async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
   const problems: string[] = [];
   const status = res.status;
   if (status >= 500) problems.push(`answered ${status}`);
@@ -90,7 +90,7 @@ export async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
 }
 
 /** A request as one line for reports (body cut to 300 characters). */
-export function describeRequest(req: FuzzRequest): string {
+function describeRequest(req: FuzzRequest): string {
   const body = req.body === undefined ? "" : typeof req.body === "string" ? req.body : `<${req.body.byteLength} bytes: ${[...req.body.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join(" ")}>`;
   const headers = Object.entries(req.headers).map(([k, v]) => `${k}: ${v.slice(0, 80)}`).join("; ");
   return `${req.method} ${req.path.slice(0, 300)}${req.path.length > 300 ? "…" : ""} [${headers}] ${body.slice(0, 300)}${body.length > 300 ? `… (${body.length} chars)` : ""}`;

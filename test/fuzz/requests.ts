@@ -25,7 +25,7 @@ import { C, type Code, LIST_PARAMS, methodsOf, ROUTES, SEARCH_FIELDS, WEBHOOK_FI
 // The request model.
 
 /** What the contract lets the service answer to a request. */
-export interface Expectation {
+interface Expectation {
   /** Success statuses (empty for an invalid request). */
   success: number[];
   /** Error codes allowed. */

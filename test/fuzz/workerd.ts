@@ -18,7 +18,7 @@ import type { Send } from "./oracle";
 import type { FuzzContext } from "./requests";
 
 /** The Worker's env with D1's production limits enforced. */
-export const limitedEnv = { ...env, DB: limitedD1(env.DB) };
+const limitedEnv = { ...env, DB: limitedD1(env.DB) };
 
 /** Sends a request to the Worker (see the module comment) and waits for its `waitUntil` work. */
 export const send: Send = async (req) => {
@@ -30,7 +30,7 @@ export const send: Send = async (req) => {
 
 const WRITE_SCHOOL = "sch_fuzzw";
 /** Key of the school that takes the valid writes. */
-export const WRITE_KEY = "sk_test_fuzz_writes";
+const WRITE_KEY = "sk_test_fuzz_writes";
 
 /** The write school's reference data (ids that exist there). */
 const refs = {

@@ -67,7 +67,7 @@ export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableOb
 }
 
 /** Deliveries rows of the hub that are due now (in flight ones included). */
-export async function dueCount(schoolId: string): Promise<number> {
+async function dueCount(schoolId: string): Promise<number> {
   return runInDurableObject(hubFor(env, schoolId), (_hub, state) =>
     state.storage.sql
       .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE next_attempt_at <= ?`, Date.now())

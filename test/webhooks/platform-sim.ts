@@ -38,7 +38,7 @@ export interface Received {
  * answer (`afterMs` overrides the latency), `"hang"` (never, until aborted), or a function
  * of the request returning any of these (or a promise of one: the answer waits for it).
  */
-export type Answer = number | "hang" | { status: number; headers?: Record<string, string>; afterMs?: number };
+type Answer = number | "hang" | { status: number; headers?: Record<string, string>; afterMs?: number };
 export type Behaviour = Answer | ((req: Received) => Answer | Promise<Answer>);
 
 /** The platform and the receivers of one test file: `install()` before, `restore()` after. */
@@ -168,7 +168,10 @@ export class SimulatedPlatform {
         this.calls += 1;
         const done = () => (this.calls -= 1);
         return io.request(() => Promise.resolve(send())).then(
-          (value) => (done(), value),
+          (value) => {
+            done();
+            return value;
+          },
           (err: unknown) => {
             done();
             throw err;

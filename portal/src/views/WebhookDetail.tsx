@@ -8,11 +8,9 @@ import { useEffect, useState } from "preact/hooks";
 import { api, type Webhook } from "../api";
 import { Dialog, ErrorAlert, eventsText, SecretReveal, StatusBadge, type Problem } from "../components";
 import { formatInstant, localInputToIso } from "../format";
-import type { Flash } from "../main";
+import type { Go } from "../navigation";
 import { DeliveryLog } from "./DeliveryLog";
 import { StatsChart } from "./StatsChart";
-
-type Go = (hash: string, flash?: Flash) => void;
 
 /** What the action bar last did: a sentence, or the API's error. */
 type Outcome = { text: string } | { error: Problem; title: string } | null;
@@ -110,7 +108,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         )}
       </dl>
 
-      <div class="toolbar" role="group" aria-label="Endpoint actions">
+      <fieldset class="toolbar" aria-label="Endpoint actions">
         <button type="button" onClick={sendTest} disabled={busy}>
           Send test event
         </button>
@@ -126,7 +124,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         <button type="button" class="danger" onClick={() => setDialog("delete")} disabled={busy}>
           Delete…
         </button>
-      </div>
+      </fieldset>
       <div role="status" class="outcome">
         {outcome && "text" in outcome ? outcome.text : ""}
       </div>
@@ -236,6 +234,7 @@ function DeleteDialog({ webhook, onClose, onDeleted }: { webhook: Webhook; onClo
         <button type="button" class="danger" onClick={confirm} disabled={busy}>
           {busy ? "Deleting…" : "Delete permanently"}
         </button>
+        {/* biome-ignore lint/a11y/noAutofocus: inside the native <dialog> of Dialog, where showModal() focuses the autofocus element (the HTML dialog focusing steps): the safe choice of a destructive dialog. */}
         <button type="button" class="secondary" onClick={onClose} autoFocus>
           Cancel
         </button>

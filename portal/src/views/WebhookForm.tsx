@@ -7,9 +7,7 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type CreatedWebhook, type EventType, type Webhook } from "../api";
 import { ErrorAlert, SecretReveal, type Problem } from "../components";
-import type { Flash } from "../main";
-
-type Go = (hash: string, flash?: Flash) => void;
+import type { Go } from "../navigation";
 
 /** The event catalog (GET /v3/event-types), or the error that kept it away. */
 function useEventCatalog(): { types: EventType[] | null; error: Problem | null } {
