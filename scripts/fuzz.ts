@@ -21,9 +21,9 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import { fuzz, snapshotSchool, Tally, type Send } from "../test/fuzz/oracle";
-import { type FuzzContext, type Refs, requestArb } from "../test/fuzz/requests";
 import type { CourseRecord } from "../src/courses/schemas";
+import { fuzz, type Send, snapshotSchool, Tally } from "../test/fuzz/oracle";
+import { type FuzzContext, type Refs, requestArb } from "../test/fuzz/requests";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { runIfMain } from "./lib/cli";
 import { formatInt } from "./lib/progress";
@@ -54,7 +54,12 @@ async function main(argv: string[]): Promise<number> {
 
   const send: Send = (req) => fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body, redirect: "manual" });
   const api = async (key: string, method: string, path: string, json?: unknown) => {
-    const res = await send({ method, path, headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { "content-type": "application/json" }) }, body: json === undefined ? undefined : JSON.stringify(json) });
+    const res = await send({
+      method,
+      path,
+      headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
+      body: json === undefined ? undefined : JSON.stringify(json),
+    });
     return { status: res.status, body: (await res.json()) as { result?: unknown; code?: string } };
   };
 
@@ -87,7 +92,8 @@ async function main(argv: string[]): Promise<number> {
     const includes = "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true";
     const read = await api(readKey, "GET", `/v3/courses?limit=100&${includes}`);
     const write = await api(writeKey, "GET", `/v3/courses?limit=100&${includes}`);
-    if (read.status !== 200 || write.status !== 200) throw new Error(`the keys must be valid: GET /v3/courses answered ${read.status} (--key) and ${write.status} (--other-key)`);
+    if (read.status !== 200 || write.status !== 200)
+      throw new Error(`the keys must be valid: GET /v3/courses answered ${read.status} (--key) and ${write.status} (--other-key)`);
 
     // Leftovers of an earlier run (its receiver is gone): deleted, so the school has room.
     await removeOwnHooks();
@@ -151,7 +157,9 @@ async function main(argv: string[]): Promise<number> {
       tally,
       onProgress: (t) => {
         if (t.requests >= next) {
-          console.log(`  ${formatInt(t.requests)} requests, ${t.fiveXX} 5xx, ${t.offContract} off-contract (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+          console.log(
+            `  ${formatInt(t.requests)} requests, ${t.fiveXX} 5xx, ${t.offContract} off-contract (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+          );
           next += 1000;
         }
       },
@@ -160,8 +168,12 @@ async function main(argv: string[]): Promise<number> {
     const unchanged = JSON.stringify(before) === JSON.stringify(after);
 
     console.log(`\n${tally.summary()}`);
-    console.log(`\nread school (${before.courses} courses, ${before.webhooks} registrations, ${before.deliveries} deliveries): ${unchanged ? "unchanged" : `CHANGED: ${JSON.stringify(before)} → ${JSON.stringify(after)}`}`);
-    console.log(`requests: ${formatInt(tally.requests)}   5xx: ${tally.fiveXX}   off-contract: ${tally.offContract}   (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+    console.log(
+      `\nread school (${before.courses} courses, ${before.webhooks} registrations, ${before.deliveries} deliveries): ${unchanged ? "unchanged" : `CHANGED: ${JSON.stringify(before)} → ${JSON.stringify(after)}`}`,
+    );
+    console.log(
+      `requests: ${formatInt(tally.requests)}   5xx: ${tally.fiveXX}   off-contract: ${tally.offContract}   (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+    );
     return tally.fiveXX === 0 && tally.offContract === 0 && unchanged ? 0 : 1;
   } finally {
     // Every registration of this run (set up, or created by valid requests) goes: its receiver does.

@@ -42,7 +42,14 @@ function bytes(s: string): number {
 /** Throws like production D1 when a value is over the string/BLOB limit. */
 function checkValue(value: unknown, where: string): void {
   // D1 reads a BLOB back as an array of byte values.
-  const size = typeof value === "string" ? bytes(value) : value instanceof ArrayBuffer || ArrayBuffer.isView(value) ? value.byteLength : Array.isArray(value) ? value.length : 0;
+  const size =
+    typeof value === "string"
+      ? bytes(value)
+      : value instanceof ArrayBuffer || ArrayBuffer.isView(value)
+        ? value.byteLength
+        : Array.isArray(value)
+          ? value.length
+          : 0;
   if (size > D1_LIMITS.valueBytes) {
     throw new Error(`D1_ERROR: string or blob too big: SQLITE_TOOBIG (simulated production limit: ${where} is ${size} bytes > ${D1_LIMITS.valueBytes})`);
   }
@@ -50,7 +57,9 @@ function checkValue(value: unknown, where: string): void {
 
 function checkStatement(sql: string, params: unknown[]): void {
   if (params.length > D1_LIMITS.boundParameters) {
-    throw new Error(`D1_ERROR: too many SQL variables: SQLITE_RANGE (simulated production limit: ${params.length} bound parameters > ${D1_LIMITS.boundParameters})`);
+    throw new Error(
+      `D1_ERROR: too many SQL variables: SQLITE_RANGE (simulated production limit: ${params.length} bound parameters > ${D1_LIMITS.boundParameters})`,
+    );
   }
   const sqlBytes = encoder.encode(sql).byteLength;
   if (sqlBytes > D1_LIMITS.sqlBytes) throw new Error(`D1_ERROR: statement too long: SQLITE_TOOBIG (simulated production limit: ${sqlBytes} bytes of SQL)`);

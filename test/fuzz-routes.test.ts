@@ -10,6 +10,7 @@ import { benchRoutes } from "../src/bench";
 
 /** Every route, its path written as test/fuzz/contract.ts writes it (`:id`). */
 const routes = [...operations, ...benchRoutes].map((r) => ({ method: r.method, path: r.path.replace(/\{(\w+)\}/g, ":$1") }));
+
 import { ROUTES } from "./fuzz/contract";
 import { routeArbitraries } from "./fuzz/requests";
 

@@ -86,7 +86,12 @@ describe("POST /v3/webhooks", () => {
   for (const proto of ["__proto__", "constructor", "prototype"]) {
     it(`400 UNKNOWN_PARAMETER for a ${proto} key, and no registration is created`, async () => {
       const before = (await callJson("/v3/webhooks", { key })).body.result.length;
-      const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, body: `{"url":"https://hooks.example.com/proto","${proto}":{"events":["*"]}}`, headers: { "content-type": "application/json" } });
+      const { status, body } = await callJson("/v3/webhooks", {
+        method: "POST",
+        key,
+        body: `{"url":"https://hooks.example.com/proto","${proto}":{"events":["*"]}}`,
+        headers: { "content-type": "application/json" },
+      });
       expect([status, body.code, body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: proto, message: "unknown" }]]);
       expect((await callJson("/v3/webhooks", { key })).body.result).toHaveLength(before);
     });
@@ -253,7 +258,12 @@ describe("POST /v3/webhooks/{id}/test and GET /v3/webhooks/{id}/deliveries", () 
     const { key } = await newSchool("test");
     const a = await register(key, "https://test-proto.example.com/in");
     for (const proto of ["__proto__", "constructor", "prototype"]) {
-      const { status, body } = await callJson(`/v3/webhooks/${a.id}/test`, { method: "POST", key, body: `{"${proto}":{"type":"course.created"}}`, headers: { "content-type": "application/json" } });
+      const { status, body } = await callJson(`/v3/webhooks/${a.id}/test`, {
+        method: "POST",
+        key,
+        body: `{"${proto}":{"type":"course.created"}}`,
+        headers: { "content-type": "application/json" },
+      });
       expect([status, body.code, body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: proto, message: "unknown" }]]);
     }
     expect((await callJson(`/v3/webhooks/${a.id}/deliveries`, { key })).body.result).toEqual([]);

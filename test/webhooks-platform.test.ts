@@ -9,13 +9,13 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../src/events/hub-client";
-import { COURIER_SLOTS } from "../src/webhooks/types";
 import { MAX_RETRY_AFTER_MS, parseTimeoutMs } from "../src/webhooks/delivery";
 import { BACKSTOP_GRACE_MS } from "../src/webhooks/dispatcher";
+import { COURIER_SLOTS } from "../src/webhooks/types";
 import { callJson } from "./helpers";
 import { courseEvent, newSchool, register } from "./webhooks/harness";
 import { IoContext, WAITING_LIMIT } from "./webhooks/io-context";
-import { SimulatedPlatform, type Behaviour } from "./webhooks/platform-sim";
+import { type Behaviour, SimulatedPlatform } from "./webhooks/platform-sim";
 
 let sim: SimulatedPlatform | undefined;
 afterEach(() => {

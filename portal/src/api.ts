@@ -191,7 +191,11 @@ export const api = {
   },
   /** POST /v3/webhooks/{id}/secret/rotate → the new secret and when the previous one stops signing. */
   async rotateSecret(id: string, graceSeconds: number): Promise<{ id: string; secret: string; previousSecretExpiresAt: string | null }> {
-    return (await request<{ result: { id: string; secret: string; previousSecretExpiresAt: string | null } }>("POST", `/v3/webhooks/${enc(id)}/secret/rotate`, { body: { graceSeconds } })).result;
+    return (
+      await request<{ result: { id: string; secret: string; previousSecretExpiresAt: string | null } }>("POST", `/v3/webhooks/${enc(id)}/secret/rotate`, {
+        body: { graceSeconds },
+      })
+    ).result;
   },
   /** POST /v3/webhooks/{id}/test → the test event's id. */
   async sendTest(id: string): Promise<{ eventId: string }> {
@@ -199,9 +203,13 @@ export const api = {
   },
   /** GET /v3/webhooks/{id}/deliveries with filters and pagination. */
   async listDeliveries(id: string, filters: DeliveryFilters, page: number, limit: number): Promise<Page<Delivery>> {
-    const res = await request<{ result: Delivery[]; pagination: { page: number; limit: number; hasMore: boolean } }>("GET", `/v3/webhooks/${enc(id)}/deliveries`, {
-      query: { ...filters, page: page === 1 ? undefined : page, limit: limit === 100 ? undefined : limit },
-    });
+    const res = await request<{ result: Delivery[]; pagination: { page: number; limit: number; hasMore: boolean } }>(
+      "GET",
+      `/v3/webhooks/${enc(id)}/deliveries`,
+      {
+        query: { ...filters, page: page === 1 ? undefined : page, limit: limit === 100 ? undefined : limit },
+      },
+    );
     return { items: res.result, ...res.pagination };
   },
   /** POST /v3/webhooks/{id}/deliveries/{eventId}/resend. */

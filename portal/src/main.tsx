@@ -12,9 +12,9 @@ import { type ApiError, setUnauthorizedHandler, storedKey, storeKey } from "./ap
 import { ErrorAlert } from "./components";
 import type { Flash } from "./navigation";
 import { SignIn } from "./views/SignIn";
-import { WebhookList } from "./views/WebhookList";
-import { CreateWebhook, EditWebhook } from "./views/WebhookForm";
 import { WebhookDetail } from "./views/WebhookDetail";
+import { CreateWebhook, EditWebhook } from "./views/WebhookForm";
+import { WebhookList } from "./views/WebhookList";
 
 /** A parsed hash route. */
 export type Route = { view: "list" } | { view: "new" } | { view: "detail"; id: string } | { view: "edit"; id: string };

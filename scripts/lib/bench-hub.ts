@@ -2,7 +2,7 @@
  * Pieces of the hub benchmark (scripts/bench-hub.ts): a local dev server with a throw-away
  * state, the webhook receiver thread, the API client and small statistics.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -206,21 +206,42 @@ export async function startDevServer(opts: { inspector: boolean; entry?: string;
   wranglerSync(["d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
   const keyHash = createHash("sha256").update(KEY).digest("hex");
   wranglerSync([
-    "d1", "execute", "DB", "--local", "--persist-to", state, "--command",
+    "d1",
+    "execute",
+    "DB",
+    "--local",
+    "--persist-to",
+    state,
+    "--command",
     `INSERT INTO schools (id, name) VALUES ('${SCHOOL}', 'Bench'); INSERT INTO api_keys (key_hash, school_id, created_at) VALUES ('${keyHash}', '${SCHOOL}', 0);`,
   ]);
   const port = await freePort();
   const entry = opts.entry ?? BENCH_ENTRY;
   const args = [
-    "dev", entry, "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state,
-    "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true",
-    "--show-interactive-dev-session=false", "--log-level", process.env.BENCH_LOG_LEVEL ?? "warn",
+    "dev",
+    entry,
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--persist-to",
+    state,
+    "--var",
+    "WEBHOOK_ALLOW_INSECURE_URLS:true",
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    process.env.BENCH_LOG_LEVEL ?? "warn",
   ];
   const env = wranglerEnv({ BENCH_PORT: String(port), BENCH_STATE: state, BENCH_ENTRY: entry });
   let child: ChildProcess;
   if (!opts.inspector) {
     console.log(`wrangler's dev server (unstable_startWorker) without the devtools inspector, port ${port}, entry ${entry}`);
-    child = spawn(process.execPath, [...process.execArgv, opts.serveSelf, "--serve"], { cwd: root, detached: true, stdio: ["ignore", "inherit", "inherit"], env });
+    child = spawn(process.execPath, [...process.execArgv, opts.serveSelf, "--serve"], {
+      cwd: root,
+      detached: true,
+      stdio: ["ignore", "inherit", "inherit"],
+      env,
+    });
   } else {
     console.log(`wrangler ${args.join(" ")}`);
     child = spawn(wranglerBin, args, { cwd: root, detached: true, stdio: ["ignore", "inherit", "inherit"], env });

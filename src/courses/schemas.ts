@@ -5,8 +5,8 @@
  * publishes (their documented bodies are built from it in src/events/schemas.ts).
  */
 import { z } from "zod";
-import { ApiError } from "../http/errors";
 import { listEnvelope, successEnvelope } from "../http/envelopes";
+import { ApiError } from "../http/errors";
 import { idSchema, instantOutSchema, opaqueIdSchema } from "../lib/fields";
 
 /** A student embedded by `includeStudents=true`. */

@@ -32,19 +32,27 @@ const idList = (what: string, example: string[]) =>
     .array(idSchema)
     .max(MAX_LIST)
     .transform((ids) => [...new Set(ids)].sort())
-    .meta({ description: `Ids of the ${what} (at most ${MAX_LIST}; duplicates dropped). Sent, it replaces the whole list; every id must exist in the school.`, example });
+    .meta({
+      description: `Ids of the ${what} (at most ${MAX_LIST}; duplicates dropped). Sent, it replaces the whole list; every id must exist in the school.`,
+      example,
+    });
 
 const professorsSchema = z
   .array(professorAssignmentSchema)
   .max(MAX_PROFESSORS)
   .superRefine(uniqueProfessors)
   .transform((list) => [...list].sort((a, b) => (a.professorId < b.professorId ? -1 : 1)))
-  .meta({ description: `The assigned professors (at most ${MAX_PROFESSORS}, each once). Sent, it replaces the whole list; every id must exist in the school.` });
+  .meta({
+    description: `The assigned professors (at most ${MAX_PROFESSORS}, each once). Sent, it replaces the whole list; every id must exist in the school.`,
+  });
 
 const fields = {
   name: textSchema({ trim: true }).meta({ description: "Course name, 1–200 characters (trimmed).", example: "Algèbre linéaire" }),
   startDateTime: instant,
-  endDateTime: instant.meta({ description: "ISO 8601 instant with a zone; must be after `startDateTime` (else 400 INVALID_DATE_RANGE).", example: "2026-09-07T12:00:00+02:00" }),
+  endDateTime: instant.meta({
+    description: "ISO 8601 instant with a zone; must be after `startDateTime` (else 400 INVALID_DATE_RANGE).",
+    example: "2026-09-07T12:00:00+02:00",
+  }),
   classroom: textSchema({ trim: true }).nullable().meta({ description: "Classroom name (1–200 characters); `null` clears it.", example: "B204" }),
   creatorId: idSchema.nullable().meta({ description: "Id of the course's creator; `null` clears it.", example: "usr_12" }),
   trainingId: idSchema.nullable().meta({ description: "Id of a training of the school; `null` clears it.", example: "trn_3" }),
@@ -75,7 +83,10 @@ export const createCourseSchema = optionalFields.required({ name: true, startDat
 /** PATCH /v3/courses/{id} body: every field optional, plus `archived` and `absencesSent`. */
 export const patchCourseSchema = optionalFields
   .extend({
-    archived: z.boolean().optional().meta({ description: "Archive (`true`, publishes `course.archived`) or restore (`false`, publishes `course.unarchived`)." }),
+    archived: z
+      .boolean()
+      .optional()
+      .meta({ description: "Archive (`true`, publishes `course.archived`) or restore (`false`, publishes `course.unarchived`)." }),
     absencesSent: z.boolean().optional().meta({ description: "Mark absences as sent (false → true publishes `course.absences_sent`)." }),
   })
   .meta({

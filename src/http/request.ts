@@ -285,7 +285,10 @@ export function parseBodyWith<T extends z.ZodObject>(schema: T, body: unknown, n
   ];
   const invalid: ErrorDetail[] = [
     ...tooLong,
-    ...hazards.illFormed.map((path) => ({ path: jsonPath(path), message: "must be well-formed Unicode text (an unpaired surrogate such as \\ud800 has no UTF-8 form)" })),
+    ...hazards.illFormed.map((path) => ({
+      path: jsonPath(path),
+      message: "must be well-formed Unicode text (an unpaired surrogate such as \\ud800 has no UTF-8 form)",
+    })),
     ...schemaProblems.slice(0, MAX_REPORTED_PROBLEMS).flatMap((issue) => zodDetails(new z.ZodError([issue]), "path")),
   ];
   if (invalid.length === 0) throw unknownParameterError(unknown, Object.keys(schema.shape), "path");

@@ -6,13 +6,7 @@
  * case, plus the ligatures that do not decompose (œ, æ, ß).
  */
 export function fold(text: string): string {
-  return text
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .toLowerCase()
-    .replace(/œ/g, "oe")
-    .replace(/æ/g, "ae")
-    .replace(/ß/g, "ss");
+  return text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().replace(/œ/g, "oe").replace(/æ/g, "ae").replace(/ß/g, "ss");
 }
 
 /** Levenshtein distance, for "did you mean" hints on unknown parameters. */

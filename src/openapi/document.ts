@@ -14,10 +14,10 @@
  * Served by GET /openapi.json (src/openapi/operations.ts); the tests validate every response
  * of the suite against it (test/openapi-check.ts).
  */
-import { OpenApiGeneratorV31, OpenAPIRegistry, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { z } from "zod";
-import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
 import { errorEnvelope } from "../http/envelopes";
+import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
 import type { ErrorResponse, Operation, OutgoingRequest, SuccessResponse } from "../http/operation";
 import { conventions } from "./conventions";
 
@@ -188,7 +188,8 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     name: "x-request-id",
     in: "header",
     required: false,
-    description: "Optional id for this request (1–128 characters `[A-Za-z0-9_.:-]`), echoed in the `x-request-id` response header and `requestId`; otherwise one is minted.",
+    description:
+      "Optional id for this request (1–128 characters `[A-Za-z0-9_.:-]`), echoed in the `x-request-id` response header and `requestId`; otherwise one is minted.",
     schema: { type: "string", pattern: REQUEST_ID_PATTERN },
     examples: exampleOff("req_my-trace-42"),
   });

@@ -123,10 +123,7 @@ export function describeAnswer(status: number, retryAfter: string | null): strin
 }
 
 /** What the hub does after an attempt. */
-export type AttemptVerdict =
-  | { status: "succeeded" }
-  | { status: "pending"; retryInMs: number }
-  | { status: "failed" };
+export type AttemptVerdict = { status: "succeeded" } | { status: "pending"; retryInMs: number } | { status: "failed" };
 
 /**
  * Decides the fate of a delivery after attempt number `attempt` (1-based).

@@ -19,13 +19,13 @@
  * was in flight (at least once). Outcomes are written in batches (one storage commit for up
  * to 64 attempts, at most 10 ms late), only if the delivery is still where it was.
  */
-import { Books, type Attempt } from "./books";
+import { type Attempt, Books } from "./books";
 import { Couriers } from "./couriers";
 import { parseRetrySchedule, parseTimeoutMs, secretKey, signedHeaders } from "./delivery";
 import { Outcomes } from "./outcomes";
 import type { Platform, Timer } from "./platform";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
-import { COURIER_QUEUE, COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
+import { type AttemptReport, COURIER_QUEUE, COURIER_SLOTS, type SendOrder, type SendReceipt } from "./types";
 
 /**
  * An attempt not reported this long after its latest possible end (hand-over + 2 timeouts: a
@@ -146,9 +146,7 @@ export class Dispatcher {
   alarm(): void {
     this.alarmAt = null;
     pruneLog(this.sql, this.platform.now());
-    const unclosed = this.sql
-      .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN)
-      .toArray();
+    const unclosed = this.sql.exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN).toArray();
     for (const { id } of unclosed) this.closeCourier(id).catch((err) => console.error("SchoolHub: closing a courier failed", err));
     this.fill();
     if (this.books.count === 0) this.settle();

@@ -23,13 +23,13 @@ import { mintId } from "../lib/ids";
 import { formatInstant } from "../lib/time";
 import { newSecret } from "./delivery";
 import { Dispatcher } from "./dispatcher";
-import { platformFor, type Platform } from "./platform";
+import { type Platform, platformFor } from "./platform";
 import { COURIER_OPEN, LOG_RETENTION_MS, migrate } from "./schema";
 import {
-  MAX_WEBHOOKS,
   type AttemptReport,
   type CreateWebhookResult,
   type DeliveryRecord,
+  MAX_WEBHOOKS,
   type NewWebhook,
   type PublishResult,
   type Subscription,
@@ -112,9 +112,7 @@ export class SchoolHub extends DurableObject<Env> {
   /** The school's registrations, oldest first, without secrets (GET /v3/webhooks). */
   listWebhooks(): WebhookRecord[] {
     return this.sql
-      .exec<WebhookRow>(
-        `SELECT id, url, events, description, created_at FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`,
-      )
+      .exec<WebhookRow>(`SELECT id, url, events, description, created_at FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`)
       .toArray()
       .map(toWebhookRecord);
   }

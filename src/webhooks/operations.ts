@@ -119,7 +119,11 @@ export const webhookOperations: Operation<Env>[] = [
       "Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404.",
     request: { params: webhookIdParams },
     responses: {
-      200: { description: "The registration is deleted.", schema: deletedWebhookResponseSchema, example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } } },
+      200: {
+        description: "The registration is deleted.",
+        schema: deletedWebhookResponseSchema,
+        example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } },
+      },
       400: ["UNKNOWN_PARAMETER"],
       401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],

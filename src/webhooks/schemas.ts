@@ -82,12 +82,10 @@ export const webhookIdParams = z.strictObject({
 // Records.
 
 /** What a registration subscribes to: `["*"]` (every event type) or a list of event types. */
-export const subscriptionSchema = z
-  .union([z.tuple([z.literal("*")]).meta({ minItems: 1, maxItems: 1 }), z.array(z.enum(EVENT_TYPES)).min(1)])
-  .meta({
-    description: '`["*"]` for every event type (the default), or the list of event types the registration receives.',
-    example: ["course.created", "course.archived"],
-  });
+export const subscriptionSchema = z.union([z.tuple([z.literal("*")]).meta({ minItems: 1, maxItems: 1 }), z.array(z.enum(EVENT_TYPES)).min(1)]).meta({
+  description: '`["*"]` for every event type (the default), or the list of event types the registration receives.',
+  example: ["course.created", "course.archived"],
+});
 
 const webhookFields = {
   id: mintedIdSchema("wh", WEBHOOK_ID_EXAMPLE).meta({ description: "The registration id (`wh_…`), never reused." }),
@@ -101,7 +99,13 @@ const webhookFields = {
 export const webhookRecordSchema = z.strictObject(webhookFields).meta({
   id: "Webhook",
   description: "A webhook registration (without its secret).",
-  example: { id: WEBHOOK_ID_EXAMPLE, url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync", createdAt: "2026-08-20T09:12:44.120Z" },
+  example: {
+    id: WEBHOOK_ID_EXAMPLE,
+    url: "https://hooks.example.com/in",
+    events: ["course.created", "course.archived"],
+    description: "ERP sync",
+    createdAt: "2026-08-20T09:12:44.120Z",
+  },
 });
 
 /** A registration as POST /v3/webhooks answers it, with its secret (shown only there). */
@@ -134,7 +138,9 @@ const deletedWebhookSchema = z
 /** Answer of POST /v3/webhooks/{id}/test. */
 const webhookTestSchema = z
   .strictObject({
-    eventId: mintedIdSchema("evt", EVENT_ID_EXAMPLE).meta({ description: "Id of the `webhook.test` event; its attempts appear under this id in the deliveries." }),
+    eventId: mintedIdSchema("evt", EVENT_ID_EXAMPLE).meta({
+      description: "Id of the `webhook.test` event; its attempts appear under this id in the deliveries.",
+    }),
     webhookId: opaqueIdSchema,
     type: z.literal("webhook.test"),
   })
@@ -151,7 +157,8 @@ export const deliveryRecordSchema = z
     eventType: z.enum(DELIVERED_EVENT_TYPES),
     attempt: z.int().min(1).meta({ description: "1 for the immediate attempt, 2 for the first retry, …" }),
     status: z.enum(["pending", "succeeded", "failed"]).meta({
-      description: "The delivery's state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, or `failed` (410 Gone or schedule exhausted).",
+      description:
+        "The delivery's state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, or `failed` (410 Gone or schedule exhausted).",
     }),
     responseStatus: z.int().nullable().meta({ description: "HTTP status of the answer; `null` for network errors, timeouts and attempts not made yet." }),
     error: z.string().nullable().meta({ description: "Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success." }),
@@ -179,7 +186,11 @@ export const deliveryRecordSchema = z
 /** 201 of POST /v3/webhooks. */
 export const createdWebhookResponseSchema = successEnvelope("CreatedWebhookResponse", createdWebhookSchema, "The new registration, with its secret.");
 /** 200 of GET /v3/webhooks. */
-export const webhookListResponseSchema = listEnvelope("WebhookList", webhookRecordSchema, `Every registration of the school, oldest first (one page: at most ${MAX_WEBHOOKS}).`);
+export const webhookListResponseSchema = listEnvelope(
+  "WebhookList",
+  webhookRecordSchema,
+  `Every registration of the school, oldest first (one page: at most ${MAX_WEBHOOKS}).`,
+);
 /** 200 of DELETE /v3/webhooks/{id}. */
 export const deletedWebhookResponseSchema = successEnvelope("DeletedWebhookResponse", deletedWebhookSchema, "The registration is deleted.");
 /** 200 of GET /v3/webhooks/{id}/deliveries. */

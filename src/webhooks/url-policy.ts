@@ -38,8 +38,7 @@ const BLOCKED_V4: ReadonlyArray<readonly [string, number, string]> = [
   ["240.0.0.0", 4, "reserved or broadcast (240.0.0.0/4)"],
 ];
 
-const v4ToInt = (dotted: string): number =>
-  dotted.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
+const v4ToInt = (dotted: string): number => dotted.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
 
 const BLOCKED_V4_INT = BLOCKED_V4.map(([base, bits, name]) => {
   const size = 2 ** (32 - bits);
@@ -120,19 +119,7 @@ function blockedV6(g: number[]): string | undefined {
  * (RFC 8375), `lan`, `intranet`, `corp` (common private names), `onion` (RFC 7686), `test`,
  * `invalid`, `example` (RFC 2606 / 6761).
  */
-const RESERVED_NAME_SUFFIXES = [
-  "localhost",
-  "local",
-  "internal",
-  "home.arpa",
-  "lan",
-  "intranet",
-  "corp",
-  "onion",
-  "test",
-  "invalid",
-  "example",
-] as const;
+const RESERVED_NAME_SUFFIXES = ["localhost", "local", "internal", "home.arpa", "lan", "intranet", "corp", "onion", "test", "invalid", "example"] as const;
 
 /** The reason a host name (lower case, WHATWG-parsed, not an IP literal) is refused, if it is. */
 function blockedName(host: string): string | undefined {

@@ -117,7 +117,18 @@ export const LIST_PARAMS: readonly string[] = [
 export const SEARCH_FIELDS: readonly string[] = [...LIST_PARAMS, "courseId", "sort"];
 
 /** Fields of POST /v3/courses; PATCH adds `archived` and `absencesSent`. */
-export const WRITE_FIELDS: readonly string[] = ["name", "startDateTime", "endDateTime", "classroom", "creatorId", "trainingId", "groupIds", "studentIds", "professors", "surveyTemplateIds"];
+export const WRITE_FIELDS: readonly string[] = [
+  "name",
+  "startDateTime",
+  "endDateTime",
+  "classroom",
+  "creatorId",
+  "trainingId",
+  "groupIds",
+  "studentIds",
+  "professors",
+  "surveyTemplateIds",
+];
 
 /** Fields of POST /v3/webhooks. */
 export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description"];

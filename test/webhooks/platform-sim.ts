@@ -13,8 +13,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import { usePlatform, type Platform, type Timer } from "../../src/webhooks/platform";
-import { RealClock, VirtualClock, type SimClock, type TimerOwner } from "./clock";
+import { type Platform, type Timer, usePlatform } from "../../src/webhooks/platform";
+import { RealClock, type SimClock, type TimerOwner, VirtualClock } from "./clock";
 import { IoContext, WAITING_LIMIT } from "./io-context";
 
 /** One request as a receiver saw it. */
@@ -167,16 +167,18 @@ export class SimulatedPlatform {
         }
         this.calls += 1;
         const done = () => (this.calls -= 1);
-        return io.request(() => Promise.resolve(send())).then(
-          (value) => {
-            done();
-            return value;
-          },
-          (err: unknown) => {
-            done();
-            throw err;
-          },
-        );
+        return io
+          .request(() => Promise.resolve(send()))
+          .then(
+            (value) => {
+              done();
+              return value;
+            },
+            (err: unknown) => {
+              done();
+              throw err;
+            },
+          );
       },
     };
   }

@@ -6,7 +6,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, type Webhook } from "../api";
-import { Dialog, ErrorAlert, eventsText, SecretReveal, StatusBadge, type Problem } from "../components";
+import { Dialog, ErrorAlert, eventsText, type Problem, SecretReveal, StatusBadge } from "../components";
 import { formatInstant, localInputToIso } from "../format";
 import type { Go } from "../navigation";
 import { DeliveryLog } from "./DeliveryLog";
@@ -28,8 +28,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
   /** Bumped each time the log loads: the chart reloads with it. */
   const [logLoads, setLogLoads] = useState(0);
 
-  const load = () =>
-    api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
+  const load = () => api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
   useEffect(() => {
     void load();
   }, [id]);
@@ -269,8 +268,8 @@ function RecoverForm({ id, onQueued }: { id: string; onQueued: () => void }) {
     <section aria-labelledby="recover-title" class="panel">
       <h2 id="recover-title">Recover after an outage</h2>
       <p>
-        Sends again, in acceptance order, every event of the last 7 days accepted in the period whose delivery to this endpoint
-        ended failed or skipped. Times are in your local time zone.
+        Sends again, in acceptance order, every event of the last 7 days accepted in the period whose delivery to this endpoint ended failed or skipped. Times
+        are in your local time zone.
       </p>
       <form onSubmit={submit} noValidate class="inline-form">
         <div class="field">
