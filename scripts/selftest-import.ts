@@ -20,7 +20,7 @@ import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows } from "./import";
-import { applyMigrations, d1Query, ROOT } from "./lib/wrangler";
+import { applyMigrations, completion, d1Query, ROOT } from "./lib/wrangler";
 
 const TABLES = [
   "schools",
@@ -46,19 +46,12 @@ function check(ok: boolean, name: string, detail = ""): void {
 /** Runs `tsx scripts/import.ts <args>`; resolves with its exit code and output. */
 function runImport(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const tsx = createRequire(path.join(ROOT, "package.json")).resolve("tsx/cli");
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", "import.ts"), ...args], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, INIT_CWD: ROOT },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", "import.ts"), ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, INIT_CWD: ROOT },
   });
+  return completion(child);
 }
 
 /** Row count of every table, plus sums that change when a stored value changes. */

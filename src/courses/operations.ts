@@ -11,7 +11,7 @@ import type { IRequest } from "itty-router";
 import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
 import type { D1Timer, RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
-import { BODY_ERRORS, type ErrorCodes, locationHeader, type Operation } from "../http/operation";
+import { type ErrorCodes, locationHeader, type Operation } from "../http/operation";
 import { pathParam, readJson, rejectQuery } from "../http/request";
 import { success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
@@ -87,8 +87,6 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           example: { status: "success", result: [COURSE_WITH_INCLUDES], pagination: { page: 1, limit: 20, hasMore: true } },
         },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"],
-        401: ["UNAUTHORIZED"],
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -112,9 +110,6 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           example: { status: "success", result: [COURSE_EXAMPLE], pagination: { page: 1, limit: 10, hasMore: false } },
         },
         400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
-        401: ["UNAUTHORIZED"],
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -152,9 +147,6 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           codes: WRITE_400_CODES,
           lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id.",
         },
-        401: ["UNAUTHORIZED"],
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const schoolId = await authenticate(req, env.DB, rc);
@@ -177,9 +169,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       responses: {
         200: { description: "The course.", schema: courseResponseSchema, example: { status: "success", result: COURSE_WITH_INCLUDES } },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
-        401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -208,10 +198,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           example: { status: "success", result: { ...COURSE_EXAMPLE, archived: true } },
         },
         400: { codes: WRITE_400_CODES, lead: "`INVALID_DATE_RANGE` also when only one end moves past the other." },
-        401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const schoolId = await authenticate(req, env.DB, rc);

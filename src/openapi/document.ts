@@ -18,7 +18,7 @@ import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteCo
 import type { z } from "zod";
 import { errorEnvelope } from "../http/envelopes";
 import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
-import type { ErrorResponse, Operation, OutgoingRequest, SuccessResponse } from "../http/operation";
+import { allResponses, type ErrorResponse, type Operation, type OutgoingRequest, type SuccessResponse } from "../http/operation";
 import { conventions } from "./conventions";
 
 /** The document: an OpenAPI 3.1 object (its root extension included). */
@@ -137,7 +137,7 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
     description: op.description,
     ...(op.public ? { security: [] } : {}),
     ...(op.request ? { request } : {}),
-    responses: Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
+    responses: Object.fromEntries(Object.entries(allResponses(op)).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
     parameters: [{ $ref: "#/components/parameters/RequestIdHeader" }],
   };
 }

@@ -10,7 +10,7 @@
 import { hubFor } from "../events/hub-client";
 import { authenticate } from "../http/auth";
 import { ApiError } from "../http/errors";
-import { BODY_ERRORS, locationHeader, type Operation } from "../http/operation";
+import { locationHeader, type Operation } from "../http/operation";
 import { parseBody, parseBodyWith, parseQuery, pathParam, readJson, rejectQuery } from "../http/request";
 import { success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
@@ -65,10 +65,7 @@ export const webhookOperations: Operation<Env>[] = [
         headers: locationHeader(`/v3/webhooks/${WEBHOOK_ID_EXAMPLE}`),
       },
       400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL"],
-      401: ["UNAUTHORIZED"],
       409: ["WEBHOOK_LIMIT_REACHED"],
-      ...BODY_ERRORS,
-      500: ["INTERNAL_ERROR"],
     },
     /**
      * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped. `url`
@@ -99,8 +96,6 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: [webhookRecordSchema.meta()!.example], pagination: { page: 1, limit: MAX_WEBHOOKS, hasMore: false } },
       },
       400: ["UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
-      500: ["INTERNAL_ERROR"],
     },
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
@@ -125,9 +120,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } },
       },
       400: ["UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      500: ["INTERNAL_ERROR"],
     },
     /** Once answered, nothing more is ever sent to the registration (`SchoolHub.deleteWebhook`). */
     async handler(req, env, _exec, rc) {
@@ -154,9 +147,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: [deliveryRecordSchema.meta()!.example], pagination: { page: 1, limit: 20, hasMore: false } },
       },
       400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      500: ["INTERNAL_ERROR"],
     },
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
@@ -183,10 +174,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: { eventId: EVENT_ID_EXAMPLE, webhookId: WEBHOOK_ID_EXAMPLE, type: "webhook.test" } },
       },
       400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      ...BODY_ERRORS,
-      500: ["INTERNAL_ERROR"],
     },
     /** The body may be absent (or empty) or an empty JSON object; the signed POST follows asynchronously. */
     async handler(req, env, _exec, rc) {
