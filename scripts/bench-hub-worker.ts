@@ -10,12 +10,11 @@
  * requests ever waiting in one, how many requests had to queue, by kind of object.
  * Never deployed: wrangler.toml's `main` stays src/index.ts.
  */
-import worker from "../src/index";
-import type { Env } from "../src/env";
+import worker from "../src/bench";
 import { CLOUDFLARE, usePlatform } from "../src/webhooks/platform";
 import { IoContext } from "../test/webhooks/io-context";
 
-export { SchoolHub, WebhookCourier } from "../src/index";
+export { SchoolHub, WebhookCourier } from "../src/bench";
 
 const contexts: { kind: string; io: IoContext }[] = [];
 

@@ -35,8 +35,22 @@
  */
 import { COURIER_SLOTS } from "../src/webhooks/types";
 import {
-  api, cpuDelta, createHook, deleteLoop, fmt, loadAverage, now, publish, Receiver, serve, sleep, startDevServer, summary,
-  timedDelete, treeCpu, type DevServer,
+  api,
+  cpuDelta,
+  createHook,
+  type DevServer,
+  deleteLoop,
+  fmt,
+  loadAverage,
+  now,
+  publish,
+  Receiver,
+  serve,
+  sleep,
+  startDevServer,
+  summary,
+  timedDelete,
+  treeCpu,
 } from "./lib/bench-hub";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
@@ -111,7 +125,9 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   receiver.path("/hang", { group: "hang", hang: true });
   await createHook(base, at("/hang"));
   const bound = (HEALTHY * COURIER_SLOTS) / (LATENCY_MS / 1000);
-  console.log(`${HEALTHY} receivers answering in ${LATENCY_MS} ms, one that never answers; bound ${HEALTHY} × ${COURIER_SLOTS} slots ÷ ${LATENCY_MS} ms = ${bound} deliveries/s`);
+  console.log(
+    `${HEALTHY} receivers answering in ${LATENCY_MS} ms, one that never answers; bound ${HEALTHY} × ${COURIER_SLOTS} slots ÷ ${LATENCY_MS} ms = ${bound} deliveries/s`,
+  );
 
   // 1. Saturation: every event at once.
   console.log(`saturation: publishing ${EVENTS} events at once`);
@@ -120,7 +136,10 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   const healthyAll = HEALTHY * EVENTS;
   const drained = receiver.reached(healthyAll, "healthy").then(() => (saturating = false));
   const busy1 = receiver.reached(1, "healthy").then(() => deleteLoop(base, at("/extra"), () => !saturating, Infinity, DELETE_EVERY_MS));
-  await Promise.race([Promise.all([publish(base, EVENTS, BATCH, PARALLEL), drained]), deadline(180_000, () => `saturation: ${receiver.groups.healthy?.count ?? 0}/${healthyAll} after 180 s`)]);
+  await Promise.race([
+    Promise.all([publish(base, EVENTS, BATCH, PARALLEL), drained]),
+    deadline(180_000, () => `saturation: ${receiver.groups.healthy?.count ?? 0}/${healthyAll} after 180 s`),
+  ]);
   const h = receiver.groups.healthy!;
   const throughput = healthyAll / ((h.lastAt - h.firstAt) / 1000);
   const deletes1 = await busy1;
@@ -140,7 +159,10 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
     if (wait > 0) await sleep(wait);
     sends.push(publish(base, 1, 1, 1).catch((err: unknown) => void failed.push(String(err))));
   }
-  await Promise.race([Promise.all([...sends, receiver.reached(healthyEnd, "healthy")]), deadline(120_000, () => `steady: ${receiver.groups.healthy?.count ?? 0}/${healthyEnd} after 120 s; ${failed.length} publishes failed ${failed[0] ?? ""}`)]);
+  await Promise.race([
+    Promise.all([...sends, receiver.reached(healthyEnd, "healthy")]),
+    deadline(120_000, () => `steady: ${receiver.groups.healthy?.count ?? 0}/${healthyEnd} after 120 s; ${failed.length} publishes failed ${failed[0] ?? ""}`),
+  ]);
   steadyOn = false;
   const lags = (await receiver.dump()).filter(([g]) => g === "healthy").map(([, arrived, created]) => arrived - created);
   receiver.track(false);
@@ -155,7 +177,10 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
     await receiver.reached(i + 1, "used");
     used.push(await timedDelete(base, hook.id));
   }
-  const platform = (await (await api(base, "/__bench/platform")).json()) as Record<"all" | "hub" | "courier", { contexts: number; maxWaiting: number; queuedEver: number; requests: number }>;
+  const platform = (await (await api(base, "/__bench/platform")).json()) as Record<
+    "all" | "hub" | "courier",
+    { contexts: number; maxWaiting: number; queuedEver: number; requests: number }
+  >;
 
   const lag = summary(lags);
   const del1 = summary(deletes1.server);
@@ -163,18 +188,21 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   const delUsed = summary(used.map((u) => u.serverMs));
   const delAll = summary([...deletes1.server, ...deletes2.server]);
   console.log("");
-  console.log(`healthy deliveries:    ${h.count} received, ${receiver.groups.hang?.count ?? 0} requests to the hanging one; signatures ${receiver.verified} verified, ${receiver.bad} bad`);
-  console.log(`saturation:            ${throughput.toFixed(0)} deliveries/s to the healthy ones = ${((100 * throughput) / bound).toFixed(0)} % of the bound ${bound}/s (target ≥ 90 %)`);
+  console.log(
+    `healthy deliveries:    ${h.count} received, ${receiver.groups.hang?.count ?? 0} requests to the hanging one; signatures ${receiver.verified} verified, ${receiver.bad} bad`,
+  );
+  console.log(
+    `saturation:            ${throughput.toFixed(0)} deliveries/s to the healthy ones = ${((100 * throughput) / bound).toFixed(0)} % of the bound ${bound}/s (target ≥ 90 %)`,
+  );
   console.log(`lag at ${RATE}/s:          ${fmt(lag)} (createdAt → received; target p99 < 250 ms)`);
   console.log(`DELETE, saturation:    Server-Timing total ${fmt(del1)}; client ${fmt(summary(deletes1.client))}`);
   console.log(`DELETE, ${RATE}/s:          Server-Timing total ${fmt(del2)}; client ${fmt(summary(deletes2.client))}`);
   console.log(`DELETE, had deliveries: Server-Timing total ${fmt(delUsed)}; client ${fmt(summary(used.map((u) => u.ms)))}`);
-  console.log(`I/O contexts:          ${platform.all.contexts} (${platform.hub.contexts} hub, ${platform.courier.contexts} courier); most waiting for headers in one: hub ${platform.hub.maxWaiting}, courier ${platform.courier.maxWaiting} (limit 6); requests queued: ${platform.all.queuedEver} of ${platform.all.requests}`);
-  console.log(`CPU, saturation phase: ${cpuSaturation}`);
-  return (
-    throughput >= 0.9 * bound && lag.p99 < 250 && platform.all.maxWaiting <= 6 && platform.all.queuedEver === 0 &&
-    delAll.p99 < 20 && receiver.bad === 0
+  console.log(
+    `I/O contexts:          ${platform.all.contexts} (${platform.hub.contexts} hub, ${platform.courier.contexts} courier); most waiting for headers in one: hub ${platform.hub.maxWaiting}, courier ${platform.courier.maxWaiting} (limit 6); requests queued: ${platform.all.queuedEver} of ${platform.all.requests}`,
   );
+  console.log(`CPU, saturation phase: ${cpuSaturation}`);
+  return throughput >= 0.9 * bound && lag.p99 < 250 && platform.all.maxWaiting <= 6 && platform.all.queuedEver === 0 && delAll.p99 < 20 && receiver.bad === 0;
 }
 
 async function main(): Promise<void> {

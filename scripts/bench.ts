@@ -4,8 +4,8 @@
  * 1. Generates a dataset with the demo generator (default: 10 schools, `sch_demo` with
  *    100,000 courses, ~1,000,000 course↔student rows) and imports it into a fresh local D1
  *    through the import CLI's code, reporting rows per second.
- * 2. Starts `wrangler dev` on that database with `BENCH_FLOOR=true`, which enables
- *    `GET /__bench/floor` (one `SELECT 1`) and `POST /__bench/publish`.
+ * 2. Starts `wrangler dev` on that database with the benchmark entry (src/bench.ts: the
+ *    Worker plus `GET /__bench/floor`, one `SELECT 1`, and `POST /__bench/publish`).
  * 3. Drives a fixed query mix over the big school with autocannon, at 1 and 16
  *    connections: p50, p99, requests/s, D1 time and D1 round trips (from `Server-Timing`),
  *    each listing beside the floor as a ratio of p50s.
@@ -19,15 +19,16 @@
  * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`).
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { datasetStats, DEMO_API_KEY, generateDataset } from "./generate";
-import { importData, type ImportSummary } from "./import";
-import { startDevServer, type DevServer } from "./lib/dev-server";
-import { applyMigrations, ROOT } from "./lib/wrangler";
+import { DEMO_API_KEY, generateDataset } from "./dataset/build";
+import { datasetStats } from "./generate";
+import { type ImportSummary, importData } from "./import";
+import { type DevServer, startDevServer } from "./lib/dev-server";
+import { applyMigrations, BENCH_ENTRY, ROOT } from "./lib/wrangler";
 
 const { values: opts } = parseArgs({
   options: {
@@ -136,6 +137,19 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
   const enc = encodeURIComponent;
   const tenThousand = students.slice(0, 10_000).map((s) => s.id);
   while (tenThousand.length < 10_000) tenThousand.push(`stu_missing${tenThousand.length}`);
+  /** POST /v3/courses:search with 10,000 student ids, sorted by name then startDateTime `order`. */
+  const search10k = (order: "asc" | "desc"): MixQuery => ({
+    name: `search: 10,000 studentId, sort name + startDateTime${order === "desc" ? " desc" : ""}`,
+    method: "POST",
+    path: "/v3/courses:search",
+    body: {
+      studentId: tenThousand,
+      sort: [
+        { field: "name", order: "asc" },
+        { field: "startDateTime", order },
+      ],
+    },
+  });
   return [
     { name: "floor (SELECT 1)", method: "GET", path: "/__bench/floor" },
     { name: "no filter", method: "GET", path: "/v3/courses" },
@@ -153,21 +167,15 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
     { name: "studentId (one student)", method: "GET", path: `/v3/courses?studentId=${student}` },
     { name: "professorSignatureMissing=true", method: "GET", path: "/v3/courses?professorSignatureMissing=true" },
     { name: "name substring", method: "GET", path: `/v3/courses?name=${enc("économie")}` },
-    { name: "all four includes, limit=100", method: "GET", path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true" },
+    {
+      name: "all four includes, limit=100",
+      method: "GET",
+      path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true",
+    },
     { name: "page 50", method: "GET", path: "/v3/courses?page=50" },
-    {
-      name: "search: 10,000 studentId, sort name + startDateTime",
-      method: "POST",
-      path: "/v3/courses:search",
-      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "asc" }] },
-    },
-    {
-      // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
-      name: "search: 10,000 studentId, sort name + startDateTime desc",
-      method: "POST",
-      path: "/v3/courses:search",
-      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "desc" }] },
-    },
+    search10k("asc"),
+    // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
+    search10k("desc"),
   ];
 }
 
@@ -211,7 +219,7 @@ async function main() {
   let server: DevServer | undefined;
   const results: QueryResult[] = [];
   try {
-    server = await startDevServer({ persistTo, vars: { BENCH_FLOOR: "true", WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true });
+    server = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true });
     log(`wrangler dev on ${server.base}`);
     const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
@@ -233,7 +241,9 @@ async function main() {
         resultCount: s.count,
       };
       results.push(r);
-      log(`${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")}`);
+      log(
+        `${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")}`,
+      );
     }
   } finally {
     await server?.stop();
@@ -264,7 +274,13 @@ function writeResults(r: {
   mkdirSync(dir, { recursive: true });
   const cpus = os.cpus();
   const machine = { cpus: cpus.length, model: cpus[0]?.model ?? "?", node: process.version, date: new Date().toISOString() };
-  const json = { machine, dataset: { ...r.genOpts, ...r.stats }, import: r.importSummary, queries: r.results, hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })) };
+  const json = {
+    machine,
+    dataset: { ...r.genOpts, ...r.stats },
+    import: r.importSummary,
+    queries: r.results,
+    hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })),
+  };
   writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
 
   const listings = r.results.filter((q) => !q.name.startsWith("floor"));
@@ -290,7 +306,9 @@ function writeResults(r: {
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   );
   for (const q of r.results) {
-    lines.push(`| ${q.name} | ${fmt(q.c1.p50)} | ${fmt(q.ratioToFloor, 2)} | ${fmt(q.c1.p99)} | ${fmt(q.c1.rps, 0)} | ${fmt(q.c16.rps, 0)} | ${fmt(q.c16.p50)} | ${fmt(q.c16.p99)} | ${fmt(q.dbMsMedian, 2)} | ${q.roundTrips.join("/")} | ${q.resultCount} |`);
+    lines.push(
+      `| ${q.name} | ${fmt(q.c1.p50)} | ${fmt(q.ratioToFloor, 2)} | ${fmt(q.c1.p99)} | ${fmt(q.c1.rps, 0)} | ${fmt(q.c16.rps, 0)} | ${fmt(q.c16.p50)} | ${fmt(q.c16.p99)} | ${fmt(q.dbMsMedian, 2)} | ${q.roundTrips.join("/")} | ${q.resultCount} |`,
+    );
   }
   const ratioOk = listings.filter((q) => q.ratioToFloor <= 1.5).length;
   const tripsOk = listings.filter((q) => q.roundTrips.length === 1 && q.roundTrips[0] === 1).length;

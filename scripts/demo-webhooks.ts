@@ -23,7 +23,9 @@ import { createServer, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { Webhook } from "standardwebhooks";
-import { DEMO_API_KEY } from "./generate";
+import type { CourseRecord } from "../src/courses/schemas";
+import type { CreatedWebhook, DeliveryRecord, RotatedSecret, WebhookRecord } from "../src/webhooks/types";
+import { DEMO_API_KEY } from "./dataset/build";
 
 const { values: opts } = parseArgs({
   options: {
@@ -90,13 +92,14 @@ const server = createServer(async (req, res) => {
   res.writeHead(status).end();
 });
 
-async function api(method: string, path: string, json?: unknown): Promise<any> {
+/** Calls the API with the demo key and returns `result` (the type the caller names). @throws Error on an error answer. */
+async function api<T = unknown>(method: string, path: string, json?: unknown): Promise<T> {
   const res = await fetch(`${BASE}${path}`, {
     method,
     headers: { authorization: `Bearer ${KEY}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
     body: json === undefined ? undefined : JSON.stringify(json),
   });
-  const body = (await res.json()) as any;
+  const body = (await res.json()) as { result: T; code?: string; message?: string };
   if (!res.ok) throw new Error(`${method} ${path} → ${res.status} ${body.code}: ${body.message}`);
   return body.result;
 }
@@ -115,21 +118,21 @@ async function main() {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
   log(`receiver listening on ${url}`);
 
-  const hook = await api("POST", "/v3/webhooks", { url, description: "demo:webhooks" });
+  const hook = await api<CreatedWebhook>("POST", "/v3/webhooks", { url, description: "demo:webhooks" });
   secret = hook.secret;
   log(`registered ${hook.id} for every event type`);
   const test = await api("POST", `/v3/webhooks/${hook.id}/test`);
   log(`POST /v3/webhooks/${hook.id}/test → ${JSON.stringify(test)}`);
 
-  const course = await api("POST", "/v3/courses", {
+  const course = await api<CourseRecord>("POST", "/v3/courses", {
     name: "Démo webhooks",
     startDateTime: "2026-12-01T09:00:00+01:00",
     endDateTime: "2026-12-01T11:00:00+01:00",
     classroom: "B204",
   });
   log(`created ${course.id}`);
-  const teachers = (await api("GET", "/v3/courses?limit=1&includeTeachers=true")) as { teachers: { id: string }[] }[];
-  const professorId = teachers[0]?.teachers[0]?.id;
+  const teachers = await api<CourseRecord[]>("GET", "/v3/courses?limit=1&includeTeachers=true");
+  const professorId = teachers[0]?.teachers?.[0]?.id;
   const before: [string, unknown][] = [
     ["rename", { name: "Démo webhooks — salle changée", classroom: "C300" }],
     ["archive", { archived: true }],
@@ -143,7 +146,7 @@ async function main() {
   await sleep(1500);
 
   // Rotation: both signatures during the grace.
-  const rotated = await api("POST", `/v3/webhooks/${hook.id}/secret/rotate`, { graceSeconds: 3600 });
+  const rotated = await api<RotatedSecret>("POST", `/v3/webhooks/${hook.id}/secret/rotate`, { graceSeconds: 3600 });
   previousSecret = secret;
   secret = rotated.secret;
   log(`POST …/secret/rotate → new secret; the previous one signs too until ${rotated.previousSecretExpiresAt}`);
@@ -160,19 +163,22 @@ async function main() {
   log("receiver down (503)");
   await api("PATCH", `/v3/courses/${course.id}`, { classroom: "D101" });
   await sleep(1000);
-  const disabled = await api("PATCH", `/v3/webhooks/${hook.id}`, { enabled: false });
+  const disabled = await api<WebhookRecord>("PATCH", `/v3/webhooks/${hook.id}`, { enabled: false });
   log(`PATCH /v3/webhooks/${hook.id} { enabled: false } → disabledReason ${disabled.disabledReason}`);
   await api("PATCH", `/v3/courses/${course.id}`, { classroom: "D102" });
-  const skipped = await api("GET", `/v3/webhooks/${hook.id}/deliveries?status=skipped`);
+  const skipped = await api<DeliveryRecord[]>("GET", `/v3/webhooks/${hook.id}/deliveries?status=skipped`);
   log(`  while disabled: ${skipped.length} deliveries logged skipped`);
   down = false;
   await api("PATCH", `/v3/webhooks/${hook.id}`, { enabled: true });
   log("receiver up; PATCH { enabled: true }");
   const recoverMark = arrivals.length;
-  const recovered = await api("POST", `/v3/webhooks/${hook.id}/recover`, { since: outageStart });
+  const recovered = await api<{ queued: number }>("POST", `/v3/webhooks/${hook.id}/recover`, { since: outageStart });
   log(`POST …/recover { since: ${outageStart} } → queued ${recovered.queued}`);
   await sleep(2000);
-  const recoveredIds = arrivals.slice(recoverMark).filter((a) => a.status === 204).map((a) => a.id);
+  const recoveredIds = arrivals
+    .slice(recoverMark)
+    .filter((a) => a.status === 204)
+    .map((a) => a.id);
   const recoverOk = recovered.queued === 2 && recoveredIds.length === 2 && new Set(recoveredIds).size === 2;
   log(`  recovered ${recoveredIds.length} missed events, each once: ${recoverOk ? "✓" : "✗"}`);
 

@@ -21,11 +21,15 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
-import { fuzz, snapshotSchool, Tally, type Send } from "../test/fuzz/oracle";
+import type { CourseRecord } from "../src/courses/schemas";
+import { fuzz, type Send, snapshotSchool, Tally } from "../test/fuzz/oracle";
 import { type FuzzContext, type Refs, requestArb } from "../test/fuzz/requests";
-import { DEMO_API_KEY, OTHER_API_KEY } from "./generate";
+import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { runIfMain } from "./lib/cli";
 import { formatInt } from "./lib/progress";
+
+/** A course record read with every include flag. */
+type CourseWithIncludes = CourseRecord & Required<Pick<CourseRecord, "students" | "teachers" | "surveyTemplates">>;
 
 /** Marks the registrations this script creates (path of their URL), so a later run can clean up. */
 const HOOK_PATH = "/fuzz-receiver";
@@ -50,8 +54,13 @@ async function main(argv: string[]): Promise<number> {
 
   const send: Send = (req) => fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body, redirect: "manual" });
   const api = async (key: string, method: string, path: string, json?: unknown) => {
-    const res = await send({ method, path, headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { "content-type": "application/json" }) }, body: json === undefined ? undefined : JSON.stringify(json) });
-    return { status: res.status, body: (await res.json()) as any };
+    const res = await send({
+      method,
+      path,
+      headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { "content-type": "application/json" }) },
+      body: json === undefined ? undefined : JSON.stringify(json),
+    });
+    return { status: res.status, body: (await res.json()) as { result?: unknown; code?: string } };
   };
 
   try {
@@ -83,7 +92,8 @@ async function main(argv: string[]): Promise<number> {
     const includes = "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true";
     const read = await api(readKey, "GET", `/v3/courses?limit=100&${includes}`);
     const write = await api(writeKey, "GET", `/v3/courses?limit=100&${includes}`);
-    if (read.status !== 200 || write.status !== 200) throw new Error(`the keys must be valid: GET /v3/courses answered ${read.status} (--key) and ${write.status} (--other-key)`);
+    if (read.status !== 200 || write.status !== 200)
+      throw new Error(`the keys must be valid: GET /v3/courses answered ${read.status} (--key) and ${write.status} (--other-key)`);
 
     // Leftovers of an earlier run (its receiver is gone): deleted, so the school has room.
     await removeOwnHooks();
@@ -94,7 +104,7 @@ async function main(argv: string[]): Promise<number> {
     const register = async (key: string, n: number) => {
       const res = await api(key, "POST", "/v3/webhooks", { url: hookUrl(n), description: "npm run fuzz" });
       if (res.status !== 201) throw new Error(`setup: POST /v3/webhooks answered ${res.status} ${res.body.code}`);
-      return res.body.result.id as string;
+      return (res.body.result as { id: string }).id;
     };
     const readHooks = ((await api(readKey, "GET", "/v3/webhooks")).body.result as { id: string }[]).map((h) => h.id);
     const writeHooks = ((await api(writeKey, "GET", "/v3/webhooks")).body.result as { id: string }[]).map((h) => h.id);
@@ -105,15 +115,15 @@ async function main(argv: string[]): Promise<number> {
       for (let i = 0; i < 4; i++) deletable.push(await register(writeKey, 10 + i));
     }
 
-    const records = write.body.result as any[];
+    const records = write.body.result as CourseWithIncludes[];
     const uniq = (xs: (string | null | undefined)[]) => [...new Set(xs.filter((x): x is string => typeof x === "string"))].slice(0, 50);
     /** The reference ids seen in a page of course records (with every include). */
-    const refsOf = (page: any[]): Refs => ({
+    const refsOf = (page: CourseWithIncludes[]): Refs => ({
       groupIds: uniq(page.flatMap((c) => c.groupIds)),
-      studentIds: uniq(page.flatMap((c) => c.students.map((s: { id: string }) => s.id))),
-      professorIds: uniq(page.flatMap((c) => c.teachers.map((t: { id: string }) => t.id))),
+      studentIds: uniq(page.flatMap((c) => c.students.map((s) => s.id))),
+      professorIds: uniq(page.flatMap((c) => c.teachers.map((t) => t.id))),
       trainingIds: uniq(page.map((c) => c.training?.id)),
-      surveyTemplateIds: uniq(page.flatMap((c) => c.surveyTemplates.map((t: { id: string }) => t.id))),
+      surveyTemplateIds: uniq(page.flatMap((c) => c.surveyTemplates.map((t) => t.id))),
     });
     const ctx: FuzzContext = {
       readKey,
@@ -122,7 +132,7 @@ async function main(argv: string[]): Promise<number> {
       readCourseIds: (read.body.result as { id: string }[]).map((c) => c.id).slice(0, 50),
       writeCourseIds: records.map((c) => c.id).slice(0, 50),
       writeRefs: refsOf(records),
-      readRefs: refsOf(read.body.result as any[]),
+      readRefs: refsOf(read.body.result as CourseWithIncludes[]),
       readWebhookIds: readHooks,
       writeWebhookIds: writeHooks.filter((id) => !deletable.includes(id)),
       deletableWebhookIds: deletable,
@@ -147,7 +157,9 @@ async function main(argv: string[]): Promise<number> {
       tally,
       onProgress: (t) => {
         if (t.requests >= next) {
-          console.log(`  ${formatInt(t.requests)} requests, ${t.fiveXX} 5xx, ${t.offContract} off-contract (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+          console.log(
+            `  ${formatInt(t.requests)} requests, ${t.fiveXX} 5xx, ${t.offContract} off-contract (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+          );
           next += 1000;
         }
       },
@@ -156,8 +168,12 @@ async function main(argv: string[]): Promise<number> {
     const unchanged = JSON.stringify(before) === JSON.stringify(after);
 
     console.log(`\n${tally.summary()}`);
-    console.log(`\nread school (${before.courses} courses, ${before.webhooks} registrations, ${before.deliveries} deliveries): ${unchanged ? "unchanged" : `CHANGED: ${JSON.stringify(before)} → ${JSON.stringify(after)}`}`);
-    console.log(`requests: ${formatInt(tally.requests)}   5xx: ${tally.fiveXX}   off-contract: ${tally.offContract}   (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+    console.log(
+      `\nread school (${before.courses} courses, ${before.webhooks} registrations, ${before.deliveries} deliveries): ${unchanged ? "unchanged" : `CHANGED: ${JSON.stringify(before)} → ${JSON.stringify(after)}`}`,
+    );
+    console.log(
+      `requests: ${formatInt(tally.requests)}   5xx: ${tally.fiveXX}   off-contract: ${tally.offContract}   (${((performance.now() - started) / 1000).toFixed(0)} s)`,
+    );
     return tally.fiveXX === 0 && tally.offContract === 0 && unchanged ? 0 : 1;
   } finally {
     // Every registration of this run (set up, or created by valid requests) goes: its receiver does.

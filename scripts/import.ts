@@ -6,8 +6,9 @@
  *
  * 1. reads and validates the whole file with `validateImport` (src/db/import.ts); on any
  *    problem prints every one with its JSON path to stderr and exits 2, writing nothing;
- * 2. builds the idempotent upserts with `importStatements`, course by course batch, renders
- *    them with `toLiteralSql` into SQL chunk files of about `--chunk-mb` MB in a temp dir;
+ * 2. builds the idempotent upserts with `importSteps` (src/db/import-rows.ts), course batch
+ *    by course batch, renders them with `renderLiteral` into SQL chunk files of about
+ *    `--chunk-mb` MB in a temp dir;
  * 3. runs `wrangler d1 execute DB --local|--remote --file <chunk> --yes` per chunk, in order,
  *    building the next chunk while wrangler runs the current one.
  *
@@ -15,12 +16,13 @@
  * entirely or not at all. A failed import can simply be run again (the statements are upserts
  * and relation-list replacements). Exit status: 0 done, 1 wrangler failed, 2 bad usage or file.
  */
-import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
-import { importStatements, toLiteralSql, validateImport, type ImportFile, type ImportProblem, type Statement } from "../src/db/import";
+import { type ImportFile, type ImportProblem, validateImport } from "../src/db/import";
+import { type ImportStep, importSteps, renderLiteral, rowCount } from "../src/db/import-rows";
+import { parseCli } from "./lib/args";
 import { formatInt, Progress } from "./lib/progress";
 import { DB_BINDING, runWrangler, targetArgs, userPath } from "./lib/wrangler";
 
@@ -28,7 +30,7 @@ import { DB_BINDING, runWrangler, targetArgs, userPath } from "./lib/wrangler";
 export const DEFAULT_CHUNK_MB = 24;
 /** Rough start-up and shut-down time of one `wrangler d1 execute`, in seconds (progress estimate only). */
 const WRANGLER_START_SECONDS = 1.5;
-/** Courses per `importStatements` call (one relation-list DELETE per table and batch). */
+/** Courses per `importSteps` call (one relation-list DELETE per table and batch). */
 const BATCH_COURSES = 500;
 
 /** Options of {@link importData}. */
@@ -39,13 +41,13 @@ export interface ImportOptions {
   persistTo?: string;
   /** Target size of one SQL chunk file in MB (characters / 2^20); default {@link DEFAULT_CHUNK_MB}. */
   chunkMb?: number;
-  /** Longest merged INSERT in characters; default {@link DEFAULT_STATEMENT_CHARS}. */
+  /** Longest INSERT in characters; default {@link DEFAULT_STATEMENT_CHARS}. */
   statementChars?: number;
   /** Keep the chunk files in this directory instead of a temp dir removed at the end. */
   keepSqlDir?: string;
   /** Draw the progress bar on stderr (default true). */
   progress?: boolean;
-  /** ms since the epoch, for the stamps the file leaves out (see `importStatements`). Default: now. */
+  /** ms since the epoch, for the stamps the file leaves out (see `importSteps`). Default: now. */
   now?: number;
 }
 
@@ -90,68 +92,14 @@ export class ImportExecutionError extends Error {
 }
 
 /**
- * Longest merged INSERT, in characters. wrangler (local) sends every statement of a file to
+ * Longest INSERT, in characters. wrangler (local) sends every statement of a file to
  * workerd in its own round trip (~2 ms), and splits the file with a scanner whose cost grows
  * with the square of a statement's length, so there is a sweet spot (measured: see the report
  * of the import benchmark); it also stays under remote D1's 100 KB statement limit.
  */
 export const DEFAULT_STATEMENT_CHARS = 16_000;
 
-const INSERT_RE = /^(INSERT INTO \w+ \([^)]*\)) VALUES \(\?(?:, \?)*\)(?:, \(\?(?:, \?)*\))* (ON CONFLICT.*)$/s;
-
-/**
- * Renders statements with `toLiteralSql`, merging runs of adjacent multi-row INSERTs into the
- * same table with the same conflict clause into longer multi-row INSERTs (up to `maxChars`).
- * SQLite applies the rows of a multi-row upsert one after the other, so the merged statement
- * does exactly what the run did; statements of another shape are rendered as they are.
- */
-export function renderMerged(list: Statement[], maxChars = DEFAULT_STATEMENT_CHARS): string[] {
-  const out: string[] = [];
-  let key = "";
-  let head = "";
-  let tail = "";
-  let values: string[] = [];
-  let chars = 0;
-  const flush = () => {
-    if (values.length > 0) out.push(`${head} VALUES ${values.join(", ")} ${tail};`);
-    values = [];
-    chars = 0;
-    key = "";
-  };
-  for (const s of list) {
-    const sql = toLiteralSql(s);
-    const m = INSERT_RE.exec(s.sql);
-    const prefix = m ? `${m[1]} VALUES ` : "";
-    const suffix = m ? ` ${m[2]};` : "";
-    if (!m || !sql.startsWith(prefix) || !sql.endsWith(suffix)) {
-      flush();
-      out.push(sql);
-      continue;
-    }
-    const tuples = sql.slice(prefix.length, sql.length - suffix.length);
-    const k = `${m[1]}\u0000${m[2]}`;
-    if (k !== key || chars + tuples.length + prefix.length + suffix.length > maxChars) flush();
-    if (values.length === 0) {
-      key = k;
-      head = m[1]!;
-      tail = m[2]!;
-    }
-    values.push(tuples);
-    chars += tuples.length + 2;
-  }
-  flush();
-  return out;
-}
-
-/** Rows an INSERT statement writes (its parameters / its columns); 0 for other statements. */
-function rowsOf(s: Statement): number {
-  if (!s.sql.startsWith("INSERT")) return 0;
-  const open = s.sql.indexOf("(");
-  const columns = s.sql.slice(open, s.sql.indexOf(")", open)).split(",").length;
-  return s.params.length / columns;
-}
-
-/** Rows the import of a validated file writes, computed like `importStatements` (lists deduplicated). */
+/** Rows the import of a validated file writes, computed like `importSteps` (lists deduplicated), without building them. */
 export function countRows(file: ImportFile): number {
   let n = file.schools.length + file.trainings.length + file.groups.length + file.surveyTemplates.length;
   n += file.students.length + file.professors.length + file.courses.length;
@@ -180,22 +128,22 @@ async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, sta
   let chars = 0;
   let rows = 0;
   let statements = 0;
-  const add = (list: Statement[]) => {
-    for (const s of list) rows += rowsOf(s);
-    for (const sql of renderMerged(list, statementChars)) {
+  const add = (steps: ImportStep[]) => {
+    rows += rowCount(steps);
+    for (const sql of renderLiteral(steps, statementChars)) {
       parts.push(sql);
       chars += sql.length + 1;
       statements++;
     }
   };
-  add(await importStatements({ ...file, courses: [] }, now));
+  add(await importSteps({ ...file, courses: [] }, now));
   for (let i = 0; i < file.courses.length; i += BATCH_COURSES) {
     if (chars >= chunkChars) {
       yield { sql: parts.join("\n"), rows, statements };
       parts = [];
       chars = rows = statements = 0;
     }
-    add(await importStatements({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now));
+    add(await importSteps({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now));
     await tick(); // let wrangler's output flow while we build
   }
   // Refresh the query planner's statistics (sqlite_stat1): without them SQLite assumes an
@@ -307,15 +255,14 @@ const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persis
   --remote          write to the remote D1 database of wrangler.toml
   --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
   --chunk-mb N      size of one SQL file handed to wrangler, in MB (default ${DEFAULT_CHUNK_MB})
-  --statement-kb N  longest merged INSERT statement, in thousands of characters (default ${DEFAULT_STATEMENT_CHARS / 1000})
+  --statement-kb N  longest INSERT statement, in thousands of characters (default ${DEFAULT_STATEMENT_CHARS / 1000})
   --keep-sql DIR    keep the generated SQL chunk files in DIR
   --quiet           no progress bar`;
 
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  let args;
-  try {
-    args = parseArgs({
+  const args = parseCli(
+    {
       args: argv,
       allowPositionals: true,
       options: {
@@ -328,16 +275,11 @@ export async function main(argv: string[]): Promise<number> {
         quiet: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
-    });
-  } catch (err) {
-    console.error(`${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
+    },
+    USAGE,
+  );
+  if (typeof args === "number") return args;
   const { values: v, positionals } = args;
-  if (v.help) {
-    console.log(USAGE);
-    return 0;
-  }
   if (positionals.length !== 1) {
     console.error(USAGE);
     return 2;

@@ -1,6 +1,6 @@
 /**
  * `npm run lint:openapi` — generates the OpenAPI document from the zod schemas (the same
- * `buildOpenApiDocument` that GET /openapi.json serves), writes it to `dist/openapi.json`,
+^ * `openApiDocument` of src/api.ts that GET /openapi.json serves), writes it to `dist/openapi.json`,
  * then:
  *
  * 1. validates it with @apidevtools/swagger-parser (structure against the OpenAPI 3.1
@@ -17,18 +17,20 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import SwaggerParser from "@apidevtools/swagger-parser";
-import { buildOpenApiDocument } from "../src/openapi/document";
+import { openApiDocument } from "../src/api";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 /** Where the generated document is written (git-ignored), relative to the repository root. */
 export const OUTPUT = "dist/openapi.json";
 
 async function main(): Promise<number> {
-  const doc = buildOpenApiDocument();
+  const doc = openApiDocument();
   const file = path.join(ROOT, OUTPUT);
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
-  console.log(`generated ${OUTPUT}: ${Object.keys(doc.paths).length} paths, ${Object.keys(doc.webhooks ?? {}).length} webhooks, ${Object.keys(doc.components.schemas).length} schemas`);
+  console.log(
+    `generated ${OUTPUT}: ${Object.keys(doc.paths ?? {}).length} paths, ${Object.keys(doc.webhooks ?? {}).length} webhooks, ${Object.keys(doc.components?.schemas ?? {}).length} schemas`,
+  );
 
   try {
     // swagger-parser mutates what it validates: give it a copy.

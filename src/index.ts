@@ -1,34 +1,38 @@
 /**
- * Worker entry (DESIGN.md): `fetch` serves the API, `scheduled` sweeps the outbox, and the
- * SchoolHub and WebhookCourier Durable Object classes are exported for their bindings.
+ * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts) and the webhook portal
+ * (src/portal/), `scheduled` sweeps the outbox, and the SchoolHub and WebhookCourier Durable
+ * Object classes are exported for their bindings.
  */
-import type { Env } from "./env";
+import { operations } from "./api";
 import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
-import { buildRouter } from "./http/router";
-import { routes } from "./http/routes";
+import { buildRouter, type Route } from "./http/router";
 import { servePortal } from "./portal/serve";
 
 export { WebhookCourier } from "./webhooks/courier";
 export { SchoolHub } from "./webhooks/hub";
 
-const handle = buildRouter(routes);
+/** The Worker serving `routes` (the API's operations; the benchmark entry adds its own). */
+export function workerOf(routes: readonly Route<Env>[]) {
+  const handle = buildRouter(routes);
+  return {
+    async fetch(request, env, exec): Promise<Response> {
+      const rc = new RequestContext(request.headers.get("x-request-id"));
+      // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
+      const portal = await servePortal(request, env, rc);
+      if (portal) return portal;
+      return handle(request, env, exec, rc);
+    },
+    /**
+     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
+     * ones; once an hour also `PRAGMA optimize`, which refreshes the query planner's
+     * statistics (D1 runs ANALYZE on the tables that need it).
+     */
+    async scheduled(controller, env, exec): Promise<void> {
+      exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
+      if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
+    },
+  } satisfies ExportedHandler<Env>;
+}
 
-export default {
-  async fetch(request, env, exec): Promise<Response> {
-    const rc = new RequestContext(request.headers.get("x-request-id"));
-    // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
-    const portal = await servePortal(request, env, rc);
-    if (portal) return portal;
-    return handle(request, env, exec, rc);
-  },
-  /**
-   * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
-   * ones; once an hour also `PRAGMA optimize`, which refreshes the query planner's
-   * statistics (D1 runs ANALYZE on the tables that need it).
-   */
-  async scheduled(controller, env, exec): Promise<void> {
-    exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
-    if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
-  },
-} satisfies ExportedHandler<Env>;
+export default workerOf(operations);

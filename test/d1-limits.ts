@@ -31,7 +31,10 @@ function bytes(s: string): number {
   let n = s.length;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c >= 0x80) n += c < 0x800 ? 1 : c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00 ? (i++, 2) : 2;
+    if (c < 0x80) continue;
+    n += c < 0x800 ? 1 : 2;
+    // A surrogate pair is one code point of 4 bytes: its second half adds nothing more.
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
   }
   return n;
 }
@@ -39,7 +42,14 @@ function bytes(s: string): number {
 /** Throws like production D1 when a value is over the string/BLOB limit. */
 function checkValue(value: unknown, where: string): void {
   // D1 reads a BLOB back as an array of byte values.
-  const size = typeof value === "string" ? bytes(value) : value instanceof ArrayBuffer || ArrayBuffer.isView(value) ? value.byteLength : Array.isArray(value) ? value.length : 0;
+  const size =
+    typeof value === "string"
+      ? bytes(value)
+      : value instanceof ArrayBuffer || ArrayBuffer.isView(value)
+        ? value.byteLength
+        : Array.isArray(value)
+          ? value.length
+          : 0;
   if (size > D1_LIMITS.valueBytes) {
     throw new Error(`D1_ERROR: string or blob too big: SQLITE_TOOBIG (simulated production limit: ${where} is ${size} bytes > ${D1_LIMITS.valueBytes})`);
   }
@@ -47,11 +57,15 @@ function checkValue(value: unknown, where: string): void {
 
 function checkStatement(sql: string, params: unknown[]): void {
   if (params.length > D1_LIMITS.boundParameters) {
-    throw new Error(`D1_ERROR: too many SQL variables: SQLITE_RANGE (simulated production limit: ${params.length} bound parameters > ${D1_LIMITS.boundParameters})`);
+    throw new Error(
+      `D1_ERROR: too many SQL variables: SQLITE_RANGE (simulated production limit: ${params.length} bound parameters > ${D1_LIMITS.boundParameters})`,
+    );
   }
   const sqlBytes = encoder.encode(sql).byteLength;
   if (sqlBytes > D1_LIMITS.sqlBytes) throw new Error(`D1_ERROR: statement too long: SQLITE_TOOBIG (simulated production limit: ${sqlBytes} bytes of SQL)`);
-  params.forEach((p, i) => checkValue(p, `bound parameter ${i + 1}`));
+  params.forEach((p, i) => {
+    checkValue(p, `bound parameter ${i + 1}`);
+  });
 }
 
 /**

@@ -7,7 +7,18 @@ import { fuzzSuite } from "./fuzz/suite";
 
 fuzzSuite(
   "fuzz: course reads, reference, misrouted and unknown paths",
-  ["GET /v3/courses", "POST /v3/courses:search", "GET /v3/courses/:id", "GET /openapi.json", "GET /docs", "GET /v3/event-types", "POST /__bench/publish", "GET /__bench/floor", "misrouted", "unknown path"],
+  [
+    "GET /v3/courses",
+    "POST /v3/courses:search",
+    "GET /v3/courses/:id",
+    "GET /openapi.json",
+    "GET /docs",
+    "GET /v3/event-types",
+    "POST /__bench/publish",
+    "GET /__bench/floor",
+    "misrouted",
+    "unknown path",
+  ],
   3000,
   20260910,
 );

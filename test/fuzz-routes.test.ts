@@ -1,9 +1,16 @@
 /**
- * The fuzz generators cover the router: every route of src/http/routes.ts has one
- * (test/fuzz/contract.ts lists them from API.md), and the two fuzz files share them all.
+ * The fuzz generators cover the router: every route has one — the API's operations
+ * (src/api.ts) and the benchmark entry's /__bench/* routes (src/bench.ts), which the
+ * production Worker answers 404 — (test/fuzz/contract.ts lists them from API.md), and the
+ * two fuzz files share them all.
  */
 import { describe, expect, it } from "vitest";
-import { routes } from "../src/http/routes";
+import { operations } from "../src/api";
+import { benchRoutes } from "../src/bench";
+
+/** Every route, its path written as test/fuzz/contract.ts writes it (`:id`). */
+const routes = [...operations, ...benchRoutes].map((r) => ({ method: r.method, path: r.path.replace(/\{(\w+)\}/g, ":$1") }));
+
 import { ROUTES } from "./fuzz/contract";
 import { routeArbitraries } from "./fuzz/requests";
 

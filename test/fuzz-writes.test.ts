@@ -6,7 +6,19 @@ import { fuzzSuite } from "./fuzz/suite";
 
 fuzzSuite(
   "fuzz: course writes and webhooks",
-  ["POST /v3/courses", "PATCH /v3/courses/:id", "POST /v3/webhooks", "GET /v3/webhooks", "DELETE /v3/webhooks/:id", "GET /v3/webhooks/:id/deliveries", "POST /v3/webhooks/:id/test", "PATCH /v3/webhooks/:id", "POST /v3/webhooks/:id/secret/rotate", "POST /v3/webhooks/:id/deliveries/:eventId/resend", "POST /v3/webhooks/:id/recover"],
+  [
+    "POST /v3/courses",
+    "PATCH /v3/courses/:id",
+    "POST /v3/webhooks",
+    "GET /v3/webhooks",
+    "DELETE /v3/webhooks/:id",
+    "GET /v3/webhooks/:id/deliveries",
+    "POST /v3/webhooks/:id/test",
+    "PATCH /v3/webhooks/:id",
+    "POST /v3/webhooks/:id/secret/rotate",
+    "POST /v3/webhooks/:id/deliveries/:eventId/resend",
+    "POST /v3/webhooks/:id/recover",
+  ],
   2000,
   20260911,
 );

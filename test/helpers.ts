@@ -9,7 +9,8 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { importFileSchema, importStatements } from "../src/db/import";
+import { importFileSchema } from "../src/db/import";
+import { importSteps, renderBound } from "../src/db/import-rows";
 import { checkResponse } from "./openapi-check";
 
 export const BASE = "http://api.test";
@@ -59,7 +60,7 @@ export async function callJson<T = any>(path: string, init: Parameters<typeof ca
 /** Loads an import file (API.md § "Data import") into the test D1 database, in one batch. */
 export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z")): Promise<void> {
   const file = importFileSchema.parse(data);
-  const statements = await importStatements(file, now);
+  const statements = renderBound(await importSteps(file, now));
   if (statements.length === 0) return;
   await env.DB.batch(statements.map((s) => env.DB.prepare(s.sql).bind(...s.params)));
 }

@@ -10,12 +10,12 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toCourseQuery } from "../src/courses/filters";
 import { selectCoursePage } from "../src/courses/query";
-import { MAX_LIST, MAX_PROFESSORS } from "../src/courses/writes";
+import { MAX_LIST, MAX_PROFESSORS } from "../src/courses/write-schemas";
 import { getDb } from "../src/db/client";
 import { D1_LIMITS, limitedD1 } from "./d1-limits";
 import { fixture, KEY_A } from "./fixtures";
-import { loadFixture } from "./helpers";
 import { send } from "./fuzz/workerd";
+import { loadFixture } from "./helpers";
 import { checkResponse } from "./openapi-check";
 
 /** Calls the Worker on the limited D1 and checks the answer against the OpenAPI document. */
@@ -47,8 +47,18 @@ describe("the D1 simulation refuses what production refuses", () => {
   const db = limitedD1(env.DB);
   it("101 bound parameters, 100,001 bytes of SQL, a value or a row over 1,000,000 bytes", async () => {
     const marks = (n: number) => Array.from({ length: n }, () => "?").join(",");
-    await expect(db.prepare(`SELECT json_array(${marks(101)})`).bind(...Array.from({ length: 101 }, () => 1)).first()).rejects.toThrow(/SQLITE_RANGE/);
-    expect(await db.prepare(`SELECT json_array(${marks(100)}) AS a`).bind(...Array.from({ length: 100 }, () => 1)).first("a")).toBeTruthy();
+    await expect(
+      db
+        .prepare(`SELECT json_array(${marks(101)})`)
+        .bind(...Array.from({ length: 101 }, () => 1))
+        .first(),
+    ).rejects.toThrow(/SQLITE_RANGE/);
+    expect(
+      await db
+        .prepare(`SELECT json_array(${marks(100)}) AS a`)
+        .bind(...Array.from({ length: 100 }, () => 1))
+        .first("a"),
+    ).toBeTruthy();
     await expect(db.prepare(`SELECT 1 ${" ".repeat(D1_LIMITS.sqlBytes)}`).first()).rejects.toThrow(/statement too long/);
     await expect(db.prepare("SELECT length(?)").bind("é".repeat(500_001)).first()).rejects.toThrow(/too big/);
     await expect(db.prepare("SELECT ? AS a, ? AS b").bind("x".repeat(600_000), "y".repeat(600_000)).first()).rejects.toThrow(/result row/);
@@ -60,7 +70,11 @@ describe("name filter: any name of 1–200 characters (API.md § GET /v3/courses
   const LONG_NAME = `Cours %_\\ 100% _x_ Économie ${"é".repeat(60)}${"%".repeat(50)}${"_".repeat(50)}`.padEnd(200, "Œ");
   let longId: string;
   beforeAll(async () => {
-    const { status, body } = await call("/v3/courses", { method: "POST", key: KEY_A, json: { name: LONG_NAME, startDateTime: "2027-01-04T08:00:00Z", endDateTime: "2027-01-04T10:00:00Z" } });
+    const { status, body } = await call("/v3/courses", {
+      method: "POST",
+      key: KEY_A,
+      json: { name: LONG_NAME, startDateTime: "2027-01-04T08:00:00Z", endDateTime: "2027-01-04T10:00:00Z" },
+    });
     expect(status).toBe(201);
     longId = body.result.id;
   });
@@ -123,7 +137,10 @@ describe("other filters at their bounds", () => {
 
   for (const field of ["groupId", "studentId", "professorId", "trainingId", "courseId"]) {
     it(`:search with ${field} at 10,000 ids of 64 characters (one JSON parameter of 670 KB)`, async () => {
-      const list10k = [...longIds(field.slice(0, 3), 9_999), field === "courseId" ? "crs_01" : field === "trainingId" ? "trn_1" : field === "groupId" ? "grp_1" : field === "studentId" ? "stu_1" : "prf_1"];
+      const list10k = [
+        ...longIds(field.slice(0, 3), 9_999),
+        field === "courseId" ? "crs_01" : field === "trainingId" ? "trn_1" : field === "groupId" ? "grp_1" : field === "studentId" ? "stu_1" : "prf_1",
+      ];
       const { status, body } = await search({ [field]: list10k, sort: [{ field: "name" }] });
       expect(status).toBe(200);
       expect(ids(body)).toContain("crs_01");
@@ -171,10 +188,22 @@ describe("other filters at their bounds", () => {
 
   it("a list of hundreds of thousands of items, as an array or a comma-separated string, is a 400 counted before its items are judged", async () => {
     const comma = await search({ groupId: "a b,".repeat(200_000) });
-    expect([comma.status, comma.body.code, comma.body.details]).toEqual([400, "VALIDATION_ERROR", [{ path: "groupId", message: "must list at most 10000 ids" }]]);
+    expect([comma.status, comma.body.code, comma.body.details]).toEqual([
+      400,
+      "VALIDATION_ERROR",
+      [{ path: "groupId", message: "must list at most 10000 ids" }],
+    ]);
     const array = await search({ sort: Array.from({ length: 300_000 }, () => 1) });
-    expect([array.status, array.body.code, array.body.details]).toEqual([400, "VALIDATION_ERROR", [{ path: "sort", message: "must list at most 10000 items" }]]);
-    const events = await call("/v3/webhooks", { method: "POST", key: KEY_A, json: { url: "https://hooks.example.com/x", events: Array.from({ length: 100_000 }, () => 0) } });
+    expect([array.status, array.body.code, array.body.details]).toEqual([
+      400,
+      "VALIDATION_ERROR",
+      [{ path: "sort", message: "must list at most 10000 items" }],
+    ]);
+    const events = await call("/v3/webhooks", {
+      method: "POST",
+      key: KEY_A,
+      json: { url: "https://hooks.example.com/x", events: Array.from({ length: 100_000 }, () => 0) },
+    });
     expect([events.status, events.body.code, events.body.details[0].path]).toEqual([400, "VALIDATION_ERROR", "events"]);
   });
 
@@ -213,7 +242,20 @@ describe("other filters at their bounds", () => {
     expect(params.length).toBeLessThanOrEqual(D1_LIMITS.boundParameters);
     expect(new TextEncoder().encode(sql).byteLength).toBeLessThan(D1_LIMITS.sqlBytes);
     // And through the Worker, on the limited D1.
-    const { status } = await search({ ...full, courseStartDateTime: "2026-01-01T00:00:00Z", courseEndDateTime: "2027-01-01T00:00:00Z", groupId: full.groupId.slice(0, 2000), professorId: full.professorId.slice(0, 2000), trainingId: full.trainingId.slice(0, 2000), courseId: full.courseId.slice(0, 2000), include: undefined, includeStudents: true, includeTeachers: true, includeSurveyTemplates: true, includeTraining: true });
+    const { status } = await search({
+      ...full,
+      courseStartDateTime: "2026-01-01T00:00:00Z",
+      courseEndDateTime: "2027-01-01T00:00:00Z",
+      groupId: full.groupId.slice(0, 2000),
+      professorId: full.professorId.slice(0, 2000),
+      trainingId: full.trainingId.slice(0, 2000),
+      courseId: full.courseId.slice(0, 2000),
+      include: undefined,
+      includeStudents: true,
+      includeTeachers: true,
+      includeSurveyTemplates: true,
+      includeTraining: true,
+    });
     expect(status).toBe(200);
   });
 });
@@ -226,7 +268,13 @@ describe(`a course with every list at its maximum (${MAX_LIST} ids of 64 charact
     surveyTemplateIds: longIds("svt_", MAX_LIST),
   };
   beforeAll(async () => {
-    const person = (id: string, i: number) => ({ id, schoolId: BOUNDS, firstName: `Prénom${i}`, lastName: `Nom-de-famille-${i}`, email: `prenom.nom-de-famille-${i}@lycee-exemple.fr` });
+    const person = (id: string, i: number) => ({
+      id,
+      schoolId: BOUNDS,
+      firstName: `Prénom${i}`,
+      lastName: `Nom-de-famille-${i}`,
+      email: `prenom.nom-de-famille-${i}@lycee-exemple.fr`,
+    });
     await loadFixture({
       schools: [{ id: BOUNDS, name: "Bounds", apiKeys: [BOUNDS_KEY] }],
       groups: refs.groupIds.map((id, i) => ({ id, schoolId: BOUNDS, name: `Groupe ${i}` })),
@@ -254,22 +302,48 @@ describe(`a course with every list at its maximum (${MAX_LIST} ids of 64 charact
     expect(created.status, JSON.stringify(created.body).slice(0, 300)).toBe(201);
     const id = created.body.result.id as string;
     // Every professor signs: one course.professor_signed event each, every one carrying the course.
-    const patched = await call(`/v3/courses/${id}`, { method: "PATCH", key: BOUNDS_KEY, json: { professors: refs.professorIds.map((professorId) => ({ professorId, signed: true })), archived: true, absencesSent: true } });
+    const patched = await call(`/v3/courses/${id}`, {
+      method: "PATCH",
+      key: BOUNDS_KEY,
+      json: { professors: refs.professorIds.map((professorId) => ({ professorId, signed: true })), archived: true, absencesSent: true },
+    });
     expect(patched.status, JSON.stringify(patched.body).slice(0, 300)).toBe(200);
     const includes = "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true";
     const one = await call(`/v3/courses/${id}?${includes}`, { key: BOUNDS_KEY });
     expect(one.status).toBe(200);
-    expect([one.body.result.students.length, one.body.result.teachers.length, one.body.result.surveyTemplates.length, one.body.result.groupIds.length]).toEqual([MAX_LIST, MAX_PROFESSORS, MAX_LIST, MAX_LIST]);
+    expect([one.body.result.students.length, one.body.result.teachers.length, one.body.result.surveyTemplates.length, one.body.result.groupIds.length]).toEqual(
+      [MAX_LIST, MAX_PROFESSORS, MAX_LIST, MAX_LIST],
+    );
     expect((await call(`/v3/courses?${includes}`, { key: BOUNDS_KEY })).status).toBe(200);
-    expect((await call("/v3/courses:search", { method: "POST", key: BOUNDS_KEY, json: { sort: [{ field: "classroom" }, { field: "endDateTime", order: "desc" }], includeStudents: true, includeTeachers: true, includeSurveyTemplates: true, includeTraining: true } })).status).toBe(200);
-    const outbox = await env.DB.prepare("SELECT count(*) AS n, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?").bind(BOUNDS).first<{ n: number; biggest: number }>();
+    expect(
+      (
+        await call("/v3/courses:search", {
+          method: "POST",
+          key: BOUNDS_KEY,
+          json: {
+            sort: [{ field: "classroom" }, { field: "endDateTime", order: "desc" }],
+            includeStudents: true,
+            includeTeachers: true,
+            includeSurveyTemplates: true,
+            includeTraining: true,
+          },
+        })
+      ).status,
+    ).toBe(200);
+    const outbox = await env.DB.prepare("SELECT count(*) AS n, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?")
+      .bind(BOUNDS)
+      .first<{ n: number; biggest: number }>();
     expect(outbox!.n).toBe(1 + 1 + 1 + 1 + MAX_PROFESSORS);
     expect(outbox!.biggest).toBeLessThan(D1_LIMITS.valueBytes);
   });
 
   it(`${MAX_LIST + 1} ids in a list, or ${MAX_PROFESSORS + 1} professors, is a 400 VALIDATION_ERROR`, async () => {
     const base = { name: "x", startDateTime: "2027-02-01T08:00:00Z", endDateTime: "2027-02-01T10:00:00Z" };
-    for (const [field, value] of [["groupIds", longIds("g", MAX_LIST + 1)], ["studentIds", longIds("s", MAX_LIST + 1)], ["professors", longIds("p", MAX_PROFESSORS + 1).map((professorId) => ({ professorId }))]] as const) {
+    for (const [field, value] of [
+      ["groupIds", longIds("g", MAX_LIST + 1)],
+      ["studentIds", longIds("s", MAX_LIST + 1)],
+      ["professors", longIds("p", MAX_PROFESSORS + 1).map((professorId) => ({ professorId }))],
+    ] as const) {
       const { status, body } = await call("/v3/courses", { method: "POST", key: BOUNDS_KEY, json: { ...base, [field]: value } });
       expect([status, body.code, body.details[0].path]).toEqual([400, "VALIDATION_ERROR", field]);
     }

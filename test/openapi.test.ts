@@ -8,29 +8,37 @@
  */
 import { env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ErrorCode } from "../src/http/errors";
-import { routes } from "../src/http/routes";
+import { openApiDocument, operations } from "../src/api";
+import type { ErrorCode } from "../src/http/error-catalogue";
 import { OPENAPI_PATH, SCALAR_CONFIGURATION, SCALAR_SCRIPT_PATH } from "../src/openapi/docs-page";
-import { FALLBACK_RESPONSES_KEY, openApiDocument, openApiPath, SECURITY_SCHEME } from "../src/openapi/document";
+import { FALLBACK_RESPONSES_KEY, SECURITY_SCHEME } from "../src/openapi/document";
 import { BASE, call, callJson, loadFixture } from "./helpers";
 import { checkResponse, problemsAt } from "./openapi-check";
 import { Receivers } from "./webhooks/receivers";
 
-const doc = openApiDocument();
 type Json = Record<string, any>;
+const doc: Json = openApiDocument();
 
 const KEY = "sk_test_openapi_school";
 const SCHOOL = "sch_openapi";
 
 /** Resolves a local `$ref`. */
 const deref = (v: Json): Json =>
-  typeof v?.$ref === "string" ? deref(v.$ref.slice(2).split("/").map((p: string) => p.replace(/~1/g, "/").replace(/~0/g, "~")).reduce((n: Json, k: string) => n[k], doc)) : v;
+  typeof v?.$ref === "string"
+    ? deref(
+        v.$ref
+          .slice(2)
+          .split("/")
+          .map((p: string) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+          .reduce((n: Json, k: string) => n[k], doc),
+      )
+    : v;
 
 /** The error codes a documented error response allows. */
 const codesOf = (response: Json): string[] => deref(deref(response).content["application/json"].schema).properties.code.enum;
 
-/** `METHOD /openapi/path` of every route of src/http/routes.ts but /__bench/*. */
-const ROUTE_KEYS = routes.filter((r) => !r.path.startsWith("/__bench/")).map((r) => `${r.method} ${openApiPath(r.path)}`);
+/** `METHOD /openapi/path` of every operation the router serves (src/api.ts). */
+const ROUTE_KEYS = operations.map((r) => `${r.method} ${r.path}`);
 
 /**
  * The contract (API.md), independent of the document: for each operation, its success
@@ -48,7 +56,17 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   },
   "POST /v3/courses": {
     201: [],
-    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_DATE_RANGE", "STUDENTS_NOT_FOUND", "GROUPS_NOT_FOUND", "PROFESSORS_NOT_FOUND", "TRAINING_NOT_FOUND", "SURVEY_TEMPLATES_NOT_FOUND"],
+    400: [
+      "VALIDATION_ERROR",
+      "UNKNOWN_PARAMETER",
+      "INVALID_JSON",
+      "INVALID_DATE_RANGE",
+      "STUDENTS_NOT_FOUND",
+      "GROUPS_NOT_FOUND",
+      "PROFESSORS_NOT_FOUND",
+      "TRAINING_NOT_FOUND",
+      "SURVEY_TEMPLATES_NOT_FOUND",
+    ],
     401: ["UNAUTHORIZED"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
@@ -56,7 +74,17 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["COURSE_NOT_FOUND"] },
   "PATCH /v3/courses/{id}": {
     200: [],
-    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_DATE_RANGE", "STUDENTS_NOT_FOUND", "GROUPS_NOT_FOUND", "PROFESSORS_NOT_FOUND", "TRAINING_NOT_FOUND", "SURVEY_TEMPLATES_NOT_FOUND"],
+    400: [
+      "VALIDATION_ERROR",
+      "UNKNOWN_PARAMETER",
+      "INVALID_JSON",
+      "INVALID_DATE_RANGE",
+      "STUDENTS_NOT_FOUND",
+      "GROUPS_NOT_FOUND",
+      "PROFESSORS_NOT_FOUND",
+      "TRAINING_NOT_FOUND",
+      "SURVEY_TEMPLATES_NOT_FOUND",
+    ],
     401: ["UNAUTHORIZED"],
     404: ["COURSE_NOT_FOUND"],
     413: ["PAYLOAD_TOO_LARGE"],
@@ -127,7 +155,7 @@ const operation = (key: string): Json => {
 };
 
 describe("the document covers the route table and the contract", () => {
-  it("has every route of src/http/routes.ts (but /__bench/*), and nothing else", () => {
+  it("has every route of src/api.ts, and nothing else", () => {
     const documented = Object.entries(doc.paths as Json).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
     expect(documented.sort()).toEqual([...ROUTE_KEYS].sort());
     expect(Object.keys(CONTRACT).sort()).toEqual([...ROUTE_KEYS].sort());
@@ -181,7 +209,12 @@ describe("the document covers the route table and the contract", () => {
   it("every example and default matches its own schema", () => {
     const failures: string[] = [];
     const walk = (node: unknown, pointer: string) => {
-      if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${pointer}/${i}`));
+      if (Array.isArray(node)) {
+        node.forEach((v, i) => {
+          walk(v, `${pointer}/${i}`);
+        });
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const n = node as Json;
       const isSchema = ["type", "properties", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"].some((k) => k in n);
@@ -228,14 +261,21 @@ describe("the document covers the route table and the contract", () => {
     expect(Object.values(params).every((p: Json) => p.required === false)).toBe(true);
     // Optional parameters carry their example disabled, so "Test Request" in /docs sends none by default.
     expect(params.limit.examples).toEqual({ example: { summary: "Example", value: "20", "x-disabled": true } });
-    const deliveries: Json = Object.fromEntries((operation("GET /v3/webhooks/{id}/deliveries").parameters as Json[]).filter((p) => p.in === "query").map((p) => [p.name, p]));
+    const deliveries: Json = Object.fromEntries(
+      (operation("GET /v3/webhooks/{id}/deliveries").parameters as Json[]).filter((p) => p.in === "query").map((p) => [p.name, p]),
+    );
     expect(deliveries.limit.schema).toMatchObject({ type: "string", default: "100" });
   });
 
   it("forbids undocumented fields in every response object", () => {
     const open: string[] = [];
     const walk = (node: unknown, pointer: string) => {
-      if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${pointer}/${i}`));
+      if (Array.isArray(node)) {
+        node.forEach((v, i) => {
+          walk(v, `${pointer}/${i}`);
+        });
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const n = node as Json;
       if (n.type === "object" || (Array.isArray(n.type) && n.type.includes("object"))) {
@@ -250,14 +290,26 @@ describe("the document covers the route table and the contract", () => {
 
   it("documents every event payload under webhooks, with the Standard Webhooks headers", () => {
     expect(Object.keys(doc.webhooks).sort()).toEqual(
-      ["course.created", "course.updated", "course.archived", "course.unarchived", "course.absences_sent", "course.professor_signed", "webhook.disabled", "webhook.test"].sort(),
+      [
+        "course.created",
+        "course.updated",
+        "course.archived",
+        "course.unarchived",
+        "course.absences_sent",
+        "course.professor_signed",
+        "webhook.disabled",
+        "webhook.test",
+      ].sort(),
     );
     for (const [type, item] of Object.entries(doc.webhooks as Json)) {
       const schema = deref(item.post.requestBody.content["application/json"].schema);
       expect(schema.properties.type.enum, type).toEqual([type]);
       expect((item.post.parameters as Json[]).map((p) => p.name).sort()).toEqual(["webhook-id", "webhook-signature", "webhook-timestamp"]);
     }
-    expect(deref(doc.webhooks["course.professor_signed"].post.requestBody.content["application/json"].schema).properties.data.required).toEqual(["course", "professorId"]);
+    expect(deref(doc.webhooks["course.professor_signed"].post.requestBody.content["application/json"].schema).properties.data.required).toEqual([
+      "course",
+      "professorId",
+    ]);
   });
 });
 
@@ -312,12 +364,16 @@ describe("the response check of every HTTP test (test/openapi-check.ts)", () => 
   });
 
   it("rejects an undocumented field, naming its path", async () => {
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, extra: 1 }))).rejects.toThrow(/GET \/v3\/courses → 200 \(listCourses\)[\s\S]*at #\/extra: undocumented field/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, extra: 1 }))).rejects.toThrow(
+      /GET \/v3\/courses → 200 \(listCourses\)[\s\S]*at #\/extra: undocumented field/,
+    );
   });
 
   it("rejects a wrong type deep in the body", async () => {
     const course = { ...doc.components.schemas.Course.example, archived: "no" };
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, result: [course] }))).rejects.toThrow(/at #\/result\/0\/archived: Instance type "string" is invalid/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, result: [course] }))).rejects.toThrow(
+      /at #\/result\/0\/archived: Instance type "string" is invalid/,
+    );
   });
 
   it("rejects an undocumented status", async () => {
@@ -326,13 +382,19 @@ describe("the response check of every HTTP test (test/openapi-check.ts)", () => 
 
   it("rejects an error code the operation does not document", async () => {
     const err = { status: "error", code: "WEBHOOK_NOT_FOUND", message: "m", requestId: "req_1" };
-    await expect(checkResponse("GET", `${BASE}/v3/courses/crs_1`, json(err, 404))).rejects.toThrow(/at #\/code: Instance does not match any of \["COURSE_NOT_FOUND"\]/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses/crs_1`, json(err, 404))).rejects.toThrow(
+      /at #\/code: Instance does not match any of \["COURSE_NOT_FOUND"\]/,
+    );
   });
 
   it("rejects a missing x-request-id or a malformed Server-Timing", async () => {
     const { "x-request-id": _, ...noId } = headers;
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, noId))).rejects.toThrow(/header x-request-id is documented as required and missing/);
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, { ...headers, "server-timing": "total=1" }))).rejects.toThrow(/header Server-Timing/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, noId))).rejects.toThrow(
+      /header x-request-id is documented as required and missing/,
+    );
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, { ...headers, "server-timing": "total=1" }))).rejects.toThrow(
+      /header Server-Timing/,
+    );
   });
 
   it("checks unmatched requests against the fallback responses", async () => {
@@ -362,7 +424,11 @@ describe("every documented status and code is one the code answers", () => {
       ],
       trainings: [{ id: "trn_oa", schoolId: SCHOOL, name: "BTS" }],
     });
-    const created = await callJson("/v3/courses", { method: "POST", key: KEY, json: { name: "Cours", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z", trainingId: "trn_oa" } });
+    const created = await callJson("/v3/courses", {
+      method: "POST",
+      key: KEY,
+      json: { name: "Cours", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z", trainingId: "trn_oa" },
+    });
     courseId = created.body.result.id;
     hookId = (await callJson("/v3/webhooks", { method: "POST", key: KEY, json: { url: "https://hooks.example.com/oa" } })).body.result.id;
     deletedHookId = (await callJson("/v3/webhooks", { method: "POST", key: KEY, json: { url: "https://hooks.example.com/gone" } })).body.result.id;
@@ -375,9 +441,13 @@ describe("every documented status and code is one the code answers", () => {
   afterAll(() => rx.restore());
 
   type Case = [key: string, status: number, code: string | null, path: () => string, init: () => Parameters<typeof call>[1]];
-  const post = (json: unknown, key = KEY) => () => ({ method: "POST", key, json });
+  const post =
+    (json: unknown, key = KEY) =>
+    () => ({ method: "POST", key, json });
   const patch = (json: unknown) => () => ({ method: "PATCH", key: KEY, json });
-  const raw = (method: string, body: string, type = "application/json") => () => ({ method, key: KEY, body, headers: { "content-type": type } });
+  const raw =
+    (method: string, body: string, type = "application/json") =>
+    () => ({ method, key: KEY, body, headers: { "content-type": type } });
   const get = () => () => ({ key: KEY });
   const anon = () => () => ({});
   const course = { name: "Cours", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z" };
@@ -455,14 +525,32 @@ describe("every documented status and code is one the code answers", () => {
     ["GET /v3/webhooks/{id}/deliveries", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries?status=lost`, get()],
     ["GET /v3/webhooks/{id}/deliveries", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/deliveries`, anon()],
     ["GET /v3/webhooks/{id}/deliveries", 404, "WEBHOOK_NOT_FOUND", () => "/v3/webhooks/wh_none/deliveries", get()],
-    ["GET /v3/webhooks/{id}/deliveries", 200, null, () => `/v3/webhooks/${hookId}/deliveries?status=skipped&eventType=course.created&since=2026-01-01T00:00:00Z`, get()],
+    [
+      "GET /v3/webhooks/{id}/deliveries",
+      200,
+      null,
+      () => `/v3/webhooks/${hookId}/deliveries?status=skipped&eventType=course.created&since=2026-01-01T00:00:00Z`,
+      get(),
+    ],
     ["PATCH /v3/webhooks/{id}", 200, null, () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { description: null, events: ["*"] } })],
     ["PATCH /v3/webhooks/{id}", 400, "VALIDATION_ERROR", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { enabled: "no" } })],
     ["PATCH /v3/webhooks/{id}", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { enable: false } })],
     ["PATCH /v3/webhooks/{id}", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}`, raw("PATCH", "{")],
-    ["PATCH /v3/webhooks/{id}", 400, "INVALID_WEBHOOK_URL", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", key: KEY, json: { url: "https://localhost/in" } })],
+    [
+      "PATCH /v3/webhooks/{id}",
+      400,
+      "INVALID_WEBHOOK_URL",
+      () => `/v3/webhooks/${hookId}`,
+      () => ({ method: "PATCH", key: KEY, json: { url: "https://localhost/in" } }),
+    ],
     ["PATCH /v3/webhooks/{id}", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}`, () => ({ method: "PATCH", json: {} })],
-    ["PATCH /v3/webhooks/{id}", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}`, () => ({ method: "PATCH", key: KEY, json: { enabled: true } })],
+    [
+      "PATCH /v3/webhooks/{id}",
+      404,
+      "WEBHOOK_NOT_FOUND",
+      () => `/v3/webhooks/${deletedHookId}`,
+      () => ({ method: "PATCH", key: KEY, json: { enabled: true } }),
+    ],
     ["PATCH /v3/webhooks/{id}", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}`, raw("PATCH", big)],
     ["PATCH /v3/webhooks/{id}", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}`, raw("PATCH", "{}", "text/plain")],
     ["POST /v3/webhooks/{id}/secret/rotate", 200, null, () => `/v3/webhooks/${hookId}/secret/rotate`, post({ graceSeconds: 60 })],
@@ -470,27 +558,105 @@ describe("every documented status and code is one the code answers", () => {
     ["POST /v3/webhooks/{id}/secret/rotate", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/secret/rotate`, post({ grace: 1 })],
     ["POST /v3/webhooks/{id}/secret/rotate", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}/secret/rotate`, raw("POST", "{")],
     ["POST /v3/webhooks/{id}/secret/rotate", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/secret/rotate`, () => ({ method: "POST" })],
-    ["POST /v3/webhooks/{id}/secret/rotate", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}/secret/rotate`, () => ({ method: "POST", key: KEY })],
+    [
+      "POST /v3/webhooks/{id}/secret/rotate",
+      404,
+      "WEBHOOK_NOT_FOUND",
+      () => `/v3/webhooks/${deletedHookId}/secret/rotate`,
+      () => ({ method: "POST", key: KEY }),
+    ],
     ["POST /v3/webhooks/{id}/secret/rotate", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}/secret/rotate`, raw("POST", big)],
     ["POST /v3/webhooks/{id}/secret/rotate", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}/secret/rotate`, raw("POST", "{}", "text/plain")],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 202, null, () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST", key: KEY })],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      202,
+      null,
+      () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`,
+      () => ({ method: "POST", key: KEY }),
+    ],
     ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 400, "VALIDATION_ERROR", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, post([])],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, post({ a: 1 })],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, raw("POST", "{")],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST" })],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST", key: KEY })],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 404, "EVENT_NOT_FOUND", () => `/v3/webhooks/${hookId}/deliveries/evt_none/resend`, () => ({ method: "POST", key: KEY })],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 409, "WEBHOOK_DISABLED", () => `/v3/webhooks/${disabledHookId}/deliveries/${testEventId}/resend`, () => ({ method: "POST", key: KEY })],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, raw("POST", big)],
-    ["POST /v3/webhooks/{id}/deliveries/{eventId}/resend", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`, raw("POST", "{}", "text/plain")],
-    ["POST /v3/webhooks/{id}/recover", 202, null, () => `/v3/webhooks/${hookId}/recover`, () => ({ method: "POST", key: KEY, json: { since: new Date(Date.now() - 3600_000).toISOString() } })],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      400,
+      "UNKNOWN_PARAMETER",
+      () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`,
+      post({ a: 1 }),
+    ],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      400,
+      "INVALID_JSON",
+      () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`,
+      raw("POST", "{"),
+    ],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      401,
+      "UNAUTHORIZED",
+      () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`,
+      () => ({ method: "POST" }),
+    ],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      404,
+      "WEBHOOK_NOT_FOUND",
+      () => `/v3/webhooks/${deletedHookId}/deliveries/${testEventId}/resend`,
+      () => ({ method: "POST", key: KEY }),
+    ],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      404,
+      "EVENT_NOT_FOUND",
+      () => `/v3/webhooks/${hookId}/deliveries/evt_none/resend`,
+      () => ({ method: "POST", key: KEY }),
+    ],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      409,
+      "WEBHOOK_DISABLED",
+      () => `/v3/webhooks/${disabledHookId}/deliveries/${testEventId}/resend`,
+      () => ({ method: "POST", key: KEY }),
+    ],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      413,
+      "PAYLOAD_TOO_LARGE",
+      () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`,
+      raw("POST", big),
+    ],
+    [
+      "POST /v3/webhooks/{id}/deliveries/{eventId}/resend",
+      415,
+      "UNSUPPORTED_MEDIA_TYPE",
+      () => `/v3/webhooks/${hookId}/deliveries/${testEventId}/resend`,
+      raw("POST", "{}", "text/plain"),
+    ],
+    [
+      "POST /v3/webhooks/{id}/recover",
+      202,
+      null,
+      () => `/v3/webhooks/${hookId}/recover`,
+      () => ({ method: "POST", key: KEY, json: { since: new Date(Date.now() - 3600_000).toISOString() } }),
+    ],
     ["POST /v3/webhooks/{id}/recover", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/recover`, post({ since: "2020-01-01T00:00:00Z" })],
     ["POST /v3/webhooks/{id}/recover", 400, "VALIDATION_ERROR", () => `/v3/webhooks/${hookId}/recover`, post({ since: "2026-01-01T00:00:00" })],
     ["POST /v3/webhooks/{id}/recover", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/recover`, post({ since: new Date().toISOString(), from: 1 })],
     ["POST /v3/webhooks/{id}/recover", 400, "INVALID_JSON", () => `/v3/webhooks/${hookId}/recover`, raw("POST", "{")],
     ["POST /v3/webhooks/{id}/recover", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/recover`, () => ({ method: "POST" })],
-    ["POST /v3/webhooks/{id}/recover", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${deletedHookId}/recover`, () => ({ method: "POST", key: KEY, json: { since: new Date().toISOString() } })],
-    ["POST /v3/webhooks/{id}/recover", 409, "WEBHOOK_DISABLED", () => `/v3/webhooks/${disabledHookId}/recover`, () => ({ method: "POST", key: KEY, json: { since: new Date().toISOString() } })],
+    [
+      "POST /v3/webhooks/{id}/recover",
+      404,
+      "WEBHOOK_NOT_FOUND",
+      () => `/v3/webhooks/${deletedHookId}/recover`,
+      () => ({ method: "POST", key: KEY, json: { since: new Date().toISOString() } }),
+    ],
+    [
+      "POST /v3/webhooks/{id}/recover",
+      409,
+      "WEBHOOK_DISABLED",
+      () => `/v3/webhooks/${disabledHookId}/recover`,
+      () => ({ method: "POST", key: KEY, json: { since: new Date().toISOString() } }),
+    ],
     ["POST /v3/webhooks/{id}/recover", 413, "PAYLOAD_TOO_LARGE", () => `/v3/webhooks/${hookId}/recover`, raw("POST", big)],
     ["POST /v3/webhooks/{id}/recover", 415, "UNSUPPORTED_MEDIA_TYPE", () => `/v3/webhooks/${hookId}/recover`, raw("POST", "{}", "text/plain")],
     ["GET /v3/event-types", 200, null, () => "/v3/event-types", anon()],

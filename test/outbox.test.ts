@@ -6,10 +6,10 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import worker from "../src/index";
-import { publishEvents, sweepOutbox, SWEEP_AFTER_MS } from "../src/events/outbox";
+import { hubFor } from "../src/events/hub-client";
+import { publishEvents, SWEEP_AFTER_MS, sweepOutbox } from "../src/events/outbox";
 import type { SchoolEvent } from "../src/events/types";
-import { hubFor } from "../src/webhooks/client";
+import worker from "../src/index";
 import { callJson } from "./helpers";
 import { checkEvent, checkResponse } from "./openapi-check";
 import { drain, newSchool, register } from "./webhooks/harness";
@@ -40,7 +40,14 @@ describe("course writes deliver their events", () => {
     expect(await unpublished(schoolId)).toBe(0);
     await drain(schoolId);
     const got = receivers.to("writes.example.com");
-    expect(got.map((r) => r.event.type)).toEqual(["course.created", "course.updated", "course.archived", "course.absences_sent", "course.updated", "course.unarchived"]);
+    expect(got.map((r) => r.event.type)).toEqual([
+      "course.created",
+      "course.updated",
+      "course.archived",
+      "course.absences_sent",
+      "course.updated",
+      "course.unarchived",
+    ]);
     const wh = new Webhook(hook.secret);
     for (const r of got) expect(wh.verify(r.body, r.headers)).toMatchObject({ id: r.event.id, schoolId });
     // Each delivered body is as the document's `webhooks` describes it.
@@ -54,9 +61,16 @@ describe("the outbox sweep", () => {
     const { schoolId, key } = await newSchool("o");
     await register(key, "https://sweep.example.com/hook");
     // A hub that cannot be reached: the write still succeeds, its events stay in the outbox.
-    const unreachable = { ...env, SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) } } as unknown as typeof env;
+    const unreachable = {
+      ...env,
+      SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) },
+    } as unknown as typeof env;
     const post = await worker.fetch(
-      new Request("http://api.test/v3/courses", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(base) }),
+      new Request("http://api.test/v3/courses", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(base),
+      }),
       unreachable,
       createExecutionContext(),
     );
@@ -92,8 +106,12 @@ describe("the outbox sweep", () => {
 
   it("prunes rows published more than 7 days ago", async () => {
     const old = Date.now() - 8 * 24 * 3600 * 1000;
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)").bind(old, old).run();
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)").bind(Date.now(), Date.now()).run();
+    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)")
+      .bind(old, old)
+      .run();
+    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)")
+      .bind(Date.now(), Date.now())
+      .run();
     expect((await sweepOutbox(env)).pruned).toBe(1);
     const left = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = 'sch_x'").all<{ event_id: string }>();
     expect(left.results.map((r) => r.event_id)).toEqual(["evt_recent"]);

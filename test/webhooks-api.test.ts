@@ -90,7 +90,12 @@ describe("POST /v3/webhooks", () => {
   for (const proto of ["__proto__", "constructor", "prototype"]) {
     it(`400 UNKNOWN_PARAMETER for a ${proto} key, and no registration is created`, async () => {
       const before = (await callJson("/v3/webhooks", { key })).body.result.length;
-      const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, body: `{"url":"https://hooks.example.com/proto","${proto}":{"events":["*"]}}`, headers: { "content-type": "application/json" } });
+      const { status, body } = await callJson("/v3/webhooks", {
+        method: "POST",
+        key,
+        body: `{"url":"https://hooks.example.com/proto","${proto}":{"events":["*"]}}`,
+        headers: { "content-type": "application/json" },
+      });
       expect([status, body.code, body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: proto, message: "unknown" }]]);
       expect((await callJson("/v3/webhooks", { key })).body.result).toHaveLength(before);
     });
@@ -258,7 +263,12 @@ describe("POST /v3/webhooks/{id}/test and GET /v3/webhooks/{id}/deliveries", () 
     const { key } = await newSchool("test");
     const a = await register(key, "https://test-proto.example.com/in");
     for (const proto of ["__proto__", "constructor", "prototype"]) {
-      const { status, body } = await callJson(`/v3/webhooks/${a.id}/test`, { method: "POST", key, body: `{"${proto}":{"type":"course.created"}}`, headers: { "content-type": "application/json" } });
+      const { status, body } = await callJson(`/v3/webhooks/${a.id}/test`, {
+        method: "POST",
+        key,
+        body: `{"${proto}":{"type":"course.created"}}`,
+        headers: { "content-type": "application/json" },
+      });
       expect([status, body.code, body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: proto, message: "unknown" }]]);
     }
     expect((await callJson(`/v3/webhooks/${a.id}/deliveries`, { key })).body.result).toEqual([]);
@@ -298,7 +308,7 @@ describe("POST /v3/webhooks/{id}/test and GET /v3/webhooks/{id}/deliveries", () 
 });
 
 describe("POST /__bench/publish", () => {
-  it("does not exist unless BENCH_FLOOR=true", async () => {
+  it("is not served by the production Worker (only by the benchmark entry, src/bench.ts)", async () => {
     const { key } = await newSchool("bench");
     const { status, body } = await callJson("/__bench/publish", { method: "POST", key, json: { count: 1 } });
     expect([status, body.code]).toEqual([404, "NOT_FOUND"]);

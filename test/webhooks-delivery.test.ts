@@ -7,7 +7,7 @@ import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { hubFor } from "../src/webhooks/client";
+import { hubFor } from "../src/events/hub-client";
 import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery";
 import { COURIER_SLOTS } from "../src/webhooks/types";
 import { call, callJson } from "./helpers";
@@ -50,7 +50,10 @@ describe("signatures", () => {
     expect(published).toEqual({ accepted: 2, duplicates: 0, deliveries: 4 });
     await drain(schoolId);
 
-    for (const [hook, host] of [[a, "sig-a.example.com"], [b, "sig-b.example.com"]] as const) {
+    for (const [hook, host] of [
+      [a, "sig-a.example.com"],
+      [b, "sig-b.example.com"],
+    ] as const) {
       const got = rx.to(host);
       expect(got.map((r) => r.event.id).sort()).toEqual(events.map((e) => e.id).sort());
       for (const req of got) {
@@ -115,7 +118,14 @@ describe("retries", () => {
 
     const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
     expect(log.map((d: { attempt: number }) => d.attempt)).toEqual([8, 7, 6, 5, 4, 3, 2, 1]);
-    expect(log[0]).toMatchObject({ eventId: event.id, eventType: "course.updated", status: "failed", responseStatus: 500, error: "HTTP 500", nextAttemptAt: null });
+    expect(log[0]).toMatchObject({
+      eventId: event.id,
+      eventType: "course.updated",
+      status: "failed",
+      responseStatus: 500,
+      error: "HTTP 500",
+      nextAttemptAt: null,
+    });
     for (const entry of log.slice(1)) {
       expect(entry).toMatchObject({ status: "pending", responseStatus: 500 });
       const gap = Date.parse(entry.nextAttemptAt) - Date.parse(entry.attemptedAt);
@@ -268,8 +278,14 @@ describe("dispatch", () => {
     await runInDurableObject(hub, (_h, state) => state.storage.setAlarm(Date.now()));
     await runDurableObjectAlarm(hub);
     const left = await runInDurableObject(hub, (_h, state) => ({
-      events: state.storage.sql.exec<{ id: string }>(`SELECT id FROM events`).toArray().map((r) => r.id),
-      attempts: state.storage.sql.exec<{ event_id: string }>(`SELECT event_id FROM attempts`).toArray().map((r) => r.event_id),
+      events: state.storage.sql
+        .exec<{ id: string }>(`SELECT id FROM events`)
+        .toArray()
+        .map((r) => r.id),
+      attempts: state.storage.sql
+        .exec<{ event_id: string }>(`SELECT event_id FROM attempts`)
+        .toArray()
+        .map((r) => r.event_id),
     }));
     expect(left).toEqual({ events: [recent.id], attempts: [recent.id] });
     // With a log to prune and nothing queued, the alarm stays armed (about a day ahead).

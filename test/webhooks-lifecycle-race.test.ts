@@ -6,8 +6,8 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { hubFor } from "../src/events/hub-client";
 import type { SchoolEvent } from "../src/events/types";
-import { hubFor } from "../src/webhooks/client";
 import { callJson } from "./helpers";
 import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";
@@ -79,7 +79,9 @@ describe("the deregistration promise with resend and recover", () => {
     await inHub(schoolId, (hub) => hub.whenIdle());
     await new Promise((r) => setTimeout(r, 50));
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
-    expect(await inHub(schoolId, (_h, state) => state.storage.sql.exec(`SELECT COUNT(*) AS n FROM deliveries WHERE webhook_id = ?`, doomed.id).one().n)).toBe(0);
+    expect(await inHub(schoolId, (_h, state) => state.storage.sql.exec(`SELECT COUNT(*) AS n FROM deliveries WHERE webhook_id = ?`, doomed.id).one().n)).toBe(
+      0,
+    );
   });
 
   it("disable is not delete: a disabled registration keeps its log and is recovered once enabled; a deleted one cannot be", async () => {

@@ -7,7 +7,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { hubFor } from "../src/webhooks/client";
+import { hubFor } from "../src/events/hub-client";
 import { migrate } from "../src/webhooks/schema";
 import { callJson } from "./helpers";
 import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
@@ -23,7 +23,9 @@ afterEach(() => rx.expectWithinLimit());
 const patch = (key: string, id: string, json: unknown) => callJson(`/v3/webhooks/${id}`, { method: "PATCH", key, json });
 const log = async (key: string, id: string, query = "") => (await callJson(`/v3/webhooks/${id}/deliveries${query}`, { key })).body.result as any[];
 const queued = (schoolId: string) =>
-  inHub(schoolId, (_h, state) => state.storage.sql.exec<{ event_id: string; next_attempt_at: number }>(`SELECT event_id, next_attempt_at FROM deliveries ORDER BY id`).toArray());
+  inHub(schoolId, (_h, state) =>
+    state.storage.sql.exec<{ event_id: string; next_attempt_at: number }>(`SELECT event_id, next_attempt_at FROM deliveries ORDER BY id`).toArray(),
+  );
 
 async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
@@ -52,12 +54,18 @@ describe("the registration record", () => {
     await runInDurableObject(env.WEBHOOK_COURIER.get(env.WEBHOOK_COURIER.idFromName("migration-probe")), (_c, state) => {
       const sql = state.storage.sql;
       sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-      sql.exec(`CREATE TABLE webhooks (id TEXT PRIMARY KEY, url TEXT NOT NULL, events TEXT NOT NULL, description TEXT, secret TEXT NOT NULL, created_at INTEGER NOT NULL, deleted_at INTEGER, courier INTEGER NOT NULL DEFAULT 0)`);
-      sql.exec(`CREATE TABLE attempts (id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL, attempt INTEGER NOT NULL, status TEXT NOT NULL, response_status INTEGER, error TEXT, attempted_at INTEGER NOT NULL, next_attempt_at INTEGER)`);
+      sql.exec(
+        `CREATE TABLE webhooks (id TEXT PRIMARY KEY, url TEXT NOT NULL, events TEXT NOT NULL, description TEXT, secret TEXT NOT NULL, created_at INTEGER NOT NULL, deleted_at INTEGER, courier INTEGER NOT NULL DEFAULT 0)`,
+      );
+      sql.exec(
+        `CREATE TABLE attempts (id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL, attempt INTEGER NOT NULL, status TEXT NOT NULL, response_status INTEGER, error TEXT, attempted_at INTEGER NOT NULL, next_attempt_at INTEGER)`,
+      );
       sql.exec(`INSERT INTO webhooks (id, url, events, secret, created_at) VALUES ('wh_old', 'https://x.example.com/', '["*"]', 'whsec_x', 1000)`);
       sql.exec(`INSERT INTO meta (key, value) VALUES ('schema_version', '2')`);
       migrate(sql);
-      expect(sql.exec(`SELECT enabled, disabled_reason, updated_at, epoch FROM webhooks`).toArray()).toEqual([{ enabled: 1, disabled_reason: null, updated_at: 1000, epoch: 0 }]);
+      expect(sql.exec(`SELECT enabled, disabled_reason, updated_at, epoch FROM webhooks`).toArray()).toEqual([
+        { enabled: 1, disabled_reason: null, updated_at: 1000, epoch: 0 },
+      ]);
       expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("3");
     });
   });
@@ -79,7 +87,10 @@ describe("PATCH /v3/webhooks/{id}", () => {
     const [got] = rx.to("url-new.example.com");
     expect(got!.event.id).toBe(event.id);
     new Webhook(hook.secret).verify(got!.body, got!.headers);
-    expect((await log(key, hook.id)).map((e) => [e.attempt, e.status])).toEqual([[2, "succeeded"], [1, "pending"]]);
+    expect((await log(key, hook.id)).map((e) => [e.attempt, e.status])).toEqual([
+      [2, "succeeded"],
+      [1, "pending"],
+    ]);
   });
 
   it("url: an attempt already in flight to the old URL finishes and its outcome is logged", async () => {
@@ -153,13 +164,23 @@ describe("disabled registrations", () => {
     const e3 = courseEvent(schoolId, "course.updated", 3);
     await hub.publish([e3]);
     await drain(schoolId);
-    expect(rx.to(host).filter((r) => r.seq > mark).map((r) => r.event.id)).toEqual([e3.id]);
+    expect(
+      rx
+        .to(host)
+        .filter((r) => r.seq > mark)
+        .map((r) => r.event.id),
+    ).toEqual([e3.id]);
     // Skipped ones come back only when asked: recover, in acceptance order, once per call.
     const recovered = await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } });
     expect([recovered.status, recovered.body.result]).toEqual([202, { queued: 2 }]);
     expect((await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } })).body.result).toEqual({ queued: 0 });
     await drain(schoolId);
-    expect(rx.to(host).filter((r) => r.seq > mark).map((r) => r.event.id)).toEqual([e3.id, e1.id, e2.id]);
+    expect(
+      rx
+        .to(host)
+        .filter((r) => r.seq > mark)
+        .map((r) => r.event.id),
+    ).toEqual([e3.id, e1.id, e2.id]);
     expect((await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } })).body.result).toEqual({ queued: 0 });
   });
 
@@ -302,7 +323,12 @@ describe("recover", () => {
     const res = await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since, until } });
     expect(res.body.result).toEqual({ queued: 4 });
     await drain(schoolId);
-    expect(rx.to(host).filter((r) => r.seq > mark).map((r) => r.event.id)).toEqual(failed.map((e) => e.id));
+    expect(
+      rx
+        .to(host)
+        .filter((r) => r.seq > mark)
+        .map((r) => r.event.id),
+    ).toEqual(failed.map((e) => e.id));
   });
 
   it("400 INVALID_PARAMETER: since older than 7 days, or after until", async () => {

@@ -4,10 +4,10 @@
  */
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { openApiDocument } from "../src/openapi/document";
-import { hubFor } from "../src/webhooks/client";
+import { openApiDocument } from "../src/api";
+import { hubFor } from "../src/events/hub-client";
 import { parseDisableAfterMs } from "../src/webhooks/delivery";
-import { logQuery, RECOVER_SQL, type LogFilter } from "../src/webhooks/log";
+import { type LogFilter, logQuery, RECOVER_SQL } from "../src/webhooks/log";
 import { call, callJson } from "./helpers";
 import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";
@@ -46,7 +46,9 @@ describe("delivery log filters", () => {
     expect((await log(key, hook.id)).result).toHaveLength(4);
     expect((await log(key, hook.id, "?status=succeeded")).result.map((e) => e.eventId)).toEqual([created.id]);
     expect((await log(key, hook.id, "?status=failed")).result.map((e) => e.eventId).sort()).toEqual(updated.map((e) => e.id).sort());
-    expect((await log(key, hook.id, "?status=skipped")).result).toMatchObject([{ eventId: archived.id, attemptedAt: null, responseStatus: null, error: "registration disabled" }]);
+    expect((await log(key, hook.id, "?status=skipped")).result).toMatchObject([
+      { eventId: archived.id, attemptedAt: null, responseStatus: null, error: "registration disabled" },
+    ]);
     expect((await log(key, hook.id, "?status=pending")).result).toEqual([]);
     expect((await log(key, hook.id, "?eventType=course.updated&status=failed")).result).toHaveLength(2);
     expect((await log(key, hook.id, "?eventType=course.created&status=failed")).result).toEqual([]);
@@ -66,14 +68,29 @@ describe("delivery log filters", () => {
   it("every filter is served from an index of the log, never a scan of it (EXPLAIN QUERY PLAN)", async () => {
     const { schoolId, key } = await newSchool("plan");
     await register(key, "https://plan.example.com/in");
-    const filters: LogFilter[] = [{}, { status: "skipped" }, { eventType: "course.updated" }, { eventId: "evt_x" }, { since: 1, until: 2 }, { status: "failed", eventType: "course.created", since: 5 }];
+    const filters: LogFilter[] = [
+      {},
+      { status: "skipped" },
+      { eventType: "course.updated" },
+      { eventId: "evt_x" },
+      { since: 1, until: 2 },
+      { status: "failed", eventType: "course.created", since: 5 },
+    ];
     await inHub(schoolId, (_h, state) => {
       const sql = state.storage.sql;
       const plans = filters.map((f) => {
         const q = logQuery("wh_x", f, Date.now(), 0, 100);
-        return sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${q.sql}`, ...q.params).toArray().map((r) => r.detail);
+        return sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${q.sql}`, ...q.params)
+          .toArray()
+          .map((r) => r.detail);
       });
-      plans.push(sql.exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${RECOVER_SQL}`, "wh_x", 0, 1).toArray().map((r) => r.detail));
+      plans.push(
+        sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${RECOVER_SQL}`, "wh_x", 0, 1)
+          .toArray()
+          .map((r) => r.detail),
+      );
       for (const plan of plans) {
         const text = plan.join("\n");
         expect(text, text).not.toMatch(/SCAN (attempts|deliveries|events|a|d|e)\b(?! USING)/);
@@ -99,11 +116,14 @@ describe("auto-disable", () => {
     const { schoolId, key } = await newSchool("auto");
     rx.on("auto-a.example.com", 500).on("auto-b.example.com", 200).on("auto-c.example.com", 200);
     const a = await register(key, "https://auto-a.example.com/in");
-    const b = await register(key, "https://auto-b.example.com/in", { events: ["webhook.disabled"] });
+    const _b = await register(key, "https://auto-b.example.com/in", { events: ["webhook.disabled"] });
     const c = await register(key, "https://auto-c.example.com/in", { events: ["course.updated"] });
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
-    const since = await inHub(schoolId, (_h, state) => state.storage.sql.exec<{ f: number }>(`SELECT failing_since AS f FROM webhooks WHERE id = ?`, a.id).one().f);
+    const since = await inHub(
+      schoolId,
+      (_h, state) => state.storage.sql.exec<{ f: number }>(`SELECT failing_since AS f FROM webhooks WHERE id = ?`, a.id).one().f,
+    );
     expect(since).toBeGreaterThan(0);
     // Time passes (driven): the streak began 121 hours ago; the next failure crosses the line.
     const failingSince = Date.now() - 121 * 3_600_000;

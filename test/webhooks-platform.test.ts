@@ -8,14 +8,14 @@
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { hubFor } from "../src/webhooks/client";
-import { COURIER_SLOTS } from "../src/webhooks/types";
+import { hubFor } from "../src/events/hub-client";
 import { MAX_RETRY_AFTER_MS, parseTimeoutMs } from "../src/webhooks/delivery";
 import { BACKSTOP_GRACE_MS } from "../src/webhooks/dispatcher";
+import { COURIER_SLOTS } from "../src/webhooks/types";
 import { callJson } from "./helpers";
 import { courseEvent, newSchool, register } from "./webhooks/harness";
 import { IoContext, WAITING_LIMIT } from "./webhooks/io-context";
-import { SimulatedPlatform, type Behaviour } from "./webhooks/platform-sim";
+import { type Behaviour, SimulatedPlatform } from "./webhooks/platform-sim";
 
 let sim: SimulatedPlatform | undefined;
 afterEach(() => {
@@ -46,7 +46,12 @@ describe("the I/O context model", () => {
     const io = new IoContext("t");
     const answers = Array.from({ length: 8 }, deferred);
     const started: number[] = [];
-    const requests = answers.map((a, i) => io.request(() => (started.push(i), a.promise)));
+    const requests = answers.map((a, i) =>
+      io.request(() => {
+        started.push(i);
+        return a.promise;
+      }),
+    );
     expect(started).toEqual([0, 1, 2, 3, 4, 5]);
     expect(io.waiting).toBe(WAITING_LIMIT);
     answers[3]!.resolve("headers");
@@ -64,7 +69,10 @@ describe("the I/O context model", () => {
     answers.forEach((a) => void io.request(() => a.promise));
     const controller = new AbortController();
     let sent = false;
-    const queued = io.request(() => ((sent = true), Promise.resolve("x")), controller.signal);
+    const queued = io.request(() => {
+      sent = true;
+      return Promise.resolve("x");
+    }, controller.signal);
     controller.abort("gone");
     await expect(queued).rejects.toBe("gone");
     answers[0]!.resolve("headers");
@@ -151,7 +159,10 @@ describe("one hanging receiver among healthy ones, 50 events per second", () => 
     const edges = stuck.toSlow.flatMap((r) => [[r.sentAt, 1] as const, ...(r.abortedAt === undefined ? [] : [[r.abortedAt, -1] as const])]);
     let open = 0;
     let most = 0;
-    for (const [, step] of edges.sort((a, b) => a[0] - b[0] || a[1] - b[1])) most = Math.max(most, (open += step));
+    for (const [, step] of edges.sort((a, b) => a[0] - b[0] || a[1] - b[1])) {
+      open += step;
+      most = Math.max(most, open);
+    }
     expect(most).toBe(COURIER_SLOTS);
     // Its context (five requests and the report call) and every other stayed within the limit.
     expect(stuck.platform.maxWaiting()).toBeLessThanOrEqual(WAITING_LIMIT);

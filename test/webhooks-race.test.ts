@@ -10,8 +10,9 @@ import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runI
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { hubFor } from "../src/events/hub-client";
 import type { SchoolEvent } from "../src/events/types";
-import { courierFor, hubFor } from "../src/webhooks/client";
+import { courierFor } from "../src/webhooks/couriers";
 import { COURIER_SLOTS } from "../src/webhooks/types";
 import { callJson } from "./helpers";
 import { courseEvent, drain, inHub, newSchool, register } from "./webhooks/harness";
@@ -75,9 +76,7 @@ describe("the deregistration promise under a race", () => {
     expect(survivor.size).toBe(400);
 
     expect((await callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key })).status).toBe(404);
-    const queued = await runInDurableObject(hub, (_h, state) =>
-      state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries`).one().n,
-    );
+    const queued = await runInDurableObject(hub, (_h, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries`).one().n);
     expect(queued).toBe(0);
   });
 
@@ -255,7 +254,10 @@ describe("hub restarts", () => {
     rx.on("abort-keep.example.com", () => new Promise<number>(() => {}));
     const events = Array.from({ length: 12 }, (_, i) => courseEvent(schoolId, "course.updated", i));
     await hubFor(env, schoolId).publish(events);
-    await until(() => rx.to("abort-keep.example.com").length >= COURIER_SLOTS && rx.to("abort-doomed.example.com").length >= COURIER_SLOTS, "attempts in flight");
+    await until(
+      () => rx.to("abort-keep.example.com").length >= COURIER_SLOTS && rx.to("abort-doomed.example.com").length >= COURIER_SLOTS,
+      "attempts in flight",
+    );
     await abortAllDurableObjects();
 
     rx.on("abort-doomed.example.com", 204);

@@ -2,7 +2,7 @@
  * Pieces of the hub benchmark (scripts/bench-hub.ts): a local dev server with a throw-away
  * state, the webhook receiver thread, the API client and small statistics.
  */
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:http";
@@ -11,15 +11,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { ensureDocsAssets } from "../docs-assets";
-import { wranglerEnv } from "./wrangler";
+import { BENCH_ENTRY, wranglerEnv } from "./wrangler";
 
-export const KEY = "sk_test_bench_hub";
+const KEY = "sk_test_bench_hub";
 const SCHOOL = "sch_bench_hub";
-export const root = path.resolve(import.meta.dirname, "..", "..");
+const root = path.resolve(import.meta.dirname, "..", "..");
 const wranglerBin = path.join(root, "node_modules", ".bin", "wrangler");
 
 /** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   const { port } = server.address() as AddressInfo;
@@ -146,7 +146,9 @@ export class Receiver {
         if (m.port !== undefined) return resolve(m.port);
         if (m.arrivals) return this.dumped?.(m.arrivals);
         Object.assign(this, m);
-        this.waiters = this.waiters.filter((w) => (w.ok() ? (w.resolve(), false) : true));
+        const ready = this.waiters.filter((w) => w.ok());
+        this.waiters = this.waiters.filter((w) => !ready.includes(w));
+        for (const w of ready) w.resolve();
       });
     });
   }
@@ -192,9 +194,10 @@ export interface DevServer {
  * Applies the D1 migrations to a fresh state directory, inserts the bench school, and starts
  * wrangler's dev server API without the devtools inspector (`serveSelf` re-runs the calling
  * script with `--serve`), or with `inspector: true` the `wrangler dev` CLI (which always
- * attaches it, and whose custom-build watcher may reload the Worker mid-run), with the vars
- * `WEBHOOK_ALLOW_INSECURE_URLS:true` and `BENCH_FLOOR:true`. `entry` overrides the Worker's
- * main module (the simulated platform's, scripts/bench-hub-worker.ts).
+ * attaches it, and whose custom-build watcher may reload the Worker mid-run), with the var
+ * `WEBHOOK_ALLOW_INSECURE_URLS:true`. The Worker is the benchmark entry (src/bench.ts: the
+ * production Worker plus POST /__bench/publish), or `entry` (the simulated platform's,
+ * scripts/bench-hub-worker.ts, which wraps it).
  */
 export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string }): Promise<DevServer> {
   ensureDocsAssets();
@@ -203,20 +206,42 @@ export async function startDevServer(opts: { inspector: boolean; entry?: string;
   wranglerSync(["d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
   const keyHash = createHash("sha256").update(KEY).digest("hex");
   wranglerSync([
-    "d1", "execute", "DB", "--local", "--persist-to", state, "--command",
+    "d1",
+    "execute",
+    "DB",
+    "--local",
+    "--persist-to",
+    state,
+    "--command",
     `INSERT INTO schools (id, name) VALUES ('${SCHOOL}', 'Bench'); INSERT INTO api_keys (key_hash, school_id, created_at) VALUES ('${keyHash}', '${SCHOOL}', 0);`,
   ]);
   const port = await freePort();
+  const entry = opts.entry ?? BENCH_ENTRY;
   const args = [
-    "dev", ...(opts.entry ? [opts.entry] : []), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", state,
-    "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true", "--var", "BENCH_FLOOR:true",
-    "--show-interactive-dev-session=false", "--log-level", process.env.BENCH_LOG_LEVEL ?? "warn",
+    "dev",
+    entry,
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--persist-to",
+    state,
+    "--var",
+    "WEBHOOK_ALLOW_INSECURE_URLS:true",
+    "--show-interactive-dev-session=false",
+    "--log-level",
+    process.env.BENCH_LOG_LEVEL ?? "warn",
   ];
-  const env = wranglerEnv({ BENCH_PORT: String(port), BENCH_STATE: state, BENCH_ENTRY: opts.entry ?? "" });
+  const env = wranglerEnv({ BENCH_PORT: String(port), BENCH_STATE: state, BENCH_ENTRY: entry });
   let child: ChildProcess;
   if (!opts.inspector) {
-    console.log(`wrangler's dev server (unstable_startWorker) without the devtools inspector, port ${port}${opts.entry ? `, entry ${opts.entry}` : ""}`);
-    child = spawn(process.execPath, [...process.execArgv, opts.serveSelf, "--serve"], { cwd: root, detached: true, stdio: ["ignore", "inherit", "inherit"], env });
+    console.log(`wrangler's dev server (unstable_startWorker) without the devtools inspector, port ${port}, entry ${entry}`);
+    child = spawn(process.execPath, [...process.execArgv, opts.serveSelf, "--serve"], {
+      cwd: root,
+      detached: true,
+      stdio: ["ignore", "inherit", "inherit"],
+      env,
+    });
   } else {
     console.log(`wrangler ${args.join(" ")}`);
     child = spawn(wranglerBin, args, { cwd: root, detached: true, stdio: ["ignore", "inherit", "inherit"], env });
@@ -261,10 +286,9 @@ export async function serve(): Promise<void> {
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
     build: { custom: { command: "" } },
-    ...(process.env.BENCH_ENTRY ? { entrypoint: path.join(root, process.env.BENCH_ENTRY) } : {}),
+    entrypoint: path.join(root, process.env.BENCH_ENTRY ?? BENCH_ENTRY),
     bindings: {
       WEBHOOK_ALLOW_INSECURE_URLS: { type: "plain_text", value: "true" },
-      BENCH_FLOOR: { type: "plain_text", value: "true" },
     },
     dev: {
       inspector: false,

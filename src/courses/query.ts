@@ -6,11 +6,12 @@
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
  * parameter per id (D1 allows 100 per statement).
  */
-import { and, asc, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, lte, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/schema";
 import { fold } from "../lib/text";
-import type { CourseQuery, Includes, SortKey } from "./filters";
+import type { SortKey } from "./filter-schemas";
+import type { CourseQuery, Includes } from "./filters";
 
 /**
  * The school a statement reads: a literal school id (writes, hub) or the school of an API
@@ -19,10 +20,8 @@ import type { CourseQuery, Includes, SortKey } from "./filters";
 export type SchoolScope = { schoolId: string } | { keyHash: string };
 
 /** SQL for the school id of a scope. */
-export function schoolIdSql(scope: SchoolScope): SQL {
-  return "schoolId" in scope
-    ? sql`${scope.schoolId}`
-    : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
+function schoolIdSql(scope: SchoolScope): SQL {
+  return "schoolId" in scope ? sql`${scope.schoolId}` : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
 }
 
 const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
@@ -31,7 +30,7 @@ const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.strin
  * Id lists longer than this are matched course by course instead of course ids first
  * (see `related`). 100 is the GET limit, so GET lists always take the selective plan.
  */
-export const LONG_LIST = 100;
+const LONG_LIST = 100;
 
 /**
  * "The course is related to at least one of `ids`" in one of two equivalent forms:
@@ -53,7 +52,7 @@ function related(school: SQL, table: string, column: string, ids: string[]): SQL
 }
 
 /** The WHERE conditions of a CourseQuery (AND of every filter), school scope first. */
-export function courseConditions(school: SQL, q: CourseQuery): SQL {
+function courseConditions(school: SQL, q: CourseQuery): SQL {
   const c: (SQL | undefined)[] = [eq(courses.schoolId, school)];
   if (q.courseStartDateTime !== undefined) c.push(gte(courses.startMs, q.courseStartDateTime));
   if (q.courseEndDateTime !== undefined) c.push(lte(courses.endMs, q.courseEndDateTime));
@@ -95,7 +94,7 @@ const SORT_COLUMNS = {
  * ORDER BY of a sort: the keys in order, then `id` ascending. Default `startDateTime` asc.
  * SQLite orders NULL first in ASC and last in DESC, as the contract asks.
  */
-export function courseOrder(sort: SortKey[]): SQL[] {
+function courseOrder(sort: SortKey[]): SQL[] {
   const keys = sort.length > 0 ? sort : [{ field: "startDateTime", order: "asc" } as const];
   return [...keys.map((k) => (k.order === "asc" ? asc : desc)(SORT_COLUMNS[k.field])), asc(courses.id)];
 }
@@ -118,7 +117,8 @@ function embedded(inc: Includes) {
       SELECT s.id, s.first_name, s.last_name, s.email FROM course_students r JOIN students s ON s.school_id = r.school_id AND s.id = r.student_id
       WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.teachers)
-    cols.teachers = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
+    cols.teachers =
+      sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
       SELECT p.id, p.first_name, p.last_name, p.email, r.co_teacher, r.signed FROM course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id
       WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.surveyTemplates)

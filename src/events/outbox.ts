@@ -1,19 +1,19 @@
 /**
  * The transactional outbox (DESIGN.md): a write's events are inserted into D1's `outbox` in
- * the same batch as the write (src/courses/writes.ts); this module hands them to the
+ * the same batch as the write (src/courses/storage.ts); this module hands them to the
  * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
  * the cron sweep may repeat a publish safely.
  */
-import type { Env } from "../env";
-import { hubFor } from "../webhooks/client";
+import { type D1Timer, untimed } from "../http/context";
+import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";
 
 /** Outbox rows unpublished for longer than this are re-published by the sweep (ms). */
 export const SWEEP_AFTER_MS = 30_000;
 /** Published rows older than this are pruned (ms): 7 days. */
-export const PRUNE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+const PRUNE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 /** Rows handled by one sweep. */
-export const SWEEP_BATCH = 500;
+const SWEEP_BATCH = 500;
 
 /**
  * Publishes events of one school to its hub, then marks them published in the outbox.
@@ -22,12 +22,7 @@ export const SWEEP_BATCH = 500;
  * @returns true when the hub acknowledged them; false when the hub could not be reached
  *   (the rows stay unpublished for the sweep; the error is logged, never thrown).
  */
-export async function publishEvents(
-  env: Env,
-  schoolId: string,
-  events: SchoolEvent[],
-  timed: <T>(run: () => Promise<T>) => Promise<T> = (run) => run(),
-): Promise<boolean> {
+export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed): Promise<boolean> {
   if (events.length === 0) return true;
   try {
     await hubFor(env, schoolId).publish(events);
@@ -63,6 +58,8 @@ export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republi
     if (await publishEvents(env, schoolId, events)) republished += events.length;
     else failed += events.length;
   }
-  const pruned = await env.DB.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?").bind(now - PRUNE_AFTER_MS).run();
+  const pruned = await env.DB.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?")
+    .bind(now - PRUNE_AFTER_MS)
+    .run();
   return { republished, failed, pruned: pruned.meta.changes ?? 0 };
 }

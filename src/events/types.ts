@@ -1,36 +1,40 @@
 /**
- * Events (API.md § "Event delivery"): the body POSTed to each webhook endpoint.
+ * Events (API.md § "Event delivery"): the catalogue of event types and the shape of any
+ * event the hub accepts. Their documented bodies, one per type, are in src/events/schemas.ts.
  */
-import type { CourseRecord } from "../courses/record";
+import { z } from "zod";
+import { COURSE_EVENT_TYPES, courseRecordSchema } from "../courses/schemas";
+import { idSchema, instantOutSchema } from "../lib/fields";
 
 /**
- * Event types a registration may subscribe to (`["*"]` = all). `webhook.test` is sent only by
- * POST /v3/webhooks/{id}/test; `webhook.disabled` by the hub when it auto-disables a
- * registration (API.md § "Auto-disable"), to the school's other registrations.
+ * Event types a registration may subscribe to (`["*"]` = all): those of course writes, and
+ * `webhook.disabled`, sent by the hub when it auto-disables a registration to the school's
+ * other registrations (API.md § "Auto-disable").
  */
-export const EVENT_TYPES = [
-  "course.created",
-  "course.updated",
-  "course.archived",
-  "course.unarchived",
-  "course.absences_sent",
-  "course.professor_signed",
-  "webhook.disabled",
-] as const;
+export const EVENT_TYPES = [...COURSE_EVENT_TYPES, "webhook.disabled"] as const;
 
 /** A subscribable event type. */
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** Every event type a delivery may carry: `webhook.test` is sent only by POST /v3/webhooks/{id}/test. */
+export const DELIVERED_EVENT_TYPES = [...EVENT_TYPES, "webhook.test"] as const;
+
+/** A delivered event type. */
+export type DeliveredEventType = (typeof DELIVERED_EVENT_TYPES)[number];
+
 /**
- * An event as delivered: `{ id: "evt_…", type, createdAt (ISO ms UTC), schoolId, data }`.
+ * Any event as delivered: `{ id: "evt_…", type, createdAt (ISO ms UTC), schoolId, data }`.
  * `data.course` is the course record after the write; `course.professor_signed` adds
  * `data.professorId`; `webhook.disabled` carries `data: { webhookId, reason: "failing",
  * failingSince }` and `webhook.test` `data: { webhookId }`.
  */
-export interface SchoolEvent {
-  id: string;
-  type: EventType | "webhook.test";
-  createdAt: string;
-  schoolId: string;
-  data: { course?: CourseRecord; professorId?: string; [key: string]: unknown };
-}
+const schoolEventSchema = z.strictObject({
+  id: idSchema,
+  type: z.enum(DELIVERED_EVENT_TYPES),
+  createdAt: instantOutSchema,
+  schoolId: idSchema,
+  data: z.looseObject({ course: courseRecordSchema.optional(), professorId: idSchema.optional() }),
+});
+
+/** An event as delivered (`z.infer` of its schema). */
+export type SchoolEvent = z.infer<typeof schoolEventSchema>;

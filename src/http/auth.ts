@@ -2,12 +2,12 @@
  * Authentication (API.md § "Conventions"): `Authorization: Bearer <api key>`, keys start
  * with `sk_`; a key belongs to exactly one school. Keys are stored only as SHA-256 hashes.
  */
-import type { Env } from "../env";
 import { sha256Hex } from "../lib/crypto";
+import { API_KEY_PATTERN } from "../lib/ids";
 import type { RequestContext } from "./context";
 import { errors } from "./errors";
 
-const BEARER_RE = /^Bearer\s+(sk_[A-Za-z0-9_-]{1,200})\s*$/;
+const BEARER_RE = new RegExp(`^Bearer\\s+(${API_KEY_PATTERN})\\s*$`);
 
 /**
  * The SHA-256 hex of the request's API key.
@@ -25,17 +25,19 @@ export async function apiKeyHash(request: Request): Promise<string> {
  *
  * @throws ApiError 401 UNAUTHORIZED for unknown or revoked keys.
  */
-export async function schoolOfKey(env: Env, rc: RequestContext, keyHash: string): Promise<string> {
+export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: string): Promise<string> {
   const row = await rc.db(() =>
-    env.DB.prepare("SELECT school_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL")
-      .bind(keyHash)
-      .first<{ school_id: string }>(),
+    db.prepare("SELECT school_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL").bind(keyHash).first<{ school_id: string }>(),
   );
   if (!row) throw errors.unauthorized();
   return row.school_id;
 }
 
-/** Shorthand: the school of the request's API key (header check + one D1 query). */
-export async function authenticate(request: Request, env: Env, rc: RequestContext): Promise<string> {
-  return schoolOfKey(env, rc, await apiKeyHash(request));
+/**
+ * Shorthand: the school of the request's API key (header check + one D1 query).
+ *
+ * @throws ApiError 401 UNAUTHORIZED.
+ */
+export async function authenticate(request: Request, db: D1Database, rc: RequestContext): Promise<string> {
+  return schoolOfKey(db, rc, await apiKeyHash(request));
 }

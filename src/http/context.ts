@@ -1,6 +1,15 @@
 import { mintId } from "../lib/ids";
 
 /**
+ * Wraps each D1 round trip of a piece of work: a request's `RequestContext.db` (so that
+ * `Server-Timing` counts and times every one), or `untimed` outside a request.
+ */
+export type D1Timer = <T>(run: () => Promise<T>) => Promise<T>;
+
+/** The identity `D1Timer` (the cron sweep, scripts, tests). */
+export const untimed: D1Timer = (run) => run();
+
+/**
  * Per-request context: the request id (`x-request-id`) and the time spent in D1, reported
  * in `Server-Timing` as `db;dur=<ms>` beside `total;dur=<ms>` (API.md § "Conventions").
  */

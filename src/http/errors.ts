@@ -1,17 +1,11 @@
 /**
- * The error envelope of API.md § "Conventions" and § "Error codes", built in one place.
- *
- * `{ status: "error", code, message, details?, requestId }` with a real HTTP status.
+ * The error envelope of API.md § "Conventions", built in one place: `ApiError` carries a
+ * code of the catalogue (src/http/error-catalogue.ts), whose status it takes; the router
+ * turns it into `{ status: "error", code, message, details?, requestId }`.
  */
 
-import type { ErrorBody, ErrorCode, ErrorDetail } from "./schemas";
-
-/**
- * `ErrorDetail` (one problem: a query `parameter` or a JSON `path`, and a message),
- * `ErrorCode` (every code of the contract) and `ErrorBody` (the envelope) are derived from
- * the zod schemas of src/http/schemas.ts, which also generate the OpenAPI document.
- */
-export type { ErrorBody, ErrorCode, ErrorDetail } from "./schemas";
+import type { ErrorBody, ErrorDetail } from "./envelopes";
+import { ERRORS, type ErrorCode } from "./error-catalogue";
 
 /**
  * An error that becomes a contract error response. Throw it from any handler; the router
@@ -19,17 +13,25 @@ export type { ErrorBody, ErrorCode, ErrorDetail } from "./schemas";
  * INTERNAL_ERROR whose message carries no stack and no SQL.
  */
 export class ApiError extends Error {
+  /** HTTP status (4xx/5xx), the catalogue's for `code`. */
+  readonly status: number;
+
+  /**
+   * @param code a code of the catalogue; it sets the status.
+   * @param message what to do, for a human; defaults to the catalogue's fixed message.
+   * @param details every problem found (`parameter` or `path`, and a message).
+   * @param headers extra response headers (e.g. `allow` on a 405).
+   */
   constructor(
-    /** HTTP status (4xx/5xx). */
-    readonly status: number,
     readonly code: ErrorCode,
-    message: string,
+    message?: string,
     readonly details?: ErrorDetail[],
-    /** Extra response headers (e.g. `allow` on a 405). */
     readonly headers?: Record<string, string>,
   ) {
-    super(message);
+    const entry: { status: number; message?: string } = ERRORS[code];
+    super(message ?? entry.message ?? code);
     this.name = "ApiError";
+    this.status = entry.status;
   }
 }
 
@@ -41,7 +43,7 @@ export function toErrorBody(err: unknown, requestId: string): { status: number; 
     return { status: err.status, body, headers: err.headers };
   }
   return {
-    status: 500,
+    status: ERRORS.INTERNAL_ERROR.status,
     body: {
       status: "error",
       code: "INTERNAL_ERROR",
@@ -51,20 +53,10 @@ export function toErrorBody(err: unknown, requestId: string): { status: number; 
   };
 }
 
-/** Shorthand constructors for the common errors. */
+/** The errors of the transport itself (authentication, routing). */
 export const errors = {
-  unauthorized: () =>
-    new ApiError(401, "UNAUTHORIZED", "A valid API key is required: send `Authorization: Bearer sk_…`."),
-  notFound: (path: string) => new ApiError(404, "NOT_FOUND", `No route matches ${path}.`),
+  unauthorized: () => new ApiError("UNAUTHORIZED"),
+  notFound: (path: string) => new ApiError("NOT_FOUND", `No route matches ${path}.`),
   methodNotAllowed: (method: string, allowed: string[]) =>
-    new ApiError(405, "METHOD_NOT_ALLOWED", `${method} is not allowed here; use ${allowed.join(", ")}.`, undefined, {
-      allow: allowed.join(", "),
-    }),
-  courseNotFound: (id: string) => new ApiError(404, "COURSE_NOT_FOUND", `No course with id "${id}" exists in this school.`),
-  webhookNotFound: (id: string) =>
-    new ApiError(404, "WEBHOOK_NOT_FOUND", `No webhook registration with id "${id}" exists in this school.`),
-  webhookDisabled: (id: string) =>
-    new ApiError(409, "WEBHOOK_DISABLED", `Webhook registration "${id}" is disabled; enable it first (PATCH /v3/webhooks/${id} with { "enabled": true }).`),
-  eventNotFound: (id: string, eventId: string) =>
-    new ApiError(404, "EVENT_NOT_FOUND", `Event "${eventId}" is not retained (7 days) or was never addressed to webhook registration "${id}".`),
+    new ApiError("METHOD_NOT_ALLOWED", `${method} is not allowed here; use ${allowed.join(", ")}.`, undefined, { allow: allowed.join(", ") }),
 };

@@ -1,11 +1,7 @@
 /**
  * Response helpers: the success envelope of API.md § "Conventions".
  */
-
-import type { Pagination } from "./schemas";
-
-/** `pagination` of list responses (`{ page, limit, hasMore }`, derived from `paginationSchema`). */
-export type { Pagination } from "./schemas";
+import type { Pagination } from "./envelopes";
 
 /** A JSON response (`application/json; charset=utf-8`). */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
@@ -20,17 +16,4 @@ export function success(result: unknown, init: { status?: number; headers?: Reco
   const body: Record<string, unknown> = { status: "success", result };
   if (init.pagination) body.pagination = init.pagination;
   return jsonResponse(body, init.status ?? 200, init.headers);
-}
-
-/**
- * The `{id}` path segment of a route, percent-decoded. A malformed %-escape is kept as it is:
- * it matches no id, so the caller answers its 404 rather than a 500.
- */
-export function pathId(req: { params: Record<string, string | undefined> }): string {
-  const raw = req.params.id ?? "";
-  try {
-    return decodeURIComponent(raw);
-  } catch {
-    return raw;
-  }
 }

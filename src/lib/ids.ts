@@ -7,6 +7,9 @@
 /** The pattern every id read from a client must match. */
 export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** An API key (API.md § "Conventions": keys start with `sk_`), as a pattern source. */
+export const API_KEY_PATTERN = "sk_[A-Za-z0-9_-]{1,200}";
+
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
 /** Mints `prefix_` + 26 chars (10 time chars, 16 random chars). `prefix` like `crs`, `wh`, `evt`. */

@@ -13,7 +13,6 @@
  * `wrangler dev`, a deployment and the tests' direct calls to the Worker, and lets the page
  * answer at /portal itself, without the assets' trailing-slash redirect.
  */
-import type { Env } from "../env";
 import type { RequestContext } from "../http/context";
 import { isPortalPath, PORTAL_HEADERS, PORTAL_PATH } from "./headers";
 

@@ -1,26 +1,22 @@
 /**
  * POST /__bench/publish — publishes synthetic events without course writes, for
- * `npm run bench:hub` (scripts/bench-hub.ts). Exists only when the Worker runs with
- * `BENCH_FLOOR=true`; otherwise it answers 404 NOT_FOUND like any unknown path.
+ * `npm run bench:hub` (scripts/bench-hub.ts). Served only by the benchmark entry
+ * (src/bench.ts), never by the production Worker.
  *
  * Body `{ "count": 1–1000, "type"?: event type (default "course.updated") }`; answers
  * `{ accepted, duplicates, deliveries }` (`SchoolHub.publish`).
  */
 import type { IRequest } from "itty-router";
 import { z } from "zod";
-import { parseBodyWith } from "../courses/filters";
-import type { CourseRecord } from "../courses/record";
-import type { Env } from "../env";
+import { COURSE_EXAMPLE, type CourseRecord } from "../courses/schemas";
+import { hubFor } from "../events/hub-client";
 import { EVENT_TYPES, type SchoolEvent } from "../events/types";
 import { authenticate } from "../http/auth";
-import { readJson } from "../http/body";
 import type { RequestContext } from "../http/context";
-import { errors } from "../http/errors";
+import { parseBody } from "../http/request";
 import { success } from "../http/respond";
-import { COURSE_EXAMPLE } from "../http/schemas";
 import { mintId } from "../lib/ids";
 import { formatInstant } from "../lib/time";
-import { hubFor } from "./client";
 
 const benchBody = z.strictObject({
   count: z.number().int().min(1).max(1000),
@@ -44,9 +40,8 @@ function sampleCourse(n: number, now: number): CourseRecord {
 
 /** The benchmark publish handler (see the module comment). */
 export async function benchPublish(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
-  if (env.BENCH_FLOOR !== "true") throw errors.notFound(new URL(req.url).pathname);
-  const schoolId = await authenticate(req, env, rc);
-  const { count, type } = parseBodyWith(benchBody, await readJson(req), ["count", "type"]);
+  const schoolId = await authenticate(req, env.DB, rc);
+  const { count, type } = await parseBody(benchBody, req);
   const now = Date.now();
   const events: SchoolEvent[] = Array.from({ length: count }, (_, i) => ({
     id: mintId("evt", now),

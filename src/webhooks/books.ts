@@ -34,7 +34,10 @@ export class Books {
   /** Books `attempt` as in flight; its delivery becomes busy. */
   add(attempt: Attempt): void {
     let perHook = this.byHook.get(attempt.webhookId);
-    if (!perHook) this.byHook.set(attempt.webhookId, (perHook = new Map()));
+    if (!perHook) {
+      perHook = new Map();
+      this.byHook.set(attempt.webhookId, perHook);
+    }
     perHook.set(attempt.deliveryId, attempt);
     this.byToken.set(attempt.token, attempt);
     this.count += 1;
@@ -81,7 +84,10 @@ export class Books {
     let ids = this.busyByHook.get(webhookId);
     if (busy) {
       this.busy.add(deliveryId);
-      if (!ids) this.busyByHook.set(webhookId, (ids = new Set()));
+      if (!ids) {
+        ids = new Set();
+        this.busyByHook.set(webhookId, ids);
+      }
       ids.add(deliveryId);
     } else {
       this.busy.delete(deliveryId);

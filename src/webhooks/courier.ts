@@ -32,10 +32,9 @@
  * attempt travels from the hub.
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../env";
 import { describeAnswer, honoursRetryAfter, parseTimeoutMs } from "./delivery";
-import { platformFor, type Platform, type Timer } from "./platform";
-import { COURIER_QUEUE, COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
+import { type Platform, platformFor, type Timer } from "./platform";
+import { type AttemptReport, COURIER_QUEUE, COURIER_SLOTS, type SendOrder, type SendReceipt } from "./types";
 
 /** Tries to deliver a batch of reports before leaving those attempts to the hub's backstop. */
 const REPORT_TRIES = 3;
@@ -194,25 +193,27 @@ export class WebhookCourier extends DurableObject<Env> {
     const batch = this.reports;
     this.reports = [];
     this.reporting = true;
-    this.platform.call(() => hub.report(batch)).then(
-      () => {
-        this.reporting = false;
-        this.pump(0);
-      },
-      (err: unknown) => {
-        if (tries + 1 >= REPORT_TRIES || this.closed) {
-          // The hub's backstop treats these attempts as lost and retries them (at least once).
-          console.warn("WebhookCourier: could not report to the hub", err);
+    this.platform
+      .call(() => hub.report(batch))
+      .then(
+        () => {
           this.reporting = false;
           this.pump(0);
-          return;
-        }
-        this.reports = [...batch, ...this.reports];
-        this.platform.setTimer(() => {
-          this.reporting = false;
-          this.pump(tries + 1);
-        }, REPORT_RETRY_MS);
-      },
-    );
+        },
+        (err: unknown) => {
+          if (tries + 1 >= REPORT_TRIES || this.closed) {
+            // The hub's backstop treats these attempts as lost and retries them (at least once).
+            console.warn("WebhookCourier: could not report to the hub", err);
+            this.reporting = false;
+            this.pump(0);
+            return;
+          }
+          this.reports = [...batch, ...this.reports];
+          this.platform.setTimer(() => {
+            this.reporting = false;
+            this.pump(tries + 1);
+          }, REPORT_RETRY_MS);
+        },
+      );
   }
 }

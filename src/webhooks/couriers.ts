@@ -5,14 +5,22 @@
  * does not list them; see platform.ts): at most HUB_CALL_SLOTS under way at once, of which
  * at most SEND_CALL_SLOTS hand-overs, so that a delete's close always finds a slot soon.
  */
-import type { Env } from "../env";
 import type { Platform } from "./platform";
 import type { SendOrder, SendReceipt } from "./types";
 
+/**
+ * The RPC stub of registration `webhookId`'s courier (`idFromName(webhookId)`; registration
+ * ids are never reused). Only the registration's hub calls it (and the tests). Typed from the
+ * binding, so this module needs no import of courier.ts or hub.ts.
+ */
+export function courierFor(env: Env, webhookId: string) {
+  return env.WEBHOOK_COURIER.get(env.WEBHOOK_COURIER.idFromName(webhookId));
+}
+
 /** Durable Object calls the hub may have under way at once (its I/O context's 6). */
-export const HUB_CALL_SLOTS = 6;
+const HUB_CALL_SLOTS = 6;
 /** Hand-overs under way at once: the sixth slot stays for closes. */
-export const SEND_CALL_SLOTS = HUB_CALL_SLOTS - 1;
+const SEND_CALL_SLOTS = HUB_CALL_SLOTS - 1;
 
 /** Calls from one hub instance to its registrations' couriers. */
 export class Couriers {
@@ -23,7 +31,7 @@ export class Couriers {
   /** Close calls under way, by registration id (a second close joins the first). */
   private readonly closings = new Map<string, Promise<void>>();
   /** Couriers' stubs, by registration id (deriving an id from a name costs a hash). */
-  private readonly stubs = new Map<string, ReturnType<Env["WEBHOOK_COURIER"]["get"]>>();
+  private readonly stubs = new Map<string, ReturnType<typeof courierFor>>();
 
   /**
    * @param hubId the hub's `ctx.id.toString()`, where couriers report outcomes.
@@ -105,10 +113,13 @@ export class Couriers {
     }
   }
 
-  /** The courier's stub (as `courierFor` in client.ts, which this module does not import: no cycle with hub.ts). */
-  private courier(webhookId: string): ReturnType<Env["WEBHOOK_COURIER"]["get"]> {
+  /** The courier's stub (`courierFor`), kept while the registration has calls in flight. */
+  private courier(webhookId: string): ReturnType<typeof courierFor> {
     let stub = this.stubs.get(webhookId);
-    if (!stub) this.stubs.set(webhookId, (stub = this.env.WEBHOOK_COURIER.get(this.env.WEBHOOK_COURIER.idFromName(webhookId))));
+    if (!stub) {
+      stub = courierFor(this.env, webhookId);
+      this.stubs.set(webhookId, stub);
+    }
     return stub;
   }
 

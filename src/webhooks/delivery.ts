@@ -10,9 +10,9 @@ import { createHmac } from "node:crypto";
 /** Default WEBHOOK_RETRY_SCHEDULE: seconds to wait after each failed attempt (7 retries). */
 export const DEFAULT_RETRY_SCHEDULE_S: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 /** Default WEBHOOK_TIMEOUT_MS: one attempt's timeout, in ms. */
-export const DEFAULT_TIMEOUT_MS = 15_000;
+const DEFAULT_TIMEOUT_MS = 15_000;
 /** Prefix of webhook secrets (Standard Webhooks). */
-export const SECRET_PREFIX = "whsec_";
+const SECRET_PREFIX = "whsec_";
 
 /**
  * Reads WEBHOOK_RETRY_SCHEDULE: comma-separated non-negative seconds, e.g. `5,300,1800`.
@@ -51,7 +51,7 @@ export function newSecret(): string {
 }
 
 /** The HMAC key of a secret: the base64-decoded part after `whsec_`. */
-export function secretKey(secret: string): Uint8Array {
+function secretKey(secret: string): Uint8Array {
   const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
   return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
 }
@@ -68,7 +68,7 @@ export function secretKey(secret: string): Uint8Array {
  * @returns `content-type`, `webhook-id`, `webhook-timestamp` and `webhook-signature`
  *   (`v1,` + base64 HMAC-SHA256 over `{id}.{timestamp}.{body}`).
  */
-export function signedHeaders(key: Uint8Array | Uint8Array[], eventId: string, timestampS: number, body: string): Record<string, string> {
+function signedHeaders(key: Uint8Array | Uint8Array[], eventId: string, timestampS: number, body: string): Record<string, string> {
   const signed = `${eventId}.${timestampS}.${body}`;
   const signature = (Array.isArray(key) ? key : [key]).map((k) => createHmac("sha256", k).update(signed).digest("base64")).join(" v1,");
   return {
@@ -92,11 +92,17 @@ export class SigningKeys {
    * The headers of an attempt of event `event_id` with body `body` at `now` (ms), signed with
    * `secret` and, while `previous_expires_at` (ms) is after `now`, with `previous_secret`.
    */
-  sign(row: { event_id: string; body: string; secret: string; previous_secret: string | null; previous_expires_at: number | null }, now: number): Record<string, string> {
+  sign(
+    row: { event_id: string; body: string; secret: string; previous_secret: string | null; previous_expires_at: number | null },
+    now: number,
+  ): Record<string, string> {
     const secrets = row.previous_secret !== null && (row.previous_expires_at ?? 0) > now ? [row.secret, row.previous_secret] : [row.secret];
     const keys = secrets.map((secret) => {
       let key = this.keys.get(secret);
-      if (!key) this.keys.set(secret, (key = secretKey(secret)));
+      if (!key) {
+        key = secretKey(secret);
+        this.keys.set(secret, key);
+      }
       return key;
     });
     return signedHeaders(keys, row.event_id, Math.floor(now / 1000), row.body);
@@ -104,7 +110,7 @@ export class SigningKeys {
 }
 
 /** Default WEBHOOK_DISABLE_AFTER_HOURS (API.md § "Auto-disable"). */
-export const DEFAULT_DISABLE_AFTER_HOURS = 120;
+const DEFAULT_DISABLE_AFTER_HOURS = 120;
 
 /**
  * Reads WEBHOOK_DISABLE_AFTER_HOURS: decimal hours (`0.01` is 36 s) of nothing but failures
@@ -164,10 +170,7 @@ export function describeAnswer(status: number, retryAfter: string | null): strin
 }
 
 /** What the hub does after an attempt. */
-export type AttemptVerdict =
-  | { status: "succeeded" }
-  | { status: "pending"; retryInMs: number }
-  | { status: "failed" };
+export type AttemptVerdict = { status: "succeeded" } | { status: "pending"; retryInMs: number } | { status: "failed" };
 
 /**
  * Decides the fate of a delivery after attempt number `attempt` (1-based).

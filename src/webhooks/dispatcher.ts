@@ -19,15 +19,14 @@
  * was in flight (at least once). Outcomes are written in batches (one storage commit for up
  * to 64 attempts, at most 10 ms late), only if the delivery is still where it was.
  */
-import type { Env } from "../env";
-import { Books, type Attempt } from "./books";
+import { type Attempt, Books } from "./books";
 import { Couriers } from "./couriers";
 import { parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs, SigningKeys } from "./delivery";
-import { Outcomes, type Failing } from "./outcomes";
+import { type Failing, Outcomes } from "./outcomes";
 import type { Platform, Timer } from "./platform";
-import { readDue, type DueRow } from "./registry";
+import { type DueRow, readDue } from "./registry";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, pruneLog } from "./schema";
-import { COURIER_QUEUE, COURIER_SLOTS, type AttemptReport, type SendOrder, type SendReceipt } from "./types";
+import { type AttemptReport, COURIER_QUEUE, COURIER_SLOTS, type SendOrder, type SendReceipt } from "./types";
 
 /**
  * An attempt not reported this long after its latest possible end (hand-over + 2 timeouts: a
@@ -44,7 +43,6 @@ const WATCHDOG_SLACK_MS = 60_000;
 const CLOSE_RETRY_MS = 10_000;
 /** When idle with a log to prune, the alarm comes back after this long (ms). */
 const PRUNE_INTERVAL_MS = 24 * 60 * 60 * 1000;
-
 
 /** The SchoolHub's dispatcher (see the module comment). */
 export class Dispatcher {
@@ -131,7 +129,11 @@ export class Dispatcher {
    * Rejects if the courier cannot be reached.
    */
   async hold(webhookId: string, epoch: number): Promise<void> {
-    if (!this.openCouriers.has(webhookId) && this.sql.exec(`SELECT 1 FROM webhooks WHERE id = ? AND courier = ?`, webhookId, COURIER_OPEN).toArray().length === 0) return;
+    if (
+      !this.openCouriers.has(webhookId) &&
+      this.sql.exec(`SELECT 1 FROM webhooks WHERE id = ? AND courier = ?`, webhookId, COURIER_OPEN).toArray().length === 0
+    )
+      return;
     const dropped = await this.couriers.hold(webhookId, epoch);
     for (const token of dropped) {
       const attempt = this.books.get(token);
@@ -163,9 +165,7 @@ export class Dispatcher {
   alarm(): void {
     this.alarmAt = null;
     pruneLog(this.sql, this.platform.now());
-    const unclosed = this.sql
-      .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN)
-      .toArray();
+    const unclosed = this.sql.exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN).toArray();
     for (const { id } of unclosed) this.closeCourier(id).catch((err) => console.error("SchoolHub: closing a courier failed", err));
     this.fill();
     if (this.books.count === 0) this.settle();

@@ -24,24 +24,24 @@
  *   dispatch, answer WEBHOOK_NOT_FOUND (the delete dropped what they queued).
  */
 import { DurableObject } from "cloudflare:workers";
-import type { Env } from "../env";
 import type { SchoolEvent } from "../events/types";
 import { mintId } from "../lib/ids";
+import { DEFAULT_GRACE_SECONDS } from "../lib/limits";
 import { formatInstant } from "../lib/time";
 import { newSecret } from "./delivery";
 import { Dispatcher } from "./dispatcher";
 import * as lifecycle from "./lifecycle";
-import { readLog, type LogFilter } from "./log";
+import { type LogFilter, readLog } from "./log";
 import type { Failing } from "./outcomes";
-import { platformFor, type Platform } from "./platform";
+import { type Platform, platformFor } from "./platform";
 import { accept, readWebhook, toWebhookRecord, WEBHOOK_COLUMNS, type WebhookRow } from "./registry";
 import { COURIER_OPEN, migrate } from "./schema";
 import {
-  MAX_WEBHOOKS,
   type AttemptReport,
   type CreateWebhookResult,
   type DeliveryRecord,
   type LifecycleError,
+  MAX_WEBHOOKS,
   type NewWebhook,
   type PublishResult,
   type RotatedSecret,
@@ -107,10 +107,7 @@ export class SchoolHub extends DurableObject<Env> {
 
   /** The school's registrations, oldest first, without secrets (GET /v3/webhooks). */
   listWebhooks(): WebhookRecord[] {
-    return this.sql
-      .exec<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`)
-      .toArray()
-      .map(toWebhookRecord);
+    return this.sql.exec<WebhookRow>(`SELECT ${WEBHOOK_COLUMNS} FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`).toArray().map(toWebhookRecord);
   }
 
   /**
@@ -135,7 +132,7 @@ export class SchoolHub extends DurableObject<Env> {
    *
    * @returns the new secret, or `null` for an unknown or deleted id.
    */
-  rotateSecret(id: string, graceSeconds: number = lifecycle.DEFAULT_GRACE_SECONDS): RotatedSecret | null {
+  rotateSecret(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): RotatedSecret | null {
     return this.ctx.storage.transactionSync(() => lifecycle.rotate(this.sql, id, graceSeconds, this.platform.now()));
   }
 

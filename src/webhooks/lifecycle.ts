@@ -14,10 +14,6 @@ import type { Failing } from "./outcomes";
 import { accept, disable, readWebhook, toWebhookRecord } from "./registry";
 import type { LifecycleError, RotatedSecret, WebhookRecord, WebhookUpdate } from "./types";
 
-/** Longest rotation grace, in seconds (7 days), and the default (24 h). */
-export const MAX_GRACE_SECONDS = 604_800;
-export const DEFAULT_GRACE_SECONDS = 86_400;
-
 /** Result of a step: the value, or the contract's error code. */
 export type Step<T> = { ok: true; value: T } | { ok: false; error: LifecycleError };
 
@@ -84,7 +80,12 @@ export function resend(sql: SqlStorage, dispatcher: Dispatcher, id: string, even
   const error = usable(sql, id);
   if (error) return fail(error);
   if (!wasAddressed(sql, id, eventId)) return fail("EVENT_NOT_FOUND");
-  const queued = sql.exec(`UPDATE deliveries SET next_attempt_at = MIN(next_attempt_at, ?3) WHERE webhook_id = ?1 AND event_id = ?2 RETURNING id`, id, eventId, now);
+  const queued = sql.exec(
+    `UPDATE deliveries SET next_attempt_at = MIN(next_attempt_at, ?3) WHERE webhook_id = ?1 AND event_id = ?2 RETURNING id`,
+    id,
+    eventId,
+    now,
+  );
   if (queued.toArray().length === 0) dispatcher.queue([[eventId, id]], now);
   return { ok: true, value: { eventId } };
 }

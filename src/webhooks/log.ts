@@ -94,13 +94,15 @@ export function readLog(sql: SqlStorage, webhookId: string, filter: LogFilter, n
  */
 export function wasAddressed(sql: SqlStorage, webhookId: string, eventId: string): boolean {
   return (
-    sql.exec(
-      `SELECT 1 FROM events e WHERE e.id = ?2 AND (
+    sql
+      .exec(
+        `SELECT 1 FROM events e WHERE e.id = ?2 AND (
          EXISTS (SELECT 1 FROM attempts a WHERE a.webhook_id = ?1 AND a.event_id = ?2)
          OR EXISTS (SELECT 1 FROM deliveries d WHERE d.webhook_id = ?1 AND d.event_id = ?2))`,
-      webhookId,
-      eventId,
-    ).toArray().length > 0
+        webhookId,
+        eventId,
+      )
+      .toArray().length > 0
   );
 }
 

@@ -159,7 +159,8 @@ export class Outcomes {
           sentAt,
         )
         .toArray()[0];
-      if (row && finishedAt - row.since >= this.disableAfterMs) failing.set(attempt.webhookId, { webhookId: attempt.webhookId, failingSince: row.since, eventId: attempt.eventId });
+      if (row && finishedAt - row.since >= this.disableAfterMs)
+        failing.set(attempt.webhookId, { webhookId: attempt.webhookId, failingSince: row.since, eventId: attempt.eventId });
     }
     if (failing.size > 0) this.onFailing([...failing.values()]);
   }

@@ -8,7 +8,7 @@ import { formatInstant } from "../lib/time";
 import type { Subscription, WebhookRecord } from "./types";
 
 /** The log's `error` of a skipped entry (API.md § "Delivery log"). */
-export const SKIPPED_ERROR = "registration disabled";
+const SKIPPED_ERROR = "registration disabled";
 
 /** A `webhooks` row as the record needs it. */
 export type WebhookRow = {
@@ -48,7 +48,7 @@ export function readWebhook(sql: SqlStorage, id: string): WebhookRow | null {
  * Logs `skipped` entries (one per `[eventId, webhookId]` pair) at `now` (ms): events a
  * disabled registration subscribes to, or its deliveries ended by a disable. One statement.
  */
-export function logSkipped(sql: SqlStorage, pairs: [string, string][], now: number): void {
+function logSkipped(sql: SqlStorage, pairs: [string, string][], now: number): void {
   if (pairs.length === 0) return;
   sql.exec(
     `INSERT INTO attempts (webhook_id, event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at)

@@ -1,31 +1,27 @@
 /**
- * Shapes exchanged with the SchoolHub over RPC and written by the webhook endpoints
- * (API.md § "Webhook registrations"). Instants are ISO 8601 UTC with milliseconds.
+ * Shapes exchanged with the SchoolHub over RPC and written by the webhook operations
+ * (API.md § "Webhook registrations"). Instants are ISO 8601 UTC with milliseconds. The
+ * records are the `z.infer`s of their schemas (src/webhooks/schemas.ts).
  */
-import type { EventType } from "../events/types";
+import type { z } from "zod";
+import type { createdWebhookSchema, deliveryRecordSchema, rotatedSecretSchema, subscriptionSchema, webhookRecordSchema } from "./schemas";
 
-/** Most registrations a school may have (API.md: 409 WEBHOOK_LIMIT_REACHED beyond). */
-export const MAX_WEBHOOKS = 50;
+export { MAX_WEBHOOKS } from "../lib/limits";
 
 /** Subscription of a registration: `["*"]` (every event type) or a list of event types. */
-export type Subscription = ["*"] | EventType[];
+export type Subscription = z.infer<typeof subscriptionSchema>;
 
 /** A registration as GET /v3/webhooks lists it (no secret). */
-export interface WebhookRecord {
-  /** `wh_…`, never reused. */
-  id: string;
-  /** The normalized target URL (WHATWG serialization). */
+export type WebhookRecord = z.infer<typeof webhookRecordSchema>;
+
+/** A registration as POST /v3/webhooks answers it: the only place the secret is shown. */
+export type CreatedWebhook = z.infer<typeof createdWebhookSchema>;
+
+/** Input of `SchoolHub.createWebhook`, already validated by the operation (URL policy included). */
+export interface NewWebhook {
   url: string;
   events: Subscription;
   description: string | null;
-  /** `false` while disabled: nothing is attempted, events it subscribes to are logged `skipped`. */
-  enabled: boolean;
-  /** `"manual"` (PATCH `enabled: false`) or `"failing"` (auto-disable); `null` while enabled. */
-  disabledReason: "manual" | "failing" | null;
-  disabledAt: string | null;
-  createdAt: string;
-  /** The last change by PATCH, rotation, or auto-disable (= `createdAt` before any). */
-  updatedAt: string;
 }
 
 /**
@@ -39,56 +35,21 @@ export interface WebhookUpdate {
   enabled?: boolean;
 }
 
-/** Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate). */
-export interface RotatedSecret {
-  id: string;
-  /** The new secret, `whsec_…`, shown only here. */
-  secret: string;
-  /** Until when attempts also carry the previous secret's signature; `null` for a grace of 0. */
-  previousSecretExpiresAt: string | null;
-}
+/** Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate): `{ id, secret, previousSecretExpiresAt }`. */
+export type RotatedSecret = z.infer<typeof rotatedSecretSchema>;
 
 /** Why a lifecycle call (resend, recover, test) did nothing: the contract's error codes. */
 export type LifecycleError = "WEBHOOK_NOT_FOUND" | "WEBHOOK_DISABLED" | "EVENT_NOT_FOUND";
-
-/** A registration as POST /v3/webhooks answers it: the only place the secret is shown. */
-export interface CreatedWebhook extends WebhookRecord {
-  /** `whsec_` + base64 of 32 random bytes; the HMAC key is the base64-decoded part. */
-  secret: string;
-}
-
-/** Input of `SchoolHub.createWebhook`, already validated by the endpoint (URL policy included). */
-export interface NewWebhook {
-  url: string;
-  events: Subscription;
-  description: string | null;
-}
 
 /** Result of `SchoolHub.createWebhook`. */
 export type CreateWebhookResult = { ok: true; webhook: CreatedWebhook } | { ok: false; error: "WEBHOOK_LIMIT_REACHED" };
 
 /**
- * One entry of GET /v3/webhooks/{id}/deliveries.
- *
- * An entry is one attempt (`attemptedAt` set) whose `status` is the delivery's state right
- * after it: `succeeded`, `pending` (a retry is due at `nextAttemptAt`) or `failed` (410 or
- * schedule exhausted). A delivery still waiting for its first attempt is listed once with
- * `attempt: 1`, `status: "pending"`, `attemptedAt: null` and its due time in `nextAttemptAt`.
+ * One entry of GET /v3/webhooks/{id}/deliveries (see `deliveryRecordSchema`). The schema
+ * narrows `eventType` to the delivered event types; rows read from the hub's storage carry it
+ * as text.
  */
-export interface DeliveryRecord {
-  eventId: string;
-  eventType: string;
-  /** 1 for the immediate attempt, 2 for the first retry, … */
-  attempt: number;
-  /** `skipped`: never attempted because the registration was disabled (`error: "registration disabled"`). */
-  status: "pending" | "succeeded" | "failed" | "skipped";
-  /** HTTP status of the answer; `null` for network errors, timeouts and unmade attempts. */
-  responseStatus: number | null;
-  /** Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success. */
-  error: string | null;
-  attemptedAt: string | null;
-  nextAttemptAt: string | null;
-}
+export type DeliveryRecord = Omit<z.infer<typeof deliveryRecordSchema>, "eventType"> & { eventType: string };
 
 /** Result of `SchoolHub.publish`: counts of this call. */
 export interface PublishResult {

@@ -18,7 +18,7 @@ import { ApiError } from "../http/errors";
 export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string };
 
 /** Longest accepted webhook URL, in characters. */
-export const MAX_URL_LENGTH = 2048;
+const MAX_URL_LENGTH = 2048;
 
 /** IPv4 ranges a webhook may not target: [network address, prefix length, name]. */
 const BLOCKED_V4: ReadonlyArray<readonly [string, number, string]> = [
@@ -38,8 +38,7 @@ const BLOCKED_V4: ReadonlyArray<readonly [string, number, string]> = [
   ["240.0.0.0", 4, "reserved or broadcast (240.0.0.0/4)"],
 ];
 
-const v4ToInt = (dotted: string): number =>
-  dotted.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
+const v4ToInt = (dotted: string): number => dotted.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
 
 const BLOCKED_V4_INT = BLOCKED_V4.map(([base, bits, name]) => {
   const size = 2 ** (32 - bits);
@@ -120,19 +119,7 @@ function blockedV6(g: number[]): string | undefined {
  * (RFC 8375), `lan`, `intranet`, `corp` (common private names), `onion` (RFC 7686), `test`,
  * `invalid`, `example` (RFC 2606 / 6761).
  */
-export const RESERVED_NAME_SUFFIXES = [
-  "localhost",
-  "local",
-  "internal",
-  "home.arpa",
-  "lan",
-  "intranet",
-  "corp",
-  "onion",
-  "test",
-  "invalid",
-  "example",
-] as const;
+const RESERVED_NAME_SUFFIXES = ["localhost", "local", "internal", "home.arpa", "lan", "intranet", "corp", "onion", "test", "invalid", "example"] as const;
 
 /** The reason a host name (lower case, WHATWG-parsed, not an IP literal) is refused, if it is. */
 function blockedName(host: string): string | undefined {
@@ -211,7 +198,7 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
 export function requireWebhookUrl(raw: string, allowInsecure: boolean): string {
   const verdict = checkWebhookUrl(raw, allowInsecure);
   if (!verdict.ok) {
-    throw new ApiError(400, "INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
+    throw new ApiError("INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
   }
   return verdict.url;
 }

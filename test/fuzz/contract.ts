@@ -61,7 +61,7 @@ export const ROUTES: RouteSpec[] = [
   { method: "GET", path: "/v3/event-types", auth: false },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
-  // Benchmark routes: 404 NOT_FOUND unless the Worker runs with BENCH_FLOOR=true.
+  // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench.ts).
   { method: "POST", path: "/__bench/publish", auth: true },
   { method: "GET", path: "/__bench/floor", auth: false },
 ];
@@ -101,7 +101,15 @@ export const C = {
   maxWebhooks: 50,
   /** Sort keys of a search: at most one per sortable field (OpenAPI `maxItems`). */
   sortFields: ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"] as const,
-  eventTypes: ["course.created", "course.updated", "course.archived", "course.unarchived", "course.absences_sent", "course.professor_signed", "webhook.disabled"] as const,
+  eventTypes: [
+    "course.created",
+    "course.updated",
+    "course.archived",
+    "course.unarchived",
+    "course.absences_sent",
+    "course.professor_signed",
+    "webhook.disabled",
+  ] as const,
   booleans: ["true", "false", "1", "0"] as const,
   instantParams: ["courseStartDateTime", "courseEndDateTime", "createdAt", "updatedAt"] as const,
   flagParams: ["absencesSent", "absencesNotSent", "archived", "professorSignatureMissing"] as const,
@@ -126,7 +134,18 @@ export const LIST_PARAMS: readonly string[] = [
 export const SEARCH_FIELDS: readonly string[] = [...LIST_PARAMS, "courseId", "sort"];
 
 /** Fields of POST /v3/courses; PATCH adds `archived` and `absencesSent`. */
-export const WRITE_FIELDS: readonly string[] = ["name", "startDateTime", "endDateTime", "classroom", "creatorId", "trainingId", "groupIds", "studentIds", "professors", "surveyTemplateIds"];
+export const WRITE_FIELDS: readonly string[] = [
+  "name",
+  "startDateTime",
+  "endDateTime",
+  "classroom",
+  "creatorId",
+  "trainingId",
+  "groupIds",
+  "studentIds",
+  "professors",
+  "surveyTemplateIds",
+];
 
 /** Fields of POST /v3/webhooks. */
 export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description"];

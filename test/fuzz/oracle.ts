@@ -34,7 +34,7 @@ export interface Verdict {
  *
  * @returns the status, the error code if any, and the problems (empty: on contract).
  */
-export async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
+async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
   const problems: string[] = [];
   const status = res.status;
   if (status >= 500) problems.push(`answered ${status}`);
@@ -45,7 +45,12 @@ export async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
     try {
       await checkResponse(req.method, `${ORIGIN}${req.path}`, res);
     } catch (err) {
-      problems.push(String((err as Error).message).split("\n").slice(0, 6).join(" | "));
+      problems.push(
+        String((err as Error).message)
+          .split("\n")
+          .slice(0, 6)
+          .join(" | "),
+      );
     }
     const text = await res.text();
     const type = res.headers.get("content-type") ?? "";
@@ -59,9 +64,11 @@ export async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
       problems.push(`content-type ${JSON.stringify(type)}`);
     }
     if (status >= 400 && body !== undefined) {
-      if (body?.status !== "error" || typeof body.code !== "string" || typeof body.message !== "string") problems.push(`not the error envelope: ${text.slice(0, 120)}`);
+      if (body?.status !== "error" || typeof body.code !== "string" || typeof body.message !== "string")
+        problems.push(`not the error envelope: ${text.slice(0, 120)}`);
       else if (!(body.code in STATUS_OF)) problems.push(`code ${body.code} is not in the catalogue`);
-      else if (STATUS_OF[body.code as Code] !== status) problems.push(`code ${body.code} with status ${status} (the catalogue says ${STATUS_OF[body.code as Code]})`);
+      else if (STATUS_OF[body.code as Code] !== status)
+        problems.push(`code ${body.code} with status ${status} (the catalogue says ${STATUS_OF[body.code as Code]})`);
       if (body?.requestId !== requestId) problems.push(`requestId ${JSON.stringify(body?.requestId)} differs from x-request-id ${JSON.stringify(requestId)}`);
     } else if (status < 300 && body !== undefined && req.route !== "GET /openapi.json" && body?.status !== "success") {
       problems.push(`not the success envelope: ${text.slice(0, 120)}`);
@@ -90,9 +97,16 @@ export async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
 }
 
 /** A request as one line for reports (body cut to 300 characters). */
-export function describeRequest(req: FuzzRequest): string {
-  const body = req.body === undefined ? "" : typeof req.body === "string" ? req.body : `<${req.body.byteLength} bytes: ${[...req.body.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join(" ")}>`;
-  const headers = Object.entries(req.headers).map(([k, v]) => `${k}: ${v.slice(0, 80)}`).join("; ");
+function describeRequest(req: FuzzRequest): string {
+  const body =
+    req.body === undefined
+      ? ""
+      : typeof req.body === "string"
+        ? req.body
+        : `<${req.body.byteLength} bytes: ${[...req.body.slice(0, 16)].map((b) => b.toString(16).padStart(2, "0")).join(" ")}>`;
+  const headers = Object.entries(req.headers)
+    .map(([k, v]) => `${k}: ${v.slice(0, 80)}`)
+    .join("; ");
   return `${req.method} ${req.path.slice(0, 300)}${req.path.length > 300 ? "…" : ""} [${headers}] ${body.slice(0, 300)}${body.length > 300 ? `… (${body.length} chars)` : ""}`;
 }
 
@@ -114,7 +128,8 @@ export class Tally {
     if (verdict.status >= 500) this.fiveXX += 1;
     if (verdict.problems.length > 0) {
       this.offContract += 1;
-      if (this.examples.length < 20) this.examples.push(`${describeRequest(req)}\n    → ${verdict.status} ${verdict.code ?? ""}: ${verdict.problems.join(" | ")}`);
+      if (this.examples.length < 20)
+        this.examples.push(`${describeRequest(req)}\n    → ${verdict.status} ${verdict.code ?? ""}: ${verdict.problems.join(" | ")}`);
     }
     const r = this.byRoute.get(req.route) ?? { requests: 0, valid: 0, statuses: new Map<number, number>() };
     r.requests += 1;
@@ -127,7 +142,13 @@ export class Tally {
   summary(): string {
     const lines = [...this.byRoute.entries()]
       .sort(([a], [b]) => a.localeCompare(b))
-      .map(([route, r]) => `  ${route.padEnd(34)} ${String(r.requests).padStart(6)} (${String(r.valid).padStart(5)} valid)  ${[...r.statuses.entries()].sort(([a], [b]) => a - b).map(([s, n]) => `${s}×${n}`).join(" ")}`);
+      .map(
+        ([route, r]) =>
+          `  ${route.padEnd(34)} ${String(r.requests).padStart(6)} (${String(r.valid).padStart(5)} valid)  ${[...r.statuses.entries()]
+            .sort(([a], [b]) => a - b)
+            .map(([s, n]) => `${s}×${n}`)
+            .join(" ")}`,
+      );
     return [
       `requests: ${this.requests} (${this.valid} valid, ${this.invalid} invalid)   5xx: ${this.fiveXX}   off-contract: ${this.offContract}`,
       ...lines,
@@ -166,7 +187,8 @@ export async function fuzz(opts: FuzzOptions): Promise<Tally> {
       const failures: string[] = [];
       batch.forEach((req, i) => {
         tally.add(req, verdicts[i]!);
-        if (verdicts[i]!.problems.length > 0) failures.push(`${describeRequest(req)}\n→ ${verdicts[i]!.status} ${verdicts[i]!.code ?? ""}: ${verdicts[i]!.problems.join("\n  ")}`);
+        if (verdicts[i]!.problems.length > 0)
+          failures.push(`${describeRequest(req)}\n→ ${verdicts[i]!.status} ${verdicts[i]!.code ?? ""}: ${verdicts[i]!.problems.join("\n  ")}`);
       });
       opts.onProgress?.(tally);
       if (opts.stopOnFailure && failures.length > 0) throw new Error(failures.join("\n"));

@@ -25,7 +25,7 @@ import { C, type Code, LIST_PARAMS, methodsOf, ROUTES, SEARCH_FIELDS, WEBHOOK_FI
 // The request model.
 
 /** What the contract lets the service answer to a request. */
-export interface Expectation {
+interface Expectation {
   /** Success statuses (empty for an invalid request). */
   success: number[];
   /** Error codes allowed. */
@@ -135,11 +135,68 @@ const unknownId = fc.oneof(
 );
 
 /** Characters that have broken text handling somewhere (SQL wildcards, escapes, NUL, accents, ligatures, astral, RTL, BOM, …). */
-const NASTY_CHARS = ["%", "_", "\\", "'", '"', "`", ";", "--", "\u0000", "\n", "\r", "\t", "é", "É", "e\u0301", "\u0301", "ß", "œ", "Æ", "İ", "ı", "ﬁ", "ǅ", "😀", "𝔘", "👩‍👩‍👧", "ا", "ש", "\u200d", "\u202e", "\ufeff", "\ufffd", "中", "ー", "<", ">", "&", "+", "#", "?", "/", "=", ",", " ", "*", "[", "]", "{", "}"];
+const NASTY_CHARS = [
+  "%",
+  "_",
+  "\\",
+  "'",
+  '"',
+  "`",
+  ";",
+  "--",
+  "\u0000",
+  "\n",
+  "\r",
+  "\t",
+  "é",
+  "É",
+  "e\u0301",
+  "\u0301",
+  "ß",
+  "œ",
+  "Æ",
+  "İ",
+  "ı",
+  "ﬁ",
+  "ǅ",
+  "😀",
+  "𝔘",
+  "👩‍👩‍👧",
+  "ا",
+  "ש",
+  "\u200d",
+  "\u202e",
+  "\ufeff",
+  "\ufffd",
+  "中",
+  "ー",
+  "<",
+  ">",
+  "&",
+  "+",
+  "#",
+  "?",
+  "/",
+  "=",
+  ",",
+  " ",
+  "*",
+  "[",
+  "]",
+  "{",
+  "}",
+];
 
 /** Text of any characters (BMP and astral, no unpaired surrogate). */
 const anyText = (maxLength: number) =>
-  fc.string({ unit: fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...NASTY_CHARS) }, { weight: 3, arbitrary: fc.string({ unit: "grapheme-ascii", minLength: 1, maxLength: 1 }) }, { weight: 1, arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: 1 }) }), maxLength });
+  fc.string({
+    unit: fc.oneof(
+      { weight: 3, arbitrary: fc.constantFrom(...NASTY_CHARS) },
+      { weight: 3, arbitrary: fc.string({ unit: "grapheme-ascii", minLength: 1, maxLength: 1 }) },
+      { weight: 1, arbitrary: fc.string({ unit: "binary", minLength: 1, maxLength: 1 }) },
+    ),
+    maxLength,
+  });
 
 const codePoints = (s: string) => [...s].length;
 /** An unpaired surrogate (with `u`, a well-formed pair is one code point). */
@@ -157,16 +214,32 @@ const validText = (max: number) =>
     .oneof(
       { weight: 6, arbitrary: anyText(40) },
       { weight: 1, arbitrary: fc.tuple(anyText(max), fc.constantFrom(...NASTY_CHARS)).map(([a, b]) => (a + b.repeat(max)).slice(0, max)) },
-      { weight: 1, arbitrary: fc.constantFrom("%".repeat(max), "_".repeat(max), "\\".repeat(max), "%_".repeat(max / 2), "é".repeat(max), "😀".repeat(max / 2), "a".repeat(49), "%".repeat(49), "_".repeat(50), "x".repeat(51)) },
+      {
+        weight: 1,
+        arbitrary: fc.constantFrom(
+          "%".repeat(max),
+          "_".repeat(max),
+          "\\".repeat(max),
+          "%_".repeat(max / 2),
+          "é".repeat(max),
+          "😀".repeat(max / 2),
+          "a".repeat(49),
+          "%".repeat(49),
+          "_".repeat(50),
+          "x".repeat(51),
+        ),
+      },
     )
     .filter((s) => s.length >= 1 && s.length <= max && s === s.trim() && !LONE_SURROGATE.test(s));
 
 /** Text over the limit by any count: more than `max` code points (so more than `max` UTF-16 units too). */
 const tooLongText = (max: number) =>
-  fc.oneof(
-    fc.tuple(fc.constantFrom("a", "é", "😀", "%", "_", " x"), fc.integer({ min: 1, max: 3 * max })).map(([c, extra]) => c.repeat(max + extra)),
-    fc.constant("y".repeat(100_000)),
-  ).filter((s) => codePoints(s) > max);
+  fc
+    .oneof(
+      fc.tuple(fc.constantFrom("a", "é", "😀", "%", "_", " x"), fc.integer({ min: 1, max: 3 * max })).map(([c, extra]) => c.repeat(max + extra)),
+      fc.constant("y".repeat(100_000)),
+    )
+    .filter((s) => codePoints(s) > max);
 
 /** An instant the contract accepts (zone `Z` or `±hh:mm`, with or without seconds and milliseconds). */
 const validInstant = fc
@@ -183,14 +256,38 @@ const validInstant = fc
 
 /** A string that is not an instant with a zone: nothing at its end reads as `Z` or `±hh:mm`. */
 const notAnInstant = fc.oneof(
-  fc.constantFrom("2026-09-07T08:00:00", "2026-09-07", "yesterday", "2026-09-07T08:00:00+2", "", "0", "2026-13-01T00:00:00", "9999999999999", "2026-09-07T08:00:00Zx"),
+  fc.constantFrom(
+    "2026-09-07T08:00:00",
+    "2026-09-07",
+    "yesterday",
+    "2026-09-07T08:00:00+2",
+    "",
+    "0",
+    "2026-13-01T00:00:00",
+    "9999999999999",
+    "2026-09-07T08:00:00Zx",
+  ),
   anyText(40).filter((s) => !/(Z|[+-]\d\d:\d\d|\s\d\d:\d\d)$/.test(s)),
 );
 
 /** A JSON value that is not a string. */
-const notString = fc.oneof(fc.constant(null), fc.boolean(), fc.integer(), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constant([]), fc.constant({}), fc.array(fc.string(), { maxLength: 3 }));
+const notString = fc.oneof(
+  fc.constant(null),
+  fc.boolean(),
+  fc.integer(),
+  fc.double({ noNaN: true, noDefaultInfinity: true }),
+  fc.constant([]),
+  fc.constant({}),
+  fc.array(fc.string(), { maxLength: 3 }),
+);
 /** A JSON value that is not a boolean. */
-const notBoolean = fc.oneof(fc.constant(null), fc.constantFrom("true", "false", "1", "0", "yes", ""), fc.integer({ min: -1, max: 2 }), fc.constant([]), fc.constant({}));
+const notBoolean = fc.oneof(
+  fc.constant(null),
+  fc.constantFrom("true", "false", "1", "0", "yes", ""),
+  fc.integer({ min: -1, max: 2 }),
+  fc.constant([]),
+  fc.constant({}),
+);
 
 /** Malformed ids: a character outside `[A-Za-z0-9_-]`, or 65+ characters. */
 const malformedId = fc.oneof(
@@ -230,7 +327,10 @@ function authArb(ctx: FuzzContext, key: string): fc.Arbitrary<AuthChoice> {
     { header: `Bearer ${key}%`, label: "key with a % sign", ok: false },
     ...ctx.refusedKeys.map((k) => ({ header: `Bearer ${k}`, label: "unknown or revoked key", ok: false })),
   ];
-  return fc.oneof({ weight: 4, arbitrary: fc.constant({ header: `Bearer ${key}`, ok: true, label: "key" }) }, { weight: 1, arbitrary: fc.constantFrom(...bad) });
+  return fc.oneof(
+    { weight: 4, arbitrary: fc.constant({ header: `Bearer ${key}`, ok: true, label: "key" }) },
+    { weight: 1, arbitrary: fc.constantFrom(...bad) },
+  );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -251,7 +351,25 @@ const unknownParamName = (accepted: readonly string[]) =>
   fc
     .oneof(
       fc.string({ unit: "grapheme-ascii", minLength: 1, maxLength: 16 }),
-      fc.constantFrom("limt", "Name", "groupIds", "studentIds", "courseId", "sort", "key", "api_key", "__proto__", "constructor", "prototype", "q", "offset", "include", "page[]", "limit ", " name"),
+      fc.constantFrom(
+        "limt",
+        "Name",
+        "groupIds",
+        "studentIds",
+        "courseId",
+        "sort",
+        "key",
+        "api_key",
+        "__proto__",
+        "constructor",
+        "prototype",
+        "q",
+        "offset",
+        "include",
+        "page[]",
+        "limit ",
+        " name",
+      ),
       anyText(8).filter((s) => s.length > 0),
     )
     .filter((n) => !accepted.includes(n));
@@ -268,7 +386,14 @@ function validListParam(name: string): fc.Arbitrary<Param[]> {
   if ((C.idListParams as readonly string[]).includes(name)) {
     // Items trimmed, empty items dropped; a repeated parameter adds to the list; ≤ 100 ids in all.
     return fc
-      .tuple(fc.oneof({ weight: 5, arbitrary: fc.array(anyId, { maxLength: 10 }) }, { weight: 1, arbitrary: fc.array(anyId, { minLength: C.getMaxIds - 5, maxLength: C.getMaxIds }) }), fc.integer({ min: 1, max: 3 }), fc.boolean())
+      .tuple(
+        fc.oneof(
+          { weight: 5, arbitrary: fc.array(anyId, { maxLength: 10 }) },
+          { weight: 1, arbitrary: fc.array(anyId, { minLength: C.getMaxIds - 5, maxLength: C.getMaxIds }) },
+        ),
+        fc.integer({ min: 1, max: 3 }),
+        fc.boolean(),
+      )
       .map(([ids, parts, padded]) => {
         const chunk = Math.ceil(ids.length / parts) || 1;
         const out: Param[] = [];
@@ -287,7 +412,8 @@ function validListParam(name: string): fc.Arbitrary<Param[]> {
     );
   }
   if (name === "creatorId") return anyId.map((v) => [param(name, v)]);
-  if (name === "page") return fc.oneof(fc.integer({ min: 1, max: 50 }), fc.constant(C.maxPage), fc.integer({ min: 1, max: C.maxPage })).map((n) => [param(name, String(n))]);
+  if (name === "page")
+    return fc.oneof(fc.integer({ min: 1, max: 50 }), fc.constant(C.maxPage), fc.integer({ min: 1, max: C.maxPage })).map((n) => [param(name, String(n))]);
   if (name === "limit") return fc.integer({ min: 1, max: C.maxLimit }).map((n) => [param(name, String(n))]);
   throw new Error(`no generator for ${name}`);
 }
@@ -297,21 +423,47 @@ function invalidListParam(name: string): fc.Arbitrary<Param[]> {
   const bad = (values: fc.Arbitrary<string>) => values.map((v) => [param(name, v, fault(`${name}=${JSON.stringify(v).slice(0, 40)}`, "INVALID_PARAMETER"))]);
   if ((C.instantParams as readonly string[]).includes(name)) return bad(notAnInstant);
   if ((C.flagParams as readonly string[]).includes(name) || (C.includeParams as readonly string[]).includes(name)) {
-    return bad(fc.oneof(fc.constantFrom("TRUE", "False", "yes", "no", "on", "", " true", "2", "-1", "01", "null", "true,false"), anyText(6)).filter((v) => !(C.booleans as readonly string[]).includes(v)));
+    return bad(
+      fc
+        .oneof(fc.constantFrom("TRUE", "False", "yes", "no", "on", "", " true", "2", "-1", "01", "null", "true,false"), anyText(6))
+        .filter((v) => !(C.booleans as readonly string[]).includes(v)),
+    );
   }
   if ((C.idListParams as readonly string[]).includes(name)) {
     return fc.oneof(
       // A malformed id among good ones.
-      fc.tuple(fc.array(anyId, { maxLength: 5 }), malformedId.filter((s) => !s.includes(",") && s.trim() === s && s.length > 0)).map(([ids, badId]) => [param(name, [...ids, badId].join(","), fault(`${name} holds a malformed id`, "INVALID_PARAMETER"))]),
+      fc
+        .tuple(
+          fc.array(anyId, { maxLength: 5 }),
+          malformedId.filter((s) => !s.includes(",") && s.trim() === s && s.length > 0),
+        )
+        .map(([ids, badId]) => [param(name, [...ids, badId].join(","), fault(`${name} holds a malformed id`, "INVALID_PARAMETER"))]),
       // More than 100 ids.
-      fc.integer({ min: C.getMaxIds + 1, max: 400 }).map((n) => [param(name, Array.from({ length: n }, (_, i) => `id${i}`).join(","), fault(`${name} lists ${n} ids`, "TOO_MANY_IDS"))]),
+      fc
+        .integer({ min: C.getMaxIds + 1, max: 400 })
+        .map((n) => [param(name, Array.from({ length: n }, (_, i) => `id${i}`).join(","), fault(`${name} lists ${n} ids`, "TOO_MANY_IDS"))]),
     );
   }
   // Kept under a few kilobytes: a URL much longer is refused before the Worker runs (414).
-  if (name === "classroom" || name === "name") return bad(fc.oneof(fc.constant(""), tooLongText(C.maxText).map((s) => firstCodePoints(s, s.startsWith("y") ? 4000 : 500))).filter((s) => s === "" || codePoints(s) > C.maxText));
+  if (name === "classroom" || name === "name")
+    return bad(
+      fc
+        .oneof(
+          fc.constant(""),
+          tooLongText(C.maxText).map((s) => firstCodePoints(s, s.startsWith("y") ? 4000 : 500)),
+        )
+        .filter((s) => s === "" || codePoints(s) > C.maxText),
+    );
   if (name === "creatorId") return bad(fc.oneof(fc.constant(""), malformedId));
-  if (name === "page") return bad(fc.oneof(fc.constantFrom("0", "-1", "1.5", "1e3", "", "abc", " 1", "0x10", String(C.maxPage + 1), "99999999999", "+1"), fc.integer({ min: C.maxPage + 1, max: 2 ** 53 }).map(String)));
-  if (name === "limit") return bad(fc.oneof(fc.constantFrom("0", "-5", "101", "1000", "", "ten", "5.0", " 5"), fc.integer({ min: C.maxLimit + 1, max: 1e9 }).map(String)));
+  if (name === "page")
+    return bad(
+      fc.oneof(
+        fc.constantFrom("0", "-1", "1.5", "1e3", "", "abc", " 1", "0x10", String(C.maxPage + 1), "99999999999", "+1"),
+        fc.integer({ min: C.maxPage + 1, max: 2 ** 53 }).map(String),
+      ),
+    );
+  if (name === "limit")
+    return bad(fc.oneof(fc.constantFrom("0", "-5", "101", "1000", "", "ten", "5.0", " 5"), fc.integer({ min: C.maxLimit + 1, max: 1e9 }).map(String)));
   throw new Error(`no generator for ${name}`);
 }
 
@@ -320,11 +472,18 @@ const queryString = (params: Param[]) => (params.length === 0 ? "" : `?${params.
 
 /** Parameters of GET /v3/courses: valid ones, and (for an invalid request) at least one fault. */
 function listQueryArb(names: readonly string[], invalid: boolean): fc.Arbitrary<Param[]> {
-  const valid = fc.subarray([...names], { maxLength: Math.min(6, names.length) }).chain((chosen) => (chosen.length === 0 ? fc.constant([] as Param[][]) : fc.tuple(...chosen.map(validListParam))).map((ps) => ps.flat()));
+  const valid = fc
+    .subarray([...names], { maxLength: Math.min(6, names.length) })
+    .chain((chosen) => (chosen.length === 0 ? fc.constant([] as Param[][]) : fc.tuple(...chosen.map(validListParam))).map((ps) => ps.flat()));
   if (!invalid) return valid;
   const faulty = fc.oneof(
     { weight: 4, arbitrary: fc.constantFrom(...names).chain(invalidListParam) },
-    { weight: 2, arbitrary: fc.tuple(unknownParamName(names), anyText(10)).map(([n, v]) => [param(n, v, fault(`unknown parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER"))]) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .tuple(unknownParamName(names), anyText(10))
+        .map(([n, v]) => [param(n, v, fault(`unknown parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER"))]),
+    },
     // A parameter that is not a list, given twice.
     {
       weight: 1,
@@ -335,7 +494,13 @@ function listQueryArb(names: readonly string[], invalid: boolean): fc.Arbitrary<
     },
   );
   return fc
-    .tuple(valid, fc.oneof({ weight: 4, arbitrary: fc.array(faulty, { minLength: 1, maxLength: 1 }) }, { weight: 1, arbitrary: fc.array(faulty, { minLength: 2, maxLength: 3 }) }))
+    .tuple(
+      valid,
+      fc.oneof(
+        { weight: 4, arbitrary: fc.array(faulty, { minLength: 1, maxLength: 1 }) },
+        { weight: 1, arbitrary: fc.array(faulty, { minLength: 2, maxLength: 3 }) },
+      ),
+    )
     .map(([v, f]) => [...v.filter((p) => !f.flat().some((q) => q.name === p.name)), ...f.flat()]);
 }
 
@@ -354,7 +519,16 @@ const utf8 = new TextEncoder();
 /** Bytes of `s` in UTF-8 (the length first: most bodies are far from the limit). */
 const utf8Length = (s: string) => (s.length * 3 <= C.maxBodyBytes ? s.length : utf8.encode(s).byteLength);
 
-const WRONG_TYPES = ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonx", "application/json-patch+json", "text/json", "application/xml", ""];
+const WRONG_TYPES = [
+  "text/plain",
+  "application/x-www-form-urlencoded",
+  "multipart/form-data; boundary=x",
+  "application/jsonx",
+  "application/json-patch+json",
+  "text/json",
+  "application/xml",
+  "",
+];
 
 /** Sets an own, enumerable key (`obj.__proto__ = v` would set the prototype instead). */
 function put(obj: Record<string, unknown>, key: string, value: unknown): Record<string, unknown> {
@@ -363,14 +537,14 @@ function put(obj: Record<string, unknown>, key: string, value: unknown): Record<
 }
 
 /** A JSON value with deep nesting, as text (JSON.stringify would overflow the stack). */
-const deepJson = fc.tuple(fc.integer({ min: 2, max: 200_000 }), fc.constantFrom("array", "object")).map(([depth, kind]) =>
-  kind === "array" ? `${"[".repeat(depth)}1${"]".repeat(depth)}` : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`,
-);
+const deepJson = fc
+  .tuple(fc.integer({ min: 2, max: 200_000 }), fc.constantFrom("array", "object"))
+  .map(([depth, kind]) => (kind === "array" ? `${"[".repeat(depth)}1${"]".repeat(depth)}` : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`));
 
 /** Text that JSON.parse refuses. */
 const notJson = fc
   .oneof(
-    fc.constantFrom("{", "[1,]", "NaN", "{'a':1}", "{\"a\":1,}", "undefined", "tru", "{\"a\" 1}", "\"unterminated", "{}{}", "[]]", "--", "{\"a\":01}"),
+    fc.constantFrom("{", "[1,]", "NaN", "{'a':1}", '{"a":1,}', "undefined", "tru", '{"a" 1}', '"unterminated', "{}{}", "[]]", "--", '{"a":01}'),
     anyText(30),
   )
   .filter((t) => {
@@ -384,7 +558,9 @@ const notJson = fc
   });
 
 /** Bytes that are not UTF-8. */
-const notUtf8 = fc.constantFrom([0xff], [0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d], [0xed, 0xa0, 0x80], [0xc0, 0xaf], [0x80, 0x80], [0xfe, 0xff, 0x00, 0x7b, 0x00, 0x7d]).map((b) => new Uint8Array(b));
+const notUtf8 = fc
+  .constantFrom([0xff], [0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d], [0xed, 0xa0, 0x80], [0xc0, 0xaf], [0x80, 0x80], [0xfe, 0xff, 0x00, 0x7b, 0x00, 0x7d])
+  .map((b) => new Uint8Array(b));
 
 /**
  * The transport of a JSON object body: valid (a JSON content type, the object as JSON) or,
@@ -393,30 +569,51 @@ const notUtf8 = fc.constantFrom([0xff], [0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x3
  */
 function transport(json: fc.Arbitrary<{ text: string; faults: Fault[] }>, allowBroken: boolean, hasRequiredFields = false): fc.Arbitrary<BodySpec> {
   // Long lists add up: a body over 1 MiB is a 413 whatever else it holds.
-  const sized = (j: { text: string; faults: Fault[] }) => (utf8Length(j.text) > C.maxBodyBytes ? { ...j, faults: [...j.faults, fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] } : j);
+  const sized = (j: { text: string; faults: Fault[] }) =>
+    utf8Length(j.text) > C.maxBodyBytes ? { ...j, faults: [...j.faults, fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] } : j;
   const ok = fc.tuple(json.map(sized), fc.constantFrom(...VALID_JSON_TYPES)).map(([j, contentType]) => ({ body: j.text, contentType, faults: j.faults }));
   if (!allowBroken) return ok;
   const overLimit = (b: BodySpec): BodySpec =>
-    typeof b.body === "string" && utf8Length(b.body) > C.maxBodyBytes && !b.faults.some((f) => f.codes.includes("PAYLOAD_TOO_LARGE")) ? { ...b, faults: [...b.faults, fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] } : b;
-  return fc.oneof(
-    { weight: 12, arbitrary: ok },
-    { weight: 1, arbitrary: fc.tuple(json.map(sized), fc.constantFrom(...WRONG_TYPES)).map(([j, t]) => ({ body: j.text, contentType: t || undefined, faults: [...j.faults, fault(`content-type ${JSON.stringify(t)}`, "UNSUPPORTED_MEDIA_TYPE")] })) },
-    { weight: 1, arbitrary: fc.constantFrom(...VALID_JSON_TYPES).map((contentType) => ({ body: `{"name":"${"x".repeat(C.maxBodyBytes)}"}`, contentType, faults: [fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] })) },
-    { weight: 1, arbitrary: notJson.map((body) => ({ body, contentType: "application/json", faults: [fault("body not JSON", "INVALID_JSON")] })) },
-    { weight: 1, arbitrary: notUtf8.map((body) => ({ body, contentType: "application/json", faults: [fault("body not UTF-8", "INVALID_JSON")] })) },
-    {
-      weight: 1,
-      arbitrary: fc
-        .oneof(fc.constantFrom("[]", "null", "1", "\"text\"", "true", "[{}]", "[{\"__proto__\":1}]"), deepJson)
-        // An object nested deep is an object with an unknown field `a` (and without the
-        // required ones); anything else is not an object.
-        .map((body) => ({
-          body,
-          contentType: "application/json",
-          faults: [body.startsWith("{") && !hasRequiredFields ? unknownField("deep object with unknown field a") : schemaFault(body.startsWith("{") ? "deep object without the required fields" : "body not an object")],
+    typeof b.body === "string" && utf8Length(b.body) > C.maxBodyBytes && !b.faults.some((f) => f.codes.includes("PAYLOAD_TOO_LARGE"))
+      ? { ...b, faults: [...b.faults, fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] }
+      : b;
+  return fc
+    .oneof(
+      { weight: 12, arbitrary: ok },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(json.map(sized), fc.constantFrom(...WRONG_TYPES)).map(([j, t]) => ({
+          body: j.text,
+          contentType: t || undefined,
+          faults: [...j.faults, fault(`content-type ${JSON.stringify(t)}`, "UNSUPPORTED_MEDIA_TYPE")],
         })),
-    },
-  ).map(overLimit);
+      },
+      {
+        weight: 1,
+        arbitrary: fc
+          .constantFrom(...VALID_JSON_TYPES)
+          .map((contentType) => ({ body: `{"name":"${"x".repeat(C.maxBodyBytes)}"}`, contentType, faults: [fault("body over 1 MiB", "PAYLOAD_TOO_LARGE")] })),
+      },
+      { weight: 1, arbitrary: notJson.map((body) => ({ body, contentType: "application/json", faults: [fault("body not JSON", "INVALID_JSON")] })) },
+      { weight: 1, arbitrary: notUtf8.map((body) => ({ body, contentType: "application/json", faults: [fault("body not UTF-8", "INVALID_JSON")] })) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .oneof(fc.constantFrom("[]", "null", "1", '"text"', "true", "[{}]", '[{"__proto__":1}]'), deepJson)
+          // An object nested deep is an object with an unknown field `a` (and without the
+          // required ones); anything else is not an object.
+          .map((body) => ({
+            body,
+            contentType: "application/json",
+            faults: [
+              body.startsWith("{") && !hasRequiredFields
+                ? unknownField("deep object with unknown field a")
+                : schemaFault(body.startsWith("{") ? "deep object without the required fields" : "body not an object"),
+            ],
+          })),
+      },
+    )
+    .map(overLimit);
 }
 
 /**
@@ -466,77 +663,111 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
   const invalidNames = Object.keys(g.invalid);
   const validNames = Object.keys(g.valid);
   const targets = (b: State) => [b.obj, ...(g.nested?.(b.obj) ?? [])];
-  const unknownName = fc.oneof(unknownParamName(g.accepted), ...(g.extraUnknown?.length ? [fc.constantFrom(...g.extraUnknown)] : [])).filter((n) => !["__proto__", "constructor", "prototype"].includes(n) && !g.accepted.includes(n));
+  const unknownName = fc
+    .oneof(unknownParamName(g.accepted), ...(g.extraUnknown?.length ? [fc.constantFrom(...g.extraUnknown)] : []))
+    .filter((n) => !["__proto__", "constructor", "prototype"].includes(n) && !g.accepted.includes(n));
   const mutations: { weight: number; arbitrary: fc.Arbitrary<Mutation> }[] = [
     // An unknown field, at the root or in a nested strict object.
     {
       weight: 2,
-      arbitrary: fc.tuple(unknownName, fc.jsonValue({ maxDepth: 2 }), fc.nat()).map(([n, v, pick]): Mutation => (b) => {
-        const t = targets(b);
-        put(t[pick % t.length]!, n, v);
-        return { obj: b.obj, faults: [...b.faults, unknownField(`unknown field ${JSON.stringify(n)}`)] };
-      }),
+      arbitrary: fc.tuple(unknownName, fc.jsonValue({ maxDepth: 2 }), fc.nat()).map(
+        ([n, v, pick]): Mutation =>
+          (b) => {
+            const t = targets(b);
+            put(t[pick % t.length]!, n, v);
+            return { obj: b.obj, faults: [...b.faults, unknownField(`unknown field ${JSON.stringify(n)}`)] };
+          },
+      ),
     },
     // A prototype key, at the root or in a nested strict object.
     {
       weight: 3,
-      arbitrary: fc.tuple(fc.constantFrom("__proto__", "constructor", "prototype"), fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constant({ polluted: true })), fc.nat()).map(([n, v, pick]): Mutation => (b) => {
-        const t = targets(b);
-        put(t[pick % t.length]!, n, v);
-        return { obj: b.obj, faults: [...b.faults, unknownField(`prototype key ${n}`)] };
-      }),
+      arbitrary: fc
+        .tuple(fc.constantFrom("__proto__", "constructor", "prototype"), fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constant({ polluted: true })), fc.nat())
+        .map(
+          ([n, v, pick]): Mutation =>
+            (b) => {
+              const t = targets(b);
+              put(t[pick % t.length]!, n, v);
+              return { obj: b.obj, faults: [...b.faults, unknownField(`prototype key ${n}`)] };
+            },
+        ),
     },
   ];
   if (invalidNames.length > 0) {
     mutations.push(
       // A wrong value for a field.
-      { weight: 6, arbitrary: fc.constantFrom(...invalidNames).chain((n) => g.invalid[n]!.map((v): Mutation => (b) => ({ obj: put(b.obj, n, v.value), faults: [...others(b, n), ...v.faults] }))) },
+      {
+        weight: 6,
+        arbitrary: fc.constantFrom(...invalidNames).chain((n) =>
+          g.invalid[n]!.map(
+            (v): Mutation =>
+              (b) => ({ obj: put(b.obj, n, v.value), faults: [...others(b, n), ...v.faults] }),
+          ),
+        ),
+      },
       // A prototype key deep inside a field's value (the value is of the wrong type too).
       {
         weight: 1,
-        arbitrary: fc.tuple(fc.constantFrom(...invalidNames), fc.constantFrom("__proto__", "constructor", "prototype"), fc.integer({ min: 1, max: 5 })).map(([n, key, depth]): Mutation => (b) => {
-          let v: unknown = put({}, key, { admin: true });
-          for (let i = 0; i < depth; i++) v = i % 2 === 0 ? [v] : put({}, "x", v);
-          return { obj: put(b.obj, n, v), faults: [...others(b, n), schemaFault(`${n} holds a nested prototype key`), unknownField(`nested ${key}`)] };
-        }),
+        arbitrary: fc.tuple(fc.constantFrom(...invalidNames), fc.constantFrom("__proto__", "constructor", "prototype"), fc.integer({ min: 1, max: 5 })).map(
+          ([n, key, depth]): Mutation =>
+            (b) => {
+              let v: unknown = put({}, key, { admin: true });
+              for (let i = 0; i < depth; i++) v = i % 2 === 0 ? [v] : put({}, "x", v);
+              return { obj: put(b.obj, n, v), faults: [...others(b, n), schemaFault(`${n} holds a nested prototype key`), unknownField(`nested ${key}`)] };
+            },
+        ),
       },
       // A field holding a list far longer than any body may hold.
       {
         weight: 1,
-        arbitrary: fc.tuple(fc.constantFrom(...invalidNames), fc.integer({ min: 10_001, max: 300_000 })).map(([n, length]): Mutation => (b) => {
-          const marker = "\u0001LONG\u0001";
-          return {
-            obj: put(b.obj, n, marker),
-            faults: [...others(b, n), schemaFault(`${n} lists ${length} items`)],
-            text: (s) => s.replace(JSON.stringify(marker), `[${"0,".repeat(length - 1)}0]`),
-          };
-        }),
+        arbitrary: fc.tuple(fc.constantFrom(...invalidNames), fc.integer({ min: 10_001, max: 300_000 })).map(
+          ([n, length]): Mutation =>
+            (b) => {
+              const marker = "\u0001LONG\u0001";
+              return {
+                obj: put(b.obj, n, marker),
+                faults: [...others(b, n), schemaFault(`${n} lists ${length} items`)],
+                text: (s) => s.replace(JSON.stringify(marker), `[${"0,".repeat(length - 1)}0]`),
+              };
+            },
+        ),
       },
       // A field's value nested very deep.
       {
         weight: 1,
-        arbitrary: fc.tuple(fc.constantFrom(...invalidNames), fc.integer({ min: 1000, max: 100_000 })).map(([n, depth]): Mutation => (b) => {
-          const marker = "\u0001DEEP\u0001";
-          return {
-            obj: put(b.obj, n, marker),
-            faults: [...others(b, n), schemaFault(`${n} nested ${depth} deep`)],
-            text: (s) => s.replace(JSON.stringify(marker), `${"[".repeat(depth)}0${"]".repeat(depth)}`),
-          };
-        }),
+        arbitrary: fc.tuple(fc.constantFrom(...invalidNames), fc.integer({ min: 1000, max: 100_000 })).map(
+          ([n, depth]): Mutation =>
+            (b) => {
+              const marker = "\u0001DEEP\u0001";
+              return {
+                obj: put(b.obj, n, marker),
+                faults: [...others(b, n), schemaFault(`${n} nested ${depth} deep`)],
+                text: (s) => s.replace(JSON.stringify(marker), `${"[".repeat(depth)}0${"]".repeat(depth)}`),
+              };
+            },
+        ),
       },
       // The same key twice, each occurrence breaking the schema (whichever a parser keeps).
       {
         weight: 1,
         arbitrary: fc.constantFrom(...invalidNames).chain((n) => {
           const schemaOnly = g.invalid[n]!.filter((v) => v.faults.every((f) => f.stage === "schema"));
-          return fc.tuple(schemaOnly, schemaOnly).map(([a, c]): Mutation => (b) => {
-            const marker = "\u0001DUP\u0001";
-            return {
-              obj: put(b.obj, n, marker),
-              faults: [...others(b, n), ...a.faults, ...c.faults],
-              text: (s) => s.replace(`${JSON.stringify(n)}:${JSON.stringify(marker)}`, `${JSON.stringify(n)}:${JSON.stringify(a.value)},${JSON.stringify(n)}:${JSON.stringify(c.value)}`),
-            };
-          });
+          return fc.tuple(schemaOnly, schemaOnly).map(
+            ([a, c]): Mutation =>
+              (b) => {
+                const marker = "\u0001DUP\u0001";
+                return {
+                  obj: put(b.obj, n, marker),
+                  faults: [...others(b, n), ...a.faults, ...c.faults],
+                  text: (s) =>
+                    s.replace(
+                      `${JSON.stringify(n)}:${JSON.stringify(marker)}`,
+                      `${JSON.stringify(n)}:${JSON.stringify(a.value)},${JSON.stringify(n)}:${JSON.stringify(c.value)}`,
+                    ),
+                };
+              },
+          );
         }),
       },
     );
@@ -545,21 +776,30 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
     // A required field left out.
     mutations.push({
       weight: 1,
-      arbitrary: fc.constantFrom(...g.required).map((n): Mutation => (b) => {
-        const obj = { ...b.obj };
-        delete obj[n];
-        return { obj, faults: [...others(b, n), schemaFault(`${n} missing`)] };
-      }),
+      arbitrary: fc.constantFrom(...g.required).map(
+        (n): Mutation =>
+          (b) => {
+            const obj = { ...b.obj };
+            delete obj[n];
+            return { obj, faults: [...others(b, n), schemaFault(`${n} missing`)] };
+          },
+      ),
     });
   }
   if (validNames.length > 0) {
     // An unpaired surrogate in a string (it has no UTF-8 form).
     mutations.push({
       weight: 1,
-      arbitrary: fc.tuple(fc.constantFrom(...validNames), fc.constantFrom("\ud800", "\udfff", "a\ud83d", "\ude00b")).map(([n, lone]): Mutation => (b) => ({ obj: put(b.obj, n, `x${lone}`), faults: [...others(b, n), schemaFault(`${n} has an unpaired surrogate`)] })),
+      arbitrary: fc.tuple(fc.constantFrom(...validNames), fc.constantFrom("\ud800", "\udfff", "a\ud83d", "\ude00b")).map(
+        ([n, lone]): Mutation =>
+          (b) => ({ obj: put(b.obj, n, `x${lone}`), faults: [...others(b, n), schemaFault(`${n} has an unpaired surrogate`)] }),
+      ),
     });
   }
-  const oneOrMore = fc.oneof({ weight: 6, arbitrary: fc.array(fc.oneof(...mutations), { minLength: 1, maxLength: 1 }) }, { weight: 2, arbitrary: fc.array(fc.oneof(...mutations), { minLength: 2, maxLength: 3 }) });
+  const oneOrMore = fc.oneof(
+    { weight: 6, arbitrary: fc.array(fc.oneof(...mutations), { minLength: 1, maxLength: 1 }) },
+    { weight: 2, arbitrary: fc.array(fc.oneof(...mutations), { minLength: 2, maxLength: 3 }) },
+  );
   return fc.tuple(base, oneOrMore).map(([b, muts]) => {
     let state: State = { obj: b.obj, faults: b.faults };
     const texts: ((s: string) => string)[] = [];
@@ -579,7 +819,10 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
 const searchIdList = fc.oneof(
   { weight: 8, arbitrary: fc.array(anyId, { maxLength: 20 }) },
   { weight: 2, arbitrary: fc.array(anyId, { maxLength: 20 }).map((ids) => ` ${ids.join(" , ")} ,`) },
-  { weight: 1, arbitrary: fc.constantFrom(500, 3000, C.searchMaxIds).map((n) => Array.from({ length: n }, (_, i) => `${"x".repeat(58)}${String(i).padStart(6, "0")}`)) },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(500, 3000, C.searchMaxIds).map((n) => Array.from({ length: n }, (_, i) => `${"x".repeat(58)}${String(i).padStart(6, "0")}`)),
+  },
 );
 
 function searchFields(): FieldGens {
@@ -589,7 +832,13 @@ function searchFields(): FieldGens {
   const bad = (name: string, a: fc.Arbitrary<unknown>) => a.map((value) => withFaults(value, schemaFault(`${name}: ${JSON.stringify(value)?.slice(0, 40)}`)));
   for (const n of C.instantParams) {
     valid[n] = validInstant.map((i) => ({ value: i.text }));
-    invalid[n] = bad(n, fc.oneof(notAnInstant, notString.filter((x) => typeof x !== "string")));
+    invalid[n] = bad(
+      n,
+      fc.oneof(
+        notAnInstant,
+        notString.filter((x) => typeof x !== "string"),
+      ),
+    );
   }
   for (const n of [...C.flagParams, ...C.includeParams]) {
     valid[n] = v(fc.boolean());
@@ -597,14 +846,17 @@ function searchFields(): FieldGens {
   }
   for (const n of [...C.idListParams, "courseId"]) {
     valid[n] = v(searchIdList);
-    invalid[n] = bad(n, fc.oneof(
-      fc.tuple(fc.array(anyId, { maxLength: 3 }), fc.oneof(malformedId, notString)).map(([ids, x]) => [...ids, x]),
-      fc.constant(Array.from({ length: C.searchMaxIds + 1 }, (_, i) => `i${i}`)),
-      fc.constantFrom(1, true, null, {}, { ids: ["a"] }),
-      malformedId.filter((s) => !s.includes(",") && s.trim().length > 0).map((s) => `ok_1,${s}`),
-      // More than 10,000 items once split, valid or not.
-      fc.tuple(fc.constantFrom("a b,", "x,", "💥,"), fc.integer({ min: C.searchMaxIds + 1, max: 200_000 })).map(([item, n]) => item.repeat(n)),
-    ));
+    invalid[n] = bad(
+      n,
+      fc.oneof(
+        fc.tuple(fc.array(anyId, { maxLength: 3 }), fc.oneof(malformedId, notString)).map(([ids, x]) => [...ids, x]),
+        fc.constant(Array.from({ length: C.searchMaxIds + 1 }, (_, i) => `i${i}`)),
+        fc.constantFrom(1, true, null, {}, { ids: ["a"] }),
+        malformedId.filter((s) => !s.includes(",") && s.trim().length > 0).map((s) => `ok_1,${s}`),
+        // More than 10,000 items once split, valid or not.
+        fc.tuple(fc.constantFrom("a b,", "x,", "💥,"), fc.integer({ min: C.searchMaxIds + 1, max: 200_000 })).map(([item, n]) => item.repeat(n)),
+      ),
+    );
   }
   for (const n of ["name", "classroom"]) {
     valid[n] = v(validText(C.maxText));
@@ -618,16 +870,30 @@ function searchFields(): FieldGens {
   invalid.limit = bad("limit", fc.constantFrom(0, -1, 2.5, 101, 1e9, "10", null, true));
   const sortKey = fc.record({ field: fc.constantFrom(...C.sortFields), order: fc.constantFrom("asc", "desc") }, { requiredKeys: ["field"] });
   valid.sort = v(fc.array(sortKey, { maxLength: C.sortFields.length }));
-  invalid.sort = bad("sort", fc.oneof(
-    fc.constantFrom("name", { field: "name" }, null, [1], [null], [{ field: "teacher" }], [{ field: "name", order: "up" }], [{ order: "asc" }], [{ field: "NAME" }]),
-    fc.integer({ min: C.sortFields.length + 1, max: 50 }).map((n) => Array.from({ length: n }, (_, i) => ({ field: C.sortFields[i % C.sortFields.length] }))),
-  ));
+  invalid.sort = bad(
+    "sort",
+    fc.oneof(
+      fc.constantFrom(
+        "name",
+        { field: "name" },
+        null,
+        [1],
+        [null],
+        [{ field: "teacher" }],
+        [{ field: "name", order: "up" }],
+        [{ order: "asc" }],
+        [{ field: "NAME" }],
+      ),
+      fc.integer({ min: C.sortFields.length + 1, max: 50 }).map((n) => Array.from({ length: n }, (_, i) => ({ field: C.sortFields[i % C.sortFields.length] }))),
+    ),
+  );
   return {
     valid,
     invalid,
     required: [],
     accepted: SEARCH_FIELDS,
-    nested: (obj) => (Array.isArray(obj.sort) ? (obj.sort as unknown[]).filter((s): s is Record<string, unknown> => !!s && typeof s === "object" && !Array.isArray(s)) : []),
+    nested: (obj) =>
+      Array.isArray(obj.sort) ? (obj.sort as unknown[]).filter((s): s is Record<string, unknown> => !!s && typeof s === "object" && !Array.isArray(s)) : [],
   };
 }
 
@@ -639,12 +905,21 @@ function writeFields(refs: Refs, patch: boolean): FieldGens {
   const pick = (pool: string[]) => (pool.length === 0 ? fc.constant([] as string[]) : fc.array(fc.constantFrom(...pool), { maxLength: 6 }));
   /** A list with ids that do not exist in the school: a semantic fault with `code`. */
   const missing = (name: string, code: Code, pool: string[]) =>
-    fc.tuple(pick(pool), fc.array(unknownId, { minLength: 1, maxLength: 3 })).map(([ok, ghosts]) => withFaults([...ok, ...ghosts], semanticFault(`${name}: unknown ids`, code)));
+    fc
+      .tuple(pick(pool), fc.array(unknownId, { minLength: 1, maxLength: 3 }))
+      .map(([ok, ghosts]) => withFaults([...ok, ...ghosts], semanticFault(`${name}: unknown ids`, code)));
 
   valid.name = v(validText(C.maxText));
   invalid.name = bad("name", fc.oneof(fc.constant(""), tooLongText(C.maxText), notString));
   valid.classroom = v(fc.oneof(validText(C.maxText), fc.constant(null)));
-  invalid.classroom = bad("classroom", fc.oneof(fc.constant(""), tooLongText(C.maxText), notString.filter((x) => x !== null)));
+  invalid.classroom = bad(
+    "classroom",
+    fc.oneof(
+      fc.constant(""),
+      tooLongText(C.maxText),
+      notString.filter((x) => x !== null),
+    ),
+  );
   valid.creatorId = v(fc.oneof(anyId, fc.constant(null)));
   invalid.creatorId = bad("creatorId", fc.oneof(fc.constant(""), malformedId, fc.constantFrom(1, true, [], {})));
   valid.trainingId = v(fc.oneof(refs.trainingIds.length > 0 ? fc.constantFrom(...refs.trainingIds) : fc.constant(null), fc.constant(null)));
@@ -660,18 +935,42 @@ function writeFields(refs: Refs, patch: boolean): FieldGens {
   for (const [name, pool, code] of lists) {
     valid[name] = v(pick([...pool]));
     invalid[name] = fc.oneof(
-      bad(name, fc.oneof(fc.constantFrom("grp_1", 1, null, {}, [1], [null], [""]), fc.tuple(pick([...pool]), malformedId).map(([ok, x]) => [...ok, x]), fc.constant(Array.from({ length: C.maxWriteList + 1 }, (_, i) => `i${i}`)))),
+      bad(
+        name,
+        fc.oneof(
+          fc.constantFrom("grp_1", 1, null, {}, [1], [null], [""]),
+          fc.tuple(pick([...pool]), malformedId).map(([ok, x]) => [...ok, x]),
+          fc.constant(Array.from({ length: C.maxWriteList + 1 }, (_, i) => `i${i}`)),
+        ),
+      ),
       missing(name, code, [...pool]),
     );
   }
   const profPool = refs.professorIds;
-  const professor = (id: fc.Arbitrary<string>) => fc.record({ professorId: id, coTeacher: fc.boolean(), signed: fc.boolean() }, { requiredKeys: ["professorId"] });
-  valid.professors = v(profPool.length === 0 ? fc.constant([] as { professorId: string }[]) : fc.uniqueArray(professor(fc.constantFrom(...profPool)), { maxLength: 4, selector: (p) => p.professorId }));
+  const professor = (id: fc.Arbitrary<string>) =>
+    fc.record({ professorId: id, coTeacher: fc.boolean(), signed: fc.boolean() }, { requiredKeys: ["professorId"] });
+  valid.professors = v(
+    profPool.length === 0
+      ? fc.constant([] as { professorId: string }[])
+      : fc.uniqueArray(professor(fc.constantFrom(...profPool)), { maxLength: 4, selector: (p) => p.professorId }),
+  );
   invalid.professors = fc.oneof(
     bad("professors", fc.constantFrom("prf_1", null, [null], [{}], [{ signed: true }], [{ professorId: 1 }], [{ professorId: "ok", signed: "yes" }])),
-    ...(profPool.length > 0 ? [bad("professors", fc.constantFrom(...profPool).map((id) => [{ professorId: id }, { professorId: id, signed: true }]))] : []),
+    ...(profPool.length > 0
+      ? [
+          bad(
+            "professors",
+            fc.constantFrom(...profPool).map((id) => [{ professorId: id }, { professorId: id, signed: true }]),
+          ),
+        ]
+      : []),
     bad("professors", fc.constant(Array.from({ length: C.maxProfessors + 1 }, (_, i) => ({ professorId: `p${i}` })))),
-    fc.array(unknownId, { minLength: 1, maxLength: 3 }).map((ids) => withFaults([...new Set(ids)].map((professorId) => ({ professorId })), semanticFault("professors: unknown ids", "PROFESSORS_NOT_FOUND"))),
+    fc.array(unknownId, { minLength: 1, maxLength: 3 }).map((ids) =>
+      withFaults(
+        [...new Set(ids)].map((professorId) => ({ professorId })),
+        semanticFault("professors: unknown ids", "PROFESSORS_NOT_FOUND"),
+      ),
+    ),
   );
   if (patch) {
     for (const n of ["archived", "absencesSent"]) {
@@ -679,7 +978,14 @@ function writeFields(refs: Refs, patch: boolean): FieldGens {
       invalid[n] = bad(n, notBoolean);
     }
   }
-  const badInstant = (name: string) => bad(name, fc.oneof(notAnInstant, notString.filter((x) => typeof x !== "string")));
+  const badInstant = (name: string) =>
+    bad(
+      name,
+      fc.oneof(
+        notAnInstant,
+        notString.filter((x) => typeof x !== "string"),
+      ),
+    );
   return {
     // Start and end are drawn as a pair by `writeBody`: here they are markers it replaces.
     valid: { ...valid, startDateTime: fc.constant({ value: START }), endDateTime: fc.constant({ value: END }) },
@@ -688,7 +994,10 @@ function writeFields(refs: Refs, patch: boolean): FieldGens {
     accepted: patch ? [...WRITE_FIELDS, "archived", "absencesSent"] : WRITE_FIELDS,
     // PATCH-only fields are unknown on POST.
     extraUnknown: patch ? [] : ["archived", "absencesSent", "id", "version", "createdAt"],
-    nested: (obj) => (Array.isArray(obj.professors) ? (obj.professors as unknown[]).filter((p): p is Record<string, unknown> => !!p && typeof p === "object" && !Array.isArray(p)) : []),
+    nested: (obj) =>
+      Array.isArray(obj.professors)
+        ? (obj.professors as unknown[]).filter((p): p is Record<string, unknown> => !!p && typeof p === "object" && !Array.isArray(p))
+        : [],
   };
 }
 
@@ -703,7 +1012,10 @@ function writeBody(refs: Refs, patch: boolean, invalid: boolean): fc.Arbitrary<{
   const gens = writeFields(refs, patch);
   const withDates = fc.tuple(
     validInstant,
-    fc.oneof({ weight: 8, arbitrary: fc.integer({ min: 1, max: 10 * 86_400_000 }) }, { weight: invalid ? 2 : 0, arbitrary: fc.integer({ min: -86_400_000, max: 0 }) }),
+    fc.oneof(
+      { weight: 8, arbitrary: fc.integer({ min: 1, max: 10 * 86_400_000 }) },
+      { weight: invalid ? 2 : 0, arbitrary: fc.integer({ min: -86_400_000, max: 0 }) },
+    ),
     fc.boolean(),
   );
   const marker = (m: string) => JSON.stringify(m);
@@ -716,7 +1028,10 @@ function writeBody(refs: Refs, patch: boolean, invalid: boolean): fc.Arbitrary<{
     if (patch && (hasStart !== hasEnd || !keep)) {
       // Both or neither on PATCH: drop them.
       text = text.replace(`"startDateTime":${marker(START)},`, "").replace(`"startDateTime":${marker(START)}`, "");
-      text = text.replace(`"endDateTime":${marker(END)},`, "").replace(`"endDateTime":${marker(END)}`, "").replace(/,}$/, "}");
+      text = text
+        .replace(`"endDateTime":${marker(END)},`, "")
+        .replace(`"endDateTime":${marker(END)}`, "")
+        .replace(/,}$/, "}");
     } else {
       text = text.replace(marker(START), JSON.stringify(start.text)).replace(marker(END), JSON.stringify(end));
       if (hasStart && hasEnd && delta <= 0) faults.push(semanticFault("endDateTime not after startDateTime", "INVALID_DATE_RANGE"));
@@ -729,30 +1044,91 @@ function webhookFields(ctx: FuzzContext): FieldGens {
   const bad = (name: string, a: fc.Arbitrary<unknown>) => a.map((value) => withFaults(value, schemaFault(`${name}: ${JSON.stringify(value)?.slice(0, 40)}`)));
   const policy = (url: string) => withFaults(url, semanticFault(`url ${url.slice(0, 60)}`, "INVALID_WEBHOOK_URL"));
   // Refused in every mode: not http(s), not a URL, too long.
-  const alwaysBad = fc.oneof(
-    fc.constantFrom("ftp://example.com/x", "javascript:alert(1)", "file:///etc/passwd", "mailto:a@example.com", "example.com/hook", "https://", "//example.com/x", "http//x", "https://exa mple.com/", "data:text/plain,x", "ws://example.com/"),
-    fc.constant(`https://example.com/${"a".repeat(C.maxUrl)}`),
-  ).map(policy);
+  const alwaysBad = fc
+    .oneof(
+      fc.constantFrom(
+        "ftp://example.com/x",
+        "javascript:alert(1)",
+        "file:///etc/passwd",
+        "mailto:a@example.com",
+        "example.com/hook",
+        "https://",
+        "//example.com/x",
+        "http//x",
+        "https://exa mple.com/",
+        "data:text/plain,x",
+        "ws://example.com/",
+      ),
+      fc.constant(`https://example.com/${"a".repeat(C.maxUrl)}`),
+    )
+    .map(policy);
   // Refused by the policy unless WEBHOOK_ALLOW_INSECURE_URLS is true.
-  const policyBad = fc.constantFrom(
-    "http://example.com/hook", "https://localhost/", "https://LOCALHOST./x", "https://api.localhost/", "https://127.0.0.1/", "https://0x7f000001/", "https://2130706433/",
-    "https://127.1/", "https://[::1]/", "https://[::ffff:127.0.0.1]/", "https://10.1.2.3/", "https://192.168.0.1/", "https://172.16.5.5/", "https://169.254.169.254/latest",
-    "https://100.64.0.1/", "https://[fd00::1]/", "https://[fe80::1]/", "https://0.0.0.0/", "https://metadata.google.internal/computeMetadata/v1/", "https://foo.internal/",
-    "https://foo.internal./", "https://FOO.INTERNAL/", "https://internal/", "https://internal./", "https://metadata/", "https://user:pass@example.com/", "https://user@example.com/",
-    "https://printer.local/", "https://router.home.arpa/", "https://nas.lan/", "https://wiki.intranet/", "https://erp.corp/", "https://x.onion/", "https://api.test/", "https://x.invalid/",
-    "https://hooks.example/", "https://a..example.com/", "https://local%68ost/",
-  ).map(policy);
-  const events = fc.oneof(fc.constant(["*"]), fc.uniqueArray(fc.constantFrom(...C.eventTypes), { minLength: 1 }), fc.array(fc.constantFrom(...C.eventTypes), { minLength: 2, maxLength: 6 }));
+  const policyBad = fc
+    .constantFrom(
+      "http://example.com/hook",
+      "https://localhost/",
+      "https://LOCALHOST./x",
+      "https://api.localhost/",
+      "https://127.0.0.1/",
+      "https://0x7f000001/",
+      "https://2130706433/",
+      "https://127.1/",
+      "https://[::1]/",
+      "https://[::ffff:127.0.0.1]/",
+      "https://10.1.2.3/",
+      "https://192.168.0.1/",
+      "https://172.16.5.5/",
+      "https://169.254.169.254/latest",
+      "https://100.64.0.1/",
+      "https://[fd00::1]/",
+      "https://[fe80::1]/",
+      "https://0.0.0.0/",
+      "https://metadata.google.internal/computeMetadata/v1/",
+      "https://foo.internal/",
+      "https://foo.internal./",
+      "https://FOO.INTERNAL/",
+      "https://internal/",
+      "https://internal./",
+      "https://metadata/",
+      "https://user:pass@example.com/",
+      "https://user@example.com/",
+      "https://printer.local/",
+      "https://router.home.arpa/",
+      "https://nas.lan/",
+      "https://wiki.intranet/",
+      "https://erp.corp/",
+      "https://x.onion/",
+      "https://api.test/",
+      "https://x.invalid/",
+      "https://hooks.example/",
+      "https://a..example.com/",
+      "https://local%68ost/",
+    )
+    .map(policy);
+  const events = fc.oneof(
+    fc.constant(["*"]),
+    fc.uniqueArray(fc.constantFrom(...C.eventTypes), { minLength: 1 }),
+    fc.array(fc.constantFrom(...C.eventTypes), { minLength: 2, maxLength: 6 }),
+  );
   const valid: FieldGens["valid"] = {
     events: events.map((value) => ({ value })),
-    description: fc.oneof(anyText(60), fc.constant(null), anyText(C.maxDescription).filter((s) => s.length <= C.maxDescription)).map((value) => ({ value })),
+    description: fc
+      .oneof(
+        anyText(60),
+        fc.constant(null),
+        anyText(C.maxDescription).filter((s) => s.length <= C.maxDescription),
+      )
+      .map((value) => ({ value })),
   };
   if (ctx.webhookUrls.length > 0) valid.url = fc.constantFrom(...ctx.webhookUrls).map((value) => ({ value }));
   return {
     valid,
     invalid: {
       url: fc.oneof(alwaysBad, ...(ctx.insecureUrls ? [] : [policyBad]), bad("url", fc.oneof(fc.constant(""), notString))),
-      events: bad("events", fc.constantFrom([], ["*", "course.created"], ["course.deleted"], ["*", "*"], "course.created", null, [1], ["COURSE.CREATED"], ["webhook.test"])),
+      events: bad(
+        "events",
+        fc.constantFrom([], ["*", "course.created"], ["course.deleted"], ["*", "*"], "course.created", null, [1], ["COURSE.CREATED"], ["webhook.test"]),
+      ),
       description: bad("description", fc.oneof(tooLongText(C.maxDescription), fc.constantFrom(1, true, [], {}))),
     },
     required: ["url"],
@@ -805,13 +1181,17 @@ function build(r: {
 }
 
 /** Sometimes an `x-request-id` of the client's (well-formed or not). */
-const requestIdHeader: fc.Arbitrary<Record<string, string>> = sometimes(fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.:-]{1,128}$/), fc.string({ unit: "grapheme-ascii", maxLength: 200 })), 1 / 8)
-  .map((v): Record<string, string> => (v === null ? {} : { "x-request-id": v }));
+const requestIdHeader: fc.Arbitrary<Record<string, string>> = sometimes(
+  fc.oneof(fc.stringMatching(/^[A-Za-z0-9_.:-]{1,128}$/), fc.string({ unit: "grapheme-ascii", maxLength: 200 })),
+  1 / 8,
+).map((v): Record<string, string> => (v === null ? {} : { "x-request-id": v }));
 
 /** Query params for a route that defines none (valid: none; invalid: one or more). */
 const noQueryArb = (invalid: boolean) =>
   invalid
-    ? fc.array(fc.tuple(unknownParamName([]), anyText(8)), { minLength: 1, maxLength: 3 }).map((ps) => ps.map(([n, v]) => param(n, v, fault(`query parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER"))))
+    ? fc
+        .array(fc.tuple(unknownParamName([]), anyText(8)), { minLength: 1, maxLength: 3 })
+        .map((ps) => ps.map(([n, v]) => param(n, v, fault(`query parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER"))))
     : fc.constant([] as Param[]);
 
 /** Both classes of one route, one time in three invalid. */
@@ -820,17 +1200,27 @@ function both(gen: (invalid: boolean) => fc.Arbitrary<FuzzRequest>): fc.Arbitrar
 }
 
 const pathIdArb = (pool: string[], notFound: Code) =>
-  fc.oneof(
-    ...(pool.length > 0 ? [{ weight: 4, arbitrary: fc.constantFrom(...pool).map((id) => ({ segment: pathSegment(id), state: [] as Code[] })) }] : []),
-    { weight: 1, arbitrary: unknownId.map((id) => ({ segment: pathSegment(id), state: [notFound] })) },
-    { weight: 1, arbitrary: malformedId.map((id) => ({ segment: pathSegment(id), state: [notFound] })) },
-    { weight: 1, arbitrary: rawGarbageSegment.map((segment) => ({ segment, state: [notFound] })) },
-  ).filter((p) => !isDotSegment(p.segment));
+  fc
+    .oneof(
+      ...(pool.length > 0 ? [{ weight: 4, arbitrary: fc.constantFrom(...pool).map((id) => ({ segment: pathSegment(id), state: [] as Code[] })) }] : []),
+      { weight: 1, arbitrary: unknownId.map((id) => ({ segment: pathSegment(id), state: [notFound] })) },
+      { weight: 1, arbitrary: malformedId.map((id) => ({ segment: pathSegment(id), state: [notFound] })) },
+      { weight: 1, arbitrary: rawGarbageSegment.map((segment) => ({ segment, state: [notFound] })) },
+    )
+    .filter((p) => !isDotSegment(p.segment));
 
 function listCourses(ctx: FuzzContext) {
   return both((invalid) =>
     fc.tuple(authArb(ctx, ctx.readKey), listQueryArb(LIST_PARAMS, invalid), requestIdHeader).map(([auth, params, rid]) =>
-      build({ route: "GET /v3/courses", method: "GET", path: `/v3/courses${queryString(params)}`, auth, faults: params.flatMap((p) => (p.fault ? [p.fault] : [])), success: [200], extraHeaders: rid }),
+      build({
+        route: "GET /v3/courses",
+        method: "GET",
+        path: `/v3/courses${queryString(params)}`,
+        auth,
+        faults: params.flatMap((p) => (p.fault ? [p.fault] : [])),
+        success: [200],
+        extraHeaders: rid,
+      }),
     ),
   );
 }
@@ -858,14 +1248,27 @@ function searchCourses(ctx: FuzzContext) {
 function getCourse(ctx: FuzzContext) {
   return both((invalid) =>
     fc.tuple(authArb(ctx, ctx.readKey), pathIdArb(ctx.readCourseIds, "COURSE_NOT_FOUND"), listQueryArb(C.includeParams, invalid)).map(([auth, id, params]) =>
-      build({ route: "GET /v3/courses/:id", method: "GET", path: `/v3/courses/${id.segment}${queryString(params)}`, auth, faults: params.flatMap((p) => (p.fault ? [p.fault] : [])), success: [200], stateCodes: id.state }),
+      build({
+        route: "GET /v3/courses/:id",
+        method: "GET",
+        path: `/v3/courses/${id.segment}${queryString(params)}`,
+        auth,
+        faults: params.flatMap((p) => (p.fault ? [p.fault] : [])),
+        success: [200],
+        stateCodes: id.state,
+      }),
     ),
   );
 }
 
 /** The key (and ids) of a request: valid writes go to the write school, invalid ones to either (they must write nothing). */
 const schoolFor = (ctx: FuzzContext, invalid: boolean) =>
-  invalid ? fc.constantFrom({ key: ctx.readKey, courses: ctx.readCourseIds, hooks: ctx.readWebhookIds }, { key: ctx.writeKey, courses: ctx.writeCourseIds, hooks: ctx.writeWebhookIds }) : fc.constant({ key: ctx.writeKey, courses: ctx.writeCourseIds, hooks: ctx.writeWebhookIds });
+  invalid
+    ? fc.constantFrom(
+        { key: ctx.readKey, courses: ctx.readCourseIds, hooks: ctx.readWebhookIds },
+        { key: ctx.writeKey, courses: ctx.writeCourseIds, hooks: ctx.writeWebhookIds },
+      )
+    : fc.constant({ key: ctx.writeKey, courses: ctx.writeCourseIds, hooks: ctx.writeWebhookIds });
 
 /** Query faults for a route that takes none, on one request in six of the invalid ones. */
 const maybeQueryFaults = (invalid: boolean) => (invalid ? sometimes(noQueryArb(true), 1 / 6).map((q) => q ?? []) : fc.constant([] as Param[]));
@@ -873,10 +1276,22 @@ const faultsOf = (params: Param[]) => params.flatMap((p) => (p.fault ? [p.fault]
 
 function postCourse(ctx: FuzzContext) {
   return both((invalid) => {
-    const body = { read: transport(writeBody(ctx.readRefs, false, invalid), invalid, true), write: transport(writeBody(ctx.writeRefs, false, invalid), invalid, true) };
+    const body = {
+      read: transport(writeBody(ctx.readRefs, false, invalid), invalid, true),
+      write: transport(writeBody(ctx.writeRefs, false, invalid), invalid, true),
+    };
     return fc.tuple(schoolFor(ctx, invalid), maybeQueryFaults(invalid), body.read, body.write).chain(([school, query, r, w]) =>
       authArb(ctx, school.key).map((auth) =>
-        build({ route: "POST /v3/courses", method: "POST", path: `/v3/courses${queryString(query)}`, auth, body: school.key === ctx.readKey ? r : w, faults: faultsOf(query), success: [201], writes: true }),
+        build({
+          route: "POST /v3/courses",
+          method: "POST",
+          path: `/v3/courses${queryString(query)}`,
+          auth,
+          body: school.key === ctx.readKey ? r : w,
+          faults: faultsOf(query),
+          success: [201],
+          writes: true,
+        }),
       ),
     );
   });
@@ -889,7 +1304,17 @@ function patchCourse(ctx: FuzzContext) {
     return fc.tuple(schoolFor(ctx, invalid), ids.read, ids.write, maybeQueryFaults(invalid), body.read, body.write).chain(([school, ri, wi, query, rb, wb]) =>
       authArb(ctx, school.key).map((auth) => {
         const [id, b] = school.key === ctx.readKey ? [ri, rb] : [wi, wb];
-        return build({ route: "PATCH /v3/courses/:id", method: "PATCH", path: `/v3/courses/${id.segment}${queryString(query)}`, auth, body: b, faults: faultsOf(query), success: [200], stateCodes: id.state, writes: true });
+        return build({
+          route: "PATCH /v3/courses/:id",
+          method: "PATCH",
+          path: `/v3/courses/${id.segment}${queryString(query)}`,
+          auth,
+          body: b,
+          faults: faultsOf(query),
+          success: [200],
+          stateCodes: id.state,
+          writes: true,
+        });
       }),
     );
   });
@@ -901,7 +1326,17 @@ function createWebhook(ctx: FuzzContext) {
     const body = transport(objectBody(fields, invalid), invalid, true);
     return fc.tuple(schoolFor(ctx, invalid), maybeQueryFaults(invalid), body).chain(([school, query, b]) =>
       authArb(ctx, school.key).map((auth) =>
-        build({ route: "POST /v3/webhooks", method: "POST", path: `/v3/webhooks${queryString(query)}`, auth, body: b, faults: faultsOf(query), success: [201], stateCodes: ["WEBHOOK_LIMIT_REACHED"], writes: true }),
+        build({
+          route: "POST /v3/webhooks",
+          method: "POST",
+          path: `/v3/webhooks${queryString(query)}`,
+          auth,
+          body: b,
+          faults: faultsOf(query),
+          success: [201],
+          stateCodes: ["WEBHOOK_LIMIT_REACHED"],
+          writes: true,
+        }),
       ),
     );
   };
@@ -911,9 +1346,21 @@ function createWebhook(ctx: FuzzContext) {
 
 function listWebhooks(ctx: FuzzContext) {
   return both((invalid) =>
-    fc.tuple(fc.constantFrom(ctx.readKey, ctx.writeKey).chain((k) => authArb(ctx, k)), noQueryArb(invalid)).map(([auth, params]) =>
-      build({ route: "GET /v3/webhooks", method: "GET", path: `/v3/webhooks${queryString(params)}`, auth, faults: params.flatMap((p) => (p.fault ? [p.fault] : [])), success: [200] }),
-    ),
+    fc
+      .tuple(
+        fc.constantFrom(ctx.readKey, ctx.writeKey).chain((k) => authArb(ctx, k)),
+        noQueryArb(invalid),
+      )
+      .map(([auth, params]) =>
+        build({
+          route: "GET /v3/webhooks",
+          method: "GET",
+          path: `/v3/webhooks${queryString(params)}`,
+          auth,
+          faults: params.flatMap((p) => (p.fault ? [p.fault] : [])),
+          success: [200],
+        }),
+      ),
   );
 }
 
@@ -922,11 +1369,23 @@ function deleteWebhook(ctx: FuzzContext) {
     // A valid DELETE removes only a registration set aside for it; the others are never deleted.
     const ids = invalid
       ? { read: pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), write: pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND") }
-      : { read: fc.constant(null), write: pathIdArb(ctx.deletableWebhookIds, "WEBHOOK_NOT_FOUND").map((p) => ({ ...p, state: ["WEBHOOK_NOT_FOUND"] as Code[] })) };
+      : {
+          read: fc.constant(null),
+          write: pathIdArb(ctx.deletableWebhookIds, "WEBHOOK_NOT_FOUND").map((p) => ({ ...p, state: ["WEBHOOK_NOT_FOUND"] as Code[] })),
+        };
     return fc.tuple(schoolFor(ctx, invalid), ids.read, ids.write, noQueryArb(invalid)).chain(([school, r, w, params]) =>
       authArb(ctx, school.key).map((auth) => {
         const id = school.key === ctx.readKey && r ? r : w;
-        return build({ route: "DELETE /v3/webhooks/:id", method: "DELETE", path: `/v3/webhooks/${id.segment}${queryString(params)}`, auth, faults: faultsOf(params), success: [200], stateCodes: id.state, writes: true });
+        return build({
+          route: "DELETE /v3/webhooks/:id",
+          method: "DELETE",
+          path: `/v3/webhooks/${id.segment}${queryString(params)}`,
+          auth,
+          faults: faultsOf(params),
+          success: [200],
+          stateCodes: id.state,
+          writes: true,
+        });
       }),
     );
   });
@@ -939,7 +1398,15 @@ function listDeliveries(ctx: FuzzContext) {
     fc.tuple(fc.boolean(), read, write, listQueryArb(["page", "limit"], invalid)).chain(([readSchool, r, w, params]) =>
       authArb(ctx, readSchool ? ctx.readKey : ctx.writeKey).map((auth) => {
         const id = readSchool ? r : w;
-        return build({ route: "GET /v3/webhooks/:id/deliveries", method: "GET", path: `/v3/webhooks/${id.segment}/deliveries${queryString(params)}`, auth, faults: faultsOf(params), success: [200], stateCodes: id.state });
+        return build({
+          route: "GET /v3/webhooks/:id/deliveries",
+          method: "GET",
+          path: `/v3/webhooks/${id.segment}/deliveries${queryString(params)}`,
+          auth,
+          faults: faultsOf(params),
+          success: [200],
+          stateCodes: id.state,
+        });
       }),
     ),
   );
@@ -959,7 +1426,17 @@ function testWebhook(ctx: FuzzContext) {
     fc.tuple(schoolFor(ctx, invalid), read, write, invalid ? badBody : emptyBody, maybeQueryFaults(invalid)).chain(([school, r, w, body, query]) =>
       authArb(ctx, school.key).map((auth) => {
         const id = school.key === ctx.readKey ? r : w;
-        return build({ route: "POST /v3/webhooks/:id/test", method: "POST", path: `/v3/webhooks/${id.segment}/test${queryString(query)}`, auth, body, faults: faultsOf(query), success: [202], stateCodes: id.state, writes: true });
+        return build({
+          route: "POST /v3/webhooks/:id/test",
+          method: "POST",
+          path: `/v3/webhooks/${id.segment}/test${queryString(query)}`,
+          auth,
+          body,
+          faults: faultsOf(query),
+          success: [202],
+          stateCodes: id.state,
+          writes: true,
+        });
       }),
     ),
   );
@@ -984,12 +1461,30 @@ function updateWebhook(ctx: FuzzContext) {
     accepted: ["url", "events", "description", "enabled"],
   };
   return both((invalid) =>
-    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), optionalObject(fields, invalid), maybeQueryFaults(invalid)).chain(([school, r, w, body, query]) =>
-      authArb(ctx, school.key).map((auth) => {
-        const id = school.key === ctx.readKey ? r : w;
-        return build({ route: "PATCH /v3/webhooks/:id", method: "PATCH", path: `/v3/webhooks/${id.segment}${queryString(query)}`, auth, body, faults: faultsOf(query), success: [200], stateCodes: id.state, writes: true });
-      }),
-    ),
+    fc
+      .tuple(
+        schoolFor(ctx, invalid),
+        pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"),
+        pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"),
+        optionalObject(fields, invalid),
+        maybeQueryFaults(invalid),
+      )
+      .chain(([school, r, w, body, query]) =>
+        authArb(ctx, school.key).map((auth) => {
+          const id = school.key === ctx.readKey ? r : w;
+          return build({
+            route: "PATCH /v3/webhooks/:id",
+            method: "PATCH",
+            path: `/v3/webhooks/${id.segment}${queryString(query)}`,
+            auth,
+            body,
+            faults: faultsOf(query),
+            success: [200],
+            stateCodes: id.state,
+            writes: true,
+          });
+        }),
+      ),
   );
 }
 
@@ -997,32 +1492,76 @@ function updateWebhook(ctx: FuzzContext) {
 function rotateSecret(ctx: FuzzContext) {
   const fields: FieldGens = {
     valid: { graceSeconds: fc.integer({ min: 0, max: C.maxGraceSeconds }).map((value) => ({ value })) },
-    invalid: { graceSeconds: fc.oneof(fc.constantFrom(-1, C.maxGraceSeconds + 1, 1.5, "60", null, true, [], {})).map((value) => withFaults(value, schemaFault(`graceSeconds: ${JSON.stringify(value)}`))) },
+    invalid: {
+      graceSeconds: fc
+        .oneof(fc.constantFrom(-1, C.maxGraceSeconds + 1, 1.5, "60", null, true, [], {}))
+        .map((value) => withFaults(value, schemaFault(`graceSeconds: ${JSON.stringify(value)}`))),
+    },
     required: [],
     accepted: ["graceSeconds"],
   };
   return both((invalid) =>
-    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), optionalObject(fields, invalid), maybeQueryFaults(invalid)).chain(([school, r, w, body, query]) =>
-      authArb(ctx, school.key).map((auth) => {
-        const id = school.key === ctx.readKey ? r : w;
-        return build({ route: "POST /v3/webhooks/:id/secret/rotate", method: "POST", path: `/v3/webhooks/${id.segment}/secret/rotate${queryString(query)}`, auth, body, faults: faultsOf(query), success: [200], stateCodes: id.state, writes: true });
-      }),
-    ),
+    fc
+      .tuple(
+        schoolFor(ctx, invalid),
+        pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"),
+        pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"),
+        optionalObject(fields, invalid),
+        maybeQueryFaults(invalid),
+      )
+      .chain(([school, r, w, body, query]) =>
+        authArb(ctx, school.key).map((auth) => {
+          const id = school.key === ctx.readKey ? r : w;
+          return build({
+            route: "POST /v3/webhooks/:id/secret/rotate",
+            method: "POST",
+            path: `/v3/webhooks/${id.segment}/secret/rotate${queryString(query)}`,
+            auth,
+            body,
+            faults: faultsOf(query),
+            success: [200],
+            stateCodes: id.state,
+            writes: true,
+          });
+        }),
+      ),
   );
 }
 
 /** POST …/deliveries/{eventId}/resend: the event may not exist (EVENT_NOT_FOUND), the registration may be disabled. */
 function resendDelivery(ctx: FuzzContext) {
   const empty: FieldGens = { valid: {}, invalid: {}, required: [], accepted: [] };
-  const eventSegment = fc.oneof(unknownId, malformedId).map(pathSegment).filter((s) => !isDotSegment(s));
+  const eventSegment = fc
+    .oneof(unknownId, malformedId)
+    .map(pathSegment)
+    .filter((s) => !isDotSegment(s));
   return both((invalid) =>
-    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), eventSegment, optionalObject(empty, invalid), maybeQueryFaults(invalid)).chain(([school, r, w, eventId, body, query]) =>
-      authArb(ctx, school.key).map((auth) => {
-        const id = school.key === ctx.readKey ? r : w;
-        const path = `/v3/webhooks/${id.segment}/deliveries/${eventId}/resend${queryString(query)}`;
-        return build({ route: "POST /v3/webhooks/:id/deliveries/:eventId/resend", method: "POST", path, auth, body, faults: faultsOf(query), success: [202], stateCodes: [...id.state, "EVENT_NOT_FOUND", "WEBHOOK_DISABLED"], writes: true });
-      }),
-    ),
+    fc
+      .tuple(
+        schoolFor(ctx, invalid),
+        pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"),
+        pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"),
+        eventSegment,
+        optionalObject(empty, invalid),
+        maybeQueryFaults(invalid),
+      )
+      .chain(([school, r, w, eventId, body, query]) =>
+        authArb(ctx, school.key).map((auth) => {
+          const id = school.key === ctx.readKey ? r : w;
+          const path = `/v3/webhooks/${id.segment}/deliveries/${eventId}/resend${queryString(query)}`;
+          return build({
+            route: "POST /v3/webhooks/:id/deliveries/:eventId/resend",
+            method: "POST",
+            path,
+            auth,
+            body,
+            faults: faultsOf(query),
+            success: [202],
+            stateCodes: [...id.state, "EVENT_NOT_FOUND", "WEBHOOK_DISABLED"],
+            writes: true,
+          });
+        }),
+      ),
   );
 }
 
@@ -1039,12 +1578,30 @@ function recoverDeliveries(ctx: FuzzContext) {
     accepted: ["since", "until"],
   };
   return both((invalid) =>
-    fc.tuple(schoolFor(ctx, invalid), pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"), pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"), transport(objectBody(fields, invalid), invalid, true), maybeQueryFaults(invalid)).chain(([school, r, w, body, query]) =>
-      authArb(ctx, school.key).map((auth) => {
-        const id = school.key === ctx.readKey ? r : w;
-        return build({ route: "POST /v3/webhooks/:id/recover", method: "POST", path: `/v3/webhooks/${id.segment}/recover${queryString(query)}`, auth, body, faults: faultsOf(query), success: [202], stateCodes: [...id.state, "WEBHOOK_DISABLED"], writes: true });
-      }),
-    ),
+    fc
+      .tuple(
+        schoolFor(ctx, invalid),
+        pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND"),
+        pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND"),
+        transport(objectBody(fields, invalid), invalid, true),
+        maybeQueryFaults(invalid),
+      )
+      .chain(([school, r, w, body, query]) =>
+        authArb(ctx, school.key).map((auth) => {
+          const id = school.key === ctx.readKey ? r : w;
+          return build({
+            route: "POST /v3/webhooks/:id/recover",
+            method: "POST",
+            path: `/v3/webhooks/${id.segment}/recover${queryString(query)}`,
+            auth,
+            body,
+            faults: faultsOf(query),
+            success: [202],
+            stateCodes: [...id.state, "WEBHOOK_DISABLED"],
+            writes: true,
+          });
+        }),
+      ),
   );
 }
 
@@ -1052,16 +1609,36 @@ function recoverDeliveries(ctx: FuzzContext) {
 function eventTypes(ctx: FuzzContext) {
   return both((invalid) =>
     fc.tuple(noQueryArb(invalid), sometimes(authArb(ctx, ctx.readKey), 1 / 2)).map(([params, auth]) =>
-      build({ route: "GET /v3/event-types", method: "GET", path: `/v3/event-types${queryString(params)}`, faults: faultsOf(params), success: [200], extraHeaders: auth?.header ? { authorization: auth.header } : {} }),
+      build({
+        route: "GET /v3/event-types",
+        method: "GET",
+        path: `/v3/event-types${queryString(params)}`,
+        faults: faultsOf(params),
+        success: [200],
+        extraHeaders: auth?.header ? { authorization: auth.header } : {},
+      }),
     ),
   );
 }
 
 /** GET /openapi.json and GET /docs: no key needed, the query string ignored. */
 function reference(ctx: FuzzContext) {
-  return fc.tuple(fc.constantFrom("/openapi.json", "/docs"), sometimes(fc.array(fc.tuple(anyText(6), anyText(6)), { maxLength: 3 }), 1 / 3), sometimes(authArb(ctx, ctx.readKey), 1 / 2)).map(([path, q, auth]) =>
-    build({ route: `GET ${path}`, method: "GET", path: `${path}${q ? queryString(q.map(([n, v]) => param(n, v))) : ""}`, faults: [], success: [200], extraHeaders: auth?.header ? { authorization: auth.header } : {} }),
-  );
+  return fc
+    .tuple(
+      fc.constantFrom("/openapi.json", "/docs"),
+      sometimes(fc.array(fc.tuple(anyText(6), anyText(6)), { maxLength: 3 }), 1 / 3),
+      sometimes(authArb(ctx, ctx.readKey), 1 / 2),
+    )
+    .map(([path, q, auth]) =>
+      build({
+        route: `GET ${path}`,
+        method: "GET",
+        path: `${path}${q ? queryString(q.map(([n, v]) => param(n, v))) : ""}`,
+        faults: [],
+        success: [200],
+        extraHeaders: auth?.header ? { authorization: auth.header } : {},
+      }),
+    );
 }
 
 /** /__bench/*: off in the runs (no BENCH_FLOOR), so 404 NOT_FOUND like any unknown path. */
@@ -1080,44 +1657,100 @@ function bench(ctx: FuzzContext) {
 }
 
 /** Methods a request may carry (every one both workerd and Node's fetch accept). */
-const ODD_METHODS = ["GET", "POST", "PATCH", "DELETE", "PUT", "OPTIONS", "HEAD", "PURGE", "PROPFIND", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "REPORT", "SEARCH"];
+const ODD_METHODS = [
+  "GET",
+  "POST",
+  "PATCH",
+  "DELETE",
+  "PUT",
+  "OPTIONS",
+  "HEAD",
+  "PURGE",
+  "PROPFIND",
+  "MKCOL",
+  "COPY",
+  "MOVE",
+  "LOCK",
+  "UNLOCK",
+  "REPORT",
+  "SEARCH",
+];
 
 /** A known path with a method it does not answer: 405 with `allow`. */
 function misrouted(ctx: FuzzContext) {
   const templates = [...new Set(ROUTES.map((r) => r.path))];
-  return fc.tuple(fc.constantFrom(...templates), anyId, authArb(ctx, ctx.readKey), fc.constantFrom(...ODD_METHODS), fc.boolean()).chain(([template, id, auth, method, withBody]) => {
-    const allowed = methodsOf(template);
-    if (allowed.includes(method)) return fc.constant(null);
-    const path = template.replace(":id", encodeURIComponent(id));
-    const canHaveBody = method !== "GET" && method !== "HEAD";
-    return fc.constant(
-      build({
-        route: "misrouted",
-        method,
-        path,
-        body: withBody && canHaveBody ? { body: '{"name":"x"}', contentType: "application/json", faults: [] } : undefined,
-        // A bench path's other method: 405 (the route exists in the table) — or 404.
-        faults: [fault(`${method} on ${template}`, "METHOD_NOT_ALLOWED", ...(template.startsWith("/__bench") ? (["NOT_FOUND"] as Code[]) : []))],
-        success: [],
-        extraHeaders: auth.header ? { authorization: auth.header } : {},
-      }),
-    );
-  }).filter((r): r is FuzzRequest => r !== null);
+  return fc
+    .tuple(fc.constantFrom(...templates), anyId, authArb(ctx, ctx.readKey), fc.constantFrom(...ODD_METHODS), fc.boolean())
+    .chain(([template, id, auth, method, withBody]) => {
+      const allowed = methodsOf(template);
+      if (allowed.includes(method)) return fc.constant(null);
+      const path = template.replace(":id", encodeURIComponent(id));
+      const canHaveBody = method !== "GET" && method !== "HEAD";
+      return fc.constant(
+        build({
+          route: "misrouted",
+          method,
+          path,
+          body: withBody && canHaveBody ? { body: '{"name":"x"}', contentType: "application/json", faults: [] } : undefined,
+          // A bench path's other method: 405 (the route exists in the table) — or 404.
+          faults: [fault(`${method} on ${template}`, "METHOD_NOT_ALLOWED", ...(template.startsWith("/__bench") ? (["NOT_FOUND"] as Code[]) : []))],
+          success: [],
+          extraHeaders: auth.header ? { authorization: auth.header } : {},
+        }),
+      );
+    })
+    .filter((r): r is FuzzRequest => r !== null);
 }
 
 /** A path no route matches: 404 NOT_FOUND whatever the method and key. */
 function unknownPath(ctx: FuzzContext) {
-  const segment = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_~-]{1,12}$/), anyText(8).filter((s) => s.length > 0).map(encodeURIComponent));
-  const path = fc.oneof(
-    segment.filter((s) => !["courses", "webhooks", "courses:search", "event-types"].includes(s)).map((s) => `/v3/${s}`),
-    fc.tuple(anyId, segment).map(([id, s]) => `/v3/courses/${encodeURIComponent(id)}/${s}`),
-    fc.tuple(anyId, segment.filter((s) => !["deliveries", "test", "recover", "secret"].includes(s))).map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/${s}`),
-    fc.tuple(anyId, segment).map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/deliveries/${s}`),
-    fc.constantFrom("/", "/v3", "/v4/courses", "/V3/COURSES", "/v3//courses", "/v3/courses%2Fx", "/v3/courses:searchx", "/v3/courses:Search", "/openapi.yaml", "/docs/x", "/v3/webhooks/x/secret", "/v3/webhooks/x/secret/rotate/now", "/v3/event-types/x", "/favicon.ico", "/.env", "/v3/courses/x/../../..%2Fetc"),
-    segment.map((s) => `/${s}`).filter((p) => !["/docs", "/openapi.json"].includes(p)),
-  ).filter((p) => !p.split("/").some(isDotSegment));
+  const segment = fc.oneof(
+    fc.stringMatching(/^[A-Za-z0-9_~-]{1,12}$/),
+    anyText(8)
+      .filter((s) => s.length > 0)
+      .map(encodeURIComponent),
+  );
+  const path = fc
+    .oneof(
+      segment.filter((s) => !["courses", "webhooks", "courses:search", "event-types"].includes(s)).map((s) => `/v3/${s}`),
+      fc.tuple(anyId, segment).map(([id, s]) => `/v3/courses/${encodeURIComponent(id)}/${s}`),
+      fc
+        .tuple(
+          anyId,
+          segment.filter((s) => !["deliveries", "test", "recover", "secret"].includes(s)),
+        )
+        .map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/${s}`),
+      fc.tuple(anyId, segment).map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/deliveries/${s}`),
+      fc.constantFrom(
+        "/",
+        "/v3",
+        "/v4/courses",
+        "/V3/COURSES",
+        "/v3//courses",
+        "/v3/courses%2Fx",
+        "/v3/courses:searchx",
+        "/v3/courses:Search",
+        "/openapi.yaml",
+        "/docs/x",
+        "/v3/webhooks/x/secret",
+        "/v3/webhooks/x/secret/rotate/now",
+        "/v3/event-types/x",
+        "/favicon.ico",
+        "/.env",
+        "/v3/courses/x/../../..%2Fetc",
+      ),
+      segment.map((s) => `/${s}`).filter((p) => !["/docs", "/openapi.json"].includes(p)),
+    )
+    .filter((p) => !p.split("/").some(isDotSegment));
   return fc.tuple(path, fc.constantFrom(...ODD_METHODS), authArb(ctx, ctx.readKey)).map(([p, method, auth]) =>
-    build({ route: "unknown path", method, path: p, faults: [fault(`no route for ${p}`, "NOT_FOUND")], success: [], extraHeaders: auth.header ? { authorization: auth.header } : {} }),
+    build({
+      route: "unknown path",
+      method,
+      path: p,
+      faults: [fault(`no route for ${p}`, "NOT_FOUND")],
+      success: [],
+      extraHeaders: auth.header ? { authorization: auth.header } : {},
+    }),
   );
 }
 

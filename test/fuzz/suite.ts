@@ -3,10 +3,10 @@
  * stopping at the first off-contract answer), and the read school's data unchanged after it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Receivers } from "../webhooks/receivers";
 import { fuzz, snapshotSchool, Tally } from "./oracle";
 import { type FuzzContext, requestArb } from "./requests";
 import { d1Fingerprint, send, setUpSchools } from "./workerd";
-import { Receivers } from "../webhooks/receivers";
 
 /** Declares the fuzz tests of one file: `runs` requests over `routes`, seeded with `seed`. */
 export function fuzzSuite(title: string, routes: string[], runs: number, seed: number): void {

@@ -18,19 +18,23 @@ import type { Send } from "./oracle";
 import type { FuzzContext } from "./requests";
 
 /** The Worker's env with D1's production limits enforced. */
-export const limitedEnv = { ...env, DB: limitedD1(env.DB) };
+const limitedEnv = { ...env, DB: limitedD1(env.DB) };
 
 /** Sends a request to the Worker (see the module comment) and waits for its `waitUntil` work. */
 export const send: Send = async (req) => {
   const exec = createExecutionContext();
-  const res = await worker.fetch(new Request(`http://api.test${req.path}`, { method: req.method, headers: req.headers, body: req.body }) as Request<unknown, IncomingRequestCfProperties>, limitedEnv, exec);
+  const res = await worker.fetch(
+    new Request(`http://api.test${req.path}`, { method: req.method, headers: req.headers, body: req.body }) as Request<unknown, IncomingRequestCfProperties>,
+    limitedEnv,
+    exec,
+  );
   await waitOnExecutionContext(exec);
   return res;
 };
 
 const WRITE_SCHOOL = "sch_fuzzw";
 /** Key of the school that takes the valid writes. */
-export const WRITE_KEY = "sk_test_fuzz_writes";
+const WRITE_KEY = "sk_test_fuzz_writes";
 
 /** The write school's reference data (ids that exist there). */
 const refs = {
@@ -44,7 +48,12 @@ const refs = {
 const WRITE_COURSES = ["crs_w1", "crs_w2", "crs_w3"];
 
 const register = async (key: string, url: string) => {
-  const res = await send({ method: "POST", path: "/v3/webhooks", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ url }) });
+  const res = await send({
+    method: "POST",
+    path: "/v3/webhooks",
+    headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+    body: JSON.stringify({ url }),
+  });
   const body = (await res.json()) as any;
   if (res.status !== 201) throw new Error(`setup: POST /v3/webhooks → ${res.status} ${JSON.stringify(body)}`);
   return body.result.id as string;
@@ -79,7 +88,10 @@ export async function setUpSchools(): Promise<FuzzContext> {
     })),
   });
   const readWebhookIds = [await register(KEY_A, "https://fuzz-read-1.example.com/hook"), await register(KEY_A, "https://fuzz-read-2.example.com/hook")];
-  const writeWebhookIds = [await register(WRITE_KEY, "https://fuzz-write-1.example.com/hook"), await register(WRITE_KEY, "https://fuzz-write-2.example.com/hook")];
+  const writeWebhookIds = [
+    await register(WRITE_KEY, "https://fuzz-write-1.example.com/hook"),
+    await register(WRITE_KEY, "https://fuzz-write-2.example.com/hook"),
+  ];
   const deletableWebhookIds: string[] = [];
   for (let i = 0; i < 4; i++) deletableWebhookIds.push(await register(WRITE_KEY, `https://fuzz-delete-${i}.example.com/hook`));
   return {
@@ -104,7 +116,10 @@ export async function d1Fingerprint(schoolId: string): Promise<Record<string, st
   for (const table of ["courses", "course_groups", "course_students", "course_professors", "course_survey_templates", "outbox"]) {
     const { results } = await env.DB.prepare(`SELECT * FROM ${table} WHERE school_id = ? ORDER BY 1, 2, 3`).bind(schoolId).all();
     const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(results)));
-    out[table] = `${results.length} rows, ${[...new Uint8Array(digest)].slice(0, 8).map((b) => b.toString(16).padStart(2, "0")).join("")}`;
+    out[table] = `${results.length} rows, ${[...new Uint8Array(digest)]
+      .slice(0, 8)
+      .map((b) => b.toString(16).padStart(2, "0"))
+      .join("")}`;
   }
   return out;
 }

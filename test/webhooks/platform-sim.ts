@@ -13,8 +13,8 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import { usePlatform, type Platform, type Timer } from "../../src/webhooks/platform";
-import { RealClock, VirtualClock, type SimClock, type TimerOwner } from "./clock";
+import { type Platform, type Timer, usePlatform } from "../../src/webhooks/platform";
+import { RealClock, type SimClock, type TimerOwner, VirtualClock } from "./clock";
 import { IoContext, WAITING_LIMIT } from "./io-context";
 
 /** One request as a receiver saw it. */
@@ -38,7 +38,7 @@ export interface Received {
  * answer (`afterMs` overrides the latency), `"hang"` (never, until aborted), or a function
  * of the request returning any of these (or a promise of one: the answer waits for it).
  */
-export type Answer = number | "hang" | { status: number; headers?: Record<string, string>; afterMs?: number };
+type Answer = number | "hang" | { status: number; headers?: Record<string, string>; afterMs?: number };
 export type Behaviour = Answer | ((req: Received) => Answer | Promise<Answer>);
 
 /** The platform and the receivers of one test file: `install()` before, `restore()` after. */
@@ -167,13 +167,18 @@ export class SimulatedPlatform {
         }
         this.calls += 1;
         const done = () => (this.calls -= 1);
-        return io.request(() => Promise.resolve(send())).then(
-          (value) => (done(), value),
-          (err: unknown) => {
-            done();
-            throw err;
-          },
-        );
+        return io
+          .request(() => Promise.resolve(send()))
+          .then(
+            (value) => {
+              done();
+              return value;
+            },
+            (err: unknown) => {
+              done();
+              throw err;
+            },
+          );
       },
     };
   }

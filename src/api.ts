@@ -1,0 +1,36 @@
+/**
+ * The API: every operation the Worker serves, in the router's order, and the OpenAPI
+ * document built from the same declarations. Both the router (src/index.ts) and the
+ * document read this list; a domain adds an operation in its own `operations.ts`.
+ *
+ * Loads in Node as well as in workerd (no import of the hub's module), so that
+ * `npm run lint:openapi` builds the same document as GET /openapi.json.
+ */
+import { courseOperations } from "./courses/operations";
+import { publishEvents } from "./events/outbox";
+import type { Operation } from "./http/operation";
+import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
+import { referenceOperations } from "./openapi/operations";
+import { eventWebhooks } from "./webhooks/event-webhooks";
+import { lifecycleOperations } from "./webhooks/lifecycle-operations";
+import { webhookOperations } from "./webhooks/operations";
+
+/** Every operation of the API (API.md), then the two reference routes. */
+export const operations: Operation<Env>[] = [
+  ...courseOperations(publishEvents),
+  ...webhookOperations,
+  ...lifecycleOperations,
+  ...referenceOperations<Env>(openApiDocument),
+];
+
+let cached: OpenApiDocument | undefined;
+
+/**
+ * The document, computed once per isolate (the object is shared: do not mutate it). Its
+ * `servers` names the local development server; GET /openapi.json replaces it with the
+ * origin the document is fetched from.
+ */
+export function openApiDocument(): OpenApiDocument {
+  cached ??= buildOpenApiDocument(operations, eventWebhooks);
+  return cached;
+}

@@ -1,0 +1,205 @@
+/**
+ * Where a course write meets D1: reading a course's full state, checking that referenced
+ * ids exist in the school, and the statements of one write (rows, relation lists, outbox).
+ *
+ * Concurrency: D1 has no interactive transactions, so a write is a compare-and-set on the
+ * course's `revision`. Every statement of the batch is guarded by "the course now carries my
+ * revision"; a write that lost a race writes nothing (see src/courses/writes.ts).
+ */
+import { type SQL, sql } from "drizzle-orm";
+import type { DrizzleD1Database } from "drizzle-orm/d1";
+import { prepare } from "../db/client";
+import type { D1Timer } from "../http/context";
+import type { ErrorDetail } from "../http/envelopes";
+import type { ErrorCode } from "../http/error-catalogue";
+import { ApiError } from "../http/errors";
+import { fold } from "../lib/text";
+import { type Assignment, type CourseState, sameList, sameProfessors } from "./change";
+import type { CourseEvent } from "./schemas";
+import type { CoursePatch } from "./write-schemas";
+
+interface StateRow {
+  id: string;
+  name: string;
+  start_ms: number;
+  end_ms: number;
+  classroom: string | null;
+  creator_id: string | null;
+  training_id: string | null;
+  archived: number;
+  absences_sent: number;
+  created_at: number;
+  updated_at: number;
+  revision: string | null;
+  group_ids: string;
+  student_ids: string;
+  professors: string;
+  survey_template_ids: string;
+}
+
+const rel = (table: string, column: string) =>
+  `(SELECT json_group_array(${column}) FROM (SELECT ${column} FROM ${table} r WHERE r.school_id = c.school_id AND r.course_id = c.id ORDER BY ${column}))`;
+
+/** Reads a course's full state (one statement). Returns `undefined` when it does not exist in the school. */
+export async function loadCourseState(db: DrizzleD1Database, schoolId: string, courseId: string): Promise<CourseState | undefined> {
+  const row = await db.get<StateRow>(sql`SELECT c.id, c.name, c.start_ms, c.end_ms, c.classroom, c.creator_id, c.training_id, c.archived,
+      c.absences_sent, c.created_at, c.updated_at, c.revision,
+      ${sql.raw(rel("course_groups", "group_id"))} AS group_ids,
+      ${sql.raw(rel("course_students", "student_id"))} AS student_ids,
+      ${sql.raw(rel("course_survey_templates", "survey_template_id"))} AS survey_template_ids,
+      (SELECT json_group_array(json_object('professorId', professor_id, 'coTeacher', co_teacher, 'signed', signed)) FROM
+        (SELECT professor_id, co_teacher, signed FROM course_professors r WHERE r.school_id = c.school_id AND r.course_id = c.id ORDER BY professor_id)) AS professors
+    FROM courses c WHERE c.school_id = ${schoolId} AND c.id = ${courseId}`);
+  if (!row) return undefined;
+  return {
+    id: row.id,
+    name: row.name,
+    startDateTime: row.start_ms,
+    endDateTime: row.end_ms,
+    classroom: row.classroom,
+    creatorId: row.creator_id,
+    trainingId: row.training_id,
+    groupIds: JSON.parse(row.group_ids) as string[],
+    studentIds: JSON.parse(row.student_ids) as string[],
+    professors: (JSON.parse(row.professors) as { professorId: string; coTeacher: number; signed: number }[]).map((p) => ({
+      professorId: p.professorId,
+      coTeacher: p.coTeacher === 1,
+      signed: p.signed === 1,
+    })),
+    surveyTemplateIds: JSON.parse(row.survey_template_ids) as string[],
+    archived: row.archived === 1,
+    absencesSent: row.absences_sent === 1,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    revision: row.revision,
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// References.
+
+const REFERENCE_CHECKS: {
+  field: "studentIds" | "groupIds" | "professors" | "trainingId" | "surveyTemplateIds";
+  table: string;
+  code: ErrorCode;
+  what: string;
+}[] = [
+  { field: "studentIds", table: "students", code: "STUDENTS_NOT_FOUND", what: "students" },
+  { field: "groupIds", table: "groups", code: "GROUPS_NOT_FOUND", what: "groups" },
+  { field: "professors", table: "professors", code: "PROFESSORS_NOT_FOUND", what: "professors" },
+  { field: "trainingId", table: "trainings", code: "TRAINING_NOT_FOUND", what: "training" },
+  { field: "surveyTemplateIds", table: "survey_templates", code: "SURVEY_TEMPLATES_NOT_FOUND", what: "survey templates" },
+];
+
+const refId = (x: string | Assignment) => (typeof x === "string" ? x : x.professorId);
+
+/**
+ * Checks that every referenced id exists in the school, in one D1 batch.
+ *
+ * @throws ApiError 400 STUDENTS_NOT_FOUND | GROUPS_NOT_FOUND | PROFESSORS_NOT_FOUND |
+ *   TRAINING_NOT_FOUND | SURVEY_TEMPLATES_NOT_FOUND: the code of the first kind with missing
+ *   ids (in that order); `details` lists every missing id of every kind with its JSON path.
+ */
+export async function checkReferences(d1: D1Database, schoolId: string, patch: CoursePatch, timed: D1Timer): Promise<void> {
+  const wanted = REFERENCE_CHECKS.map((check) => {
+    const v = patch[check.field];
+    const ids = v == null ? [] : typeof v === "string" ? [v] : (v as (string | Assignment)[]).map(refId);
+    return { check, ids };
+  }).filter((w) => w.ids.length > 0);
+  if (wanted.length === 0) return;
+  const batch = await timed(() =>
+    d1.batch<{ id: string }>(
+      wanted.map((w) =>
+        prepare(
+          d1,
+          sql`SELECT value AS id FROM json_each(${JSON.stringify(w.ids)}) WHERE value NOT IN (SELECT id FROM ${sql.raw(w.check.table)} WHERE school_id = ${schoolId} AND id IN (SELECT value FROM json_each(${JSON.stringify(w.ids)})))`,
+        ),
+      ),
+    ),
+  );
+  const details: ErrorDetail[] = [];
+  const missingIds: string[] = [];
+  let first: (typeof wanted)[number] | undefined;
+  wanted.forEach((w, i) => {
+    const missing = new Set(batch[i]!.results.map((r) => r.id));
+    if (missing.size === 0) return;
+    first ??= w;
+    const v = patch[w.check.field];
+    const items = typeof v === "string" ? [v] : (v as (string | Assignment)[]);
+    items.forEach((x, j) => {
+      const ref = refId(x);
+      if (!missing.has(ref)) return;
+      const path = typeof v === "string" ? w.check.field : typeof x === "string" ? `${w.check.field}[${j}]` : `professors[${j}].professorId`;
+      details.push({ path, message: `no ${w.check.what} "${ref}" in this school` });
+      missingIds.push(ref);
+    });
+  });
+  if (first) throw new ApiError(first.check.code, `Unknown ${first.check.what} in this school: ${missingIds.join(", ")}.`, details);
+}
+
+// ---------------------------------------------------------------------------------------
+// The statements of one write.
+
+const RELATION_LISTS = [
+  ["course_groups", "group_id", "groupIds"],
+  ["course_students", "student_id", "studentIds"],
+  ["course_survey_templates", "survey_template_id", "surveyTemplateIds"],
+] as const;
+
+/**
+ * The D1 statements of one write, every one guarded by the compare-and-set on `revision`:
+ * the course row (insert or conditional update), each relation list that changed (replaced
+ * whole), the outbox rows of the events, and last a SELECT of the stored revision (did this
+ * write win?). Run as one `db.batch` (one transaction): see `runBatch`.
+ */
+export function writeStatements(schoolId: string, before: CourseState | undefined, after: CourseState, events: CourseEvent[]): SQL[] {
+  const rev = after.revision!;
+  const guard = sql`EXISTS (SELECT 1 FROM courses WHERE school_id = ${schoolId} AND id = ${after.id} AND revision = ${rev})`;
+  const classroomFolded = after.classroom === null ? null : fold(after.classroom);
+  const stmts: SQL[] = [];
+  if (!before) {
+    stmts.push(sql`INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, classroom, classroom_folded, creator_id, training_id,
+        archived, absences_sent, created_at, updated_at, revision)
+      VALUES (${schoolId}, ${after.id}, ${after.name}, ${fold(after.name)}, ${after.startDateTime}, ${after.endDateTime}, ${after.classroom},
+        ${classroomFolded}, ${after.creatorId}, ${after.trainingId}, ${after.archived ? 1 : 0},
+        ${after.absencesSent ? 1 : 0}, ${after.createdAt}, ${after.updatedAt}, ${rev})`);
+  } else {
+    stmts.push(sql`UPDATE courses SET name = ${after.name}, name_folded = ${fold(after.name)}, start_ms = ${after.startDateTime},
+        end_ms = ${after.endDateTime}, classroom = ${after.classroom}, classroom_folded = ${classroomFolded},
+        creator_id = ${after.creatorId}, training_id = ${after.trainingId}, archived = ${after.archived ? 1 : 0},
+        absences_sent = ${after.absencesSent ? 1 : 0}, updated_at = ${after.updatedAt}, revision = ${rev}
+      WHERE school_id = ${schoolId} AND id = ${after.id} AND revision IS ${before.revision}`);
+  }
+  for (const [table, column, field] of RELATION_LISTS) {
+    if (before && sameList(before[field], after[field])) continue;
+    if (before) stmts.push(sql`DELETE FROM ${sql.raw(table)} WHERE school_id = ${schoolId} AND course_id = ${after.id} AND ${guard}`);
+    if (after[field].length > 0)
+      stmts.push(sql`INSERT INTO ${sql.raw(table)} (school_id, course_id, ${sql.raw(column)})
+        SELECT ${schoolId}, ${after.id}, value FROM json_each(${JSON.stringify(after[field])}) WHERE ${guard}`);
+  }
+  if (!before || !sameProfessors(before.professors, after.professors)) {
+    if (before) stmts.push(sql`DELETE FROM course_professors WHERE school_id = ${schoolId} AND course_id = ${after.id} AND ${guard}`);
+    if (after.professors.length > 0) {
+      const rows = after.professors.map((p) => ({ professorId: p.professorId, coTeacher: p.coTeacher ? 1 : 0, signed: p.signed ? 1 : 0 }));
+      stmts.push(sql`INSERT INTO course_professors (school_id, course_id, professor_id, co_teacher, signed)
+        SELECT ${schoolId}, ${after.id}, json_extract(value, '$.professorId'), json_extract(value, '$.coTeacher'), json_extract(value, '$.signed')
+        FROM json_each(${JSON.stringify(rows)}) WHERE ${guard}`);
+    }
+  }
+  for (const e of events)
+    stmts.push(
+      sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${JSON.stringify(e)}, ${Date.parse(e.createdAt)} WHERE ${guard}`,
+    );
+  stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
+  return stmts;
+}
+
+/**
+ * Runs a write's statements as one batch.
+ *
+ * @returns true when the last SELECT shows that `revision` won (always true without one).
+ */
+export async function runBatch(d1: D1Database, stmts: SQL[], revision?: string): Promise<boolean> {
+  const results = await d1.batch<{ revision: string }>(stmts.map((s) => prepare(d1, s)));
+  return revision === undefined || results[results.length - 1]!.results[0]?.revision === revision;
+}

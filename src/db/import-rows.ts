@@ -1,0 +1,248 @@
+/**
+ * What an import writes (API.md § "Data import (operators)"), as one row model: upserts by
+ * id (per school) and the replacement of each imported course's relation lists, in
+ * dependency order. Running them twice leaves the database as once. API keys are stored
+ * only as SHA-256 hashes.
+ *
+ * The model is rendered two ways, from the same steps: `renderBound` (statements with `?`
+ * parameters, at most D1's 100 per statement: the tests' D1 batch) and `renderLiteral` (SQL
+ * text with the values inlined, for `wrangler d1 execute --file`, each INSERT as long as the
+ * caller allows). Neither reads SQL back.
+ */
+import { sha256Hex } from "../lib/crypto";
+import { fold } from "../lib/text";
+import type { ImportCourse, ImportFile } from "./import";
+
+/** A value of a row. */
+type Value = string | number | null;
+
+/** Renders one value into SQL text: a `?` placeholder (recording the value) or a literal. */
+type Placeholder = (v: Value) => string;
+
+/** One multi-row upsert into a table: its rows, and what to do with a row whose key exists. */
+interface Upsert {
+  kind: "upsert";
+  table: string;
+  columns: readonly string[];
+  rows: Value[][];
+  /** The `ON CONFLICT …` clause. */
+  conflict: string;
+}
+
+/** A statement that writes no rows of its own (a DELETE), with its values placed by `sql`. */
+interface Command {
+  kind: "command";
+  sql: (value: Placeholder) => string;
+}
+
+/** One step of an import. */
+export type ImportStep = Upsert | Command;
+
+/** A SQL statement with positional `?` parameters. */
+export interface BoundStatement {
+  sql: string;
+  params: Value[];
+}
+
+const bool = (b: boolean) => (b ? 1 : 0);
+
+const upsert = (table: string, columns: readonly string[], rows: Value[][], conflict: string): Upsert => ({ kind: "upsert", table, columns, rows, conflict });
+
+/**
+ * The steps of importing a validated file, in dependency order.
+ *
+ * @param now ms since the epoch, used for `createdAt`/`updatedAt` of courses that omit them
+ *   (on first insert only: an existing row keeps its stored values) and for key `created_at`.
+ */
+export async function importSteps(file: ImportFile, now = Date.now()): Promise<ImportStep[]> {
+  const keyRows: Value[][] = [];
+  for (const s of file.schools) for (const k of s.apiKeys) keyRows.push([await sha256Hex(k), s.id, now]);
+  const named = (table: string, rows: { id: string; schoolId: string; name: string }[]) =>
+    upsert(
+      table,
+      ["school_id", "id", "name"],
+      rows.map((r) => [r.schoolId, r.id, r.name]),
+      "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name",
+    );
+  const people = (table: string, rows: ImportFile["students"]) =>
+    upsert(
+      table,
+      ["school_id", "id", "first_name", "last_name", "email"],
+      rows.map((r) => [r.schoolId, r.id, r.firstName, r.lastName, r.email]),
+      "ON CONFLICT(school_id, id) DO UPDATE SET first_name = excluded.first_name, last_name = excluded.last_name, email = excluded.email",
+    );
+  return [
+    upsert(
+      "schools",
+      ["id", "name"],
+      file.schools.map((s) => [s.id, s.name]),
+      "ON CONFLICT(id) DO UPDATE SET name = excluded.name",
+    ),
+    upsert(
+      "api_keys",
+      ["key_hash", "school_id", "created_at"],
+      keyRows,
+      "ON CONFLICT(key_hash) DO UPDATE SET school_id = excluded.school_id, revoked_at = NULL",
+    ),
+    named("trainings", file.trainings),
+    named("groups", file.groups),
+    named("survey_templates", file.surveyTemplates),
+    people("students", file.students),
+    people("professors", file.professors),
+    ...courseSteps(file.courses, now),
+  ];
+}
+
+const COURSE_COLUMNS = [
+  "school_id",
+  "id",
+  "name",
+  "name_folded",
+  "start_ms",
+  "end_ms",
+  "classroom",
+  "classroom_folded",
+  "creator_id",
+  "training_id",
+  "archived",
+  "absences_sent",
+  "created_at",
+  "updated_at",
+];
+
+const COURSE_CONFLICT =
+  "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name, name_folded = excluded.name_folded, start_ms = excluded.start_ms, end_ms = excluded.end_ms, classroom = excluded.classroom, classroom_folded = excluded.classroom_folded, creator_id = excluded.creator_id, training_id = excluded.training_id, archived = excluded.archived, absences_sent = excluded.absences_sent";
+
+/** Upserts of courses and the replacement of their relation lists. */
+function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
+  const row = (c: ImportCourse): Value[] => [
+    c.schoolId,
+    c.id,
+    c.name,
+    fold(c.name),
+    c.startDateTime,
+    c.endDateTime,
+    c.classroom ?? null,
+    c.classroom == null ? null : fold(c.classroom),
+    c.creatorId ?? null,
+    c.trainingId ?? null,
+    bool(c.archived),
+    bool(c.absencesSent),
+    c.createdAt ?? now,
+    c.updatedAt ?? now,
+  ];
+  const stamped = list.filter((c) => c.createdAt !== undefined && c.updatedAt !== undefined);
+  const unstamped = list.filter((c) => !(c.createdAt !== undefined && c.updatedAt !== undefined));
+  const steps: ImportStep[] = [
+    upsert("courses", COURSE_COLUMNS, stamped.map(row), `${COURSE_CONFLICT}, created_at = excluded.created_at, updated_at = excluded.updated_at`),
+    upsert("courses", COURSE_COLUMNS, unstamped.map(row), COURSE_CONFLICT),
+  ];
+  // Replace relation lists: one DELETE per relation table for all the courses of a school.
+  const bySchool = new Map<string, string[]>();
+  for (const c of list) {
+    const ids = bySchool.get(c.schoolId);
+    if (ids) ids.push(c.id);
+    else bySchool.set(c.schoolId, [c.id]);
+  }
+  for (const [schoolId, ids] of bySchool) {
+    for (const table of ["course_groups", "course_students", "course_professors", "course_survey_templates"]) {
+      steps.push({
+        kind: "command",
+        sql: (v) => `DELETE FROM ${table} WHERE school_id = ${v(schoolId)} AND course_id IN (SELECT value FROM json_each(${v(JSON.stringify(ids))}))`,
+      });
+    }
+  }
+  const rel = (table: string, column: string, pick: (c: ImportCourse) => string[]) =>
+    upsert(
+      table,
+      ["school_id", "course_id", column],
+      list.flatMap((c) => [...new Set(pick(c))].map((v) => [c.schoolId, c.id, v])),
+      "ON CONFLICT DO NOTHING",
+    );
+  steps.push(
+    rel("course_groups", "group_id", (c) => c.groupIds),
+    rel("course_students", "student_id", (c) => c.studentIds),
+    rel("course_survey_templates", "survey_template_id", (c) => c.surveyTemplateIds),
+    upsert(
+      "course_professors",
+      ["school_id", "course_id", "professor_id", "co_teacher", "signed"],
+      list.flatMap((c) => c.professors.map((p) => [c.schoolId, c.id, p.professorId, bool(p.coTeacher), bool(p.signed)])),
+      "ON CONFLICT DO UPDATE SET co_teacher = excluded.co_teacher, signed = excluded.signed",
+    ),
+  );
+  return steps;
+}
+
+/** Rows the steps write (the rows of every upsert). */
+export function rowCount(steps: readonly ImportStep[]): number {
+  return steps.reduce((n, s) => n + (s.kind === "upsert" ? s.rows.length : 0), 0);
+}
+
+const insertHead = (u: Upsert) => `INSERT INTO ${u.table} (${u.columns.join(", ")}) VALUES `;
+const tuple = (row: Value[], v: Placeholder) => `(${row.map(v).join(", ")})`;
+
+/** D1's limit of bound parameters per statement. */
+const MAX_PARAMS = 100;
+
+/** The steps as statements with `?` parameters; an upsert is cut so that none has more than 100. */
+export function renderBound(steps: readonly ImportStep[]): BoundStatement[] {
+  const out: BoundStatement[] = [];
+  const bind = (render: (v: Placeholder) => string) => {
+    const params: Value[] = [];
+    const placeholder: Placeholder = (value) => {
+      params.push(value);
+      return "?";
+    };
+    out.push({ sql: render(placeholder), params });
+  };
+  for (const s of steps) {
+    if (s.kind === "command") {
+      bind(s.sql);
+      continue;
+    }
+    const per = Math.max(1, Math.floor(MAX_PARAMS / s.columns.length));
+    for (let i = 0; i < s.rows.length; i += per) {
+      bind(
+        (v) =>
+          `${insertHead(s)}${s.rows
+            .slice(i, i + per)
+            .map((r) => tuple(r, v))
+            .join(", ")} ${s.conflict}`,
+      );
+    }
+  }
+  return out;
+}
+
+/** A value as a SQL literal. */
+const literal: Placeholder = (v) => (v === null ? "NULL" : typeof v === "number" ? String(v) : `'${v.replace(/'/g, "''")}'`);
+
+/**
+ * The steps as SQL text with the values inlined, one `;`-terminated statement per string;
+ * an upsert is cut into INSERTs of at most `maxChars` characters (one row at least).
+ */
+export function renderLiteral(steps: readonly ImportStep[], maxChars: number): string[] {
+  const out: string[] = [];
+  for (const s of steps) {
+    if (s.kind === "command") {
+      out.push(`${s.sql(literal)};`);
+      continue;
+    }
+    const head = insertHead(s);
+    const tail = ` ${s.conflict};`;
+    let tuples: string[] = [];
+    let chars = head.length + tail.length;
+    for (const row of s.rows) {
+      const t = tuple(row, literal);
+      if (tuples.length > 0 && chars + t.length + 2 > maxChars) {
+        out.push(`${head}${tuples.join(", ")}${tail}`);
+        tuples = [];
+        chars = head.length + tail.length;
+      }
+      tuples.push(t);
+      chars += t.length + 2;
+    }
+    if (tuples.length > 0) out.push(`${head}${tuples.join(", ")}${tail}`);
+  }
+  return out;
+}

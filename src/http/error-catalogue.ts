@@ -1,0 +1,113 @@
+/**
+ * The error catalogue (API.md § "Error codes"): every code of the contract, declared once
+ * with its HTTP status, when it is answered, and an example message for the document.
+ * `ApiError` derives its status from here; the OpenAPI document reads the table and each
+ * operation's error responses from here.
+ *
+ * Some codes are declared before any operation answers them (WEBHOOK_DISABLED,
+ * EVENT_NOT_FOUND, PRECONDITION_FAILED, IDEMPOTENCY_KEY_MISMATCH, RATE_LIMITED): an
+ * operation documents a code only once it can answer it.
+ */
+import { GET_MAX_IDS, MAX_BODY_BYTES, MAX_WEBHOOKS, SEARCH_MAX_IDS } from "../lib/limits";
+
+/** One entry of the catalogue. */
+export interface ErrorEntry {
+  /** The HTTP status of the response. */
+  status: number;
+  /** When the code is answered, as a clause ("a query parameter is malformed …"). */
+  when: string;
+  /** The message of a code whose message never varies: `ApiError`'s default and the document's example. */
+  message?: string;
+  /** An example `message` and `details` for the document (else `message`, else `when` capitalized). */
+  example?: { message: string; details?: readonly Record<string, string>[] };
+}
+
+/** The catalogue, in the order of API.md's table. */
+export const ERRORS = {
+  INVALID_PARAMETER: {
+    status: 400,
+    when: "a query parameter is malformed, out of range or repeated (`details` names each)",
+    example: {
+      message: "Invalid query parameter: limit must be an integer from 1 to 100.",
+      details: [{ parameter: "limit", message: "must be an integer from 1 to 100" }],
+    },
+  },
+  UNKNOWN_PARAMETER: {
+    status: 400,
+    when: "a query parameter or body field the operation does not define, a body key `__proto__`, `constructor` or `prototype` at any depth included (the message lists the accepted names and a close match)",
+    example: {
+      message: 'Unknown query parameter "limt" (did you mean "limit"?). Accepted: …',
+      details: [{ parameter: "limt", message: 'unknown; did you mean "limit"?' }],
+    },
+  },
+  TOO_MANY_IDS: { status: 400, when: `a GET id list has more than ${GET_MAX_IDS} ids (use POST /v3/courses:search, up to ${SEARCH_MAX_IDS})` },
+  INVALID_JSON: { status: 400, when: "the body is not JSON (UTF-8)" },
+  VALIDATION_ERROR: {
+    status: 400,
+    when: "the body is JSON but breaks the schema, holds a string with an unpaired surrogate or a list of more than 10,000 items (`details` with JSON paths, at most 100)",
+    example: { message: "The body breaks the schema: name must not be empty.", details: [{ path: "name", message: "must not be empty" }] },
+  },
+  INVALID_DATE_RANGE: {
+    status: 400,
+    when: "a course whose end is not after its start",
+    example: { message: "endDateTime must be after startDateTime.", details: [{ path: "endDateTime", message: "must be after startDateTime" }] },
+  },
+  STUDENTS_NOT_FOUND: { status: 400, when: "the write references students that do not exist in the school (`details` lists them)" },
+  GROUPS_NOT_FOUND: { status: 400, when: "the write references groups that do not exist in the school (`details` lists them)" },
+  PROFESSORS_NOT_FOUND: { status: 400, when: "the write references professors that do not exist in the school (`details` lists them)" },
+  TRAINING_NOT_FOUND: { status: 400, when: "the write references a training that does not exist in the school" },
+  SURVEY_TEMPLATES_NOT_FOUND: { status: 400, when: "the write references survey templates that do not exist in the school (`details` lists them)" },
+  INVALID_WEBHOOK_URL: {
+    status: 400,
+    when: "the URL is not https, carries credentials, or targets a private, loopback, link-local or reserved address, a single-label host or a special-use or internal name",
+    example: { message: "The webhook URL is not accepted: the URL must use https.", details: [{ path: "url", message: "the URL must use https" }] },
+  },
+  UNAUTHORIZED: {
+    status: 401,
+    when: "no valid API key (missing, malformed, unknown or revoked)",
+    message: "A valid API key is required: send `Authorization: Bearer sk_…`.",
+  },
+  NOT_FOUND: { status: 404, when: "no such route" },
+  COURSE_NOT_FOUND: {
+    status: 404,
+    when: "the course id does not exist in the school",
+    example: { message: 'No course with id "crs_404" exists in this school.' },
+  },
+  WEBHOOK_NOT_FOUND: {
+    status: 404,
+    when: "the registration does not exist or no longer exists in the school (a second delete of the same id included)",
+    example: { message: 'No webhook registration with id "wh_404" exists in this school.' },
+  },
+  METHOD_NOT_ALLOWED: { status: 405, when: "known path, other method (`allow` lists the methods)" },
+  EVENT_NOT_FOUND: { status: 404, when: "the event is not retained (7 days) or was never addressed to this registration" },
+  WEBHOOK_LIMIT_REACHED: {
+    status: 409,
+    when: `the school already has ${MAX_WEBHOOKS} registrations`,
+    message: `This school already has ${MAX_WEBHOOKS} webhook registrations; delete one (DELETE /v3/webhooks/{id}) before creating another.`,
+  },
+  WEBHOOK_DISABLED: { status: 409, when: "test, resend or recover on a disabled registration" },
+  PRECONDITION_FAILED: { status: 412, when: "`If-Match` names another version than the course's current one" },
+  IDEMPOTENCY_KEY_MISMATCH: { status: 422, when: "an `Idempotency-Key` reused with a different body" },
+  RATE_LIMITED: { status: 429, when: "the key (or client IP) exceeded its rate limit; `Retry-After` says when to retry" },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    when: `the body is over ${MAX_BODY_BYTES} bytes (1 MiB)`,
+    message: `The body is larger than ${MAX_BODY_BYTES} bytes (1 MiB).`,
+  },
+  UNSUPPORTED_MEDIA_TYPE: {
+    status: 415,
+    when: "a body that is not `application/json`",
+    message: "Send the body as JSON with `content-type: application/json`.",
+  },
+  INTERNAL_ERROR: {
+    status: 500,
+    when: "a bug; the message never carries a stack or SQL",
+    example: { message: "An unexpected error occurred. Quote request id req_01K4A8Z1M2N3P4Q5R6S7T8V9W0 when reporting it." },
+  },
+} as const satisfies Record<string, ErrorEntry>;
+
+/** An error code of the contract. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** Every error code, in the catalogue's order. */
+export const ERROR_CODES = Object.keys(ERRORS) as [ErrorCode, ...ErrorCode[]];

@@ -1,0 +1,115 @@
+/**
+ * One declaration per operation (DESIGN.md § "One rule, one home"): method, path, request
+ * schemas, responses with their error codes, summary and handler, in one object. The router
+ * (src/http/router.ts) and the OpenAPI document (src/openapi/document.ts) are both built
+ * from the same list of them; each domain declares its own (`src/<domain>/operations.ts`),
+ * so adding an operation is adding one declaration there.
+ */
+import type { IRequest } from "itty-router";
+import type { z } from "zod";
+import type { RequestContext } from "./context";
+import type { ErrorCode } from "./error-catalogue";
+
+/** A route handler. `rc` carries the request id and D1 timing. */
+type Handler<E> = (req: IRequest, env: E, exec: ExecutionContext, rc: RequestContext) => Promise<Response>;
+
+/** A response header, as the document describes it. */
+export interface HeaderDoc {
+  description: string;
+  required?: boolean;
+  /** JSON Schema of the value; `{ type: "string" }` when absent. */
+  schema?: Record<string, unknown>;
+  example?: string;
+}
+
+/** A success response: its body schema and an example of it. */
+export interface SuccessResponse {
+  description: string;
+  /** The body: a zod schema, or a JSON Schema object for a body that zod does not describe. */
+  schema: z.ZodType | Record<string, unknown>;
+  example: unknown;
+  /** Default `application/json`. */
+  mediaType?: string;
+  /** Headers beyond `x-request-id` and `Server-Timing` (which every response has). */
+  headers?: Record<string, HeaderDoc>;
+}
+
+/** The codes of one error status (all of that status in the catalogue), first the example's. */
+export type ErrorCodes = readonly [ErrorCode, ...ErrorCode[]];
+
+/** An error response: its codes, and an optional lead paragraph for the document. */
+export type ErrorResponse = ErrorCodes | { codes: ErrorCodes; lead: string };
+
+/** A tag of the document: the operations of one domain. */
+interface Tag {
+  name: string;
+  description: string;
+}
+
+/** One operation of the API. */
+export interface Operation<E> {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  /** As the document writes it: `/v3/courses/{id}`. A `:` is literal (`/v3/courses:search`). */
+  path: string;
+  /** Unique, camelCase. */
+  operationId: string;
+  /** The document's tag (one per domain). */
+  tag: Tag;
+  summary: string;
+  description: string;
+  /** Answers without authentication (`security: []` in the document). */
+  public?: boolean;
+  /** The schemas the handler validates with (`params` documents the path segments). */
+  request?: {
+    params?: z.ZodObject;
+    query?: z.ZodObject;
+    body?: {
+      schema: z.ZodType;
+      description: string;
+      /** Default true. */
+      required?: boolean;
+      /** Default: the schema's own `.meta()` example. */
+      example?: unknown;
+    };
+  };
+  /**
+   * By status: a success response, or the error codes answered with that status. The ones
+   * every operation of a kind shares are not listed here (`allResponses` adds them).
+   */
+  responses: Record<number, SuccessResponse | ErrorResponse>;
+  handler: Handler<E>;
+}
+
+/**
+ * An operation's responses with those it shares with every operation of its kind: 401
+ * UNAUTHORIZED unless it is public, 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when
+ * it reads a JSON body (`readJson`), 500 INTERNAL_ERROR always.
+ */
+export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
+  const shared: Record<number, ErrorCodes> = { 500: ["INTERNAL_ERROR"] };
+  if (!op.public) shared[401] = ["UNAUTHORIZED"];
+  if (op.request?.body) Object.assign(shared, { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] });
+  return { ...shared, ...op.responses };
+}
+
+/** The `location` header of a 201. */
+export const locationHeader = (example: string): Record<string, HeaderDoc> => ({
+  location: { description: "Path of the new resource.", required: true, schema: { type: "string" }, example },
+});
+
+/**
+ * A request the service sends (an OpenAPI `webhooks` entry): what a receiver gets and what
+ * its answers mean. Documentation only: the sending is the hub's.
+ */
+export interface OutgoingRequest {
+  /** The entry's name (an event type). */
+  name: string;
+  operationId: string;
+  tag: Tag;
+  summary: string;
+  description: string;
+  headers: z.ZodObject;
+  body: z.ZodType;
+  /** By status (`2XX`, `410`, `default`): what the answer means. */
+  responses: Record<string, string>;
+}

@@ -1,0 +1,27 @@
+/**
+ * The numbers of the contract (API.md) that more than one layer states: the rule that
+ * enforces each one and the error catalogue or document that tells it read them here.
+ */
+
+/** Largest accepted request body, in bytes (1 MiB; beyond: 413 PAYLOAD_TOO_LARGE). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/** Max ids per list in a GET query string (beyond: 400 TOO_MANY_IDS). */
+export const GET_MAX_IDS = 100;
+
+/** Max ids per list in a search body (beyond: 400 VALIDATION_ERROR). */
+export const SEARCH_MAX_IDS = 10_000;
+
+/** Max `page` of a paginated list: keeps `(page - 1) * limit` a safe SQLite integer. */
+export const MAX_PAGE = 1_000_000;
+
+/** Max `limit` (items per page) of a paginated list; also its default. */
+export const MAX_PAGE_SIZE = 100;
+
+/** Most webhook registrations a school may have (beyond: 409 WEBHOOK_LIMIT_REACHED). */
+export const MAX_WEBHOOKS = 50;
+
+/** Longest secret-rotation grace, in seconds (7 days; API.md § "Secret rotation"). */
+export const MAX_GRACE_SECONDS = 604_800;
+/** Default secret-rotation grace, in seconds (24 h). */
+export const DEFAULT_GRACE_SECONDS = 86_400;

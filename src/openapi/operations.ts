@@ -1,0 +1,78 @@
+/**
+ * The reference operations, without authentication: GET /openapi.json (the generated
+ * OpenAPI 3.1 document) and GET /docs (Scalar's interactive reference, served by this
+ * Worker; its script is a static asset, see src/openapi/docs-page.ts).
+ *
+ * The document's JSON is cached per origin, since `servers` names the origin the document is
+ * fetched from, so that "Test Request" in /docs calls the same server.
+ */
+import type { Operation } from "../http/operation";
+import { docsPageHtml } from "./docs-page";
+import { API_TITLE, API_VERSION, type OpenApiDocument } from "./document";
+
+/** Distinct origins whose JSON is kept (a Worker sees one or two; the bound stops abuse). */
+const MAX_CACHED_ORIGINS = 8;
+
+const TAG = { name: "Reference", description: "This document and its interactive reference." };
+
+/**
+ * The reference operations.
+ *
+ * @param document the document of every operation (built once per isolate; not mutated here).
+ */
+export function referenceOperations<E>(document: () => OpenApiDocument): Operation<E>[] {
+  const serialized = new Map<string, string>();
+  /** The document as JSON with `servers: [{ url: origin }]` (cached per origin). */
+  const documentJson = (origin: string): string => {
+    let text = serialized.get(origin);
+    if (text === undefined) {
+      text = JSON.stringify({ ...document(), servers: [{ url: origin, description: "This server" }] });
+      if (serialized.size >= MAX_CACHED_ORIGINS) serialized.clear();
+      serialized.set(origin, text);
+    }
+    return text;
+  };
+  let page: string | undefined;
+  const headers = (type: string) => ({ "content-type": `${type}; charset=utf-8`, "cache-control": "no-cache" });
+  return [
+    {
+      method: "GET",
+      path: "/openapi.json",
+      operationId: "getOpenApiDocument",
+      tag: TAG,
+      summary: "This OpenAPI document",
+      description:
+        "The OpenAPI 3.1 document, generated from the zod schemas the service validates with. No authentication. `servers` names the origin the document was fetched from.",
+      public: true,
+      responses: {
+        200: {
+          description: "The document.",
+          schema: { type: "object", description: "An OpenAPI 3.1 document." },
+          example: { openapi: "3.1.0", info: { title: API_TITLE, version: API_VERSION } },
+        },
+      },
+      /** 200 `application/json; charset=utf-8` (the query string is ignored). */
+      async handler(req) {
+        return new Response(documentJson(new URL(req.url).origin), { headers: headers("application/json") });
+      },
+    },
+    {
+      method: "GET",
+      path: "/docs",
+      operationId: "getApiReference",
+      tag: TAG,
+      summary: "Interactive API reference",
+      description:
+        "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication.",
+      public: true,
+      responses: {
+        200: { description: "The page.", mediaType: "text/html", schema: { type: "string" }, example: "<!doctype html>…" },
+      },
+      /** 200 `text/html; charset=utf-8` (the query string is ignored). */
+      async handler() {
+        page ??= docsPageHtml(document().info.title);
+        return new Response(page, { headers: headers("text/html") });
+      },
+    },
+  ];
+}

@@ -1,0 +1,33 @@
+/**
+ * What a receiver gets (API.md § "Event delivery"): one OpenAPI `webhooks` entry per
+ * delivered event type — its body (src/events/schemas.ts), the Standard Webhooks headers
+ * and what each answer means to the hub's retry schedule.
+ */
+import { EVENT_SUMMARIES, eventSchemas } from "../events/schemas";
+import { DELIVERED_EVENT_TYPES } from "../events/types";
+import type { OutgoingRequest } from "../http/operation";
+import { deliveryHeadersSchema } from "./schemas";
+
+const EVENTS_TAG = { name: "Events", description: "Event payloads POSTed to webhook endpoints (OpenAPI `webhooks`)." };
+
+/** The deliveries of every event type, as the document describes them. */
+export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type) => {
+  const meta = eventSchemas[type].meta()!;
+  return {
+    name: type,
+    operationId: `on${meta.id as string}`,
+    tag: EVENTS_TAG,
+    summary: EVENT_SUMMARIES[type],
+    description: `${meta.description as string}\n\nPOSTed to each registration subscribed to \`${type}\`${type === "webhook.test" ? " (only the one tested)" : " (or to `*`)"}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.`,
+    headers: deliveryHeadersSchema,
+    body: eventSchemas[type],
+    responses: {
+      "2XX": "Any 2xx within the timeout (`WEBHOOK_TIMEOUT_MS`, default 15 s, counted from the moment the request is sent): delivered.",
+      410: "Gone: stops the retries of this delivery (it becomes `failed`).",
+      429: "Too Many Requests: retried on the schedule, and no earlier than its `Retry-After` (seconds or an HTTP date; at most 24 h), shown in the delivery's `nextAttemptAt`.",
+      503: "Service Unavailable: retried like a 429, honouring `Retry-After`.",
+      default:
+        "Anything else (or no answer within the timeout) is retried on the schedule (`WEBHOOK_RETRY_SCHEDULE`, default after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); then the delivery is `failed`.",
+    },
+  };
+});
