@@ -10,6 +10,7 @@
 import { getDb } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
 import { ApiError } from "../http/errors";
+import { type IfMatch, ifMatchAdmits } from "../http/headers";
 import { mintId } from "../lib/ids";
 import { applyPatch, type CourseState, deriveEvents, stateToRecord } from "./change";
 import { type CourseEvent, type CourseRecord, courseNotFound } from "./schemas";
@@ -58,6 +59,7 @@ export async function createCourse(d1: D1Database, schoolId: string, input: Cour
     createdAt: now,
     updatedAt: now,
     revision: newRevision(now),
+    version: 1,
   };
   const events = deriveEvents(schoolId, undefined, after, now);
   await timed(() => runBatch(d1, writeStatements(schoolId, undefined, after, events)));
@@ -68,15 +70,29 @@ export async function createCourse(d1: D1Database, schoolId: string, input: Cour
  * Applies a PATCH: only the fields sent change; a list sent replaces the whole list; a
  * PATCH that changes nothing writes nothing and returns no event (updatedAt unchanged).
  *
- * @throws ApiError 404 COURSE_NOT_FOUND, 400 INVALID_DATE_RANGE (also when only one end
- *   moves), *_NOT_FOUND; 500 INTERNAL_ERROR after MAX_ATTEMPTS lost races.
+ * @param ifMatch the request's `If-Match` (API.md § "PATCH /v3/courses/{id}"): checked
+ *   against the version of the state each attempt reads, so a write that lost a race to
+ *   another version answers 412 rather than overwrite it.
+ * @throws ApiError 404 COURSE_NOT_FOUND, 412 PRECONDITION_FAILED, 400 INVALID_DATE_RANGE
+ *   (also when only one end moves), *_NOT_FOUND; 500 INTERNAL_ERROR after MAX_ATTEMPTS
+ *   lost races.
  */
-export async function patchCourse(d1: D1Database, schoolId: string, courseId: string, patch: CoursePatch, timed: D1Timer = untimed): Promise<WriteResult> {
+export async function patchCourse(
+  d1: D1Database,
+  schoolId: string,
+  courseId: string,
+  patch: CoursePatch,
+  timed: D1Timer = untimed,
+  ifMatch?: IfMatch,
+): Promise<WriteResult> {
   const db = getDb(d1);
   let referencesChecked = false;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const before = await timed(() => loadCourseState(db, schoolId, courseId));
     if (!before) throw courseNotFound(courseId);
+    if (!ifMatchAdmits(ifMatch, String(before.version))) {
+      throw new ApiError("PRECONDITION_FAILED", `If-Match does not name the course's current version "${before.version}"; read it again (GET /v3/courses/${courseId}) and reapply your change.`);
+    }
     const now = Math.max(Date.now(), before.updatedAt + 1);
     const { after, changed } = applyPatch(before, patch);
     if (!(after.endDateTime > after.startDateTime)) throw invalidRange();
@@ -87,6 +103,7 @@ export async function patchCourse(d1: D1Database, schoolId: string, courseId: st
     }
     after.updatedAt = now;
     after.revision = newRevision(now);
+    after.version = before.version + 1;
     const events = deriveEvents(schoolId, before, after, now);
     if (await timed(() => runBatch(d1, writeStatements(schoolId, before, after, events), after.revision!))) {
       return { course: stateToRecord(after), events };

@@ -4,6 +4,7 @@
  * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
  * the cron sweep may repeat a publish safely.
  */
+import { openSession } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
 import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";
@@ -50,7 +51,9 @@ export async function publishEvents(
  * @returns counts of this sweep.
  */
 export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republished: number; failed: number; pruned: number }> {
-  const { results } = await env.DB.prepare(
+  // On the primary: a replica may not hold the newest unpublished rows yet.
+  const primary = openSession(env.DB, "write").d1;
+  const { results } = await primary.prepare(
     "SELECT event_id, school_id, payload FROM outbox WHERE published_at IS NULL AND created_at <= ? ORDER BY created_at, event_id LIMIT ?",
   )
     .bind(now - SWEEP_AFTER_MS, SWEEP_BATCH)
@@ -63,6 +66,6 @@ export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republi
     if (await publishEvents(env, schoolId, events)) republished += events.length;
     else failed += events.length;
   }
-  const pruned = await env.DB.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?").bind(now - PRUNE_AFTER_MS).run();
+  const pruned = await primary.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?").bind(now - PRUNE_AFTER_MS).run();
   return { republished, failed, pruned: pruned.meta.changes ?? 0 };
 }

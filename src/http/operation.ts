@@ -63,6 +63,8 @@ export interface Operation<E> {
   request?: {
     params?: z.ZodObject;
     query?: z.ZodObject;
+    /** Request headers the operation reads (documentation: src/http/headers.ts parses them). */
+    headers?: z.ZodObject;
     body?: {
       schema: z.ZodType;
       description: string;

@@ -114,10 +114,11 @@ const isError = (r: SuccessResponse | ErrorResponse): r is ErrorResponse => Arra
 
 /** The zod-to-openapi form of an operation. */
 function routeConfig<E>(op: Operation<E>): RouteConfig {
-  const { params, query, body } = op.request ?? {};
+  const { params, query, headers, body } = op.request ?? {};
   const request = {
     ...(params ? { params } : {}),
     ...(query ? { query } : {}),
+    ...(headers ? { headers } : {}),
     ...(body
       ? {
           body: {
