@@ -21,6 +21,8 @@ export default defineConfig(async () => {
             // A short attempt timeout so the webhook timeout test does not wait 15 s.
             WEBHOOK_TIMEOUT_MS: "1000",
           },
+          // The simulated read replica of test/replica-sim.ts (the local runtime has none).
+          d1Databases: { TEST_REPLICA: "test-replica" },
         },
       }),
     ],
