@@ -84,7 +84,7 @@ describe("read-your-writes across requests (simulated replica lag)", () => {
     const method = init.method ?? "GET";
     const request = new Request(`${BASE}${path}`, { method, headers, body: init.json === undefined ? undefined : JSON.stringify(init.json) });
     const exec = createExecutionContext();
-    const res = await worker.fetch(request, { ...env, DB: sim.binding() }, exec);
+    const res = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, DB: sim.binding() }, exec);
     await waitOnExecutionContext(exec);
     await checkResponse(method, `${BASE}${path}`, res);
     return { status: res.status, body: (await res.json()) as any, bookmark: res.headers.get(BOOKMARK), timing: res.headers.get("server-timing") ?? "" };
