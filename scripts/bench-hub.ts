@@ -187,7 +187,7 @@ async function main(): Promise<void> {
     const base = `http://127.0.0.1:${apiPort}`;
     const args = [
       "dev", BENCH_ENTRY, "--ip", "127.0.0.1", "--port", String(apiPort), "--persist-to", state,
-      "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true",
+      "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true", "--var", "RATE_LIMIT_ENABLED:false",
       "--show-interactive-dev-session=false", "--log-level", "warn",
     ];
     const childEnv = wranglerEnv({ BENCH_PORT: String(apiPort), BENCH_STATE: state });
@@ -334,6 +334,7 @@ async function serve(): Promise<void> {
     entrypoint: path.join(root, BENCH_ENTRY),
     bindings: {
       WEBHOOK_ALLOW_INSECURE_URLS: { type: "plain_text", value: "true" },
+      RATE_LIMIT_ENABLED: { type: "plain_text", value: "false" },
     },
     dev: {
       inspector: false,

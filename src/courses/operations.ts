@@ -10,6 +10,7 @@
 import type { IRequest } from "itty-router";
 import { z } from "zod";
 import { type DbSession, openSession, type SessionKind } from "../db/client";
+import { findKey, isKeyConflict, type KeyRow, keyStatements, requestHash, type StoredResponse } from "../db/idempotency";
 import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
 import type { D1Timer, RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
@@ -17,13 +18,15 @@ import {
   BOOKMARK_HEADER,
   bookmarkHeaderSchema,
   bookmarkResponseHeader,
+  idempotencyKeyHeaderSchema,
   ifMatchHeaderSchema,
   readBookmark,
+  readIdempotencyKey,
   readIfMatch,
 } from "../http/headers";
 import { BODY_ERRORS, type ErrorCodes, type HeaderDoc, locationHeader, type Operation } from "../http/operation";
 import { pathParam, readJson, rejectQuery } from "../http/request";
-import { success } from "../http/respond";
+import { replayedHeader, storedAnswer, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
 import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
@@ -194,16 +197,20 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       summary: "Create a course",
       description:
         "Creates a course and publishes `course.created` (and `course.professor_signed` for each professor sent already signed). Referenced ids must exist in the school. Answers once the events are durably queued.",
-      request: { headers: sessionHeaders, body: { schema: createCourseSchema, description: "The new course." } },
+      request: {
+        headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema, [BOOKMARK_HEADER]: bookmarkHeaderSchema }),
+        body: { schema: createCourseSchema, description: "The new course." },
+      },
       responses: {
         201: {
           description: "The course is created.",
           schema: courseResponseSchema,
           example: { status: "success", result: { ...COURSE_EXAMPLE, createdAt: COURSE_EXAMPLE.updatedAt } },
-          headers: { ...locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`), ...bookmarkResponseHeader },
+          headers: { ...locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`), ...bookmarkResponseHeader, ...replayedHeader },
         },
-        400: { codes: WRITE_400_CODES, lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark`." },
+        400: { codes: WRITE_400_CODES, lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`." },
         401: ["UNAUTHORIZED"],
+        422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was written; use a new key for a new request." },
         ...BODY_ERRORS,
         500: ["INTERNAL_ERROR"],
       },
@@ -211,11 +218,38 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         return inSession(req, env, rc, "write", async (s) => {
           const schoolId = await authenticate(req, s.d1, rc);
           rejectQuery(req);
-          const input = parseCreateBody(await readJson(req));
+          const key = readIdempotencyKey(req);
+          const json = await readJson(req);
+          const input = parseCreateBody(json);
           const timed = rc.db.bind(rc);
-          const { course, events } = await createCourse(s.d1, schoolId, input, timed);
-          await publish(env, schoolId, events, timed);
-          return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
+          if (key === undefined) {
+            const { course, events } = await createCourse(s.d1, schoolId, input, timed);
+            await publish(env, schoolId, events, timed);
+            return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
+          }
+          // API.md § "Conventions" (idempotent creation): the answer is stored with the course.
+          const hash = await requestHash(json);
+          const replay = (row: KeyRow) => {
+            if (row.requestHash !== hash) throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.");
+            return storedAnswer(row, true);
+          };
+          const found = await timed(() => findKey(s.d1, schoolId, key));
+          if (found) return replay(found);
+          let first: StoredResponse | undefined;
+          try {
+            const { events } = await createCourse(s.d1, schoolId, input, timed, Date.now(), (course) => {
+              first = { status: 201, body: JSON.stringify({ status: "success", result: course }), location: `/v3/courses/${course.id}` };
+              return keyStatements(schoolId, key, hash, first);
+            });
+            await publish(env, schoolId, events, timed);
+            return storedAnswer(first!, false);
+          } catch (err) {
+            if (!isKeyConflict(err)) throw err;
+            // A concurrent request with this key committed first: answer as it did (read on the primary).
+            const winner = await timed(() => findKey(openSession(env.DB, "write").d1, schoolId, key));
+            if (!winner) throw err;
+            return replay(winner);
+          }
         });
       },
     },

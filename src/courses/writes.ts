@@ -7,6 +7,7 @@
  * fresh state, so no field of a concurrent PATCH is lost and each event describes exactly its
  * own change.
  */
+import type { SQL } from "drizzle-orm";
 import { getDb } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
 import { ApiError } from "../http/errors";
@@ -37,9 +38,18 @@ const invalidRange = () =>
  *
  * @param input a parsed POST body.
  * @param now ms since the epoch: the course's `createdAt`/`updatedAt`.
- * @throws ApiError 400 INVALID_DATE_RANGE, *_NOT_FOUND.
+ * @param alongside statements to commit in the same batch, first, given the new course (the
+ *   idempotency key row of src/db/idempotency.ts); if one fails, nothing is written.
+ * @throws ApiError 400 INVALID_DATE_RANGE, *_NOT_FOUND; the batch's error when a statement fails.
  */
-export async function createCourse(d1: D1Database, schoolId: string, input: CourseInput, timed: D1Timer = untimed, now = Date.now()): Promise<WriteResult> {
+export async function createCourse(
+  d1: D1Database,
+  schoolId: string,
+  input: CourseInput,
+  timed: D1Timer = untimed,
+  now = Date.now(),
+  alongside: (course: CourseRecord) => SQL[] = () => [],
+): Promise<WriteResult> {
   if (!(input.endDateTime > input.startDateTime)) throw invalidRange();
   await checkReferences(d1, schoolId, input, timed);
   const after: CourseState = {
@@ -62,8 +72,9 @@ export async function createCourse(d1: D1Database, schoolId: string, input: Cour
     version: 1,
   };
   const events = deriveEvents(schoolId, undefined, after, now);
-  await timed(() => runBatch(d1, writeStatements(schoolId, undefined, after, events)));
-  return { course: stateToRecord(after), events };
+  const course = stateToRecord(after);
+  await timed(() => runBatch(d1, [...alongside(course), ...writeStatements(schoolId, undefined, after, events)]));
+  return { course, events };
 }
 
 /**

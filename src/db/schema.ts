@@ -209,3 +209,24 @@ export const importCourseStates = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.schoolId, t.courseId] })],
 );
+
+/**
+ * Idempotency keys of POST /v3/courses (src/db/idempotency.ts): the first response of each
+ * key, written in the same batch as the course, kept 24 h (pruned by the cron).
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    schoolId: text("school_id").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 hex of the first request's JSON body. */
+    requestHash: text("request_hash").notNull(),
+    status: integer("status").notNull(),
+    /** The first response's exact body text. */
+    body: text("body").notNull(),
+    location: text("location"),
+    /** ms since epoch. */
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.schoolId, t.key] }), index("idempotency_keys_created_idx").on(t.createdAt)],
+);

@@ -18,6 +18,7 @@ import { OpenApiGeneratorV31, OpenAPIRegistry, type ResponseConfig, type RouteCo
 import type { z } from "zod";
 import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
 import { errorEnvelope } from "../http/envelopes";
+import { RATE_LIMIT_WINDOW_S } from "../http/rate-limit";
 import type { ErrorResponse, Operation, OutgoingRequest, SuccessResponse } from "../http/operation";
 import { conventions } from "./conventions";
 
@@ -58,12 +59,28 @@ const COMMON_HEADERS = {
     schema: { type: "string", pattern: "^db;dur=\\d+(\\.\\d+)?(;[^,]*)?, total;dur=\\d+(\\.\\d+)?$" },
     example: 'db;dur=3.2;desc="D1 round trips: 1", total;dur=4.8',
   },
+  RateLimitPolicy: {
+    description: `While the rate limit is enabled (every deployment unless \`RATE_LIMIT_ENABLED=false\`): \`"default";q=<requests>;w=${RATE_LIMIT_WINDOW_S}\`, the requests allowed per API key (per client IP without a valid key) in a ${RATE_LIMIT_WINDOW_S} s window.`,
+    required: false,
+    schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[0-9]+$' },
+    example: `"default";q=600;w=${RATE_LIMIT_WINDOW_S}`,
+  },
+  RetryAfter: {
+    description: "Seconds to wait before retrying (the rate-limit window: an upper bound).",
+    required: true,
+    schema: { type: "string", pattern: "^[0-9]+$" },
+    example: String(RATE_LIMIT_WINDOW_S),
+  },
 } as const;
 
 const headerRefs = {
   "x-request-id": { $ref: "#/components/headers/RequestId" },
   "Server-Timing": { $ref: "#/components/headers/ServerTiming" },
+  "RateLimit-Policy": { $ref: "#/components/headers/RateLimitPolicy" },
 };
+
+/** 429 RATE_LIMITED: every operation may answer it (src/http/rate-limit.ts runs before them all). */
+const RATE_LIMITED_RESPONSE: ErrorResponse = { codes: ["RATE_LIMITED"], lead: "The limit is counted per API key, or per client IP for requests without a valid key." };
 
 /** When `code` is answered, as a sentence of the document. */
 const when = (code: ErrorCode) => ERRORS[code].when;
@@ -103,9 +120,10 @@ function fail(response: ErrorResponse): ResponseConfig {
   const shared = sharedErrors[status as keyof typeof sharedErrors];
   const schema = shared && codes.length === 1 && shared.shape.code.options[0] === codes[0] ? shared : errorEnvelope(codes);
   const lines = codes.map((c) => `- \`${c}\`: ${when(c)}.`).join("\n");
+  const headers = status === 429 ? { ...headerRefs, "Retry-After": { $ref: "#/components/headers/RetryAfter" } } : headerRefs;
   return {
     description: `${lead ? `${lead}\n\n` : ""}${lines}`,
-    headers: headerRefs as ResponseConfig["headers"],
+    headers: headers as ResponseConfig["headers"],
     content: { "application/json": { schema, example: errorExample(codes[0]) } },
   };
 }
@@ -138,7 +156,9 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
     description: op.description,
     ...(op.public ? { security: [] } : {}),
     ...(op.request ? { request } : {}),
-    responses: Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
+    responses: Object.fromEntries(
+      Object.entries({ ...op.responses, 429: RATE_LIMITED_RESPONSE }).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)]),
+    ),
     parameters: [{ $ref: "#/components/parameters/RequestIdHeader" }],
   };
 }
