@@ -19,15 +19,15 @@
  * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`).
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { DEMO_API_KEY, generateDataset } from "./dataset/build";
 import { datasetStats } from "./generate";
-import { importData, type ImportSummary } from "./import";
-import { startDevServer, type DevServer } from "./lib/dev-server";
+import { type ImportSummary, importData } from "./import";
+import { type DevServer, startDevServer } from "./lib/dev-server";
 import { applyMigrations, BENCH_ENTRY, ROOT } from "./lib/wrangler";
 
 const { values: opts } = parseArgs({
@@ -154,20 +154,36 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
     { name: "studentId (one student)", method: "GET", path: `/v3/courses?studentId=${student}` },
     { name: "professorSignatureMissing=true", method: "GET", path: "/v3/courses?professorSignatureMissing=true" },
     { name: "name substring", method: "GET", path: `/v3/courses?name=${enc("économie")}` },
-    { name: "all four includes, limit=100", method: "GET", path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true" },
+    {
+      name: "all four includes, limit=100",
+      method: "GET",
+      path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true",
+    },
     { name: "page 50", method: "GET", path: "/v3/courses?page=50" },
     {
       name: "search: 10,000 studentId, sort name + startDateTime",
       method: "POST",
       path: "/v3/courses:search",
-      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "asc" }] },
+      body: {
+        studentId: tenThousand,
+        sort: [
+          { field: "name", order: "asc" },
+          { field: "startDateTime", order: "asc" },
+        ],
+      },
     },
     {
       // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
       name: "search: 10,000 studentId, sort name + startDateTime desc",
       method: "POST",
       path: "/v3/courses:search",
-      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "desc" }] },
+      body: {
+        studentId: tenThousand,
+        sort: [
+          { field: "name", order: "asc" },
+          { field: "startDateTime", order: "desc" },
+        ],
+      },
     },
   ];
 }
@@ -234,7 +250,9 @@ async function main() {
         resultCount: s.count,
       };
       results.push(r);
-      log(`${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")}`);
+      log(
+        `${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")}`,
+      );
     }
   } finally {
     await server?.stop();
@@ -265,7 +283,13 @@ function writeResults(r: {
   mkdirSync(dir, { recursive: true });
   const cpus = os.cpus();
   const machine = { cpus: cpus.length, model: cpus[0]?.model ?? "?", node: process.version, date: new Date().toISOString() };
-  const json = { machine, dataset: { ...r.genOpts, ...r.stats }, import: r.importSummary, queries: r.results, hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })) };
+  const json = {
+    machine,
+    dataset: { ...r.genOpts, ...r.stats },
+    import: r.importSummary,
+    queries: r.results,
+    hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })),
+  };
   writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
 
   const listings = r.results.filter((q) => !q.name.startsWith("floor"));
@@ -291,7 +315,9 @@ function writeResults(r: {
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   );
   for (const q of r.results) {
-    lines.push(`| ${q.name} | ${fmt(q.c1.p50)} | ${fmt(q.ratioToFloor, 2)} | ${fmt(q.c1.p99)} | ${fmt(q.c1.rps, 0)} | ${fmt(q.c16.rps, 0)} | ${fmt(q.c16.p50)} | ${fmt(q.c16.p99)} | ${fmt(q.dbMsMedian, 2)} | ${q.roundTrips.join("/")} | ${q.resultCount} |`);
+    lines.push(
+      `| ${q.name} | ${fmt(q.c1.p50)} | ${fmt(q.ratioToFloor, 2)} | ${fmt(q.c1.p99)} | ${fmt(q.c1.rps, 0)} | ${fmt(q.c16.rps, 0)} | ${fmt(q.c16.p50)} | ${fmt(q.c16.p99)} | ${fmt(q.dbMsMedian, 2)} | ${q.roundTrips.join("/")} | ${q.resultCount} |`,
+    );
   }
   const ratioOk = listings.filter((q) => q.ratioToFloor <= 1.5).length;
   const tripsOk = listings.filter((q) => q.roundTrips.length === 1 && q.roundTrips[0] === 1).length;

@@ -16,7 +16,7 @@
  * entirely or not at all. A failed import can simply be run again (the statements are upserts
  * and relation-list replacements). Exit status: 0 done, 1 wrangler failed, 2 bad usage or file.
  */
-import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";

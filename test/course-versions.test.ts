@@ -22,9 +22,11 @@ const patch = (id: string, json: unknown, ifMatch?: string) =>
   callJson(`/v3/courses/${id}`, { method: "PATCH", key: KEY_A, json, headers: ifMatch === undefined ? {} : { "if-match": ifMatch } });
 const versionOf = async (id: string) => (await env.DB.prepare("SELECT version FROM courses WHERE id = ?").bind(id).first<{ version: number }>())!.version;
 const outbox = async (id: string) =>
-  (await env.DB.prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid").bind(id).all<{ payload: string }>()).results.map(
-    (r) => JSON.parse(r.payload) as { type: string; data: { course: { version: number } } },
-  );
+  (
+    await env.DB.prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
+      .bind(id)
+      .all<{ payload: string }>()
+  ).results.map((r) => JSON.parse(r.payload) as { type: string; data: { course: { version: number } } });
 
 describe("version", () => {
   it("is 1 at creation, +1 per committed change, unchanged by a no-op PATCH; events carry it", async () => {
@@ -44,7 +46,7 @@ describe("version", () => {
 });
 
 describe("ETag and If-Match", () => {
-  it("GET without includes carries ETag \"<version>\"; with includes none", async () => {
+  it('GET without includes carries ETag "<version>"; with includes none', async () => {
     const c = await create();
     const { res } = await callJson(`/v3/courses/${c.id}`, { key: KEY_A });
     expect(res.headers.get("etag")).toBe('"1"');

@@ -39,7 +39,12 @@ describe("Idempotency-Key on POST /v3/courses", () => {
 
   it("the same key with another body is 422 IDEMPOTENCY_KEY_MISMATCH and writes nothing", async () => {
     await post("key-mismatch", { ...course, name: "Mismatch A" });
-    const r = await callJson("/v3/courses", { method: "POST", key: KEY_A, json: { ...course, name: "Mismatch B" }, headers: { "idempotency-key": "key-mismatch" } });
+    const r = await callJson("/v3/courses", {
+      method: "POST",
+      key: KEY_A,
+      json: { ...course, name: "Mismatch B" },
+      headers: { "idempotency-key": "key-mismatch" },
+    });
     expect([r.status, r.body.code]).toEqual([422, "IDEMPOTENCY_KEY_MISMATCH"]);
     expect(await count("Mismatch B")).toBe(0);
   });
@@ -81,11 +86,15 @@ describe("Idempotency-Key on POST /v3/courses", () => {
   it("a key older than 24 h is forgotten (a new course), and the cron's prune deletes it", async () => {
     const json = { ...course, name: "Expired key" };
     await post("key-expired", json);
-    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'").bind(IDEMPOTENCY_TTL_MS + 1000).run();
+    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
+      .bind(IDEMPOTENCY_TTL_MS + 1000)
+      .run();
     const again = await post("key-expired", json);
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([201, null]);
     expect(await count("Expired key")).toBe(2);
-    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'").bind(IDEMPOTENCY_TTL_MS + 1000).run();
+    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
+      .bind(IDEMPOTENCY_TTL_MS + 1000)
+      .run();
     expect(await pruneIdempotencyKeys(env.DB)).toBeGreaterThanOrEqual(1);
     const left = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'key-expired'").first<{ n: number }>();
     expect(left!.n).toBe(0);

@@ -10,7 +10,9 @@ import { getDb } from "../src/db/client";
 
 const plan = async (q: ReturnType<typeof parseListQuery>) => {
   const { sql, params } = selectCoursePage(getDb(env.DB), { keyHash: "h" }, q).toSQL();
-  const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+  const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+    .bind(...params)
+    .all<{ detail: string }>();
   return rows.results.map((r) => r.detail);
 };
 
@@ -49,7 +51,12 @@ describe("query plans", () => {
   it("no full scan for search sorts and courseId lists", async () => {
     for (const body of [
       { courseId: ["crs_1", "crs_2"] },
-      { sort: [{ field: "name", order: "desc" }, { field: "classroom", order: "asc" }] },
+      {
+        sort: [
+          { field: "name", order: "desc" },
+          { field: "classroom", order: "asc" },
+        ],
+      },
       { studentId: Array.from({ length: 1000 }, (_, i) => `stu_${i}`), sort: [{ field: "updatedAt", order: "desc" }] },
     ]) {
       const details = await plan(parseSearchBody(body));

@@ -72,12 +72,18 @@ export class ReplicatedD1 {
 
   /** The binding as the Worker sees it. */
   binding(): D1Database {
-    const sim = this;
     const direct = { kind: "direct" as const, pos: 0 };
     return {
-      prepare: (sql: string) => new SimStatement(sim, direct, { sql, params: [] }),
-      batch: async (stmts: SimStatement[]) => (await sim.run(stmts.map((s) => s.bound), "primary", 0)).results,
-      withSession: (constraintOrBookmark?: string) => new SimSession(sim, constraintOrBookmark ?? "first-unconstrained"),
+      prepare: (sql: string) => new SimStatement(this, direct, { sql, params: [] }),
+      batch: async (stmts: SimStatement[]) =>
+        (
+          await this.run(
+            stmts.map((s) => s.bound),
+            "primary",
+            0,
+          )
+        ).results,
+      withSession: (constraintOrBookmark?: string) => new SimSession(this, constraintOrBookmark ?? "first-unconstrained"),
       exec: () => {
         throw new Error("exec is not simulated");
       },

@@ -63,7 +63,13 @@ describe("a malformed bookmark", () => {
       ["/v3/courses/crs_01", "PATCH", { classroom: "B204" }],
     ] as const) {
       const r = await callJson(path, { method, key: KEY_A, json, headers: { [BOOKMARK]: value } });
-      expect([path, method, r.status, r.body.code, r.body.details]).toEqual([path, method, 400, "INVALID_PARAMETER", [{ parameter: BOOKMARK, message: expect.any(String) }]]);
+      expect([path, method, r.status, r.body.code, r.body.details]).toEqual([
+        path,
+        method,
+        400,
+        "INVALID_PARAMETER",
+        [{ parameter: BOOKMARK, message: expect.any(String) }],
+      ]);
     }
   });
 

@@ -4,7 +4,7 @@
  * Wrangler is started as `node <wrangler.js> …` rather than through `npx`, which saves the
  * npx start-up on every call; the arguments are the same as `npx wrangler …`.
  */
-import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -83,8 +83,12 @@ export interface WranglerResult {
  * @throws Error only when the process cannot be started.
  */
 export function runWrangler(args: string[], opts: { inherit?: boolean } = {}): Promise<WranglerResult> {
+  return outputOf(spawnWrangler(args, opts.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]));
+}
+
+/** Waits for a child process; resolves with its exit code and what it printed (piped streams). */
+export function outputOf(child: ChildProcess): Promise<WranglerResult> {
   return new Promise((resolve, reject) => {
-    const child = spawnWrangler(args, opts.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]);
     let stdout = "";
     let stderr = "";
     child.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
@@ -106,11 +110,7 @@ export function targetArgs(target: "local" | "remote", persistTo?: string): stri
  *
  * @throws Error with wrangler's output when wrangler fails or prints no JSON.
  */
-export async function d1Query<T = Record<string, unknown>>(
-  sql: string,
-  target: "local" | "remote" = "local",
-  persistTo?: string,
-): Promise<T[]> {
+export async function d1Query<T = Record<string, unknown>>(sql: string, target: "local" | "remote" = "local", persistTo?: string): Promise<T[]> {
   const r = await runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
   if (r.code !== 0) throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
   const start = r.stdout.indexOf("[");
@@ -129,11 +129,7 @@ export async function d1Query<T = Record<string, unknown>>(
  *
  * @throws Error when wrangler exits non-zero (with its output when quiet).
  */
-export async function applyMigrations(
-  target: "local" | "remote" = "local",
-  persistTo?: string,
-  opts: { quiet?: boolean } = {},
-): Promise<void> {
+export async function applyMigrations(target: "local" | "remote" = "local", persistTo?: string, opts: { quiet?: boolean } = {}): Promise<void> {
   const r = await runWrangler(["d1", "migrations", "apply", DB_BINDING, ...targetArgs(target, persistTo)], { inherit: !opts.quiet });
   if (r.code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${r.code})${opts.quiet ? `:\n${r.stdout}${r.stderr}` : ""}`);
 }

@@ -30,7 +30,7 @@ import { replayedHeader, storedAnswer, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
 import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
-import { readCoursePage, readCourse } from "./read";
+import { readCourse, readCoursePage } from "./read";
 import {
   COURSE_EXAMPLE,
   COURSE_WITH_INCLUDES,
@@ -86,6 +86,15 @@ async function inSession(req: IRequest, env: Env, rc: RequestContext, kind: Sess
     const after = session.bookmark();
     throw err instanceof ApiError && after ? err.withHeaders({ [BOOKMARK_HEADER]: after }) : err;
   }
+}
+
+/** A course write: a write session, the key's school (checked in it), no query string. */
+function inWriteSession(req: IRequest, env: Env, rc: RequestContext, work: (s: DbSession, schoolId: string) => Promise<Response>): Promise<Response> {
+  return inSession(req, env, rc, "write", async (s) => {
+    const schoolId = await authenticate(req, s.d1, rc);
+    rejectQuery(req);
+    return work(s, schoolId);
+  });
 }
 
 async function answerPage(session: DbSession, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
@@ -208,16 +217,17 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           example: { status: "success", result: { ...COURSE_EXAMPLE, createdAt: COURSE_EXAMPLE.updatedAt } },
           headers: { ...locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`), ...bookmarkResponseHeader, ...replayedHeader },
         },
-        400: { codes: WRITE_400_CODES, lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`." },
+        400: {
+          codes: WRITE_400_CODES,
+          lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`.",
+        },
         401: ["UNAUTHORIZED"],
         422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was written; use a new key for a new request." },
         ...BODY_ERRORS,
         500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
-        return inSession(req, env, rc, "write", async (s) => {
-          const schoolId = await authenticate(req, s.d1, rc);
-          rejectQuery(req);
+        return inWriteSession(req, env, rc, async (s, schoolId) => {
           const key = readIdempotencyKey(req);
           const json = await readJson(req);
           const input = parseCreateBody(json);
@@ -230,7 +240,11 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           // API.md § "Conventions" (idempotent creation): the answer is stored with the course.
           const hash = await requestHash(json);
           const replay = (row: KeyRow) => {
-            if (row.requestHash !== hash) throw new ApiError("IDEMPOTENCY_KEY_MISMATCH", "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.");
+            if (row.requestHash !== hash)
+              throw new ApiError(
+                "IDEMPOTENCY_KEY_MISMATCH",
+                "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.",
+              );
             return storedAnswer(row, true);
           };
           const found = await timed(() => findKey(s.d1, schoolId, key));
@@ -260,10 +274,15 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       tag: TAG,
       summary: "Get one course",
       description:
-        "One course of the school, with the include flags of the list (the only query parameters accepted). Without include flags the response carries `ETag: \"<version>\"`, for `If-Match` on PATCH.",
+        'One course of the school, with the include flags of the list (the only query parameters accepted). Without include flags the response carries `ETag: "<version>"`, for `If-Match` on PATCH.',
       request: { params: courseIdParams, query: includeQuerySchema, headers: sessionHeaders },
       responses: {
-        200: { description: "The course.", schema: courseResponseSchema, example: { status: "success", result: COURSE_WITH_INCLUDES }, headers: { ...etagHeader, ...bookmarkResponseHeader } },
+        200: {
+          description: "The course.",
+          schema: courseResponseSchema,
+          example: { status: "success", result: COURSE_WITH_INCLUDES },
+          headers: { ...etagHeader, ...bookmarkResponseHeader },
+        },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
         401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
@@ -305,7 +324,10 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           example: { status: "success", result: { ...COURSE_EXAMPLE, archived: true, version: 4 } },
           headers: bookmarkResponseHeader,
         },
-        400: { codes: WRITE_400_CODES, lead: "`INVALID_DATE_RANGE` also when only one end moves past the other. `INVALID_PARAMETER` for a malformed `If-Match` or `x-d1-bookmark`." },
+        400: {
+          codes: WRITE_400_CODES,
+          lead: "`INVALID_DATE_RANGE` also when only one end moves past the other. `INVALID_PARAMETER` for a malformed `If-Match` or `x-d1-bookmark`.",
+        },
         401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
         412: { codes: ["PRECONDITION_FAILED"], lead: "Nothing was written and no event published; read the course again and reapply the change." },
@@ -313,9 +335,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
-        return inSession(req, env, rc, "write", async (s) => {
-          const schoolId = await authenticate(req, s.d1, rc);
-          rejectQuery(req);
+        return inWriteSession(req, env, rc, async (s, schoolId) => {
           const id = pathParam(req);
           const ifMatch = readIfMatch(req);
           const patch = parsePatchBody(await readJson(req));

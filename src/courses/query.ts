@@ -6,10 +6,10 @@
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
  * parameter per id (D1 allows 100 per statement).
  */
-import { and, asc, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, lte, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/schema";
-import { escapeLike, fold } from "../lib/text";
+import { fold } from "../lib/text";
 import type { SortKey } from "./filter-schemas";
 import type { CourseQuery, Includes } from "./filters";
 
@@ -21,9 +21,7 @@ export type SchoolScope = { schoolId: string } | { keyHash: string };
 
 /** SQL for the school id of a scope. */
 function schoolIdSql(scope: SchoolScope): SQL {
-  return "schoolId" in scope
-    ? sql`${scope.schoolId}`
-    : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
+  return "schoolId" in scope ? sql`${scope.schoolId}` : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
 }
 
 const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
@@ -69,7 +67,10 @@ function courseConditions(school: SQL, q: CourseQuery): SQL {
   if (q.archived !== undefined) c.push(eq(courses.archived, q.archived));
   if (q.classroom !== undefined) c.push(eq(courses.classroom, q.classroom));
   if (q.creatorId !== undefined) c.push(eq(courses.creatorId, q.creatorId));
-  if (q.name !== undefined) c.push(sql`${courses.nameFolded} LIKE ${`%${escapeLike(fold(q.name))}%`} ESCAPE '\\'`);
+  // instr(), not LIKE: D1 refuses LIKE/GLOB patterns longer than about 50 bytes ("LIKE or
+  // GLOB pattern too complex"), and a substring test needs no escaping of `%` and `_`. The
+  // plan is the same (the name is checked on the school's rows either way).
+  if (q.name !== undefined) c.push(sql`instr(${courses.nameFolded}, ${fold(q.name)}) > 0`);
   if (q.professorSignatureMissing !== undefined) {
     // Probed course by course (index (school_id, signed, course_id)): the set of unsigned
     // courses is large, so materializing it first would cost more than the page.
@@ -116,7 +117,8 @@ function embedded(inc: Includes) {
       SELECT s.id, s.first_name, s.last_name, s.email FROM course_students r JOIN students s ON s.school_id = r.school_id AND s.id = r.student_id
       WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.teachers)
-    cols.teachers = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
+    cols.teachers =
+      sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
       SELECT p.id, p.first_name, p.last_name, p.email, r.co_teacher, r.signed FROM course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id
       WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.surveyTemplates)

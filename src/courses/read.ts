@@ -19,7 +19,12 @@ import { type CourseRecord, courseNotFound } from "./schemas";
  * @returns the records of the page and whether another page exists.
  * @throws ApiError 401 UNAUTHORIZED when the key is unknown or revoked.
  */
-export async function readCoursePage(session: DbSession, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<{ records: CourseRecord[]; hasMore: boolean }> {
+export async function readCoursePage(
+  session: DbSession,
+  rc: RequestContext,
+  keyHash: string,
+  q: CourseQuery,
+): Promise<{ records: CourseRecord[]; hasMore: boolean }> {
   const { db } = session;
   const [keyRows, rows] = await rc.db(() =>
     db.batch([

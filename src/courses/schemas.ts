@@ -5,8 +5,8 @@
  * publishes (their documented bodies are built from it in src/events/schemas.ts).
  */
 import { z } from "zod";
-import { ApiError } from "../http/errors";
 import { listEnvelope, successEnvelope } from "../http/envelopes";
+import { ApiError } from "../http/errors";
 import { idSchema, instantOutSchema, opaqueIdSchema } from "../lib/fields";
 
 /** A student embedded by `includeStudents=true`. */
@@ -92,7 +92,8 @@ export const courseRecordSchema = z
     archived: z.boolean(),
     absencesSent: z.boolean(),
     version: z.int().min(1).meta({
-      description: "1 when the course is created (or first imported), +1 with each committed change; events carry it. GET /v3/courses/{id} sends it as `ETag`, PATCH takes it in `If-Match`.",
+      description:
+        "1 when the course is created (or first imported), +1 with each committed change; events carry it. GET /v3/courses/{id} sends it as `ETag`, PATCH takes it in `If-Match`.",
       example: 3,
     }),
     createdAt: instantOutSchema,

@@ -102,7 +102,10 @@ export async function patchCourse(
     const before = await timed(() => loadCourseState(db, schoolId, courseId));
     if (!before) throw courseNotFound(courseId);
     if (!ifMatchAdmits(ifMatch, String(before.version))) {
-      throw new ApiError("PRECONDITION_FAILED", `If-Match does not name the course's current version "${before.version}"; read it again (GET /v3/courses/${courseId}) and reapply your change.`);
+      throw new ApiError(
+        "PRECONDITION_FAILED",
+        `If-Match does not name the course's current version "${before.version}"; read it again (GET /v3/courses/${courseId}) and reapply your change.`,
+      );
     }
     const now = Math.max(Date.now(), before.updatedAt + 1);
     const { after, changed } = applyPatch(before, patch);

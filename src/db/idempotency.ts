@@ -9,18 +9,14 @@
  * and its request then replays the first one's row (`isKeyConflict`).
  */
 import { type SQL, sql } from "drizzle-orm";
+import type { StoredAnswer } from "../http/respond";
 import { sha256Hex } from "../lib/crypto";
 
 /** How long a key is honoured (ms): 24 h. */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
-/** A stored first response. */
-export interface StoredResponse {
-  status: number;
-  /** The exact body text of the first response. */
-  body: string;
-  location: string | null;
-}
+/** A stored first response (status, exact body text, location). */
+export type StoredResponse = StoredAnswer;
 
 /** A stored key row: the first request's body hash and its response. */
 export interface KeyRow extends StoredResponse {
@@ -65,6 +61,9 @@ export const isKeyConflict = (err: unknown): boolean => err instanceof Error && 
  * @returns the number of rows deleted.
  */
 export async function pruneIdempotencyKeys(d1: D1Database, now = Date.now()): Promise<number> {
-  const r = await d1.prepare("DELETE FROM idempotency_keys WHERE created_at <= ?").bind(now - IDEMPOTENCY_TTL_MS).run();
+  const r = await d1
+    .prepare("DELETE FROM idempotency_keys WHERE created_at <= ?")
+    .bind(now - IDEMPOTENCY_TTL_MS)
+    .run();
   return r.meta.changes ?? 0;
 }

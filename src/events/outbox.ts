@@ -23,12 +23,7 @@ const SWEEP_BATCH = 500;
  * @returns true when the hub acknowledged them; false when the hub could not be reached
  *   (the rows stay unpublished for the sweep; the error is logged, never thrown).
  */
-export async function publishEvents(
-  env: Env,
-  schoolId: string,
-  events: SchoolEvent[],
-  timed: D1Timer = untimed,
-): Promise<boolean> {
+export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed): Promise<boolean> {
   if (events.length === 0) return true;
   try {
     await hubFor(env, schoolId).publish(events);
@@ -53,9 +48,8 @@ export async function publishEvents(
 export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republished: number; failed: number; pruned: number }> {
   // On the primary: a replica may not hold the newest unpublished rows yet.
   const primary = openSession(env.DB, "write").d1;
-  const { results } = await primary.prepare(
-    "SELECT event_id, school_id, payload FROM outbox WHERE published_at IS NULL AND created_at <= ? ORDER BY created_at, event_id LIMIT ?",
-  )
+  const { results } = await primary
+    .prepare("SELECT event_id, school_id, payload FROM outbox WHERE published_at IS NULL AND created_at <= ? ORDER BY created_at, event_id LIMIT ?")
     .bind(now - SWEEP_AFTER_MS, SWEEP_BATCH)
     .all<{ event_id: string; school_id: string; payload: string }>();
   const bySchool = new Map<string, SchoolEvent[]>();
@@ -66,6 +60,9 @@ export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republi
     if (await publishEvents(env, schoolId, events)) republished += events.length;
     else failed += events.length;
   }
-  const pruned = await primary.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?").bind(now - PRUNE_AFTER_MS).run();
+  const pruned = await primary
+    .prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?")
+    .bind(now - PRUNE_AFTER_MS)
+    .run();
   return { republished, failed, pruned: pruned.meta.changes ?? 0 };
 }

@@ -7,7 +7,8 @@ import { z } from "zod";
 import { ApiError } from "./errors";
 import type { HeaderDoc } from "./operation";
 
-const invalidHeader = (name: string, message: string) => new ApiError("INVALID_PARAMETER", `Invalid ${name} header: ${message}.`, [{ parameter: name, message }]);
+const invalidHeader = (name: string, message: string) =>
+  new ApiError("INVALID_PARAMETER", `Invalid ${name} header: ${message}.`, [{ parameter: name, message }]);
 
 /**
  * A parsed `If-Match`: `"*"` (any current version) or the strong entity-tags listed, their
@@ -81,36 +82,25 @@ export function readIdempotencyKey(request: Request): string | undefined {
 // `request.headers` object and its responses' `headers`).
 
 /** The request header `If-Match`, documented. */
-export const ifMatchHeaderSchema = z
-  .string()
-  .optional()
-  .meta({
-    description:
-      'Optimistic concurrency: `*` (any version) or a comma-separated list of quoted versions (`"3"`, the `ETag` of GET /v3/courses/{id}). When the course is at another version, nothing is written: 412 PRECONDITION_FAILED. Weak tags (`W/"3"`) never match; anything else is a 400 INVALID_PARAMETER.',
-    example: '"3"',
-  });
+export const ifMatchHeaderSchema = z.string().optional().meta({
+  description:
+    'Optimistic concurrency: `*` (any version) or a comma-separated list of quoted versions (`"3"`, the `ETag` of GET /v3/courses/{id}). When the course is at another version, nothing is written: 412 PRECONDITION_FAILED. Weak tags (`W/"3"`) never match; anything else is a 400 INVALID_PARAMETER.',
+  example: '"3"',
+});
 
 /** The request header `x-d1-bookmark`, documented. */
-export const bookmarkHeaderSchema = z
-  .string()
-  .regex(BOOKMARK_RE)
-  .optional()
-  .meta({
-    description:
-      "The latest `x-d1-bookmark` this client received: the read is served from data at least as fresh as that response (its own writes included). Without it a read may be served by a replica a few seconds behind. 1–256 characters `[0-9A-Za-z-]`, else 400 INVALID_PARAMETER.",
-    example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
-  });
+export const bookmarkHeaderSchema = z.string().regex(BOOKMARK_RE).optional().meta({
+  description:
+    "The latest `x-d1-bookmark` this client received: the read is served from data at least as fresh as that response (its own writes included). Without it a read may be served by a replica a few seconds behind. 1–256 characters `[0-9A-Za-z-]`, else 400 INVALID_PARAMETER.",
+  example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
+});
 
 /** The request header `Idempotency-Key`, documented. */
-export const idempotencyKeyHeaderSchema = z
-  .string()
-  .regex(IDEMPOTENCY_KEY_RE)
-  .optional()
-  .meta({
-    description:
-      "1–255 printable ASCII characters. For 24 h, a request with the same key, school and body answers exactly as the first (status, body, `location`, plus `Idempotent-Replayed: true`) without writing again, also when two race; another body: 422 IDEMPOTENCY_KEY_MISMATCH.",
-    example: "3f2b1c9e-import-2026-09-01",
-  });
+export const idempotencyKeyHeaderSchema = z.string().regex(IDEMPOTENCY_KEY_RE).optional().meta({
+  description:
+    "1–255 printable ASCII characters. For 24 h, a request with the same key, school and body answers exactly as the first (status, body, `location`, plus `Idempotent-Replayed: true`) without writing again, also when two race; another body: 422 IDEMPOTENCY_KEY_MISMATCH.",
+  example: "3f2b1c9e-import-2026-09-01",
+});
 
 /** `x-d1-bookmark` of a course response (API.md § "Read consistency at the edge"). */
 export const bookmarkResponseHeader: Record<string, HeaderDoc> = {

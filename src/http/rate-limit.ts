@@ -9,8 +9,9 @@
  * exists; a request that then answers 401 is counted against its IP as well (one more call
  * to the binding, on the 401 path only).
  */
-import { API_KEY_PATTERN } from "../lib/ids";
+
 import { sha256Hex } from "../lib/crypto";
+import { API_KEY_PATTERN } from "../lib/ids";
 import { ApiError } from "./errors";
 
 /** The window of the binding's `simple.period` (s); the contract's `w`. */

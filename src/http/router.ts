@@ -3,7 +3,7 @@
  * error envelope for anything thrown, 404 NOT_FOUND / 405 METHOD_NOT_ALLOWED derived from
  * the same list, and the `x-request-id` and `Server-Timing` headers on every response.
  */
-import { type IRequest, Router, type RouteEntry } from "itty-router";
+import { type IRequest, type RouteEntry, Router } from "itty-router";
 import type { RequestContext } from "./context";
 import { errors, toErrorBody } from "./errors";
 import type { Operation } from "./operation";
@@ -45,7 +45,8 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
     if (allowed.length > 0) throw errors.methodNotAllowed(req.method, allowed);
     throw errors.notFound(path);
   });
-  return async (request: Request, env: E, exec: ExecutionContext, rc: RequestContext): Promise<Response> => finish(await router.fetch(request, env, exec, rc), rc);
+  return async (request: Request, env: E, exec: ExecutionContext, rc: RequestContext): Promise<Response> =>
+    finish(await router.fetch(request, env, exec, rc), rc);
 }
 
 /**
@@ -56,7 +57,7 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
 const EXPOSED_HEADERS = "x-request-id, x-d1-bookmark, ETag, Retry-After, RateLimit-Policy, Idempotent-Replayed, Location";
 
 /** `response` with the headers of every response: `x-request-id`, `Server-Timing`, `Access-Control-Expose-Headers`. */
-export function finish(response: Response, rc: RequestContext): Response {
+function finish(response: Response, rc: RequestContext): Response {
   const headers = new Headers(response.headers);
   headers.set("access-control-expose-headers", EXPOSED_HEADERS);
   headers.set("x-request-id", rc.requestId);

@@ -14,12 +14,12 @@
  * Served by GET /openapi.json (src/openapi/operations.ts); the tests validate every response
  * of the suite against it (test/openapi-check.ts).
  */
-import { OpenApiGeneratorV31, OpenAPIRegistry, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { z } from "zod";
-import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
 import { errorEnvelope } from "../http/envelopes";
-import { RATE_LIMIT_WINDOW_S } from "../http/rate-limit";
+import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
 import type { ErrorResponse, Operation, OutgoingRequest, SuccessResponse } from "../http/operation";
+import { RATE_LIMIT_WINDOW_S } from "../http/rate-limit";
 import { conventions } from "./conventions";
 
 /** The document: an OpenAPI 3.1 object (its root extension included). */
@@ -80,7 +80,10 @@ const headerRefs = {
 };
 
 /** 429 RATE_LIMITED: every operation may answer it (src/http/rate-limit.ts runs before them all). */
-const RATE_LIMITED_RESPONSE: ErrorResponse = { codes: ["RATE_LIMITED"], lead: "The limit is counted per API key, or per client IP for requests without a valid key." };
+const RATE_LIMITED_RESPONSE: ErrorResponse = {
+  codes: ["RATE_LIMITED"],
+  lead: "The limit is counted per API key, or per client IP for requests without a valid key.",
+};
 
 /** When `code` is answered, as a sentence of the document. */
 const when = (code: ErrorCode) => ERRORS[code].when;
@@ -156,9 +159,7 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
     description: op.description,
     ...(op.public ? { security: [] } : {}),
     ...(op.request ? { request } : {}),
-    responses: Object.fromEntries(
-      Object.entries({ ...op.responses, 429: RATE_LIMITED_RESPONSE }).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)]),
-    ),
+    responses: Object.fromEntries(Object.entries({ ...op.responses, 429: RATE_LIMITED_RESPONSE }).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
     parameters: [{ $ref: "#/components/parameters/RequestIdHeader" }],
   };
 }
@@ -209,7 +210,8 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     name: "x-request-id",
     in: "header",
     required: false,
-    description: "Optional id for this request (1–128 characters `[A-Za-z0-9_.:-]`), echoed in the `x-request-id` response header and `requestId`; otherwise one is minted.",
+    description:
+      "Optional id for this request (1–128 characters `[A-Za-z0-9_.:-]`), echoed in the `x-request-id` response header and `requestId`; otherwise one is minted.",
     schema: { type: "string", pattern: REQUEST_ID_PATTERN },
     examples: exampleOff("req_my-trace-42"),
   });

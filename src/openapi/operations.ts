@@ -7,8 +7,8 @@
  * fetched from, so that "Test Request" in /docs calls the same server.
  */
 import type { Operation } from "../http/operation";
-import { API_TITLE, API_VERSION, type OpenApiDocument } from "./document";
 import { docsPageHtml } from "./docs-page";
+import { API_TITLE, API_VERSION, type OpenApiDocument } from "./document";
 
 /** Distinct origins whose JSON is kept (a Worker sees one or two; the bound stops abuse). */
 const MAX_CACHED_ORIGINS = 8;
@@ -63,7 +63,8 @@ export function referenceOperations<E>(document: () => OpenApiDocument): Operati
       operationId: "getApiReference",
       tag: TAG,
       summary: "Interactive API reference",
-      description: "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication.",
+      description:
+        "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication.",
       public: true,
       responses: {
         200: { description: "The page.", mediaType: "text/html", schema: { type: "string" }, example: "<!doctype html>…" },

@@ -32,7 +32,7 @@ import {
   webhookTestResponseSchema,
 } from "./schemas";
 import type { Subscription } from "./types";
-import { checkWebhookUrl } from "./url-policy";
+import { requireWebhookUrl } from "./url-policy";
 
 /** 404 WEBHOOK_NOT_FOUND for `id`. */
 const webhookNotFound = (id: string) => new ApiError("WEBHOOK_NOT_FOUND", `No webhook registration with id "${id}" exists in this school.`);
@@ -72,16 +72,15 @@ export const webhookOperations: Operation<Env>[] = [
     },
     /**
      * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped. `url`
-     * is stored in its normalized form (see `checkWebhookUrl`).
+     * is stored in its normalized form (see `checkWebhookUrl`, applied by `requireWebhookUrl`).
      */
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
       const body = await parseBody(createWebhookSchema, req, "The body must be a JSON object: { url, events?, description? }.");
-      const verdict = checkWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
-      if (!verdict.ok) throw new ApiError("INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
+      const url = requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
       const events: Subscription = body.events === undefined || body.events.includes("*") ? ["*"] : ([...new Set(body.events)] as Exclude<Subscription, ["*"]>);
-      const result = await hubFor(env, schoolId).createWebhook({ url: verdict.url, events, description: body.description ?? null });
+      const result = await hubFor(env, schoolId).createWebhook({ url, events, description: body.description ?? null });
       if (!result.ok) throw new ApiError("WEBHOOK_LIMIT_REACHED");
       return success(result.webhook, { status: 201, headers: { location: `/v3/webhooks/${result.webhook.id}` } });
     },
@@ -120,7 +119,11 @@ export const webhookOperations: Operation<Env>[] = [
       "Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404.",
     request: { params: webhookIdParams },
     responses: {
-      200: { description: "The registration is deleted.", schema: deletedWebhookResponseSchema, example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } } },
+      200: {
+        description: "The registration is deleted.",
+        schema: deletedWebhookResponseSchema,
+        example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } },
+      },
       400: ["UNKNOWN_PARAMETER"],
       401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
