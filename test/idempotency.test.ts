@@ -2,13 +2,15 @@
  * Idempotent creation of courses (API.md § "Conventions"): `Idempotency-Key` on POST
  * /v3/courses — a replay answers exactly as the first request plus `Idempotent-Replayed:
  * true`, writes nothing; another body is 422; a malformed key is 400; two racing requests
- * create one course; keys expire after 24 h and the cron prunes them.
+ * create one course; keys expire after 24 h and the cron prunes them. The same on POST
+ * /v3/webhooks, whose keys the hub keeps.
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS, pruneIdempotencyKeys } from "../src/db/idempotency";
 import { fixture, KEY_A, KEY_B } from "./fixtures";
 import { call, callJson, loadFixture } from "./helpers";
+import { newSchool } from "./webhooks/harness";
 
 beforeAll(async () => {
   await loadFixture(fixture);
@@ -98,5 +100,56 @@ describe("Idempotency-Key on POST /v3/courses", () => {
     expect(await pruneIdempotencyKeys(env.DB)).toBeGreaterThanOrEqual(1);
     const left = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'key-expired'").first<{ n: number }>();
     expect(left!.n).toBe(0);
+  });
+});
+
+describe("Idempotency-Key on POST /v3/webhooks (kept by the hub)", () => {
+  let key: string;
+  beforeAll(async () => {
+    ({ key } = await newSchool("idem"));
+  });
+  const hook = (idem: string | undefined, json: unknown) =>
+    call("/v3/webhooks", { method: "POST", key, json, headers: idem === undefined ? {} : { "idempotency-key": idem } });
+  const registrations = async () => (await callJson("/v3/webhooks", { key })).body.result as { id: string; url: string }[];
+
+  it("a replay answers exactly as the first (secret included) plus Idempotent-Replayed, and registers nothing more", async () => {
+    const json = { url: "https://hooks.example.com/idem-1", events: ["course.created"] };
+    const first = await hook("wh-key-1", json);
+    const firstBody = await first.text();
+    expect([first.status, first.headers.get("idempotent-replayed")]).toEqual([201, null]);
+    const again = await hook("wh-key-1", json);
+    expect([again.status, again.headers.get("idempotent-replayed"), again.headers.get("location")]).toEqual([201, "true", first.headers.get("location")]);
+    expect(await again.text()).toBe(firstBody);
+    expect((await registrations()).filter((r) => r.url === json.url)).toHaveLength(1);
+  });
+
+  it("another body is 422 IDEMPOTENCY_KEY_MISMATCH; a malformed key is 400 naming Idempotency-Key", async () => {
+    await hook("wh-key-2", { url: "https://hooks.example.com/idem-2" });
+    const other = await callJson("/v3/webhooks", {
+      method: "POST",
+      key,
+      json: { url: "https://hooks.example.com/idem-2b" },
+      headers: { "idempotency-key": "wh-key-2" },
+    });
+    expect([other.status, other.body.code]).toEqual([422, "IDEMPOTENCY_KEY_MISMATCH"]);
+    const bad = await callJson("/v3/webhooks", {
+      method: "POST",
+      key,
+      json: { url: "https://hooks.example.com/idem-3" },
+      headers: { "idempotency-key": "x".repeat(256) },
+    });
+    expect([bad.status, bad.body.code, bad.body.details]).toEqual([400, "INVALID_PARAMETER", [{ parameter: "Idempotency-Key", message: expect.any(String) }]]);
+    const urls = (await registrations()).map((r) => r.url);
+    expect(urls).not.toContain("https://hooks.example.com/idem-2b");
+    expect(urls).not.toContain("https://hooks.example.com/idem-3");
+  });
+
+  it("two concurrent requests with one key register once and both answer the same", async () => {
+    const json = { url: "https://hooks.example.com/idem-race" };
+    const answers = await Promise.all([hook("wh-race", json), hook("wh-race", json), hook("wh-race", json)]);
+    expect(answers.map((r) => r.status)).toEqual([201, 201, 201]);
+    expect(new Set(await Promise.all(answers.map((r) => r.text()))).size).toBe(1);
+    expect(answers.filter((r) => r.headers.get("idempotent-replayed") === "true")).toHaveLength(2);
+    expect((await registrations()).filter((r) => r.url === json.url)).toHaveLength(1);
   });
 });
