@@ -137,6 +137,19 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
   const enc = encodeURIComponent;
   const tenThousand = students.slice(0, 10_000).map((s) => s.id);
   while (tenThousand.length < 10_000) tenThousand.push(`stu_missing${tenThousand.length}`);
+  /** POST /v3/courses:search with 10,000 student ids, sorted by name then startDateTime `order`. */
+  const search10k = (order: "asc" | "desc"): MixQuery => ({
+    name: `search: 10,000 studentId, sort name + startDateTime${order === "desc" ? " desc" : ""}`,
+    method: "POST",
+    path: "/v3/courses:search",
+    body: {
+      studentId: tenThousand,
+      sort: [
+        { field: "name", order: "asc" },
+        { field: "startDateTime", order },
+      ],
+    },
+  });
   return [
     { name: "floor (SELECT 1)", method: "GET", path: "/__bench/floor" },
     { name: "no filter", method: "GET", path: "/v3/courses" },
@@ -160,31 +173,9 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
       path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true",
     },
     { name: "page 50", method: "GET", path: "/v3/courses?page=50" },
-    {
-      name: "search: 10,000 studentId, sort name + startDateTime",
-      method: "POST",
-      path: "/v3/courses:search",
-      body: {
-        studentId: tenThousand,
-        sort: [
-          { field: "name", order: "asc" },
-          { field: "startDateTime", order: "asc" },
-        ],
-      },
-    },
-    {
-      // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
-      name: "search: 10,000 studentId, sort name + startDateTime desc",
-      method: "POST",
-      path: "/v3/courses:search",
-      body: {
-        studentId: tenThousand,
-        sort: [
-          { field: "name", order: "asc" },
-          { field: "startDateTime", order: "desc" },
-        ],
-      },
-    },
+    search10k("asc"),
+    // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
+    search10k("desc"),
   ];
 }
 

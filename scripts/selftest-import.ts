@@ -21,7 +21,7 @@ import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows } from "./import";
-import { applyMigrations, d1Query, outputOf, ROOT } from "./lib/wrangler";
+import { applyMigrations, completion, d1Query, ROOT } from "./lib/wrangler";
 
 const TABLES = [
   "schools",
@@ -52,7 +52,7 @@ function runImport(args: string[]): Promise<{ code: number; stdout: string; stde
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, INIT_CWD: ROOT },
   });
-  return outputOf(child);
+  return completion(child);
 }
 
 /** Row count of every table, plus sums that change when a stored value changes. */

@@ -69,7 +69,7 @@ export function spawnWrangler(args: string[], stdio: StdioOptions = ["ignore", "
   return spawn(process.execPath, [wranglerBin(), ...args], { cwd: ROOT, stdio, env });
 }
 
-/** Result of {@link runWrangler}: exit code (1 when killed by a signal) and captured output. */
+/** Result of {@link runWrangler} and {@link completion}: exit code (1 when killed by a signal) and captured output. */
 export interface WranglerResult {
   code: number;
   stdout: string;
@@ -83,16 +83,25 @@ export interface WranglerResult {
  * @throws Error only when the process cannot be started.
  */
 export function runWrangler(args: string[], opts: { inherit?: boolean } = {}): Promise<WranglerResult> {
-  return outputOf(spawnWrangler(args, opts.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]));
+  return completion(spawnWrangler(args, opts.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]));
 }
 
-/** Waits for a child process; resolves with its exit code and what it printed (piped streams). */
-export function outputOf(child: ChildProcess): Promise<WranglerResult> {
+/**
+ * Waits for a child process to end, collecting what it writes to piped stdout and stderr
+ * (UTF-8). Never rejects for a non-zero exit: check `code` (1 when killed by a signal).
+ *
+ * @throws Error only when the process cannot be started.
+ */
+export function completion(child: ChildProcess): Promise<WranglerResult> {
   return new Promise((resolve, reject) => {
     let stdout = "";
     let stderr = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });

@@ -24,7 +24,7 @@ import {
   readIdempotencyKey,
   readIfMatch,
 } from "../http/headers";
-import { BODY_ERRORS, type ErrorCodes, type HeaderDoc, locationHeader, type Operation } from "../http/operation";
+import { type ErrorCodes, type HeaderDoc, locationHeader, type Operation } from "../http/operation";
 import { pathParam, readJson, rejectQuery } from "../http/request";
 import { replayedHeader, storedAnswer, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
@@ -152,8 +152,6 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           headers: bookmarkResponseHeader,
         },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"],
-        401: ["UNAUTHORIZED"],
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -178,9 +176,6 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           headers: bookmarkResponseHeader,
         },
         400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"],
-        401: ["UNAUTHORIZED"],
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -221,10 +216,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           codes: WRITE_400_CODES,
           lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`.",
         },
-        401: ["UNAUTHORIZED"],
         422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was written; use a new key for a new request." },
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         return inWriteSession(req, env, rc, async (s, schoolId) => {
@@ -284,9 +276,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           headers: { ...etagHeader, ...bookmarkResponseHeader },
         },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
-        401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -328,11 +318,8 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           codes: WRITE_400_CODES,
           lead: "`INVALID_DATE_RANGE` also when only one end moves past the other. `INVALID_PARAMETER` for a malformed `If-Match` or `x-d1-bookmark`.",
         },
-        401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
         412: { codes: ["PRECONDITION_FAILED"], lead: "Nothing was written and no event published; read the course again and reapply the change." },
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         return inWriteSession(req, env, rc, async (s, schoolId) => {

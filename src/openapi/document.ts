@@ -18,7 +18,7 @@ import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteCo
 import type { z } from "zod";
 import { errorEnvelope } from "../http/envelopes";
 import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
-import type { ErrorResponse, Operation, OutgoingRequest, SuccessResponse } from "../http/operation";
+import { allResponses, type ErrorResponse, type Operation, type OutgoingRequest, type SuccessResponse } from "../http/operation";
 import { RATE_LIMIT_WINDOW_S } from "../http/rate-limit";
 import { conventions } from "./conventions";
 
@@ -77,12 +77,6 @@ const headerRefs = {
   "x-request-id": { $ref: "#/components/headers/RequestId" },
   "Server-Timing": { $ref: "#/components/headers/ServerTiming" },
   "RateLimit-Policy": { $ref: "#/components/headers/RateLimitPolicy" },
-};
-
-/** 429 RATE_LIMITED: every operation may answer it (src/http/rate-limit.ts runs before them all). */
-const RATE_LIMITED_RESPONSE: ErrorResponse = {
-  codes: ["RATE_LIMITED"],
-  lead: "The limit is counted per API key, or per client IP for requests without a valid key.",
 };
 
 /** When `code` is answered, as a sentence of the document. */
@@ -159,7 +153,7 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
     description: op.description,
     ...(op.public ? { security: [] } : {}),
     ...(op.request ? { request } : {}),
-    responses: Object.fromEntries(Object.entries({ ...op.responses, 429: RATE_LIMITED_RESPONSE }).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
+    responses: Object.fromEntries(Object.entries(allResponses(op)).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
     parameters: [{ $ref: "#/components/parameters/RequestIdHeader" }],
   };
 }

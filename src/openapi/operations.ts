@@ -50,7 +50,6 @@ export function referenceOperations<E>(document: () => OpenApiDocument): Operati
           schema: { type: "object", description: "An OpenAPI 3.1 document." },
           example: { openapi: "3.1.0", info: { title: API_TITLE, version: API_VERSION } },
         },
-        500: ["INTERNAL_ERROR"],
       },
       /** 200 `application/json; charset=utf-8` (the query string is ignored). */
       async handler(req) {
@@ -68,7 +67,6 @@ export function referenceOperations<E>(document: () => OpenApiDocument): Operati
       public: true,
       responses: {
         200: { description: "The page.", mediaType: "text/html", schema: { type: "string" }, example: "<!doctype html>…" },
-        500: ["INTERNAL_ERROR"],
       },
       /** 200 `text/html; charset=utf-8` (the query string is ignored). */
       async handler() {

@@ -13,7 +13,7 @@ import { hubFor } from "../events/hub-client";
 import { authenticate } from "../http/auth";
 import { ApiError } from "../http/errors";
 import { idempotencyKeyHeaderSchema, readIdempotencyKey } from "../http/headers";
-import { BODY_ERRORS, locationHeader, type Operation } from "../http/operation";
+import { locationHeader, type Operation } from "../http/operation";
 import { parseBody, parseBodyWith, parseQuery, pathParam, readJson, rejectQuery } from "../http/request";
 import { replayedHeader, storedAnswer, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
@@ -74,11 +74,8 @@ export const webhookOperations: Operation<Env>[] = [
         codes: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL", "INVALID_PARAMETER"],
         lead: "`INVALID_PARAMETER` for a malformed `Idempotency-Key`.",
       },
-      401: ["UNAUTHORIZED"],
       409: ["WEBHOOK_LIMIT_REACHED"],
       422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was created; use a new key for a new request." },
-      ...BODY_ERRORS,
-      500: ["INTERNAL_ERROR"],
     },
     /**
      * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped. `url`
@@ -115,8 +112,6 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: [webhookRecordSchema.meta()!.example], pagination: { page: 1, limit: MAX_WEBHOOKS, hasMore: false } },
       },
       400: ["UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
-      500: ["INTERNAL_ERROR"],
     },
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
@@ -141,9 +136,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } },
       },
       400: ["UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      500: ["INTERNAL_ERROR"],
     },
     /** Once answered, nothing more is ever sent to the registration (`SchoolHub.deleteWebhook`). */
     async handler(req, env, _exec, rc) {
@@ -170,9 +163,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: [deliveryRecordSchema.meta()!.example], pagination: { page: 1, limit: 20, hasMore: false } },
       },
       400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      500: ["INTERNAL_ERROR"],
     },
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
@@ -199,10 +190,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: { eventId: EVENT_ID_EXAMPLE, webhookId: WEBHOOK_ID_EXAMPLE, type: "webhook.test" } },
       },
       400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      ...BODY_ERRORS,
-      500: ["INTERNAL_ERROR"],
     },
     /** The body may be absent (or empty) or an empty JSON object; the signed POST follows asynchronously. */
     async handler(req, env, _exec, rc) {

@@ -95,17 +95,20 @@ const webhookFields = {
   createdAt: instantOutSchema,
 };
 
+/** The example registration of the document. */
+const WEBHOOK_EXAMPLE = {
+  id: WEBHOOK_ID_EXAMPLE,
+  url: "https://hooks.example.com/in",
+  events: ["course.created", "course.archived"],
+  description: "ERP sync",
+  createdAt: "2026-08-20T09:12:44.120Z",
+};
+
 /** A registration as listed (no secret). */
 export const webhookRecordSchema = z.strictObject(webhookFields).meta({
   id: "Webhook",
   description: "A webhook registration (without its secret).",
-  example: {
-    id: WEBHOOK_ID_EXAMPLE,
-    url: "https://hooks.example.com/in",
-    events: ["course.created", "course.archived"],
-    description: "ERP sync",
-    createdAt: "2026-08-20T09:12:44.120Z",
-  },
+  example: WEBHOOK_EXAMPLE,
 });
 
 /** A registration as POST /v3/webhooks answers it, with its secret (shown only there). */
@@ -120,14 +123,7 @@ export const createdWebhookSchema = z
   .meta({
     id: "CreatedWebhook",
     description: "A new webhook registration, with its signing secret.",
-    example: {
-      id: WEBHOOK_ID_EXAMPLE,
-      url: "https://hooks.example.com/in",
-      events: ["course.created", "course.archived"],
-      description: "ERP sync",
-      createdAt: "2026-08-20T09:12:44.120Z",
-      secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Jb8Yq8Bn7A=",
-    },
+    example: { ...WEBHOOK_EXAMPLE, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Jb8Yq8Bn7A=" },
   });
 
 /** Answer of DELETE /v3/webhooks/{id}. */
