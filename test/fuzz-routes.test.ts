@@ -2,6 +2,7 @@
  * The fuzz generators cover the router: every route of src/http/routes.ts has one
  * (test/fuzz/contract.ts lists them from API.md), and the two fuzz files share them all.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { routes } from "../src/http/routes";
 import { ROUTES } from "./fuzz/contract";
@@ -28,5 +29,10 @@ describe("fuzz generators", () => {
     expect(ROUTES.map((r) => `${r.method} ${r.path}`).sort()).toEqual(table);
     const generated = Object.keys(routeArbitraries(ctx)).filter((k) => k !== "misrouted" && k !== "unknown path");
     expect(generated.sort()).toEqual(table);
+  });
+
+  it("generate for a run without webhook targets: no valid registration then", () => {
+    const hooks = fc.sample(routeArbitraries(ctx)["POST /v3/webhooks"]!, { numRuns: 200, seed: 1 });
+    expect(hooks.every((r) => r.faults.length > 0)).toBe(true);
   });
 });
