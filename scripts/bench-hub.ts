@@ -116,6 +116,7 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   // 1. Saturation: every event at once.
   console.log(`saturation: publishing ${EVENTS} events at once`);
   const cpuBefore = treeCpu(server.pid);
+  const windowStart = now();
   let saturating = true;
   const healthyAll = HEALTHY * EVENTS;
   const drained = receiver.reached(healthyAll, "healthy").then(() => (saturating = false));
@@ -124,7 +125,12 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   const h = receiver.groups.healthy!;
   const throughput = healthyAll / ((h.lastAt - h.firstAt) / 1000);
   const deletes1 = await busy1;
-  const cpuSaturation = cpuDelta(cpuBefore, treeCpu(server.pid));
+  const cpuAfter = treeCpu(server.pid);
+  const cpuSaturation = cpuDelta(cpuBefore, cpuAfter);
+  // The Worker's own process (the busiest workerd): its CPU per healthy delivery, and the
+  // rate one core would sustain at that cost.
+  const workerCpu = Math.max(0, ...[...cpuAfter].filter(([name]) => name.startsWith("workerd")).map(([name, t]) => t - (cpuBefore.get(name) ?? 0)));
+  const windowSeconds = (now() - windowStart) / 1000;
 
   // 2. Steady: RATE events/s, one per publish request, on a fixed schedule.
   console.log(`steady: ${STEADY_EVENTS} events at ${RATE}/s`);
@@ -171,6 +177,10 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   console.log(`DELETE, had deliveries: Server-Timing total ${fmt(delUsed)}; client ${fmt(summary(used.map((u) => u.ms)))}`);
   console.log(`I/O contexts:          ${platform.all.contexts} (${platform.hub.contexts} hub, ${platform.courier.contexts} courier); most waiting for headers in one: hub ${platform.hub.maxWaiting}, courier ${platform.courier.maxWaiting} (limit 6); requests queued: ${platform.all.queuedEver} of ${platform.all.requests}`);
   console.log(`CPU, saturation phase: ${cpuSaturation}`);
+  console.log(
+    `Worker CPU:            ${((1000 * workerCpu) / healthyAll).toFixed(2)} ms per healthy delivery (publishing, dispatch, the DELETE loop included); ` +
+      `${(workerCpu / windowSeconds).toFixed(2)} of a core used; one core to itself would carry ${(healthyAll / workerCpu).toFixed(0)} deliveries/s`,
+  );
   return (
     throughput >= 0.9 * bound && lag.p99 < 250 && platform.all.maxWaiting <= 6 && platform.all.queuedEver === 0 &&
     delAll.p99 < 20 && receiver.bad === 0
