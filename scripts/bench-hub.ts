@@ -31,7 +31,9 @@
  * separate the Worker's cost from the CLI's.
  * Options (env): BENCH_EVENTS (1000), BENCH_HOOKS (5, unlimited mode), BENCH_BATCH (50),
  * BENCH_PARALLEL (2), BENCH_DELETE_EVERY_MS (25); simulated mode: BENCH_LATENCY_MS (50),
- * BENCH_RATE (events/s, 50), BENCH_STEADY_EVENTS (500).
+ * BENCH_RATE (events/s, 50), BENCH_STEADY_EVENTS (500); with the inspector off:
+ * BENCH_TIMEOUT_MS (WEBHOOK_TIMEOUT_MS of the served Worker; default wrangler.toml's 15000),
+ * BENCH_LOG_LEVEL (warn).
  */
 import { COURIER_SLOTS } from "../src/webhooks/types";
 import {
