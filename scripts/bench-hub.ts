@@ -40,6 +40,7 @@ import {
   api,
   cpuDelta,
   createHook,
+  type DevServer,
   deleteLoop,
   fmt,
   loadAverage,
@@ -53,7 +54,6 @@ import {
   summary,
   timedDelete,
   treeCpu,
-  type DevServer,
 } from "./lib/bench-hub";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);

@@ -329,7 +329,13 @@ function writeResults(r: {
     "",
   );
   for (const h of r.hub) {
-    const wanted = h.output.split("\n").filter((l) => /^(deliveries|signatures|publish|end to end|dispatch|healthy|saturation|lag|DELETE|I\/O|CPU|Worker CPU|WARNING|machine|PASS|FAIL|\d+ receivers)/.test(l));
+    const wanted = h.output
+      .split("\n")
+      .filter((l) =>
+        /^(deliveries|signatures|publish|end to end|dispatch|healthy|saturation|lag|DELETE|I\/O|CPU|Worker CPU|WARNING|machine|PASS|FAIL|\d+ receivers)/.test(
+          l,
+        ),
+      );
     const what =
       h.label === SIMULATED_HUB
         ? "4 receivers answering in 50 ms and one that never answers; 1,000 events at once, then 50 events/s for 10 s (scripts/bench-hub.ts --simulated):"
