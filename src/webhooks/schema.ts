@@ -67,6 +67,17 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE webhooks ADD COLUMN courier INTEGER NOT NULL DEFAULT 0`,
   ],
   [
+    // Idempotency keys of POST /v3/webhooks (src/webhooks/idempotency.ts): the first answer, 24 h.
+    `CREATE TABLE idempotency_keys (
+       key TEXT PRIMARY KEY,
+       request_hash TEXT NOT NULL,
+       status INTEGER NOT NULL,
+       body TEXT NOT NULL,
+       location TEXT,
+       created_at INTEGER NOT NULL
+     )`,
+  ],
+  [
     // The lifecycle (API.md § "PATCH", "Secret rotation", "Auto-disable"): enabled state,
     // the previous secret during a rotation's grace, the failure streak (first failed attempt
     // after the last success, ms) and `epoch`, bumped at each disable, which the courier uses
