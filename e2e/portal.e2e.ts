@@ -94,7 +94,7 @@ beforeAll(async () => {
     persistTo,
     port: process.env.E2E_PORT ? Number(process.env.E2E_PORT) : undefined,
     // Short retries, so that a failing receiver's deliveries reach `failed` within a step.
-    vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "1,1,1" },
+    vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true", WEBHOOK_RETRY_SCHEDULE: "1,1,1", RATE_LIMIT_ENABLED: "false" },
     quiet: true,
     timeoutMs: 120_000,
   });

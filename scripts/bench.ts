@@ -219,7 +219,7 @@ async function main() {
   let server: DevServer | undefined;
   const results: QueryResult[] = [];
   try {
-    server = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true });
+    server = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" }, quiet: true });
     log(`wrangler dev on ${server.base}`);
     const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));

@@ -6,7 +6,8 @@
  *     path, and writes nothing (wrangler is not even started: the persist dir stays absent);
  * (b) a small generated file imported twice gives identical table counts and fingerprints,
  *     equal to what the file holds; a re-import with a shorter student list replaces the
- *     stored list.
+ *     stored list; versions: every new course at 1, unchanged by the second import, +1 for
+ *     the edited course only.
  *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
@@ -61,6 +62,8 @@ async function snapshot(persistTo: string): Promise<Record<string, number>> {
     "(SELECT total(start_ms) + total(end_ms) + total(created_at) + total(updated_at) + total(archived) + total(absences_sent) + total(length(name)) + total(length(classroom)) FROM courses) AS course_sum",
     "(SELECT total(co_teacher) * 1000000 + total(signed) FROM course_professors) AS professor_sum",
     "(SELECT total(created_at) FROM api_keys) AS key_created_sum",
+    "(SELECT total(version) FROM courses) AS version_sum",
+    "(SELECT count(*) FROM courses WHERE version <> 1) AS versions_not_1",
   );
   const [row] = await d1Query<Record<string, number>>(`SELECT ${parts.join(", ")}`, "local", persistTo);
   return row ?? {};
@@ -158,6 +161,7 @@ async function main(): Promise<void> {
       `stored ${stored}, file ${countRows(checked.file)}: ${JSON.stringify(s1)}`,
     );
     check((s1.courses ?? 0) === 140 && (s1.schools ?? 0) === 2, "small file: 140 courses in 2 schools", JSON.stringify(s1));
+    check(s1.versions_not_1 === 0, "small file: every new course is at version 1", JSON.stringify(s1));
 
     const second = await runImport([file, "--persist-to", persist, "--quiet"]);
     check(second.code === 0, "small file: second import succeeds", `${second.stdout}${second.stderr}`);
@@ -180,6 +184,11 @@ async function main(): Promise<void> {
       third.code === 0 && s3.course_students === (s2.course_students ?? 0) - 1 && s3.courses === s2.courses,
       "re-import of one course with one student less replaces its student list",
       `${third.stderr}\nbefore ${s2.course_students}, after ${s3.course_students}`,
+    );
+    check(
+      s3.version_sum === (s2.version_sum ?? 0) + 1 && s3.versions_not_1 === 1,
+      "re-import of one changed course raises its version by one, and no other",
+      JSON.stringify(s3),
     );
   } finally {
     await rm(dir, { recursive: true, force: true });

@@ -27,6 +27,7 @@ const state = (over: Partial<CourseState> = {}): CourseState => ({
   surveyTemplateIds: [],
   archived: false,
   absencesSent: false,
+  version: 1,
   createdAt: Date.parse("2026-09-01T00:00:00Z"),
   updatedAt: Date.parse("2026-09-02T00:00:00Z"),
   revision: "rev_1",

@@ -37,6 +37,7 @@ describe("GET /v3/courses — records and order", () => {
       professorIds: ["prf_1", "prf_2"],
       archived: false,
       absencesSent: true,
+      version: 1,
       createdAt: "2026-08-20T09:00:00.000Z",
       updatedAt: "2026-08-21T09:00:00.000Z",
     });

@@ -199,7 +199,8 @@ describe("PATCH /v3/courses/{id}", () => {
     const { course } = await create({ classroom: "B204", groupIds: ["grp_1"] });
     const { status, body } = await patch(course.id, { name: "Droit civil" });
     expect(status).toBe(200);
-    expect(body.result).toMatchObject({ ...course, name: "Droit civil", updatedAt: expect.any(String) });
+    expect(body.result).toMatchObject({ ...course, name: "Droit civil", version: 2, updatedAt: expect.any(String) });
+    expect(course.version).toBe(1);
     expect(Date.parse(body.result.updatedAt)).toBeGreaterThan(Date.parse(course.updatedAt));
     expect(body.result.createdAt).toBe(course.createdAt);
     expect(await types(course.id)).toEqual(["course.created", "course.updated"]);

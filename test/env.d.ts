@@ -7,6 +7,8 @@ declare global {
   namespace Cloudflare {
     interface Env {
       TEST_MIGRATIONS: D1Migration[];
+      /** The simulated read replica (test/replica-sim.ts). */
+      TEST_REPLICA: D1Database;
     }
   }
 }

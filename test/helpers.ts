@@ -58,9 +58,9 @@ export async function callJson<T = any>(path: string, init: Parameters<typeof ca
 }
 
 /** Loads an import file (API.md § "Data import") into the test D1 database, in one batch. */
-export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z")): Promise<void> {
+export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z"), db: D1Database = env.DB): Promise<void> {
   const file = importFileSchema.parse(data);
   const statements = renderBound(await importSteps(file, now));
   if (statements.length === 0) return;
-  await env.DB.batch(statements.map((s) => env.DB.prepare(s.sql).bind(...s.params)));
+  await db.batch(statements.map((s) => db.prepare(s.sql).bind(...s.params)));
 }

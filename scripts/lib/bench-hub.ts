@@ -228,6 +228,8 @@ export async function startDevServer(opts: { inspector: boolean; entry?: string;
     state,
     "--var",
     "WEBHOOK_ALLOW_INSECURE_URLS:true",
+    "--var",
+    "RATE_LIMIT_ENABLED:false",
     "--show-interactive-dev-session=false",
     "--log-level",
     process.env.BENCH_LOG_LEVEL ?? "warn",
@@ -289,6 +291,7 @@ export async function serve(): Promise<void> {
     entrypoint: path.join(root, process.env.BENCH_ENTRY ?? BENCH_ENTRY),
     bindings: {
       WEBHOOK_ALLOW_INSECURE_URLS: { type: "plain_text", value: "true" },
+      RATE_LIMIT_ENABLED: { type: "plain_text", value: "false" },
     },
     dev: {
       inspector: false,

@@ -36,6 +36,8 @@ export interface CourseState {
   updatedAt: number;
   /** The compare-and-set token of the stored row (`null` for imported courses never written). */
   revision: string | null;
+  /** API.md § "Course record": 1 at creation, +1 per committed change. */
+  version: number;
 }
 
 /** The course record of a state (API.md § "Course record"). */
@@ -52,6 +54,7 @@ export function stateToRecord(s: CourseState): CourseRecord {
     professorIds: s.professors.map((p) => p.professorId),
     archived: s.archived,
     absencesSent: s.absencesSent,
+    version: s.version,
     createdAt: formatInstant(s.createdAt),
     updatedAt: formatInstant(s.updatedAt),
   };
@@ -69,8 +72,8 @@ const LISTS = ["groupIds", "studentIds", "surveyTemplateIds"] as const;
 
 /**
  * Applies a patch to a state: each field sent replaces the stored one (a list sent replaces
- * the whole list). `changed` tells whether any stored value differs; `updatedAt` and
- * `revision` are left to the caller.
+ * the whole list). `changed` tells whether any stored value differs; `updatedAt`,
+ * `revision` and `version` are left to the caller.
  */
 export function applyPatch(before: CourseState, patch: CoursePatch): { after: CourseState; changed: boolean } {
   const after: CourseState = { ...before };

@@ -8,12 +8,25 @@
  * hub through `publish` (injected by src/api.ts: the events layer sits above courses).
  */
 import type { IRequest } from "itty-router";
+import { z } from "zod";
+import { type DbSession, openSession, type SessionKind } from "../db/client";
+import { findKey, isKeyConflict, type KeyRow, keyStatements, requestHash, type StoredResponse } from "../db/idempotency";
 import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
 import type { D1Timer, RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
-import { type ErrorCodes, locationHeader, type Operation } from "../http/operation";
+import {
+  BOOKMARK_HEADER,
+  bookmarkHeaderSchema,
+  bookmarkResponseHeader,
+  idempotencyKeyHeaderSchema,
+  ifMatchHeaderSchema,
+  readBookmark,
+  readIdempotencyKey,
+  readIfMatch,
+} from "../http/headers";
+import { type ErrorCodes, type HeaderDoc, locationHeader, type Operation } from "../http/operation";
 import { pathParam, readJson, rejectQuery } from "../http/request";
-import { success } from "../http/respond";
+import { replayedHeader, storedAnswer, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
 import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
@@ -46,10 +59,60 @@ async function parseAuthenticated<T>(env: Env, rc: RequestContext, keyHash: stri
   }
 }
 
-async function answerPage(env: Env, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
-  const { records, hasMore } = await readCoursePage(env.DB, rc, keyHash, q);
+/**
+ * Runs a course operation's database work in one D1 session (API.md § "Read consistency at
+ * the edge"): `kind` "read" may be served by a replica, "write" starts on the primary; the
+ * client's `x-d1-bookmark` (validated here, 401 before 400) makes either at least that
+ * fresh. The session's bookmark is set on the response, errors included, once the session
+ * has reached the database.
+ *
+ * @throws ApiError 400 INVALID_PARAMETER naming `x-d1-bookmark`; whatever `work` throws.
+ */
+async function inSession(req: IRequest, env: Env, rc: RequestContext, kind: SessionKind, work: (s: DbSession) => Promise<Response>): Promise<Response> {
+  let bookmark: string | undefined;
+  try {
+    bookmark = readBookmark(req);
+  } catch (err) {
+    await authenticate(req, env.DB, rc);
+    throw err;
+  }
+  const session = openSession(env.DB, kind, bookmark);
+  try {
+    const res = await work(session);
+    const after = session.bookmark();
+    if (after) res.headers.set(BOOKMARK_HEADER, after);
+    return res;
+  } catch (err) {
+    const after = session.bookmark();
+    throw err instanceof ApiError && after ? err.withHeaders({ [BOOKMARK_HEADER]: after }) : err;
+  }
+}
+
+/** A course write: a write session, the key's school (checked in it), no query string. */
+function inWriteSession(req: IRequest, env: Env, rc: RequestContext, work: (s: DbSession, schoolId: string) => Promise<Response>): Promise<Response> {
+  return inSession(req, env, rc, "write", async (s) => {
+    const schoolId = await authenticate(req, s.d1, rc);
+    rejectQuery(req);
+    return work(s, schoolId);
+  });
+}
+
+async function answerPage(session: DbSession, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
+  const { records, hasMore } = await readCoursePage(session, rc, keyHash, q);
   return success(records, { pagination: { page: q.page, limit: q.limit, hasMore } });
 }
+
+/** The request header every course operation reads. */
+const sessionHeaders = z.object({ [BOOKMARK_HEADER]: bookmarkHeaderSchema });
+
+/** `ETag` of GET /v3/courses/{id} without include flags. */
+const etagHeader: Record<string, HeaderDoc> = {
+  ETag: {
+    description: 'The course\'s `version`, quoted (`"3"`): send it back in `If-Match` on PATCH. Only without include flags.',
+    schema: { type: "string", pattern: '^"[0-9]+"$' },
+    example: '"3"',
+  },
+};
 
 const queryOf = (req: IRequest) => new URL(req.url).searchParams;
 
@@ -64,6 +127,7 @@ const WRITE_400_CODES: ErrorCodes = [
   "PROFESSORS_NOT_FOUND",
   "TRAINING_NOT_FOUND",
   "SURVEY_TEMPLATES_NOT_FOUND",
+  "INVALID_PARAMETER",
 ];
 
 const TAG = { name: "Courses", description: "Courses: list, search, read, create, change." };
@@ -79,19 +143,20 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       summary: "List the school's courses",
       description:
         "Archived and active courses alike, filtered, one page at a time. Order: `startDateTime` ascending, then `id` ascending. Every filter combines with AND. Unknown parameters are a 400 UNKNOWN_PARAMETER; a parameter given twice is a 400 INVALID_PARAMETER, except id lists, whose repetitions are joined.",
-      request: { query: listQuerySchema },
+      request: { query: listQuerySchema, headers: sessionHeaders },
       responses: {
         200: {
           description: "One page of courses.",
           schema: courseListResponseSchema,
           example: { status: "success", result: [COURSE_WITH_INCLUDES], pagination: { page: 1, limit: 20, hasMore: true } },
+          headers: bookmarkResponseHeader,
         },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
         const q = await parseAuthenticated(env, rc, keyHash, () => parseListQuery(queryOf(req)));
-        return answerPage(env, rc, keyHash, q);
+        return inSession(req, env, rc, "read", (s) => answerPage(s, rc, keyHash, q));
       },
     },
     {
@@ -102,14 +167,15 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       summary: "Search courses (long id lists, sorting)",
       description:
         "The same listing as GET /v3/courses, with the parameters in a JSON body: id lists as arrays of up to 10,000 ids, `courseId` to restrict to given courses, and `sort`. A filter behaves exactly as its GET twin. The query string must be empty (400 UNKNOWN_PARAMETER).",
-      request: { body: { schema: searchBodySchema, description: "Filters, page and sort; every field optional." } },
+      request: { headers: sessionHeaders, body: { schema: searchBodySchema, description: "Filters, page and sort; every field optional." } },
       responses: {
         200: {
           description: "One page of courses.",
           schema: courseListResponseSchema,
           example: { status: "success", result: [COURSE_EXAMPLE], pagination: { page: 1, limit: 10, hasMore: false } },
+          headers: bookmarkResponseHeader,
         },
-        400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+        400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -124,7 +190,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           }
           return parseSearchBody(await readJson(req));
         });
-        return answerPage(env, rc, keyHash, q);
+        return inSession(req, env, rc, "read", (s) => answerPage(s, rc, keyHash, q));
       },
     },
     {
@@ -135,27 +201,62 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       summary: "Create a course",
       description:
         "Creates a course and publishes `course.created` (and `course.professor_signed` for each professor sent already signed). Referenced ids must exist in the school. Answers once the events are durably queued.",
-      request: { body: { schema: createCourseSchema, description: "The new course." } },
+      request: {
+        headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema, [BOOKMARK_HEADER]: bookmarkHeaderSchema }),
+        body: { schema: createCourseSchema, description: "The new course." },
+      },
       responses: {
         201: {
           description: "The course is created.",
           schema: courseResponseSchema,
           example: { status: "success", result: { ...COURSE_EXAMPLE, createdAt: COURSE_EXAMPLE.updatedAt } },
-          headers: locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`),
+          headers: { ...locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`), ...bookmarkResponseHeader, ...replayedHeader },
         },
         400: {
           codes: WRITE_400_CODES,
-          lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id.",
+          lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`.",
         },
+        422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was written; use a new key for a new request." },
       },
       async handler(req, env, _exec, rc) {
-        const schoolId = await authenticate(req, env.DB, rc);
-        rejectQuery(req);
-        const input = parseCreateBody(await readJson(req));
-        const timed = rc.db.bind(rc);
-        const { course, events } = await createCourse(env.DB, schoolId, input, timed);
-        await publish(env, schoolId, events, timed);
-        return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
+        return inWriteSession(req, env, rc, async (s, schoolId) => {
+          const key = readIdempotencyKey(req);
+          const json = await readJson(req);
+          const input = parseCreateBody(json);
+          const timed = rc.db.bind(rc);
+          if (key === undefined) {
+            const { course, events } = await createCourse(s.d1, schoolId, input, timed);
+            await publish(env, schoolId, events, timed);
+            return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
+          }
+          // API.md § "Conventions" (idempotent creation): the answer is stored with the course.
+          const hash = await requestHash(json);
+          const replay = (row: KeyRow) => {
+            if (row.requestHash !== hash)
+              throw new ApiError(
+                "IDEMPOTENCY_KEY_MISMATCH",
+                "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.",
+              );
+            return storedAnswer(row, true);
+          };
+          const found = await timed(() => findKey(s.d1, schoolId, key));
+          if (found) return replay(found);
+          let first: StoredResponse | undefined;
+          try {
+            const { events } = await createCourse(s.d1, schoolId, input, timed, Date.now(), (course) => {
+              first = { status: 201, body: JSON.stringify({ status: "success", result: course }), location: `/v3/courses/${course.id}` };
+              return keyStatements(schoolId, key, hash, first);
+            });
+            await publish(env, schoolId, events, timed);
+            return storedAnswer(first!, false);
+          } catch (err) {
+            if (!isKeyConflict(err)) throw err;
+            // A concurrent request with this key committed first: answer as it did (read on the primary).
+            const winner = await timed(() => findKey(openSession(env.DB, "write").d1, schoolId, key));
+            if (!winner) throw err;
+            return replay(winner);
+          }
+        });
       },
     },
     {
@@ -164,10 +265,16 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       operationId: "getCourse",
       tag: TAG,
       summary: "Get one course",
-      description: "One course of the school, with the include flags of the list (the only query parameters accepted).",
-      request: { params: courseIdParams, query: includeQuerySchema },
+      description:
+        'One course of the school, with the include flags of the list (the only query parameters accepted). Without include flags the response carries `ETag: "<version>"`, for `If-Match` on PATCH.',
+      request: { params: courseIdParams, query: includeQuerySchema, headers: sessionHeaders },
       responses: {
-        200: { description: "The course.", schema: courseResponseSchema, example: { status: "success", result: COURSE_WITH_INCLUDES } },
+        200: {
+          description: "The course.",
+          schema: courseResponseSchema,
+          example: { status: "success", result: COURSE_WITH_INCLUDES },
+          headers: { ...etagHeader, ...bookmarkResponseHeader },
+        },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
         404: ["COURSE_NOT_FOUND"],
       },
@@ -175,11 +282,16 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         const keyHash = await apiKeyHash(req);
         const id = pathParam(req);
         const include = await parseAuthenticated(env, rc, keyHash, () => parseIncludeQuery(queryOf(req)));
-        if (!ID_RE.test(id)) {
-          await schoolOfKey(env.DB, rc, keyHash);
-          throw courseNotFound(id);
-        }
-        return success(await readCourse(env.DB, rc, keyHash, id, include));
+        return inSession(req, env, rc, "read", async (s) => {
+          if (!ID_RE.test(id)) {
+            await schoolOfKey(s.d1, rc, keyHash);
+            throw courseNotFound(id);
+          }
+          const course = await readCourse(s, rc, keyHash, id, include);
+          // The ETag names the bare record's version; a response with includes is another representation.
+          const bare = !Object.values(include).some(Boolean);
+          return success(course, { headers: bare ? { etag: `"${course.version}"` } : {} });
+        });
       },
     },
     {
@@ -190,26 +302,36 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       summary: "Change a course",
       description:
         "Changes only the fields sent; a list sent replaces the whole list; `null` clears `classroom`, `creatorId`, `trainingId`. Publishes, in this order and only for what changed: `course.updated`, then `course.archived` / `course.unarchived`, `course.absences_sent` (false → true), one `course.professor_signed` per professor whose `signed` went false → true. A PATCH that changes nothing publishes nothing and leaves `updatedAt` unchanged.",
-      request: { params: courseIdParams, body: { schema: patchCourseSchema, description: "The fields to change." } },
+      request: {
+        params: courseIdParams,
+        headers: z.object({ "If-Match": ifMatchHeaderSchema, [BOOKMARK_HEADER]: bookmarkHeaderSchema }),
+        body: { schema: patchCourseSchema, description: "The fields to change." },
+      },
       responses: {
         200: {
           description: "The course after the change.",
           schema: courseResponseSchema,
-          example: { status: "success", result: { ...COURSE_EXAMPLE, archived: true } },
+          example: { status: "success", result: { ...COURSE_EXAMPLE, archived: true, version: 4 } },
+          headers: bookmarkResponseHeader,
         },
-        400: { codes: WRITE_400_CODES, lead: "`INVALID_DATE_RANGE` also when only one end moves past the other." },
+        400: {
+          codes: WRITE_400_CODES,
+          lead: "`INVALID_DATE_RANGE` also when only one end moves past the other. `INVALID_PARAMETER` for a malformed `If-Match` or `x-d1-bookmark`.",
+        },
         404: ["COURSE_NOT_FOUND"],
+        412: { codes: ["PRECONDITION_FAILED"], lead: "Nothing was written and no event published; read the course again and reapply the change." },
       },
       async handler(req, env, _exec, rc) {
-        const schoolId = await authenticate(req, env.DB, rc);
-        rejectQuery(req);
-        const id = pathParam(req);
-        const patch = parsePatchBody(await readJson(req));
-        if (!ID_RE.test(id)) throw courseNotFound(id);
-        const timed = rc.db.bind(rc);
-        const { course, events } = await patchCourse(env.DB, schoolId, id, patch, timed);
-        await publish(env, schoolId, events, timed);
-        return success(course);
+        return inWriteSession(req, env, rc, async (s, schoolId) => {
+          const id = pathParam(req);
+          const ifMatch = readIfMatch(req);
+          const patch = parsePatchBody(await readJson(req));
+          if (!ID_RE.test(id)) throw courseNotFound(id);
+          const timed = rc.db.bind(rc);
+          const { course, events } = await patchCourse(s.d1, schoolId, id, patch, timed, ifMatch);
+          await publish(env, schoolId, events, timed);
+          return success(course);
+        });
       },
     },
   ];

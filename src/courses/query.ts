@@ -149,6 +149,7 @@ export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: C
       trainingId: courses.trainingId,
       archived: courses.archived,
       absencesSent: courses.absencesSent,
+      version: courses.version,
       createdAt: courses.createdAt,
       updatedAt: courses.updatedAt,
       ...embedded(q.include),

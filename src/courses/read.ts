@@ -3,7 +3,7 @@
  * (`db.batch`), whatever the filters and includes (DESIGN.md § "Invariants").
  */
 import { and, eq, isNull } from "drizzle-orm";
-import { getDb } from "../db/client";
+import type { DbSession } from "../db/client";
 import { apiKeys } from "../db/schema";
 import type { RequestContext } from "../http/context";
 import { errors } from "../http/errors";
@@ -13,18 +13,19 @@ import { toCourseRecord } from "./record";
 import { type CourseRecord, courseNotFound } from "./schemas";
 
 /**
- * Runs the key lookup and the page statement in one `db.batch`.
+ * Runs the key lookup and the page statement in one `db.batch`, in the request's D1 session
+ * (a read session: possibly a replica, at least as fresh as the client's bookmark).
  *
  * @returns the records of the page and whether another page exists.
  * @throws ApiError 401 UNAUTHORIZED when the key is unknown or revoked.
  */
 export async function readCoursePage(
-  d1: D1Database,
+  session: DbSession,
   rc: RequestContext,
   keyHash: string,
   q: CourseQuery,
 ): Promise<{ records: CourseRecord[]; hasMore: boolean }> {
-  const db = getDb(d1);
+  const { db } = session;
   const [keyRows, rows] = await rc.db(() =>
     db.batch([
       db
@@ -44,9 +45,9 @@ export async function readCoursePage(
  *
  * @throws ApiError 404 COURSE_NOT_FOUND, 401 UNAUTHORIZED.
  */
-export async function readCourse(d1: D1Database, rc: RequestContext, keyHash: string, id: string, include: CourseQuery["include"]): Promise<CourseRecord> {
+export async function readCourse(session: DbSession, rc: RequestContext, keyHash: string, id: string, include: CourseQuery["include"]): Promise<CourseRecord> {
   const q: CourseQuery = { ...toCourseQuery({ courseId: [id], limit: 1 }), include };
-  const { records } = await readCoursePage(d1, rc, keyHash, q);
+  const { records } = await readCoursePage(session, rc, keyHash, q);
   if (records.length === 0) throw courseNotFound(id);
   return records[0]!;
 }

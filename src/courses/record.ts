@@ -43,6 +43,7 @@ export function toCourseRecord(row: CourseRow): CourseRecord {
     professorIds: JSON.parse(row.professorIds) as string[],
     archived: Boolean(row.archived),
     absencesSent: Boolean(row.absencesSent),
+    version: row.version,
     createdAt: formatInstant(row.createdAt),
     updatedAt: formatInstant(row.updatedAt),
   };

@@ -55,6 +55,7 @@ export const COURSE_EXAMPLE = {
   professorIds: ["prf_4", "prf_9"],
   archived: false,
   absencesSent: false,
+  version: 3,
   createdAt: "2026-08-20T09:12:44.120Z",
   updatedAt: "2026-08-21T16:02:10.004Z",
 } as const;
@@ -88,6 +89,11 @@ export const courseRecordSchema = z
     professorIds: z.array(opaqueIdSchema).meta({ description: "Ids of the assigned professors (co-teachers included), sorted ascending." }),
     archived: z.boolean(),
     absencesSent: z.boolean(),
+    version: z.int().min(1).meta({
+      description:
+        "1 when the course is created (or first imported), +1 with each committed change; events carry it. GET /v3/courses/{id} sends it as `ETag`, PATCH takes it in `If-Match`.",
+      example: 3,
+    }),
     createdAt: instantOutSchema,
     updatedAt: instantOutSchema,
     students: z.array(studentRefSchema).optional().meta({ description: "With `includeStudents=true`: enrolled students, by lastName, firstName, id." }),

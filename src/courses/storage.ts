@@ -31,6 +31,7 @@ interface StateRow {
   created_at: number;
   updated_at: number;
   revision: string | null;
+  version: number;
   group_ids: string;
   student_ids: string;
   professors: string;
@@ -43,7 +44,7 @@ const rel = (table: string, column: string) =>
 /** Reads a course's full state (one statement). Returns `undefined` when it does not exist in the school. */
 export async function loadCourseState(db: DrizzleD1Database, schoolId: string, courseId: string): Promise<CourseState | undefined> {
   const row = await db.get<StateRow>(sql`SELECT c.id, c.name, c.start_ms, c.end_ms, c.classroom, c.creator_id, c.training_id, c.archived,
-      c.absences_sent, c.created_at, c.updated_at, c.revision,
+      c.absences_sent, c.created_at, c.updated_at, c.revision, c.version,
       ${sql.raw(rel("course_groups", "group_id"))} AS group_ids,
       ${sql.raw(rel("course_students", "student_id"))} AS student_ids,
       ${sql.raw(rel("course_survey_templates", "survey_template_id"))} AS survey_template_ids,
@@ -72,6 +73,7 @@ export async function loadCourseState(db: DrizzleD1Database, schoolId: string, c
     createdAt: row.created_at,
     updatedAt: row.updated_at,
     revision: row.revision,
+    version: row.version,
   };
 }
 
@@ -159,15 +161,16 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
   const stmts: SQL[] = [];
   if (!before) {
     stmts.push(sql`INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, classroom, classroom_folded, creator_id, training_id,
-        archived, absences_sent, created_at, updated_at, revision)
+        archived, absences_sent, created_at, updated_at, revision, version)
       VALUES (${schoolId}, ${after.id}, ${after.name}, ${fold(after.name)}, ${after.startDateTime}, ${after.endDateTime}, ${after.classroom},
         ${classroomFolded}, ${after.creatorId}, ${after.trainingId}, ${after.archived ? 1 : 0},
-        ${after.absencesSent ? 1 : 0}, ${after.createdAt}, ${after.updatedAt}, ${rev})`);
+        ${after.absencesSent ? 1 : 0}, ${after.createdAt}, ${after.updatedAt}, ${rev}, ${after.version})`);
   } else {
     stmts.push(sql`UPDATE courses SET name = ${after.name}, name_folded = ${fold(after.name)}, start_ms = ${after.startDateTime},
         end_ms = ${after.endDateTime}, classroom = ${after.classroom}, classroom_folded = ${classroomFolded},
         creator_id = ${after.creatorId}, training_id = ${after.trainingId}, archived = ${after.archived ? 1 : 0},
-        absences_sent = ${after.absencesSent ? 1 : 0}, updated_at = ${after.updatedAt}, revision = ${rev}
+        absences_sent = ${after.absencesSent ? 1 : 0}, updated_at = ${after.updatedAt}, revision = ${rev},
+        version = ${after.version}
       WHERE school_id = ${schoolId} AND id = ${after.id} AND revision IS ${before.revision}`);
   }
   for (const [table, column, field] of RELATION_LISTS) {

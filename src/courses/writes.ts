@@ -7,9 +7,11 @@
  * fresh state, so no field of a concurrent PATCH is lost and each event describes exactly its
  * own change.
  */
+import type { SQL } from "drizzle-orm";
 import { getDb } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
 import { ApiError } from "../http/errors";
+import { type IfMatch, ifMatchAdmits } from "../http/headers";
 import { mintId } from "../lib/ids";
 import { applyPatch, type CourseState, deriveEvents, stateToRecord } from "./change";
 import { type CourseEvent, type CourseRecord, courseNotFound } from "./schemas";
@@ -36,9 +38,18 @@ const invalidRange = () =>
  *
  * @param input a parsed POST body.
  * @param now ms since the epoch: the course's `createdAt`/`updatedAt`.
- * @throws ApiError 400 INVALID_DATE_RANGE, *_NOT_FOUND.
+ * @param alongside statements to commit in the same batch, first, given the new course (the
+ *   idempotency key row of src/db/idempotency.ts); if one fails, nothing is written.
+ * @throws ApiError 400 INVALID_DATE_RANGE, *_NOT_FOUND; the batch's error when a statement fails.
  */
-export async function createCourse(d1: D1Database, schoolId: string, input: CourseInput, timed: D1Timer = untimed, now = Date.now()): Promise<WriteResult> {
+export async function createCourse(
+  d1: D1Database,
+  schoolId: string,
+  input: CourseInput,
+  timed: D1Timer = untimed,
+  now = Date.now(),
+  alongside: (course: CourseRecord) => SQL[] = () => [],
+): Promise<WriteResult> {
   if (!(input.endDateTime > input.startDateTime)) throw invalidRange();
   await checkReferences(d1, schoolId, input, timed);
   const after: CourseState = {
@@ -58,25 +69,44 @@ export async function createCourse(d1: D1Database, schoolId: string, input: Cour
     createdAt: now,
     updatedAt: now,
     revision: newRevision(now),
+    version: 1,
   };
   const events = deriveEvents(schoolId, undefined, after, now);
-  await timed(() => runBatch(d1, writeStatements(schoolId, undefined, after, events)));
-  return { course: stateToRecord(after), events };
+  const course = stateToRecord(after);
+  await timed(() => runBatch(d1, [...alongside(course), ...writeStatements(schoolId, undefined, after, events)]));
+  return { course, events };
 }
 
 /**
  * Applies a PATCH: only the fields sent change; a list sent replaces the whole list; a
  * PATCH that changes nothing writes nothing and returns no event (updatedAt unchanged).
  *
- * @throws ApiError 404 COURSE_NOT_FOUND, 400 INVALID_DATE_RANGE (also when only one end
- *   moves), *_NOT_FOUND; 500 INTERNAL_ERROR after MAX_ATTEMPTS lost races.
+ * @param ifMatch the request's `If-Match` (API.md § "PATCH /v3/courses/{id}"): checked
+ *   against the version of the state each attempt reads, so a write that lost a race to
+ *   another version answers 412 rather than overwrite it.
+ * @throws ApiError 404 COURSE_NOT_FOUND, 412 PRECONDITION_FAILED, 400 INVALID_DATE_RANGE
+ *   (also when only one end moves), *_NOT_FOUND; 500 INTERNAL_ERROR after MAX_ATTEMPTS
+ *   lost races.
  */
-export async function patchCourse(d1: D1Database, schoolId: string, courseId: string, patch: CoursePatch, timed: D1Timer = untimed): Promise<WriteResult> {
+export async function patchCourse(
+  d1: D1Database,
+  schoolId: string,
+  courseId: string,
+  patch: CoursePatch,
+  timed: D1Timer = untimed,
+  ifMatch?: IfMatch,
+): Promise<WriteResult> {
   const db = getDb(d1);
   let referencesChecked = false;
   for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
     const before = await timed(() => loadCourseState(db, schoolId, courseId));
     if (!before) throw courseNotFound(courseId);
+    if (!ifMatchAdmits(ifMatch, String(before.version))) {
+      throw new ApiError(
+        "PRECONDITION_FAILED",
+        `If-Match does not name the course's current version "${before.version}"; read it again (GET /v3/courses/${courseId}) and reapply your change.`,
+      );
+    }
     const now = Math.max(Date.now(), before.updatedAt + 1);
     const { after, changed } = applyPatch(before, patch);
     if (!(after.endDateTime > after.startDateTime)) throw invalidRange();
@@ -87,6 +117,7 @@ export async function patchCourse(d1: D1Database, schoolId: string, courseId: st
     }
     after.updatedAt = now;
     after.revision = newRevision(now);
+    after.version = before.version + 1;
     const events = deriveEvents(schoolId, before, after, now);
     if (await timed(() => runBatch(d1, writeStatements(schoolId, before, after, events), after.revision!))) {
       return { course: stateToRecord(after), events };

@@ -14,6 +14,39 @@ export function getDb(d1: D1Database): DrizzleD1Database {
   return db;
 }
 
+/** What a request's database work needs: reads may go to a replica, writes to the primary. */
+export type SessionKind = "read" | "write";
+
+/**
+ * One D1 session of a request (DESIGN.md: reads `withSession(bookmark ?? "first-unconstrained")`,
+ * writes `withSession(bookmark ?? "first-primary")`), with a drizzle client over it.
+ *
+ * `d1` is the session typed as a `D1Database`: drizzle-orm (0.45) has no session type of
+ * its own, and its D1 driver only calls `prepare` and `batch`, which `D1DatabaseSession`
+ * has with the same signatures. The cast is made here and nowhere else; `exec`, `dump` and
+ * `withSession` (which a session lacks) must not be called on it.
+ */
+export interface DbSession {
+  /** The session, for raw statements (`prepare`, `batch` only). */
+  d1: D1Database;
+  /** drizzle over the session. */
+  db: DrizzleD1Database;
+  /** The session's bookmark after its queries (`x-d1-bookmark`); null before any query. */
+  bookmark(): string | null;
+}
+
+/**
+ * Opens a D1 session: `kind` "read" starts on any replica (`first-unconstrained`), "write"
+ * on the primary (`first-primary`); a client's `bookmark` (validated by
+ * src/http/headers.ts) replaces either, so the session sees at least that state. Writes
+ * always run on the primary, whatever the start (Cloudflare D1 read replication docs).
+ */
+export function openSession(d1: D1Database, kind: SessionKind, bookmark?: string): DbSession {
+  const session = d1.withSession(bookmark ?? (kind === "read" ? "first-unconstrained" : "first-primary"));
+  const asDatabase = session as unknown as D1Database;
+  return { d1: asDatabase, db: drizzle(asDatabase), bookmark: () => session.getBookmark() };
+}
+
 const dialect = new SQLiteSyncDialect();
 
 /**

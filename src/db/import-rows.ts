@@ -27,6 +27,8 @@ interface Upsert {
   rows: Value[][];
   /** The `ON CONFLICT …` clause. */
   conflict: string;
+  /** Rows of a scratch table, deleted by a later step of the same import (not counted). */
+  scratch?: true;
 }
 
 /** A statement that writes no rows of its own (a DELETE), with its values placed by `sql`. */
@@ -113,7 +115,48 @@ const COURSE_COLUMNS = [
 const COURSE_CONFLICT =
   "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name, name_folded = excluded.name_folded, start_ms = excluded.start_ms, end_ms = excluded.end_ms, classroom = excluded.classroom, classroom_folded = excluded.classroom_folded, creator_id = excluded.creator_id, training_id = excluded.training_id, archived = excluded.archived, absences_sent = excluded.absences_sent";
 
-/** Upserts of courses and the replacement of their relation lists. */
+/**
+ * A course's content as the import file states it, in the shape `STORED_STATE` renders the
+ * stored course: equal strings ⇔ the import changes nothing in the course. Timestamps are
+ * left out: `version` counts changes of the record's content.
+ */
+function importedState(c: ImportCourse): string {
+  const ids = (list: string[]) => [...new Set(list)].sort();
+  // A professor listed twice keeps its last flags, as the upsert does.
+  const professors = [...new Map(c.professors.map((p) => [p.professorId, p])).values()]
+    .sort((a, b) => (a.professorId < b.professorId ? -1 : a.professorId > b.professorId ? 1 : 0))
+    .map((p) => [p.professorId, bool(p.coTeacher), bool(p.signed)]);
+  return JSON.stringify([
+    c.name,
+    c.startDateTime,
+    c.endDateTime,
+    c.classroom ?? null,
+    c.creatorId ?? null,
+    c.trainingId ?? null,
+    bool(c.archived),
+    bool(c.absencesSent),
+    ids(c.groupIds),
+    ids(c.studentIds),
+    ids(c.surveyTemplateIds),
+    professors,
+  ]);
+}
+
+const storedIds = (table: string, column: string) =>
+  `json((SELECT json_group_array(${column}) FROM (SELECT ${column} FROM ${table} r WHERE r.school_id = c.school_id AND r.course_id = c.id ORDER BY ${column})))`;
+
+/** SQL rendering of a stored course `c` in the shape of `importedState` (`json()` keeps nested arrays JSON across subqueries). */
+const STORED_STATE = `json_array(c.name, c.start_ms, c.end_ms, c.classroom, c.creator_id, c.training_id, c.archived, c.absences_sent,
+  ${storedIds("course_groups", "group_id")}, ${storedIds("course_students", "student_id")}, ${storedIds("course_survey_templates", "survey_template_id")},
+  json((SELECT json_group_array(json_array(professor_id, co_teacher, signed)) FROM (SELECT professor_id, co_teacher, signed FROM course_professors r WHERE r.school_id = c.school_id AND r.course_id = c.id ORDER BY professor_id))))`;
+
+/**
+ * Upserts of courses and the replacement of their relation lists, preceded by the version
+ * step (API.md § "Data import"): the imported states are staged in `import_course_states`,
+ * every existing course whose stored state differs gets `version + 1` (and its `revision`
+ * cleared, so that an API write racing the import retries on fresh state), then the rows are
+ * written; a new course is inserted with version 1. Identical re-imports change nothing.
+ */
 function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
   const row = (c: ImportCourse): Value[] => [
     c.schoolId,
@@ -134,6 +177,21 @@ function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
   const stamped = list.filter((c) => c.createdAt !== undefined && c.updatedAt !== undefined);
   const unstamped = list.filter((c) => !(c.createdAt !== undefined && c.updatedAt !== undefined));
   const steps: ImportStep[] = [
+    { kind: "command", sql: () => "DELETE FROM import_course_states" },
+    {
+      ...upsert(
+        "import_course_states",
+        ["school_id", "course_id", "state"],
+        list.map((c) => [c.schoolId, c.id, importedState(c)]),
+        "ON CONFLICT DO UPDATE SET state = excluded.state",
+      ),
+      scratch: true,
+    },
+    {
+      kind: "command",
+      sql: () => `UPDATE courses SET version = version + 1, revision = NULL WHERE (school_id, id) IN (SELECT s.school_id, s.course_id FROM import_course_states s
+        JOIN courses c ON c.school_id = s.school_id AND c.id = s.course_id WHERE json(s.state) IS NOT ${STORED_STATE})`,
+    },
     upsert("courses", COURSE_COLUMNS, stamped.map(row), `${COURSE_CONFLICT}, created_at = excluded.created_at, updated_at = excluded.updated_at`),
     upsert("courses", COURSE_COLUMNS, unstamped.map(row), COURSE_CONFLICT),
   ];
@@ -169,13 +227,14 @@ function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
       list.flatMap((c) => c.professors.map((p) => [c.schoolId, c.id, p.professorId, bool(p.coTeacher), bool(p.signed)])),
       "ON CONFLICT DO UPDATE SET co_teacher = excluded.co_teacher, signed = excluded.signed",
     ),
+    { kind: "command", sql: () => "DELETE FROM import_course_states" },
   );
   return steps;
 }
 
 /** Rows the steps write (the rows of every upsert). */
 export function rowCount(steps: readonly ImportStep[]): number {
-  return steps.reduce((n, s) => n + (s.kind === "upsert" ? s.rows.length : 0), 0);
+  return steps.reduce((n, s) => n + (s.kind === "upsert" && !s.scratch ? s.rows.length : 0), 0);
 }
 
 const insertHead = (u: Upsert) => `INSERT INTO ${u.table} (${u.columns.join(", ")}) VALUES `;

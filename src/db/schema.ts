@@ -94,6 +94,12 @@ export const courses = sqliteTable(
      * a concurrent PATCH is retried on fresh state instead of overwriting it.
      */
     revision: text("revision"),
+    /**
+     * The course's version (API.md § "Course record"): 1 at creation or first import, +1 per
+     * committed change. `revision` stays the compare-and-set token: two racing writes from
+     * version n would both write n + 1, so the guard needs a token unique per write.
+     */
+    version: integer("version").notNull().default(1),
   },
   (t) => [
     primaryKey({ columns: [t.schoolId, t.id] }),
@@ -179,4 +185,41 @@ export const outbox = sqliteTable(
     publishedAt: integer("published_at"),
   },
   (t) => [index("outbox_pending_idx").on(t.publishedAt, t.createdAt)],
+);
+
+/**
+ * Scratch table of the import (src/db/import-rows.ts): each imported course's content, so
+ * that one statement can raise the version of exactly the courses the import changes.
+ * Emptied at the start and end of each import batch.
+ */
+export const importCourseStates = sqliteTable(
+  "import_course_states",
+  {
+    schoolId: text("school_id").notNull(),
+    courseId: text("course_id").notNull(),
+    /** JSON array of the course's content (`importedState`). */
+    state: text("state").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.schoolId, t.courseId] })],
+);
+
+/**
+ * Idempotency keys of POST /v3/courses (src/db/idempotency.ts): the first response of each
+ * key, written in the same batch as the course, kept 24 h (pruned by the cron).
+ */
+export const idempotencyKeys = sqliteTable(
+  "idempotency_keys",
+  {
+    schoolId: text("school_id").notNull(),
+    key: text("key").notNull(),
+    /** SHA-256 hex of the first request's JSON body. */
+    requestHash: text("request_hash").notNull(),
+    status: integer("status").notNull(),
+    /** The first response's exact body text. */
+    body: text("body").notNull(),
+    location: text("location"),
+    /** ms since epoch. */
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.schoolId, t.key] }), index("idempotency_keys_created_idx").on(t.createdAt)],
 );

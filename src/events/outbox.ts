@@ -4,6 +4,7 @@
  * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
  * the cron sweep may repeat a publish safely.
  */
+import { openSession } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
 import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";
@@ -45,9 +46,10 @@ export async function publishEvents(env: Env, schoolId: string, events: SchoolEv
  * @returns counts of this sweep.
  */
 export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republished: number; failed: number; pruned: number }> {
-  const { results } = await env.DB.prepare(
-    "SELECT event_id, school_id, payload FROM outbox WHERE published_at IS NULL AND created_at <= ? ORDER BY created_at, event_id LIMIT ?",
-  )
+  // On the primary: a replica may not hold the newest unpublished rows yet.
+  const primary = openSession(env.DB, "write").d1;
+  const { results } = await primary
+    .prepare("SELECT event_id, school_id, payload FROM outbox WHERE published_at IS NULL AND created_at <= ? ORDER BY created_at, event_id LIMIT ?")
     .bind(now - SWEEP_AFTER_MS, SWEEP_BATCH)
     .all<{ event_id: string; school_id: string; payload: string }>();
   const bySchool = new Map<string, SchoolEvent[]>();
@@ -58,7 +60,8 @@ export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republi
     if (await publishEvents(env, schoolId, events)) republished += events.length;
     else failed += events.length;
   }
-  const pruned = await env.DB.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?")
+  const pruned = await primary
+    .prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?")
     .bind(now - PRUNE_AFTER_MS)
     .run();
   return { republished, failed, pruned: pruned.meta.changes ?? 0 };

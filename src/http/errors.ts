@@ -33,6 +33,11 @@ export class ApiError extends Error {
     this.name = "ApiError";
     this.status = entry.status;
   }
+
+  /** The same error with `headers` added to its response headers. */
+  withHeaders(headers: Record<string, string>): ApiError {
+    return new ApiError(this.code, this.message, this.details, { ...this.headers, ...headers });
+  }
 }
 
 /** Builds the error envelope for `err` (an ApiError or anything else → INTERNAL_ERROR). */

@@ -63,6 +63,8 @@ export interface Operation<E> {
   request?: {
     params?: z.ZodObject;
     query?: z.ZodObject;
+    /** Request headers the operation reads (documentation: src/http/headers.ts parses them). */
+    headers?: z.ZodObject;
     body?: {
       schema: z.ZodType;
       description: string;
@@ -83,10 +85,14 @@ export interface Operation<E> {
 /**
  * An operation's responses with those it shares with every operation of its kind: 401
  * UNAUTHORIZED unless it is public, 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when
- * it reads a JSON body (`readJson`), 500 INTERNAL_ERROR always.
+ * it reads a JSON body (`readJson`), 429 RATE_LIMITED and 500 INTERNAL_ERROR always (the
+ * rate limit of src/http/rate-limit.ts runs before every operation).
  */
 export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
-  const shared: Record<number, ErrorCodes> = { 500: ["INTERNAL_ERROR"] };
+  const shared: Record<number, ErrorResponse> = {
+    429: { codes: ["RATE_LIMITED"], lead: "The limit is counted per API key, or per client IP for requests without a valid key." },
+    500: ["INTERNAL_ERROR"],
+  };
   if (!op.public) shared[401] = ["UNAUTHORIZED"];
   if (op.request?.body) Object.assign(shared, { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] });
   return { ...shared, ...op.responses };

@@ -2,6 +2,7 @@
  * Response helpers: the success envelope of API.md § "Conventions".
  */
 import type { Pagination } from "./envelopes";
+import type { HeaderDoc } from "./operation";
 
 /** A JSON response (`application/json; charset=utf-8`). */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
@@ -17,3 +18,32 @@ export function success(result: unknown, init: { status?: number; headers?: Reco
   if (init.pagination) body.pagination = init.pagination;
   return jsonResponse(body, init.status ?? 200, init.headers);
 }
+
+/** A response as first sent and stored for an `Idempotency-Key` (src/db/idempotency.ts). */
+export interface StoredAnswer {
+  status: number;
+  /** The exact body text. */
+  body: string;
+  location: string | null;
+}
+
+/**
+ * The stored answer of an idempotent request as a response (API.md § "Conventions":
+ * idempotent creation): the same status, body and `location`, plus `Idempotent-Replayed:
+ * true` when it is a replay.
+ */
+export function storedAnswer(answer: StoredAnswer, replayed: boolean): Response {
+  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+  if (answer.location !== null) headers.location = answer.location;
+  if (replayed) headers["idempotent-replayed"] = "true";
+  return new Response(answer.body, { status: answer.status, headers });
+}
+
+/** `Idempotent-Replayed` of a response that may be a replay, for the document. */
+export const replayedHeader: Record<string, HeaderDoc> = {
+  "Idempotent-Replayed": {
+    description: "`true` when this is the stored answer of an earlier request with the same `Idempotency-Key` (nothing was written again); absent otherwise.",
+    schema: { type: "string", enum: ["true"] },
+    example: "true",
+  },
+};

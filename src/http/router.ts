@@ -45,11 +45,28 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
     if (allowed.length > 0) throw errors.methodNotAllowed(req.method, allowed);
     throw errors.notFound(path);
   });
-  return async (request: Request, env: E, exec: ExecutionContext, rc: RequestContext): Promise<Response> => {
-    const response: Response = await router.fetch(request, env, exec, rc);
-    const headers = new Headers(response.headers);
-    headers.set("x-request-id", rc.requestId);
-    headers.set("server-timing", rc.serverTiming());
-    return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
-  };
+  return async (request: Request, env: E, exec: ExecutionContext, rc: RequestContext): Promise<Response> =>
+    finish(await router.fetch(request, env, exec, rc), rc);
+}
+
+/**
+ * The response headers a browser client may read (API.md § "Conventions"). The Worker sets
+ * no other CORS header (a cross-origin browser client needs an origin policy in front of it);
+ * this one names what such a client would read once allowed.
+ */
+const EXPOSED_HEADERS = "x-request-id, x-d1-bookmark, ETag, Retry-After, RateLimit-Policy, Idempotent-Replayed, Location";
+
+/** `response` with the headers of every response: `x-request-id`, `Server-Timing`, `Access-Control-Expose-Headers`. */
+function finish(response: Response, rc: RequestContext): Response {
+  const headers = new Headers(response.headers);
+  headers.set("access-control-expose-headers", EXPOSED_HEADERS);
+  headers.set("x-request-id", rc.requestId);
+  headers.set("server-timing", rc.serverTiming());
+  return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
+}
+
+/** The error envelope of `err` as a complete response (for errors thrown outside the router). */
+export function errorResponse(err: unknown, rc: RequestContext): Response {
+  const { status, body, headers } = toErrorBody(err, rc.requestId);
+  return finish(jsonResponse(body, status, headers), rc);
 }

@@ -21,6 +21,11 @@ export function conventions(fallbackKey: string, errorTable: string): string {
 - **Query strings** carry strings: booleans are \`true\`, \`false\`, \`1\` or \`0\`; integers are decimal digits; id lists are comma-separated. Anything else is a 400.
 - **Ids** are opaque strings of 1–64 characters \`[A-Za-z0-9_-]\`; minted ids carry a type prefix (\`crs_\`, \`wh_\`, \`evt_\`) and a time-sortable part.
 - **Unknown** query parameters and body fields are rejected: \`400 UNKNOWN_PARAMETER\`, naming the accepted ones (and a close match).
+- **Rate limit**: each API key may make 600 requests per 60 s; requests without a valid key are counted per client IP. Beyond it: \`429 RATE_LIMITED\` with \`Retry-After\` (seconds). While the limiter is enabled every response carries \`RateLimit-Policy: "default";q=<limit>;w=60\`.
+- **Read consistency**: course reads may be served by a nearby read replica, a few seconds behind. Every course response that reached the database carries \`x-d1-bookmark\`; send the latest one you received back in \`x-d1-bookmark\` to read data at least that fresh (your own writes included). A malformed bookmark is a \`400 INVALID_PARAMETER\` naming the header.
+- **Idempotent creation**: \`POST /v3/courses\` and \`POST /v3/webhooks\` accept \`Idempotency-Key\` (1–255 printable ASCII). For 24 h the same key, school and body answer exactly as the first request (plus \`Idempotent-Replayed: true\`) without writing again, also when two race; another body is \`422 IDEMPOTENCY_KEY_MISMATCH\`.
+- **Versions**: a course's \`version\` grows by one per committed change; \`GET /v3/courses/{id}\` sends it as \`ETag\`, and a PATCH with \`If-Match\` naming another version answers \`412 PRECONDITION_FAILED\` without writing.
+- **Browser clients**: responses carry \`Access-Control-Expose-Headers\` naming the headers above.
 - A path that matches no operation answers \`404 NOT_FOUND\`; a known path with another method answers \`405 METHOD_NOT_ALLOWED\` with an \`allow\` header (both described under \`${fallbackKey}\` at the root of this document).
 
 ## Error codes

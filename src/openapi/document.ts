@@ -19,6 +19,7 @@ import type { z } from "zod";
 import { errorEnvelope } from "../http/envelopes";
 import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
 import { allResponses, type ErrorResponse, type Operation, type OutgoingRequest, type SuccessResponse } from "../http/operation";
+import { RATE_LIMIT_WINDOW_S } from "../http/rate-limit";
 import { conventions } from "./conventions";
 
 /** The document: an OpenAPI 3.1 object (its root extension included). */
@@ -58,11 +59,24 @@ const COMMON_HEADERS = {
     schema: { type: "string", pattern: "^db;dur=\\d+(\\.\\d+)?(;[^,]*)?, total;dur=\\d+(\\.\\d+)?$" },
     example: 'db;dur=3.2;desc="D1 round trips: 1", total;dur=4.8',
   },
+  RateLimitPolicy: {
+    description: `While the rate limit is enabled (every deployment unless \`RATE_LIMIT_ENABLED=false\`): \`"default";q=<requests>;w=${RATE_LIMIT_WINDOW_S}\`, the requests allowed per API key (per client IP without a valid key) in a ${RATE_LIMIT_WINDOW_S} s window.`,
+    required: false,
+    schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[0-9]+$' },
+    example: `"default";q=600;w=${RATE_LIMIT_WINDOW_S}`,
+  },
+  RetryAfter: {
+    description: "Seconds to wait before retrying (the rate-limit window: an upper bound).",
+    required: true,
+    schema: { type: "string", pattern: "^[0-9]+$" },
+    example: String(RATE_LIMIT_WINDOW_S),
+  },
 } as const;
 
 const headerRefs = {
   "x-request-id": { $ref: "#/components/headers/RequestId" },
   "Server-Timing": { $ref: "#/components/headers/ServerTiming" },
+  "RateLimit-Policy": { $ref: "#/components/headers/RateLimitPolicy" },
 };
 
 /** When `code` is answered, as a sentence of the document. */
@@ -103,9 +117,10 @@ function fail(response: ErrorResponse): ResponseConfig {
   const shared = sharedErrors[status as keyof typeof sharedErrors];
   const schema = shared && codes.length === 1 && shared.shape.code.options[0] === codes[0] ? shared : errorEnvelope(codes);
   const lines = codes.map((c) => `- \`${c}\`: ${when(c)}.`).join("\n");
+  const headers = status === 429 ? { ...headerRefs, "Retry-After": { $ref: "#/components/headers/RetryAfter" } } : headerRefs;
   return {
     description: `${lead ? `${lead}\n\n` : ""}${lines}`,
-    headers: headerRefs as ResponseConfig["headers"],
+    headers: headers as ResponseConfig["headers"],
     content: { "application/json": { schema, example: errorExample(codes[0]) } },
   };
 }
@@ -114,10 +129,11 @@ const isError = (r: SuccessResponse | ErrorResponse): r is ErrorResponse => Arra
 
 /** The zod-to-openapi form of an operation. */
 function routeConfig<E>(op: Operation<E>): RouteConfig {
-  const { params, query, body } = op.request ?? {};
+  const { params, query, headers, body } = op.request ?? {};
   const request = {
     ...(params ? { params } : {}),
     ...(query ? { query } : {}),
+    ...(headers ? { headers } : {}),
     ...(body
       ? {
           body: {

@@ -23,6 +23,7 @@ import { mintId } from "../lib/ids";
 import { formatInstant } from "../lib/time";
 import { newSecret } from "./delivery";
 import { Dispatcher } from "./dispatcher";
+import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
 import { type Platform, platformFor } from "./platform";
 import { COURIER_OPEN, LOG_RETENTION_MS, migrate } from "./schema";
 import {
@@ -78,13 +79,19 @@ export class SchoolHub extends DurableObject<Env> {
   // Registrations
 
   /**
-   * Creates a registration (POST /v3/webhooks). The input is already validated.
+   * Creates a registration (POST /v3/webhooks). The input is already validated. With an
+   * `Idempotency-Key` (`idem`), the key is looked up, the registration created and the answer
+   * stored in this one synchronous step, so racing requests with one key create one.
    *
-   * @returns the registration with its new secret, or `WEBHOOK_LIMIT_REACHED` when the
-   *   school already has 50 registrations.
+   * @returns the answer (201, the registration with its new secret, `location`) and whether
+   *   it replays an earlier one; or `WEBHOOK_LIMIT_REACHED` when the school already has 50
+   *   registrations, `IDEMPOTENCY_KEY_MISMATCH` when the key was used with another body.
    */
-  createWebhook(input: NewWebhook): CreateWebhookResult {
+  createWebhook(input: NewWebhook, idem?: IdempotencyInput): CreateWebhookResult {
     return this.ctx.storage.transactionSync((): CreateWebhookResult => {
+      const found = idem ? lookupKey(this.sql, idem, this.platform.now()) : { kind: "new" as const };
+      if (found.kind === "replay") return { ok: true, answer: found.answer, replayed: true };
+      if (found.kind === "mismatch") return { ok: false, error: "IDEMPOTENCY_KEY_MISMATCH" };
       const { n } = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM webhooks WHERE deleted_at IS NULL`).one();
       if (n >= MAX_WEBHOOKS) return { ok: false, error: "WEBHOOK_LIMIT_REACHED" };
       const now = this.platform.now();
@@ -102,10 +109,10 @@ export class SchoolHub extends DurableObject<Env> {
         now,
       );
       this.dispatcher.invalidate();
-      return {
-        ok: true,
-        webhook: { id, url: input.url, events: input.events, description: input.description, createdAt: formatInstant(now), secret },
-      };
+      const webhook = { id, url: input.url, events: input.events, description: input.description, createdAt: formatInstant(now), secret };
+      const answer = { status: 201, body: JSON.stringify({ status: "success", result: webhook }), location: `/v3/webhooks/${id}` };
+      if (idem) storeKey(this.sql, idem, answer, now);
+      return { ok: true, answer, replayed: false };
     });
   }
 

@@ -7,12 +7,15 @@
  * body, then the hub's answer. Ids that are not well-formed, unknown, deleted or belong to
  * another school all answer 404 WEBHOOK_NOT_FOUND.
  */
+import { z } from "zod";
+import { requestHash } from "../db/idempotency";
 import { hubFor } from "../events/hub-client";
 import { authenticate } from "../http/auth";
 import { ApiError } from "../http/errors";
+import { idempotencyKeyHeaderSchema, readIdempotencyKey } from "../http/headers";
 import { locationHeader, type Operation } from "../http/operation";
 import { parseBody, parseBodyWith, parseQuery, pathParam, readJson, rejectQuery } from "../http/request";
-import { success } from "../http/respond";
+import { replayedHeader, storedAnswer, success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { MAX_PAGE_SIZE, MAX_WEBHOOKS } from "../lib/limits";
 import {
@@ -56,16 +59,23 @@ export const webhookOperations: Operation<Env>[] = [
     summary: "Register a webhook",
     description:
       "The registration receives the school's events of the chosen types from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). The `secret` is shown only in this response.",
-    request: { body: { schema: createWebhookSchema, description: "The registration." } },
+    request: {
+      headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema }),
+      body: { schema: createWebhookSchema, description: "The registration." },
+    },
     responses: {
       201: {
         description: "The registration, with its secret.",
         schema: createdWebhookResponseSchema,
         example: { status: "success", result: createdWebhookSchema.meta()!.example },
-        headers: locationHeader(`/v3/webhooks/${WEBHOOK_ID_EXAMPLE}`),
+        headers: { ...locationHeader(`/v3/webhooks/${WEBHOOK_ID_EXAMPLE}`), ...replayedHeader },
       },
-      400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL"],
+      400: {
+        codes: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL", "INVALID_PARAMETER"],
+        lead: "`INVALID_PARAMETER` for a malformed `Idempotency-Key`.",
+      },
       409: ["WEBHOOK_LIMIT_REACHED"],
+      422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was created; use a new key for a new request." },
     },
     /**
      * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped. `url`
@@ -74,12 +84,18 @@ export const webhookOperations: Operation<Env>[] = [
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
+      const key = readIdempotencyKey(req);
       const body = await parseBody(createWebhookSchema, req, "The body must be a JSON object: { url, events?, description? }.");
       const url = requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
       const events: Subscription = body.events === undefined || body.events.includes("*") ? ["*"] : ([...new Set(body.events)] as Exclude<Subscription, ["*"]>);
-      const result = await hubFor(env, schoolId).createWebhook({ url, events, description: body.description ?? null });
-      if (!result.ok) throw new ApiError("WEBHOOK_LIMIT_REACHED");
-      return success(result.webhook, { status: 201, headers: { location: `/v3/webhooks/${result.webhook.id}` } });
+      const idem = key === undefined ? undefined : { key, hash: await requestHash(body) };
+      const result = await hubFor(env, schoolId).createWebhook({ url, events, description: body.description ?? null }, idem);
+      if (!result.ok) {
+        if (result.error === "IDEMPOTENCY_KEY_MISMATCH")
+          throw new ApiError(result.error, "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.");
+        throw new ApiError(result.error);
+      }
+      return storedAnswer(result.answer, result.replayed);
     },
   },
   {

@@ -66,6 +66,17 @@ const MIGRATIONS: string[][] = [
     // by the delete. A tombstone still COURIER_OPEN is a delete whose close is not confirmed.
     `ALTER TABLE webhooks ADD COLUMN courier INTEGER NOT NULL DEFAULT 0`,
   ],
+  [
+    // Idempotency keys of POST /v3/webhooks (src/webhooks/idempotency.ts): the first answer, 24 h.
+    `CREATE TABLE idempotency_keys (
+       key TEXT PRIMARY KEY,
+       request_hash TEXT NOT NULL,
+       status INTEGER NOT NULL,
+       body TEXT NOT NULL,
+       location TEXT,
+       created_at INTEGER NOT NULL
+     )`,
+  ],
 ];
 
 /** `webhooks.courier`: no attempt was ever queued for the registration. */

@@ -3,7 +3,9 @@
  * (API.md § "Webhook registrations"). Instants are ISO 8601 UTC with milliseconds. The
  * records are the `z.infer`s of their schemas (src/webhooks/schemas.ts).
  */
+
 import type { z } from "zod";
+import type { StoredAnswer } from "../http/respond";
 import type { createdWebhookSchema, deliveryRecordSchema, subscriptionSchema, webhookRecordSchema } from "./schemas";
 
 export { MAX_WEBHOOKS } from "../lib/limits";
@@ -24,8 +26,13 @@ export interface NewWebhook {
   description: string | null;
 }
 
-/** Result of `SchoolHub.createWebhook`. */
-export type CreateWebhookResult = { ok: true; webhook: CreatedWebhook } | { ok: false; error: "WEBHOOK_LIMIT_REACHED" };
+/**
+ * Result of `SchoolHub.createWebhook`: the answer to send (stored for its `Idempotency-Key`,
+ * if any) and whether it is a replay, or the error code.
+ */
+export type CreateWebhookResult =
+  | { ok: true; answer: StoredAnswer; replayed: boolean }
+  | { ok: false; error: "WEBHOOK_LIMIT_REACHED" | "IDEMPOTENCY_KEY_MISMATCH" };
 
 /**
  * One entry of GET /v3/webhooks/{id}/deliveries (see `deliveryRecordSchema`). The schema

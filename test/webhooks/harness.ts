@@ -47,6 +47,7 @@ export function courseEvent(schoolId: string, type: SchoolEvent["type"] = "cours
         classroom: null,
         creatorId: null,
         trainingId: null,
+        version: 1,
         groupIds: [],
         professorIds: [],
         archived: false,

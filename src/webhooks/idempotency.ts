@@ -1,0 +1,51 @@
+/**
+ * Idempotency keys of POST /v3/webhooks, kept in the hub's own SQLite (API.md §
+ * "Conventions": idempotent creation). The hub looks a key up, creates the registration and
+ * stores the answer in one synchronous step (`transactionSync`), so two racing requests with
+ * one key are serialized by the object: the second finds the first one's answer. Keys are
+ * honoured for 24 h (the D1 rule of src/db/idempotency.ts); expired rows are deleted at the
+ * next lookup. The table is a migration of src/webhooks/schema.ts.
+ */
+import { IDEMPOTENCY_TTL_MS } from "../db/idempotency";
+import type { StoredAnswer } from "../http/respond";
+
+/** A request's key and the hash of its body (`requestHash`). */
+export interface IdempotencyInput {
+  key: string;
+  hash: string;
+}
+
+/** What a key says about a request: nothing yet, the stored answer, or another body. */
+export type KeyLookup = { kind: "new" } | { kind: "replay"; answer: StoredAnswer } | { kind: "mismatch" };
+
+/**
+ * Looks `input.key` up, after deleting keys older than 24 h. Synchronous: call it in the
+ * same step as the creation and `storeKey`.
+ *
+ * @param now ms since the epoch.
+ */
+export function lookupKey(sql: SqlStorage, input: IdempotencyInput, now: number): KeyLookup {
+  sql.exec(`DELETE FROM idempotency_keys WHERE created_at <= ?`, now - IDEMPOTENCY_TTL_MS);
+  const row = sql
+    .exec<{ request_hash: string; status: number; body: string; location: string | null }>(
+      `SELECT request_hash, status, body, location FROM idempotency_keys WHERE key = ?`,
+      input.key,
+    )
+    .toArray()[0];
+  if (!row) return { kind: "new" };
+  if (row.request_hash !== input.hash) return { kind: "mismatch" };
+  return { kind: "replay", answer: { status: row.status, body: row.body, location: row.location } };
+}
+
+/** Stores the first answer of `input.key` (same synchronous step as the creation). */
+export function storeKey(sql: SqlStorage, input: IdempotencyInput, answer: StoredAnswer, now: number): void {
+  sql.exec(
+    `INSERT INTO idempotency_keys (key, request_hash, status, body, location, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+    input.key,
+    input.hash,
+    answer.status,
+    answer.body,
+    answer.location,
+    now,
+  );
+}
