@@ -66,7 +66,8 @@ describe("the registration record", () => {
       expect(sql.exec(`SELECT enabled, disabled_reason, updated_at, epoch FROM webhooks`).toArray()).toEqual([
         { enabled: 1, disabled_reason: null, updated_at: 1000, epoch: 0 },
       ]);
-      expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("3");
+      // Version 2 → 4: issue 15's idempotency keys (3), then the lifecycle's columns (4).
+      expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("4");
     });
   });
 });
