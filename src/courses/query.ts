@@ -9,7 +9,7 @@
 import { and, asc, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/schema";
-import { escapeLike, fold } from "../lib/text";
+import { fold } from "../lib/text";
 import type { SortKey } from "./filter-schemas";
 import type { CourseQuery, Includes } from "./filters";
 
@@ -53,6 +53,25 @@ function related(school: SQL, table: string, column: string, ids: string[]): SQL
     : sql`EXISTS (SELECT 1 FROM ${t} r WHERE r.school_id = ${courses.schoolId} AND r.course_id = ${courses.id} AND +r.${col} IN ${jsonIds(ids)})`;
 }
 
+/** Folded names at least this long (in code points) are looked up in the trigram index. */
+const TRIGRAM = 3;
+
+/**
+ * "The folded name contains `needle`" (API.md § "GET /v3/courses": case- and
+ * accent-insensitive substring, `%` and `_` literal), always decided by instr() on the folded
+ * name — not LIKE: D1 refuses LIKE patterns past about 50 bytes and instr() needs no escaping.
+ * From 3 code points on, the candidates come from the FTS5 trigram index `courses_name_fts`
+ * (migrations/0005_name_trigram.sql) instead of every course of the school: the needle is
+ * one FTS5 phrase (double quotes doubled), whose trigrams in sequence are exactly the
+ * substrings; instr() keeps the result exact whatever the tokenizer does.
+ */
+function nameCondition(needle: string): SQL {
+  const exact = sql`instr(${courses.nameFolded}, ${needle}) > 0`;
+  if ([...needle].length < TRIGRAM) return exact;
+  const phrase = `"${needle.replaceAll('"', '""')}"`;
+  return sql`${sql.raw('"courses"."rowid"')} IN (SELECT rowid FROM courses_name_fts WHERE courses_name_fts MATCH ${phrase}) AND ${exact}`;
+}
+
 /** The WHERE conditions of a CourseQuery (AND of every filter), school scope first. */
 function courseConditions(school: SQL, q: CourseQuery): SQL {
   const c: (SQL | undefined)[] = [eq(courses.schoolId, school)];
@@ -65,11 +84,13 @@ function courseConditions(school: SQL, q: CourseQuery): SQL {
   if (q.groupId.length > 0) c.push(related(school, "course_groups", "group_id", q.groupId));
   if (q.studentId.length > 0) c.push(related(school, "course_students", "student_id", q.studentId));
   if (q.professorId.length > 0) c.push(related(school, "course_professors", "professor_id", q.professorId));
-  if (q.trainingId.length > 0) c.push(sql`${courses.trainingId} IN ${jsonIds(q.trainingId)}`);
+  // One training: an equality, so the (school, training, start, id) index walks in order.
+  if (q.trainingId.length === 1) c.push(eq(courses.trainingId, q.trainingId[0]!));
+  else if (q.trainingId.length > 1) c.push(sql`${courses.trainingId} IN ${jsonIds(q.trainingId)}`);
   if (q.archived !== undefined) c.push(eq(courses.archived, q.archived));
   if (q.classroom !== undefined) c.push(eq(courses.classroom, q.classroom));
   if (q.creatorId !== undefined) c.push(eq(courses.creatorId, q.creatorId));
-  if (q.name !== undefined) c.push(sql`${courses.nameFolded} LIKE ${`%${escapeLike(fold(q.name))}%`} ESCAPE '\\'`);
+  if (q.name !== undefined) c.push(nameCondition(fold(q.name)));
   if (q.professorSignatureMissing !== undefined) {
     // Probed course by course (index (school_id, signed, course_id)): the set of unsigned
     // courses is large, so materializing it first would cost more than the page.

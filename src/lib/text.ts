@@ -15,11 +15,6 @@ export function fold(text: string): string {
     .replace(/ß/g, "ss");
 }
 
-/** Escapes `%`, `_` and `\` for a SQL `LIKE … ESCAPE '\'` pattern, so they match literally. */
-export function escapeLike(text: string): string {
-  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
-}
-
 /** Levenshtein distance, for "did you mean" hints on unknown parameters. */
 function editDistance(a: string, b: string): number {
   const prev = Array.from({ length: b.length + 1 }, (_, j) => j);
