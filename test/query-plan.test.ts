@@ -94,4 +94,15 @@ describe("query plans", () => {
       }
     });
   }
+
+  it("a long id-list search sorted by name then startDateTime, either direction, walks an index in that order", async () => {
+    const studentId = Array.from({ length: 10_000 }, (_, i) => `stu_${i}`);
+    for (const order of ["asc", "desc"] as const) {
+      const details = await plan(parseSearchBody({ studentId, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order }] }));
+      const all = details.join("\n");
+      // At most the id tie-break of equal (name, start) runs is sorted ("LAST TERM").
+      expect(all, all).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/);
+      expect(all, all).toMatch(order === "asc" ? /courses_school_name_start_idx \(school_id=\?\)/ : /courses_school_name_start_desc_idx \(school_id=\?\)/);
+    }
+  });
 });

@@ -14,6 +14,7 @@
  * migrations/ as flat `NNNN_name.sql` files.
  */
 
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /** A school: the tenant. */
@@ -113,6 +114,9 @@ export const courses = sqliteTable(
     // Search sorts by folded name / classroom, then start (walk in order, stop at the page).
     index("courses_school_name_start_idx").on(t.schoolId, t.nameFolded, t.startMs),
     index("courses_school_classroom_start_idx").on(t.schoolId, t.classroomFolded, t.startMs),
+    // `name` then `startDateTime` descending (then id): the mixed-direction sort of a long
+    // id-list search walks this in order instead of sorting every course of the first names.
+    index("courses_school_name_start_desc_idx").on(t.schoolId, t.nameFolded, sql`${t.startMs} desc`, t.id),
   ],
 );
 

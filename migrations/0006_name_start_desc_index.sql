@@ -1,0 +1,1 @@
+CREATE INDEX `courses_school_name_start_desc_idx` ON `courses` (`school_id`,`name_folded`,"start_ms" desc,`id`);
