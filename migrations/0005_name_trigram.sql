@@ -1,6 +1,8 @@
 -- The `name` filter's trigram index (src/courses/query.ts `nameCondition`): an FTS5 table
 -- over the folded name, its content read from `courses` by rowid, kept in sync by triggers.
 -- case_sensitive 1: the names are folded already; instr() on the folded name decides.
+-- `courses` has no INTEGER PRIMARY KEY, so a VACUUM may renumber its rowids: after one (or a
+-- restore), run INSERT INTO courses_name_fts(courses_name_fts) VALUES ('rebuild').
 CREATE VIRTUAL TABLE `courses_name_fts` USING fts5(`name_folded`, content='courses', content_rowid='rowid', tokenize='trigram case_sensitive 1');
 --> statement-breakpoint
 INSERT INTO `courses_name_fts`(`courses_name_fts`) VALUES ('rebuild');
