@@ -19,3 +19,7 @@ CREATE TRIGGER `courses_name_fts_update` AFTER UPDATE OF `name_folded` ON `cours
   INSERT INTO `courses_name_fts`(`courses_name_fts`, rowid, `name_folded`) VALUES ('delete', old.rowid, old.`name_folded`);
   INSERT INTO `courses_name_fts`(rowid, `name_folded`) VALUES (new.rowid, new.`name_folded`);
 END;
+--> statement-breakpoint
+-- Per trigram, how many courses hold it: the page statement reads it to choose between the
+-- trigram index and a walk in the requested order (src/courses/query.ts `namePageRowids`).
+CREATE VIRTUAL TABLE `courses_name_vocab` USING fts5vocab(`courses_name_fts`, 'row');

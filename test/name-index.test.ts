@@ -9,8 +9,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { parseListQuery } from "../src/courses/filters";
 import { selectCoursePage } from "../src/courses/query";
 import { getDb } from "../src/db/client";
-import { fixture, KEY_A } from "./fixtures";
+import { coursesA, fixture, KEY_A } from "./fixtures";
 import { callJson, loadFixture } from "./helpers";
+import { referenceList } from "./reference";
 
 beforeAll(async () => {
   await loadFixture(fixture);
@@ -61,5 +62,19 @@ describe("name filter through the trigram index", () => {
     };
     expect(await plan("éco")).toMatch(/courses_name_fts VIRTUAL TABLE/);
     expect(await plan("éc")).not.toMatch(/courses_name_fts/);
+  });
+
+  it("both branches of a 3+ code point name (trigram index, walk in order) give the reference's pages", async () => {
+    const names = ["economie", "ALG", "phi", "ie ", "é%_", "zzq", ...coursesA.map((c) => c.name.slice(1, 6))];
+    for (const name of names) {
+      for (const page of [1, 2]) {
+        const q = parseListQuery(new URLSearchParams({ name, limit: "2", page: String(page) }));
+        const expected = referenceList({ name, limit: 2, page });
+        for (const maxDocs of [-1, Number.MAX_SAFE_INTEGER]) {
+          const rows = await selectCoursePage(getDb(env.DB), { schoolId: "sch_a" }, q, maxDocs);
+          expect({ name, page, maxDocs, ids: rows.slice(0, 2).map((r) => r.id), hasMore: rows.length > 2 }).toEqual({ name, page, maxDocs, ...expected });
+        }
+      }
+    }
   });
 });
