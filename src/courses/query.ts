@@ -65,10 +65,16 @@ const TRIGRAM = 3;
  */
 export const TRIGRAM_INDEX_MAX_DOCS = 1000;
 
-/** The needle's distinct trigrams (3 consecutive code points), as the trigram tokenizer cuts them. */
-function trigrams(needle: string): string[] {
+/**
+ * Up to 3 of the needle's trigrams (3 consecutive code points, as the trigram tokenizer cuts
+ * them): first, middle and last. The fewest courses holding any of them bounds the matches
+ * from above; each costs one vocabulary lookup, so a 200-character name does not cost 198.
+ */
+function sampleTrigrams(needle: string): string[] {
   const cps = [...needle];
-  return [...new Set(cps.slice(2).map((_, i) => cps.slice(i, i + 3).join("")))];
+  const at = (i: number) => cps.slice(i, i + 3).join("");
+  const last = cps.length - 3;
+  return [...new Set([at(0), at(Math.floor(last / 2)), at(last)])];
 }
 
 /**
@@ -90,16 +96,17 @@ const nameCandidates = (needle: string) =>
  * Page statement for a `name` of 3+ code points: the rowids of the page come from one of two
  * branches, each a full page query (filters, order, limit, offset), of which exactly one runs:
  * its LIMIT is 0 unless the trigram count (fts5vocab `courses_name_vocab`: courses holding the
- * needle's rarest trigram, 0 when one is absent) puts it on its side of `maxDocs` — SQLite
+ * needle's rarest sampled trigram, 0 when one is absent) puts it on its side of `maxDocs` — SQLite
  * evaluates LIMIT before it starts a loop, so the other branch costs nothing.
  */
 function namePageRowids(school: SQL, q: CourseQuery, needle: string, maxDocs: number): SQL {
-  const docs = sql`(SELECT min(coalesce(v.doc, 0)) FROM json_each(${JSON.stringify(trigrams(needle))}) j LEFT JOIN courses_name_vocab v ON v.term = j.value)`;
+  // Counted once (materialized), read by both LIMITs.
+  const docs = sql`name_docs(n) AS MATERIALIZED (SELECT min(coalesce((SELECT doc FROM courses_name_vocab WHERE term = j.value), 0)) FROM json_each(${JSON.stringify(sampleTrigrams(needle))}) j)`;
   const branch = (where: SQL, useIndex: boolean) =>
     sql`SELECT rowid FROM (SELECT ${sql.raw('"courses"."rowid"')} AS rowid FROM ${courses} WHERE ${where} ORDER BY ${sql.join(courseOrder(q.sort), sql`, `)}
-      LIMIT CASE WHEN ${docs} ${sql.raw(useIndex ? "<=" : ">")} ${maxDocs} THEN ${q.limit + 1} ELSE 0 END OFFSET ${(q.page - 1) * q.limit})`;
+      LIMIT CASE WHEN (SELECT n FROM name_docs) ${sql.raw(useIndex ? "<=" : ">")} ${maxDocs} THEN ${q.limit + 1} ELSE 0 END OFFSET ${(q.page - 1) * q.limit})`;
   const others = courseConditions(school, { ...q, name: undefined });
-  return sql`${branch(and(others, nameCandidates(needle), nameContains(needle))!, true)} UNION ALL ${branch(and(others, nameContains(needle))!, false)}`;
+  return sql`WITH ${docs} ${branch(and(others, nameCandidates(needle), nameContains(needle))!, true)} UNION ALL ${branch(and(others, nameContains(needle))!, false)}`;
 }
 
 /** The WHERE conditions of a CourseQuery (AND of every filter), school scope first. */
