@@ -19,7 +19,7 @@
  * 5. Writes bench/RESULTS.md and bench/results.json.
  *
  * Options: `--courses 100000 --schools 10 --students-per-course 10 --duration 5` (seconds per
- * autocannon run), `--port 8881` (wrangler dev; Miniflare takes the next one), `--skip-hub`, `--only "name|name"` (query names), `--keep` (keep the temp
+ * autocannon run), `--port N` (wrangler dev on N, Miniflare on N + 1; default: free ports), `--skip-hub`, `--only "name|name"` (query names), `--keep` (keep the temp
  * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`).
  */
 import { spawn } from "node:child_process";
@@ -42,7 +42,7 @@ const { values: opts } = parseArgs({
     schools: { type: "string", default: "10" },
     "students-per-course": { type: "string", default: "10" },
     duration: { type: "string", default: "5" },
-    port: { type: "string", default: "8881" },
+    port: { type: "string" },
     "skip-hub": { type: "boolean", default: false },
     only: { type: "string" },
     keep: { type: "boolean", default: false },
@@ -224,7 +224,7 @@ async function main() {
   let mf: MiniflareServer | undefined;
   const results: QueryResult[] = [];
   try {
-    server = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true, port: Number(opts.port) });
+    server = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true, port: opts.port === undefined ? undefined : Number(opts.port) });
     log(`wrangler dev on ${server.base}`);
     const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
@@ -255,7 +255,7 @@ async function main() {
     server = undefined;
 
     // The same mix under Miniflare directly (no wrangler dev proxy), 1 connection.
-    mf = await startMiniflare({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" } });
+    mf = await startMiniflare({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, port: opts.port === undefined ? 0 : Number(opts.port) + 1 });
     log(`Miniflare directly on ${mf.base}`);
     let mfFloor = NaN;
     for (const [i, q] of queries.entries()) {

@@ -23,12 +23,13 @@ export interface MiniflareServer {
 }
 
 /**
- * Bundles `entry` with wrangler and serves it with Miniflare on 127.0.0.1 (a free port),
+ * Bundles `entry` with wrangler and serves it with Miniflare on 127.0.0.1:`port` (0, the
+ * default: a free port),
  * state read from `persistTo` (`<dir>/v3/d1`, `<dir>/v3/do`, as `wrangler dev --persist-to`).
  *
  * @throws Error when the bundle fails (wrangler's output included).
  */
-export async function startMiniflare(opts: { persistTo: string; entry: string; vars?: Record<string, string> }): Promise<MiniflareServer> {
+export async function startMiniflare(opts: { persistTo: string; entry: string; vars?: Record<string, string>; port?: number }): Promise<MiniflareServer> {
   const outdir = mkdtempSync(path.join(os.tmpdir(), "school-bench-bundle-"));
   const built = spawnSync(process.execPath, [wranglerBin(), "deploy", "--dry-run", "--outdir", outdir, opts.entry], { cwd: ROOT, env: wranglerEnv(), encoding: "utf8" });
   if (built.status !== 0) throw new Error(`wrangler deploy --dry-run failed:\n${built.stdout}\n${built.stderr}`);
@@ -40,7 +41,7 @@ export async function startMiniflare(opts: { persistTo: string; entry: string; v
   // wrangler describes the Worker in Miniflare's v4 option shape; miniflare 5 converts it.
   const options = convertV4MiniflareOptions({
     host: "127.0.0.1",
-    port: 0,
+    port: opts.port ?? 0,
     workers: [
       {
         ...workerOptions,
