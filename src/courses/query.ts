@@ -63,7 +63,7 @@ const TRIGRAM = 3;
  * courses for its rarest trigram, 2 ms walking vs 17 ms through the index; an absent name
  * 0.1 ms through the index vs 35 ms walking — see bench/NOTES.md).
  */
-export const TRIGRAM_INDEX_MAX_DOCS = 1000;
+const TRIGRAM_INDEX_MAX_DOCS = 1000;
 
 /**
  * Up to 3 of the needle's trigrams (3 consecutive code points, as the trigram tokenizer cuts
