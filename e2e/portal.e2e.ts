@@ -18,12 +18,12 @@ import path from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_API_KEY } from "../scripts/dataset/build";
-import { startDevServer, type DevServer } from "../scripts/lib/dev-server";
+import { type DevServer, startDevServer } from "../scripts/lib/dev-server";
 import { applyMigrations, ROOT } from "../scripts/lib/wrangler";
 import { seedDemo } from "../scripts/seed-demo";
 import { PORTAL_CSP } from "../src/portal/headers";
 import { axeViolations, launchBrowser, type PortalBrowser } from "./browser";
-import { startReceiver, verifyDelivery, type Receiver } from "./receiver";
+import { type Receiver, startReceiver, verifyDelivery } from "./receiver";
 
 /** What the steps pass on to each other. */
 const state: { id?: string; secret?: string; url?: string } = {};

@@ -81,7 +81,11 @@ export async function startReceiver(port = 0): Promise<Receiver> {
         };
         const timer = setTimeout(() => {
           cleanup();
-          reject(new Error(`no matching request within ${timeoutMs} ms; received: ${JSON.stringify(received.map((r) => ({ path: r.path, id: r.headers["webhook-id"], at: r.at })))}`));
+          reject(
+            new Error(
+              `no matching request within ${timeoutMs} ms; received: ${JSON.stringify(received.map((r) => ({ path: r.path, id: r.headers["webhook-id"], at: r.at })))}`,
+            ),
+          );
         }, timeoutMs);
         const wake = () => void check();
         const cleanup = () => {

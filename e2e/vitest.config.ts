@@ -7,7 +7,7 @@ import { defineConfig } from "vitest/config";
 
 export default defineConfig({
   test: {
-    root: import.meta.dirname + "/..",
+    root: `${import.meta.dirname}/..`,
     include: ["e2e/**/*.e2e.ts"],
     pool: "forks",
     fileParallelism: false,

@@ -23,17 +23,17 @@
  * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`).
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, existsSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { DEMO_API_KEY, generateDataset } from "./dataset/build";
 import { datasetStats } from "./generate";
-import { importData, type ImportSummary } from "./import";
-import { startDevServer, type DevServer } from "./lib/dev-server";
-import { startMiniflare, type MiniflareServer } from "./lib/miniflare-server";
-import { localD1File, statementsOf, timeInSqlite, type SqliteTiming } from "./lib/sqlite-alone";
+import { type ImportSummary, importData } from "./import";
+import { type DevServer, startDevServer } from "./lib/dev-server";
+import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
+import { localD1File, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
 import { applyMigrations, BENCH_ENTRY, ROOT } from "./lib/wrangler";
 
 const { values: opts } = parseArgs({
@@ -148,6 +148,19 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
   const enc = encodeURIComponent;
   const tenThousand = students.slice(0, 10_000).map((s) => s.id);
   while (tenThousand.length < 10_000) tenThousand.push(`stu_missing${tenThousand.length}`);
+  /** POST /v3/courses:search with 10,000 student ids, sorted by name then startDateTime `order`. */
+  const search10k = (order: "asc" | "desc"): MixQuery => ({
+    name: `search: 10,000 studentId, sort name + startDateTime${order === "desc" ? " desc" : ""}`,
+    method: "POST",
+    path: "/v3/courses:search",
+    body: {
+      studentId: tenThousand,
+      sort: [
+        { field: "name", order: "asc" },
+        { field: "startDateTime", order },
+      ],
+    },
+  });
   return [
     { name: "floor (SELECT 1)", method: "GET", path: "/__bench/floor" },
     { name: "no filter", method: "GET", path: "/v3/courses" },
@@ -165,21 +178,15 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
     { name: "studentId (one student)", method: "GET", path: `/v3/courses?studentId=${student}` },
     { name: "professorSignatureMissing=true", method: "GET", path: "/v3/courses?professorSignatureMissing=true" },
     { name: "name substring", method: "GET", path: `/v3/courses?name=${enc("économie")}` },
-    { name: "all four includes, limit=100", method: "GET", path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true" },
+    {
+      name: "all four includes, limit=100",
+      method: "GET",
+      path: "/v3/courses?limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true",
+    },
     { name: "page 50", method: "GET", path: "/v3/courses?page=50" },
-    {
-      name: "search: 10,000 studentId, sort name + startDateTime",
-      method: "POST",
-      path: "/v3/courses:search",
-      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "asc" }] },
-    },
-    {
-      // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
-      name: "search: 10,000 studentId, sort name + startDateTime desc",
-      method: "POST",
-      path: "/v3/courses:search",
-      body: { studentId: tenThousand, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order: "desc" }] },
-    },
+    search10k("asc"),
+    // Mixed directions: no index gives this order, so every course of the first name is probed and sorted.
+    search10k("desc"),
   ];
 }
 
@@ -224,7 +231,13 @@ async function main() {
   let mf: MiniflareServer | undefined;
   const results: QueryResult[] = [];
   try {
-    server = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, quiet: true, port: opts.port === undefined ? undefined : Number(opts.port) });
+    server = await startDevServer({
+      persistTo,
+      entry: BENCH_ENTRY,
+      vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" },
+      quiet: true,
+      port: opts.port === undefined ? undefined : Number(opts.port),
+    });
     log(`wrangler dev on ${server.base}`);
     const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
@@ -249,13 +262,20 @@ async function main() {
         sqlite,
       };
       results.push(r);
-      log(`${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")} | SQLite ${fmt(sqlite.medianMs, 2)} ms`);
+      log(
+        `${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")} | SQLite ${fmt(sqlite.medianMs, 2)} ms`,
+      );
     }
     await server.stop();
     server = undefined;
 
     // The same mix under Miniflare directly (no wrangler dev proxy), 1 connection.
-    mf = await startMiniflare({ persistTo, entry: BENCH_ENTRY, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" }, port: opts.port === undefined ? 0 : Number(opts.port) + 1 });
+    mf = await startMiniflare({
+      persistTo,
+      entry: BENCH_ENTRY,
+      vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" },
+      port: opts.port === undefined ? 0 : Number(opts.port) + 1,
+    });
     log(`Miniflare directly on ${mf.base}`);
     let mfFloor = NaN;
     for (const [i, q] of queries.entries()) {
@@ -295,7 +315,13 @@ function writeResults(r: {
   mkdirSync(dir, { recursive: true });
   const cpus = os.cpus();
   const machine = { cpus: cpus.length, model: cpus[0]?.model ?? "?", node: process.version, date: new Date().toISOString() };
-  const json = { machine, dataset: { ...r.genOpts, ...r.stats }, import: r.importSummary, queries: r.results, hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })) };
+  const json = {
+    machine,
+    dataset: { ...r.genOpts, ...r.stats },
+    import: r.importSummary,
+    queries: r.results,
+    hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })),
+  };
   writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
 
   const listings = r.results.filter((q) => !q.name.startsWith("floor"));

@@ -14,8 +14,8 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
 import { DEFAULT_AS_OF, generateDataset, type ImportFileInput } from "./dataset/build";
+import { parseCli } from "./lib/args";
 import { userPath } from "./lib/wrangler";
 
 /** Counts of a dataset: courses, course↔student rows, and the total rows an import writes. */
@@ -64,35 +64,27 @@ const USAGE = `usage: tsx scripts/generate.ts [--schools N] [--courses N] [--stu
                        --seed 2026 --as-of ${DEFAULT_AS_OF}
   benchmark:           --schools 10 --courses 100000 --students-per-course 10   (about 1,000,000 enrolments)`;
 
-const parse = (argv: string[]) =>
-  parseArgs({
-    args: argv,
-    options: {
-      schools: { type: "string" },
-      courses: { type: "string" },
-      students: { type: "string" },
-      "students-per-course": { type: "string" },
-      "small-courses": { type: "string" },
-      seed: { type: "string" },
-      "as-of": { type: "string" },
-      out: { type: "string", short: "o" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  let values: ReturnType<typeof parse>["values"];
-  try {
-    ({ values } = parse(argv));
-  } catch (err) {
-    console.error(`${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const args = parseCli(
+    {
+      args: argv,
+      options: {
+        schools: { type: "string" },
+        courses: { type: "string" },
+        students: { type: "string" },
+        "students-per-course": { type: "string" },
+        "small-courses": { type: "string" },
+        seed: { type: "string" },
+        "as-of": { type: "string" },
+        out: { type: "string", short: "o" },
+        help: { type: "boolean", short: "h" },
+      },
+    },
+    USAGE,
+  );
+  if (typeof args === "number") return args;
+  const { values } = args;
   if (!values.out) {
     console.error(`--out is required\n${USAGE}`);
     return 2;

@@ -16,13 +16,13 @@
  * entirely or not at all. A failed import can simply be run again (the statements are upserts
  * and relation-list replacements). Exit status: 0 done, 1 wrangler failed, 2 bad usage or file.
  */
-import { mkdtemp, readFile, rm, writeFile, mkdir } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { parseArgs } from "node:util";
 import { type ImportFile, type ImportProblem, validateImport } from "../src/db/import";
 import { type ImportStep, importSteps, renderLiteral, rowCount } from "../src/db/import-rows";
+import { parseCli } from "./lib/args";
 import { formatInt, Progress } from "./lib/progress";
 import { DB_BINDING, runWrangler, targetArgs, userPath } from "./lib/wrangler";
 
@@ -259,36 +259,27 @@ const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persis
   --keep-sql DIR    keep the generated SQL chunk files in DIR
   --quiet           no progress bar`;
 
-const parse = (argv: string[]) =>
-  parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      local: { type: "boolean" },
-      remote: { type: "boolean" },
-      "persist-to": { type: "string" },
-      "chunk-mb": { type: "string" },
-      "keep-sql": { type: "string" },
-      "statement-kb": { type: "string" },
-      quiet: { type: "boolean" },
-      help: { type: "boolean", short: "h" },
-    },
-  });
-
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  let args: ReturnType<typeof parse>;
-  try {
-    args = parse(argv);
-  } catch (err) {
-    console.error(`${(err as Error).message}\n${USAGE}`);
-    return 2;
-  }
+  const args = parseCli(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        local: { type: "boolean" },
+        remote: { type: "boolean" },
+        "persist-to": { type: "string" },
+        "chunk-mb": { type: "string" },
+        "keep-sql": { type: "string" },
+        "statement-kb": { type: "string" },
+        quiet: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    },
+    USAGE,
+  );
+  if (typeof args === "number") return args;
   const { values: v, positionals } = args;
-  if (v.help) {
-    console.log(USAGE);
-    return 0;
-  }
   if (positionals.length !== 1) {
     console.error(USAGE);
     return 2;

@@ -28,7 +28,9 @@ async function main(): Promise<number> {
   const file = path.join(ROOT, OUTPUT);
   mkdirSync(path.dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
-  console.log(`generated ${OUTPUT}: ${Object.keys(doc.paths ?? {}).length} paths, ${Object.keys(doc.webhooks ?? {}).length} webhooks, ${Object.keys(doc.components?.schemas ?? {}).length} schemas`);
+  console.log(
+    `generated ${OUTPUT}: ${Object.keys(doc.paths ?? {}).length} paths, ${Object.keys(doc.webhooks ?? {}).length} webhooks, ${Object.keys(doc.components?.schemas ?? {}).length} schemas`,
+  );
 
   try {
     // swagger-parser mutates what it validates: give it a copy.

@@ -36,7 +36,11 @@ function listFiles(dir: string, base: string): string[] {
 export function portalSourceHash(root = ROOT): string {
   const hash = createHash("sha256");
   const src = path.join(root, "portal");
-  for (const file of listFiles(src, src)) hash.update(`${file}\0`).update(readFileSync(path.join(src, file))).update("\0");
+  for (const file of listFiles(src, src))
+    hash
+      .update(`${file}\0`)
+      .update(readFileSync(path.join(src, file)))
+      .update("\0");
   for (const pkg of BUILD_PACKAGES) {
     const manifest = path.join(root, "node_modules", pkg, "package.json");
     hash.update(`${pkg}@${existsSync(manifest) ? (JSON.parse(readFileSync(manifest, "utf8")) as { version: string }).version : "missing"}\0`);

@@ -10,10 +10,10 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, generateDataset, OTHER_API_KEY } from "./dataset/build";
 import { writeDataset } from "./generate";
-import { importJsonFile, ImportValidationError, type ImportSummary } from "./import";
+import { type ImportSummary, ImportValidationError, importJsonFile } from "./import";
+import { runIfMain } from "./lib/cli";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, ROOT, userPath } from "./lib/wrangler";
-import { runIfMain } from "./lib/cli";
 
 /** Where the demo dataset is written by default (gitignored). */
 export const DEMO_DATA_FILE = path.join(ROOT, ".wrangler", "demo-data.json");

@@ -20,11 +20,21 @@ import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows } from "./import";
-import { applyMigrations, d1Query, ROOT } from "./lib/wrangler";
+import { applyMigrations, completion, d1Query, ROOT } from "./lib/wrangler";
 
 const TABLES = [
-  "schools", "api_keys", "trainings", "groups", "survey_templates", "students", "professors", "courses",
-  "course_groups", "course_students", "course_professors", "course_survey_templates",
+  "schools",
+  "api_keys",
+  "trainings",
+  "groups",
+  "survey_templates",
+  "students",
+  "professors",
+  "courses",
+  "course_groups",
+  "course_students",
+  "course_professors",
+  "course_survey_templates",
 ];
 
 let failures = 0;
@@ -36,19 +46,12 @@ function check(ok: boolean, name: string, detail = ""): void {
 /** Runs `tsx scripts/import.ts <args>`; resolves with its exit code and output. */
 function runImport(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const tsx = createRequire(path.join(ROOT, "package.json")).resolve("tsx/cli");
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", "import.ts"), ...args], {
-      cwd: ROOT,
-      stdio: ["ignore", "pipe", "pipe"],
-      env: { ...process.env, INIT_CWD: ROOT },
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr.setEncoding("utf8").on("data", (d: string) => (stderr += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
+  const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", "import.ts"), ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, INIT_CWD: ROOT },
   });
+  return completion(child);
 }
 
 /** Row count of every table, plus sums that change when a stored value changes. */
@@ -110,7 +113,11 @@ async function main(): Promise<void> {
       "validateImport reports the expected schema problem paths",
       `got ${JSON.stringify(expectedPaths(schemaBroken))}`,
     );
-    check(JSON.stringify(expectedPaths(dupBroken).sort()) === JSON.stringify([...dupPaths].sort()), "validateImport reports duplicate ids and keys", `got ${JSON.stringify(expectedPaths(dupBroken))}`);
+    check(
+      JSON.stringify(expectedPaths(dupBroken).sort()) === JSON.stringify([...dupPaths].sort()),
+      "validateImport reports duplicate ids and keys",
+      `got ${JSON.stringify(expectedPaths(dupBroken))}`,
+    );
     for (const [name, data, paths] of [
       ["schema", schemaBroken, schemaPaths],
       ["duplicates", dupBroken, dupPaths],
@@ -120,7 +127,11 @@ async function main(): Promise<void> {
       const r = await runImport([f, "--persist-to", persistBroken, "--quiet"]);
       check(r.code !== 0, `broken file (${name}): non-zero exit`, `exit ${r.code}`);
       const missing = paths.filter((p) => !r.stderr.split("\n").some((line) => line.trimStart().startsWith(`${p}: `)));
-      check(missing.length === 0, `broken file (${name}): every problem reported with its path (${paths.length})`, `missing ${missing.join(", ")}\n${r.stderr}`);
+      check(
+        missing.length === 0,
+        `broken file (${name}): every problem reported with its path (${paths.length})`,
+        `missing ${missing.join(", ")}\n${r.stderr}`,
+      );
       check(!existsSync(persistBroken), `broken file (${name}): nothing written (wrangler not started)`);
     }
     const bad = path.join(dir, "bad.json");
@@ -141,13 +152,21 @@ async function main(): Promise<void> {
     check(first.code === 0, "small file: first import succeeds", `${first.stdout}${first.stderr}`);
     const s1 = await snapshot(persist);
     const stored = TABLES.reduce((n, t) => n + (s1[t] ?? 0), 0);
-    check(stored === countRows(checked.file), "small file: stored rows = rows of the file", `stored ${stored}, file ${countRows(checked.file)}: ${JSON.stringify(s1)}`);
+    check(
+      stored === countRows(checked.file),
+      "small file: stored rows = rows of the file",
+      `stored ${stored}, file ${countRows(checked.file)}: ${JSON.stringify(s1)}`,
+    );
     check((s1.courses ?? 0) === 140 && (s1.schools ?? 0) === 2, "small file: 140 courses in 2 schools", JSON.stringify(s1));
 
     const second = await runImport([file, "--persist-to", persist, "--quiet"]);
     check(second.code === 0, "small file: second import succeeds", `${second.stdout}${second.stderr}`);
     const s2 = await snapshot(persist);
-    check(JSON.stringify(s1) === JSON.stringify(s2), "small file: importing twice changes nothing (counts and sums identical)", `${JSON.stringify(s1)}\n${JSON.stringify(s2)}`);
+    check(
+      JSON.stringify(s1) === JSON.stringify(s2),
+      "small file: importing twice changes nothing (counts and sums identical)",
+      `${JSON.stringify(s1)}\n${JSON.stringify(s2)}`,
+    );
 
     // A course's relation lists are replaced, not merged.
     const courses = data.courses!;

@@ -13,10 +13,10 @@
  */
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
+import { runIfMain } from "./lib/cli";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, d1Query, spawnWrangler, userPath } from "./lib/wrangler";
 import { seedDemo } from "./seed-demo";
-import { runIfMain } from "./lib/cli";
 
 /** Default port of the local API. */
 export const DEFAULT_PORT = 8787;

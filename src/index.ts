@@ -1,7 +1,7 @@
 /**
  * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts) and the webhook portal
- * (src/portal/), `scheduled` sweeps the outbox, and the SchoolHub Durable Object class is
- * exported for its binding.
+ * (src/portal/), `scheduled` sweeps the outbox, and the SchoolHub and WebhookCourier Durable
+ * Object classes are exported for their bindings.
  */
 import { operations } from "./api";
 import { sweepOutbox } from "./events/outbox";
@@ -9,6 +9,7 @@ import { RequestContext } from "./http/context";
 import { buildRouter, type Route } from "./http/router";
 import { servePortal } from "./portal/serve";
 
+export { WebhookCourier } from "./webhooks/courier";
 export { SchoolHub } from "./webhooks/hub";
 
 /** The Worker serving `routes` (the API's operations; the benchmark entry adds its own). */

@@ -47,7 +47,10 @@ describe("applyPatch", () => {
 
   it("reports no change when every field sent equals the stored value", () => {
     const before = state();
-    const { after, changed } = applyPatch(before, patch({ name: "Algèbre", groupIds: ["grp_2", "grp_1", "grp_2"], archived: false, professors: before.professors }));
+    const { after, changed } = applyPatch(
+      before,
+      patch({ name: "Algèbre", groupIds: ["grp_2", "grp_1", "grp_2"], archived: false, professors: before.professors }),
+    );
     expect(changed).toBe(false);
     expect(after).toEqual(before);
   });
@@ -59,7 +62,15 @@ describe("applyPatch", () => {
   });
 
   it("sees a professor's flag change as a change, and keeps the professors sorted", () => {
-    const { after, changed } = applyPatch(state(), patch({ professors: [{ professorId: "prf_2", coTeacher: true, signed: true }, { professorId: "prf_1", signed: true }] }));
+    const { after, changed } = applyPatch(
+      state(),
+      patch({
+        professors: [
+          { professorId: "prf_2", coTeacher: true, signed: true },
+          { professorId: "prf_1", signed: true },
+        ],
+      }),
+    );
     expect(changed).toBe(true);
     expect(after.professors).toEqual([
       { professorId: "prf_1", coTeacher: false, signed: true },

@@ -59,12 +59,20 @@ describe("GET /v3/courses — each filter", () => {
     ["a + sent unencoded (read as a space) is repaired", "courseStartDateTime=2026-09-10T10:00:00+02:00", ["crs_05", "crs_06", "crs_07", "crs_08"]],
     ["courseEndDateTime equal to an end is included", "courseEndDateTime=2026-09-08T09:30:00Z", ["crs_01", "crs_02", "crs_03"]],
     ["courseEndDateTime with milliseconds", "courseEndDateTime=2026-09-08T09:29:59.999Z", ["crs_01", "crs_02"]],
-    ["both instants: courses that start and end between", "courseStartDateTime=2026-09-07T09:00:00Z&courseEndDateTime=2026-09-11T19:00:00Z", ["crs_03", "crs_04", "crs_05", "crs_06"]],
+    [
+      "both instants: courses that start and end between",
+      "courseStartDateTime=2026-09-07T09:00:00Z&courseEndDateTime=2026-09-11T19:00:00Z",
+      ["crs_03", "crs_04", "crs_05", "crs_06"],
+    ],
     ["absencesSent=true", "absencesSent=true", ["crs_01", "crs_03", "crs_07"]],
     ["absencesSent=false is no filter", "absencesSent=false", ["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"]],
     ["absencesNotSent=true", "absencesNotSent=1", ["crs_02", "crs_04", "crs_05", "crs_06", "crs_08"]],
     ["absencesNotSent=false is no filter", "absencesNotSent=0", ["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"]],
-    ["both absences flags true: every course", "absencesSent=true&absencesNotSent=true", ["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"]],
+    [
+      "both absences flags true: every course",
+      "absencesSent=true&absencesNotSent=true",
+      ["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"],
+    ],
     ["groupId, one", "groupId=grp_3", ["crs_03", "crs_06"]],
     ["groupId, several (any)", "groupId=grp_3,grp_2", ["crs_01", "crs_03", "crs_05", "crs_06", "crs_08"]],
     ["groupId with spaces and empty items", "groupId=%20grp_3%20,,%20,grp_2,", ["crs_01", "crs_03", "crs_05", "crs_06", "crs_08"]],
@@ -90,9 +98,17 @@ describe("GET /v3/courses — each filter", () => {
     ["name _ is literal", "name=_de_", ["crs_04"]],
     ["name _ alone matches only a literal _", "name=_", ["crs_04"]],
     ["createdAt is validated and ignored", "createdAt=2030-01-01T00:00:00Z", ["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"]],
-    ["updatedAt is validated and ignored", "updatedAt=2000-01-01T00:00:00-05:00", ["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"]],
+    [
+      "updatedAt is validated and ignored",
+      "updatedAt=2000-01-01T00:00:00-05:00",
+      ["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"],
+    ],
     ["professorSignatureMissing=true", "professorSignatureMissing=true", ["crs_01", "crs_03", "crs_06"]],
-    ["professorSignatureMissing=false includes courses without professors", "professorSignatureMissing=false", ["crs_02", "crs_04", "crs_05", "crs_07", "crs_08"]],
+    [
+      "professorSignatureMissing=false includes courses without professors",
+      "professorSignatureMissing=false",
+      ["crs_02", "crs_04", "crs_05", "crs_07", "crs_08"],
+    ],
   ];
   for (const [title, qs, expected] of cases) {
     it(title, async () => {
@@ -139,7 +155,9 @@ describe("GET /v3/courses — includes", () => {
   });
 
   it("all four at once, and empty lists where nothing is attached", async () => {
-    const { body } = await callJson("/v3/courses/crs_07?includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true", { key: KEY_A });
+    const { body } = await callJson("/v3/courses/crs_07?includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true", {
+      key: KEY_A,
+    });
     expect(body.result).toMatchObject({ students: [], surveyTemplates: [], training: null });
     expect(body.result.teachers).toHaveLength(1);
   });

@@ -7,15 +7,22 @@ import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { coursesA, fixture, KEY_A } from "./fixtures";
 import { call, loadFixture } from "./helpers";
-import { referenceList, type RefQuery } from "./reference";
+import { type RefQuery, referenceList } from "./reference";
 
 beforeAll(async () => {
   await loadFixture(fixture);
 });
 
 const instants = [
-  "2026-09-01T00:00:00Z", "2026-09-07T08:00:00Z", "2026-09-07T10:00:00+02:00", "2026-09-08T09:30:00Z",
-  "2026-09-10T08:00:00.000Z", "2026-09-11T19:00:00+01:00", "2026-09-11T20:00:00+01:00", "2026-09-14T03:00:00-05:00", "2026-12-31T23:59:59Z",
+  "2026-09-01T00:00:00Z",
+  "2026-09-07T08:00:00Z",
+  "2026-09-07T10:00:00+02:00",
+  "2026-09-08T09:30:00Z",
+  "2026-09-10T08:00:00.000Z",
+  "2026-09-11T19:00:00+01:00",
+  "2026-09-11T20:00:00+01:00",
+  "2026-09-14T03:00:00-05:00",
+  "2026-12-31T23:59:59Z",
 ];
 const ids = (pool: string[]) => fc.uniqueArray(fc.constantFrom(...pool), { minLength: 1, maxLength: 3 });
 
@@ -77,7 +84,7 @@ describe("properties of GET /v3/courses", () => {
         const part = [...name].slice(from % name.length, (from % name.length) + len + 1).join("");
         return kase === "upper" ? part.toUpperCase() : kase === "lower" ? part.toLowerCase() : part;
       }),
-    fc.string({ unit: fc.constantFrom(..."aeiouéÉçnrlst %_\"*^-:()".split(""), "NEAR", "OR", "AND"), minLength: 1, maxLength: 8 }),
+    fc.string({ unit: fc.constantFrom(...'aeiouéÉçnrlst %_"*^-:()'.split(""), "NEAR", "OR", "AND"), minLength: 1, maxLength: 8 }),
   );
 
   it("random name substrings (1–13 code points) match the reference on both sides of the trigram threshold", async () => {
@@ -87,23 +94,47 @@ describe("properties of GET /v3/courses", () => {
         const res = await call(`/v3/courses?${new URLSearchParams({ name, limit: "100" })}`, { key: KEY_A });
         const body = (await res.json()) as any;
         expect(res.status, `${JSON.stringify(name)} → ${JSON.stringify(body)}`).toBe(200);
-        expect(body.result.map((c: any) => c.id), JSON.stringify(name)).toEqual(referenceList({ name, limit: 100 }).ids);
+        expect(
+          body.result.map((c: any) => c.id),
+          JSON.stringify(name),
+        ).toEqual(referenceList({ name, limit: 100 }).ids);
       }),
       { numRuns: 200 },
     );
   });
 
-  const booleanParams = ["absencesSent", "absencesNotSent", "archived", "professorSignatureMissing", "includeStudents", "includeTeachers", "includeSurveyTemplates", "includeTraining"];
+  const booleanParams = [
+    "absencesSent",
+    "absencesNotSent",
+    "archived",
+    "professorSignatureMissing",
+    "includeStudents",
+    "includeTeachers",
+    "includeSurveyTemplates",
+    "includeTraining",
+  ];
   const instantParams = ["courseStartDateTime", "courseEndDateTime", "createdAt", "updatedAt"];
   // Independent of the implementation: a zone is required, so a value without Z/±hh:mm at the end is garbage.
   const noZone = (s: string) => !/(Z|[+-]\d\d:\d\d|\s\d\d:\d\d)$/.test(s);
 
   const garbageArb = fc.oneof(
-    fc.tuple(fc.constantFrom(...booleanParams), fc.string({ maxLength: 8 }).filter((s) => !["true", "false", "1", "0"].includes(s))),
-    fc.tuple(fc.constantFrom("page", "limit"), fc.oneof(fc.string({ maxLength: 6 }).filter((s) => !/^\d+$/.test(s)), fc.constantFrom("0", "-1", "1e2", "2.0", " 1"))),
+    fc.tuple(
+      fc.constantFrom(...booleanParams),
+      fc.string({ maxLength: 8 }).filter((s) => !["true", "false", "1", "0"].includes(s)),
+    ),
+    fc.tuple(
+      fc.constantFrom("page", "limit"),
+      fc.oneof(
+        fc.string({ maxLength: 6 }).filter((s) => !/^\d+$/.test(s)),
+        fc.constantFrom("0", "-1", "1e2", "2.0", " 1"),
+      ),
+    ),
     fc.tuple(fc.constantFrom("limit"), fc.integer({ min: 101, max: 1e9 }).map(String)),
     fc.tuple(fc.constantFrom(...instantParams), fc.string({ maxLength: 30 }).filter(noZone)),
-    fc.tuple(fc.constantFrom(...instantParams), fc.date({ noInvalidDate: true, min: new Date("1000-01-01"), max: new Date("9999-01-01") }).map((d) => d.toISOString().slice(0, 19))),
+    fc.tuple(
+      fc.constantFrom(...instantParams),
+      fc.date({ noInvalidDate: true, min: new Date("1000-01-01"), max: new Date("9999-01-01") }).map((d) => d.toISOString().slice(0, 19)),
+    ),
   );
 
   it("random garbage values answer 400 INVALID_PARAMETER in the envelope", async () => {
@@ -120,14 +151,37 @@ describe("properties of GET /v3/courses", () => {
   });
 
   it("random parameter names outside the contract answer 400 UNKNOWN_PARAMETER", async () => {
-    const accepted = new Set(["courseStartDateTime", "courseEndDateTime", "absencesSent", "absencesNotSent", "groupId", "studentId", "professorId", "trainingId", "archived", "classroom", "creatorId", "name", "createdAt", "updatedAt", "professorSignatureMissing", "page", "limit", ...booleanParams]);
+    const accepted = new Set([
+      "courseStartDateTime",
+      "courseEndDateTime",
+      "absencesSent",
+      "absencesNotSent",
+      "groupId",
+      "studentId",
+      "professorId",
+      "trainingId",
+      "archived",
+      "classroom",
+      "creatorId",
+      "name",
+      "createdAt",
+      "updatedAt",
+      "professorSignatureMissing",
+      "page",
+      "limit",
+      ...booleanParams,
+    ]);
     await fc.assert(
-      fc.asyncProperty(fc.string({ minLength: 1, maxLength: 12 }).filter((s) => !accepted.has(s)), fc.string({ maxLength: 5 }), async (name, value) => {
-        const res = await call(`/v3/courses?${new URLSearchParams({ [name]: value })}`, { key: KEY_A });
-        const body = (await res.json()) as any;
-        expect(res.status).toBe(400);
-        expect(body.code).toBe("UNKNOWN_PARAMETER");
-      }),
+      fc.asyncProperty(
+        fc.string({ minLength: 1, maxLength: 12 }).filter((s) => !accepted.has(s)),
+        fc.string({ maxLength: 5 }),
+        async (name, value) => {
+          const res = await call(`/v3/courses?${new URLSearchParams({ [name]: value })}`, { key: KEY_A });
+          const body = (await res.json()) as any;
+          expect(res.status).toBe(400);
+          expect(body.code).toBe("UNKNOWN_PARAMETER");
+        },
+      ),
       { numRuns: 100 },
     );
   });

@@ -122,11 +122,16 @@ describe("sort", () => {
   type C = (typeof coursesA)[number];
   const value = (c: C, field: string): string | number | null => {
     switch (field) {
-      case "startDateTime": return Date.parse(c.startDateTime);
-      case "endDateTime": return Date.parse(c.endDateTime);
-      case "name": return fold(c.name);
-      case "classroom": return c.classroom ? fold(c.classroom) : null;
-      default: return Date.parse((c as any)[field]);
+      case "startDateTime":
+        return Date.parse(c.startDateTime);
+      case "endDateTime":
+        return Date.parse(c.endDateTime);
+      case "name":
+        return fold(c.name);
+      case "classroom":
+        return c.classroom ? fold(c.classroom) : null;
+      default:
+        return Date.parse((c as any)[field]);
     }
   };
   /** Reference sort: keys in order, nulls first in asc / last in desc, then id asc. */
@@ -134,7 +139,8 @@ describe("sort", () => {
     [...coursesA]
       .sort((a, b) => {
         for (const k of keys) {
-          const va = value(a, k.field), vb = value(b, k.field);
+          const va = value(a, k.field),
+            vb = value(b, k.field);
           if (va === vb) continue;
           const cmp = va === null ? -1 : vb === null ? 1 : va < vb ? -1 : 1;
           return k.order === "asc" ? cmp : -cmp;
@@ -153,18 +159,51 @@ describe("sort", () => {
 
   it("name is case- and accent-insensitive: Économie sorts between Droit and Finance", async () => {
     const names = (await search({ sort: [{ field: "name", order: "asc" }] })).body.result.map((c: any) => c.name);
-    expect(names).toEqual(["Algèbre linéaire", "Anglais", "Droit 100% pratique", "Économie du développement", "ÉCONOMIE générale", "Finance_de_marché", "Histoire-Géographie", "Philosophie"]);
+    expect(names).toEqual([
+      "Algèbre linéaire",
+      "Anglais",
+      "Droit 100% pratique",
+      "Économie du développement",
+      "ÉCONOMIE générale",
+      "Finance_de_marché",
+      "Histoire-Géographie",
+      "Philosophie",
+    ]);
   });
 
   it("classroom: nulls first in asc, last in desc, ties folded then id", async () => {
-    expect(await searchIds({ sort: [{ field: "classroom", order: "asc" }] })).toEqual(["crs_04", "crs_07", "crs_03", "crs_08", "crs_01", "crs_02", "crs_05", "crs_06"]);
-    expect(await searchIds({ sort: [{ field: "classroom", order: "desc" }] })).toEqual(["crs_06", "crs_01", "crs_02", "crs_05", "crs_03", "crs_08", "crs_04", "crs_07"]);
+    expect(await searchIds({ sort: [{ field: "classroom", order: "asc" }] })).toEqual([
+      "crs_04",
+      "crs_07",
+      "crs_03",
+      "crs_08",
+      "crs_01",
+      "crs_02",
+      "crs_05",
+      "crs_06",
+    ]);
+    expect(await searchIds({ sort: [{ field: "classroom", order: "desc" }] })).toEqual([
+      "crs_06",
+      "crs_01",
+      "crs_02",
+      "crs_05",
+      "crs_03",
+      "crs_08",
+      "crs_04",
+      "crs_07",
+    ]);
   });
 
   it("several keys apply in order", async () => {
-    const keys = [{ field: "classroom", order: "desc" as const }, { field: "startDateTime", order: "desc" as const }];
+    const keys = [
+      { field: "classroom", order: "desc" as const },
+      { field: "startDateTime", order: "desc" as const },
+    ];
     expect(await searchIds({ sort: keys })).toEqual(expected(keys));
-    const keys2 = [{ field: "createdAt", order: "asc" as const }, { field: "name", order: "desc" as const }];
+    const keys2 = [
+      { field: "createdAt", order: "asc" as const },
+      { field: "name", order: "desc" as const },
+    ];
     expect(await searchIds({ sort: keys2 })).toEqual(expected(keys2));
   });
 
@@ -188,8 +227,53 @@ describe("bad search bodies", () => {
     expect(nested.body.details[0].path).toBe("sort[0].direction");
   });
 
+  const raw = (body: string) => callJson("/v3/courses:search", { method: "POST", key: KEY_A, body, headers: { "content-type": "application/json" } });
+
+  for (const key of ["__proto__", "constructor", "prototype"]) {
+    it(`a ${key} key is 400 UNKNOWN_PARAMETER, at the root and in a sort key`, async () => {
+      const root = await raw(`{"limit":5,"${key}":{"limit":0,"isAdmin":true}}`);
+      expect([root.status, root.body.code, root.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: key, message: "unknown" }]]);
+      expect(root.body.message).toContain("Accepted: courseStartDateTime");
+      const nested = await raw(`{"sort":[{"field":"name","${key}":{"order":"desc"}}]}`);
+      expect([nested.status, nested.body.code, nested.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: `sort[0].${key}`, message: "unknown" }]]);
+    });
+  }
+
+  it("a prototype key deep inside a value is listed with the value's own problem (400 VALIDATION_ERROR)", async () => {
+    const { status, body } = await raw('{"groupId":[{"a":[{"__proto__":{"x":1}}]}]}');
+    expect([status, body.code]).toEqual([400, "VALIDATION_ERROR"]);
+    expect(body.details).toEqual(
+      expect.arrayContaining([
+        { path: "groupId[0].a[0].__proto__", message: "unknown field" },
+        { path: "groupId[0]", message: expect.any(String) },
+      ]),
+    );
+  });
+
+  it("a string with an unpaired surrogate is 400 VALIDATION_ERROR (it has no UTF-8 form)", async () => {
+    const { status, body } = await raw('{"name":"x\\ud800y"}');
+    expect([status, body.code, body.details]).toEqual([400, "VALIDATION_ERROR", [{ path: "name", message: expect.stringContaining("unpaired surrogate") }]]);
+    expect((await raw('{"name":"\\ud83d\\ude00"}')).status).toBe(200);
+  });
+
+  it("a body with thousands of unknown fields lists 20 of them, names cut to 100 characters", async () => {
+    const json = Object.fromEntries(Array.from({ length: 5000 }, (_, i) => [`field${i}${"x".repeat(i === 0 ? 500 : 0)}`, i]));
+    const { status, body } = await search(json);
+    expect([status, body.code]).toEqual([400, "UNKNOWN_PARAMETER"]);
+    expect(body.details).toHaveLength(20);
+    expect(body.details[0].path).toBe(`field0${"x".repeat(94)}…`);
+    expect(body.message).toContain("and 4980 more");
+  });
+
   it("wrong types are VALIDATION_ERROR with every JSON path", async () => {
-    const { status, body } = await search({ archived: "true", limit: 0, page: 1.5, groupId: [1], courseStartDateTime: "2026-09-07T08:00:00", sort: [{ field: "teacher" }] });
+    const { status, body } = await search({
+      archived: "true",
+      limit: 0,
+      page: 1.5,
+      groupId: [1],
+      courseStartDateTime: "2026-09-07T08:00:00",
+      sort: [{ field: "teacher" }],
+    });
     expect(status).toBe(400);
     expect(body.code).toBe("VALIDATION_ERROR");
     expect(body.details.map((d: any) => d.path).sort()).toEqual(["archived", "courseStartDateTime", "groupId[0]", "limit", "page", "sort[0].field"]);
@@ -199,7 +283,12 @@ describe("bad search bodies", () => {
     expect((await search([1])).body.code).toBe("VALIDATION_ERROR");
     const notJson = await callJson("/v3/courses:search", { method: "POST", key: KEY_A, body: "{", headers: { "content-type": "application/json" } });
     expect([notJson.status, notJson.body.code]).toEqual([400, "INVALID_JSON"]);
-    const form = await callJson("/v3/courses:search", { method: "POST", key: KEY_A, body: "a=1", headers: { "content-type": "application/x-www-form-urlencoded" } });
+    const form = await callJson("/v3/courses:search", {
+      method: "POST",
+      key: KEY_A,
+      body: "a=1",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
     expect([form.status, form.body.code]).toEqual([415, "UNSUPPORTED_MEDIA_TYPE"]);
     const big = await callJson("/v3/courses:search", { method: "POST", key: KEY_A, json: { name: "x".repeat(1024 * 1024) } });
     expect([big.status, big.body.code]).toEqual([413, "PAYLOAD_TOO_LARGE"]);

@@ -18,10 +18,13 @@ const base = { name: "Droit des contrats", startDateTime: "2026-10-01T10:00:00+0
 
 /** Events of a course in the outbox, in the order they were written. */
 async function outboxEvents(courseId: string): Promise<{ type: string; data: any }[]> {
-  const { results } = await env.DB.prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid").bind(courseId).all<{ payload: string }>();
+  const { results } = await env.DB.prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
+    .bind(courseId)
+    .all<{ payload: string }>();
   return results.map((r) => JSON.parse(r.payload));
 }
-const types = async (courseId: string) => (await outboxEvents(courseId)).map((e) => (e.type === "course.professor_signed" ? `${e.type}:${e.data.professorId}` : e.type));
+const types = async (courseId: string) =>
+  (await outboxEvents(courseId)).map((e) => (e.type === "course.professor_signed" ? `${e.type}:${e.data.professorId}` : e.type));
 
 async function create(extra: Record<string, unknown> = {}) {
   const { status, body, res } = await post({ ...base, ...extra });
@@ -32,14 +35,30 @@ async function create(extra: Record<string, unknown> = {}) {
 describe("POST /v3/courses", () => {
   it("creates a course with every field, 201 and location", async () => {
     const { course, res } = await create({
-      classroom: "B204", creatorId: "usr_9", trainingId: "trn_1", groupIds: ["grp_2", "grp_1", "grp_2"], studentIds: ["stu_2", "stu_1"],
-      professors: [{ professorId: "prf_2", coTeacher: true }, { professorId: "prf_1", signed: true }], surveyTemplateIds: ["svt_1"],
+      classroom: "B204",
+      creatorId: "usr_9",
+      trainingId: "trn_1",
+      groupIds: ["grp_2", "grp_1", "grp_2"],
+      studentIds: ["stu_2", "stu_1"],
+      professors: [
+        { professorId: "prf_2", coTeacher: true },
+        { professorId: "prf_1", signed: true },
+      ],
+      surveyTemplateIds: ["svt_1"],
     });
     expect(course.id).toMatch(/^crs_[0-9A-Z]{26}$/);
     expect(res.headers.get("location")).toBe(`/v3/courses/${course.id}`);
     expect(course).toMatchObject({
-      name: "Droit des contrats", startDateTime: "2026-10-01T08:00:00.000Z", endDateTime: "2026-10-01T10:00:00.000Z", classroom: "B204",
-      creatorId: "usr_9", trainingId: "trn_1", groupIds: ["grp_1", "grp_2"], professorIds: ["prf_1", "prf_2"], archived: false, absencesSent: false,
+      name: "Droit des contrats",
+      startDateTime: "2026-10-01T08:00:00.000Z",
+      endDateTime: "2026-10-01T10:00:00.000Z",
+      classroom: "B204",
+      creatorId: "usr_9",
+      trainingId: "trn_1",
+      groupIds: ["grp_1", "grp_2"],
+      professorIds: ["prf_1", "prf_2"],
+      archived: false,
+      absencesSent: false,
     });
     expect(course.createdAt).toBe(course.updatedAt);
     const read = await callJson(`/v3/courses/${course.id}?includeStudents=true&includeTeachers=true&includeSurveyTemplates=true`, { key: KEY_A });
@@ -88,6 +107,30 @@ describe("POST /v3/courses", () => {
     });
   }
 
+  const rawPost = (body: string) => callJson("/v3/courses", { method: "POST", key: KEY_A, body, headers: { "content-type": "application/json" } });
+  const countCourses = async () => (await env.DB.prepare("SELECT count(*) AS n FROM courses WHERE school_id = 'sch_a'").first<{ n: number }>())!.n;
+
+  for (const key of ["__proto__", "constructor", "prototype"]) {
+    it(`a ${key} key is 400 UNKNOWN_PARAMETER, at the root and in a professor, and nothing is written`, async () => {
+      const before = await countCourses();
+      const fields = JSON.stringify(base).slice(1, -1);
+      const root = await rawPost(`{${fields},"${key}":{"archived":true}}`);
+      expect([root.status, root.body.code, root.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: key, message: "unknown" }]]);
+      const nested = await rawPost(`{${fields},"professors":[{"professorId":"prf_1","${key}":{"signed":true}}]}`);
+      expect([nested.status, nested.body.code, nested.body.details]).toEqual([
+        400,
+        "UNKNOWN_PARAMETER",
+        [{ path: `professors[0].${key}`, message: "unknown" }],
+      ]);
+      expect(await countCourses()).toBe(before);
+    });
+  }
+
+  it("a name with an unpaired surrogate is 400 VALIDATION_ERROR, not stored altered", async () => {
+    const { status, body } = await rawPost(`{"name":"Cours \\udc00","startDateTime":"${base.startDateTime}","endDateTime":"${base.endDateTime}"}`);
+    expect([status, body.code, body.details[0].path]).toEqual([400, "VALIDATION_ERROR", "name"]);
+  });
+
   it("unknown fields are UNKNOWN_PARAMETER with a close match", async () => {
     const { body } = await post({ ...base, classRoom: "B2" });
     expect(body.code).toBe("UNKNOWN_PARAMETER");
@@ -121,7 +164,7 @@ describe("POST /v3/courses", () => {
   });
 
   it("INVALID_JSON, UNSUPPORTED_MEDIA_TYPE, PAYLOAD_TOO_LARGE, 401", async () => {
-    const bad = await callJson("/v3/courses", { method: "POST", key: KEY_A, body: "{\"name\":", headers: { "content-type": "application/json" } });
+    const bad = await callJson("/v3/courses", { method: "POST", key: KEY_A, body: '{"name":', headers: { "content-type": "application/json" } });
     expect([bad.status, bad.body.code]).toEqual([400, "INVALID_JSON"]);
     const text = await callJson("/v3/courses", { method: "POST", key: KEY_A, body: JSON.stringify(base), headers: { "content-type": "text/plain" } });
     expect([text.status, text.body.code]).toEqual([415, "UNSUPPORTED_MEDIA_TYPE"]);
@@ -133,6 +176,25 @@ describe("POST /v3/courses", () => {
 });
 
 describe("PATCH /v3/courses/{id}", () => {
+  for (const key of ["__proto__", "constructor", "prototype"]) {
+    it(`a ${key} key is 400 UNKNOWN_PARAMETER, at the root and in a professor, and the course is unchanged`, async () => {
+      const { course } = await create();
+      const rawPatch = (body: string) =>
+        callJson(`/v3/courses/${course.id}`, { method: "PATCH", key: KEY_A, body, headers: { "content-type": "application/json" } });
+      const root = await rawPatch(`{"archived":true,"${key}":{"archived":false}}`);
+      expect([root.status, root.body.code, root.body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: key, message: "unknown" }]]);
+      const nested = await rawPatch(`{"professors":[{"professorId":"prf_1","${key}":{"signed":true}}]}`);
+      expect([nested.status, nested.body.code, nested.body.details]).toEqual([
+        400,
+        "UNKNOWN_PARAMETER",
+        [{ path: `professors[0].${key}`, message: "unknown" }],
+      ]);
+      const after = await callJson(`/v3/courses/${course.id}`, { key: KEY_A });
+      expect(after.body.result).toEqual(course);
+      expect(await types(course.id)).toEqual(["course.created"]);
+    });
+  }
+
   it("changes only the fields sent; updatedAt moves", async () => {
     const { course } = await create({ classroom: "B204", groupIds: ["grp_1"] });
     const { status, body } = await patch(course.id, { name: "Droit civil" });
@@ -171,7 +233,15 @@ describe("PATCH /v3/courses/{id}", () => {
 
   it("a no-op PATCH publishes nothing and keeps updatedAt", async () => {
     const { course } = await create({ classroom: "B204", groupIds: ["grp_2", "grp_1"], professors: [{ professorId: "prf_1" }] });
-    const { status, body } = await patch(course.id, { name: course.name, classroom: "B204", groupIds: ["grp_1", "grp_2"], professors: [{ professorId: "prf_1", coTeacher: false, signed: false }], archived: false, absencesSent: false, startDateTime: "2026-10-01T08:00:00.000Z" });
+    const { status, body } = await patch(course.id, {
+      name: course.name,
+      classroom: "B204",
+      groupIds: ["grp_1", "grp_2"],
+      professors: [{ professorId: "prf_1", coTeacher: false, signed: false }],
+      archived: false,
+      absencesSent: false,
+      startDateTime: "2026-10-01T08:00:00.000Z",
+    });
     expect(status).toBe(200);
     expect(body.result).toEqual(course);
     const empty = await patch(course.id, {});
@@ -182,15 +252,38 @@ describe("PATCH /v3/courses/{id}", () => {
   it("events in the contract's order for each kind of change", async () => {
     const { course } = await create({ professors: [{ professorId: "prf_1" }, { professorId: "prf_2" }, { professorId: "prf_3", signed: true }] });
     await patch(course.id, { archived: true });
-    await patch(course.id, { archived: false, absencesSent: true, professors: [{ professorId: "prf_1", signed: true }, { professorId: "prf_2", signed: true }, { professorId: "prf_3", signed: true }] });
+    await patch(course.id, {
+      archived: false,
+      absencesSent: true,
+      professors: [
+        { professorId: "prf_1", signed: true },
+        { professorId: "prf_2", signed: true },
+        { professorId: "prf_3", signed: true },
+      ],
+    });
     await patch(course.id, { absencesSent: false, professors: [{ professorId: "prf_1", signed: false }] });
-    await patch(course.id, { absencesSent: true, professors: [{ professorId: "prf_1", signed: true }, { professorId: "prf_4", signed: true }] });
+    await patch(course.id, {
+      absencesSent: true,
+      professors: [
+        { professorId: "prf_1", signed: true },
+        { professorId: "prf_4", signed: true },
+      ],
+    });
     expect(await types(course.id)).toEqual([
-      "course.created", "course.professor_signed:prf_3",
-      "course.updated", "course.archived",
-      "course.updated", "course.unarchived", "course.absences_sent", "course.professor_signed:prf_1", "course.professor_signed:prf_2",
+      "course.created",
+      "course.professor_signed:prf_3",
       "course.updated",
-      "course.updated", "course.absences_sent", "course.professor_signed:prf_1", "course.professor_signed:prf_4",
+      "course.archived",
+      "course.updated",
+      "course.unarchived",
+      "course.absences_sent",
+      "course.professor_signed:prf_1",
+      "course.professor_signed:prf_2",
+      "course.updated",
+      "course.updated",
+      "course.absences_sent",
+      "course.professor_signed:prf_1",
+      "course.professor_signed:prf_4",
     ]);
     const last = (await outboxEvents(course.id)).at(-1)!;
     expect(last.data.course).toMatchObject({ absencesSent: true, professorIds: ["prf_1", "prf_4"] });
@@ -212,7 +305,12 @@ describe("PATCH /v3/courses/{id}", () => {
   });
 
   it("COURSE_NOT_FOUND for unknown, malformed and other schools' ids; *_NOT_FOUND on references", async () => {
-    for (const [id, key] of [["crs_404", KEY_A], ["crs_01", KEY_B], ["bad%20id", KEY_A], ["%E0%A4%A", KEY_A]] as const) {
+    for (const [id, key] of [
+      ["crs_404", KEY_A],
+      ["crs_01", KEY_B],
+      ["bad%20id", KEY_A],
+      ["%E0%A4%A", KEY_A],
+    ] as const) {
       const { status, body } = await patch(id, { name: "x" }, key);
       expect([status, body.code]).toEqual([404, "COURSE_NOT_FOUND"]);
     }

@@ -9,7 +9,20 @@ import { importFileSchema } from "../src/db/import";
 import { importSteps, renderBound, renderLiteral, rowCount } from "../src/db/import-rows";
 import { fixture } from "./fixtures";
 
-const TABLES = ["schools", "api_keys", "trainings", "groups", "students", "professors", "survey_templates", "courses", "course_groups", "course_students", "course_professors", "course_survey_templates"];
+const TABLES = [
+  "schools",
+  "api_keys",
+  "trainings",
+  "groups",
+  "students",
+  "professors",
+  "survey_templates",
+  "courses",
+  "course_groups",
+  "course_students",
+  "course_professors",
+  "course_survey_templates",
+];
 const NOW = Date.parse("2026-08-01T00:00:00Z");
 
 async function snapshot(): Promise<Record<string, unknown[]>> {
@@ -52,7 +65,9 @@ describe("the import row model", () => {
   it("renders quotes and NULL as SQL literals", async () => {
     const file = importFileSchema.parse({
       schools: [{ id: "sch_q", name: "L'école", apiKeys: [] }],
-      courses: [{ id: "crs_q", schoolId: "sch_q", name: "Cours d'été", startDateTime: "2026-09-07T08:00:00Z", endDateTime: "2026-09-07T10:00:00Z", classroom: null }],
+      courses: [
+        { id: "crs_q", schoolId: "sch_q", name: "Cours d'été", startDateTime: "2026-09-07T08:00:00Z", endDateTime: "2026-09-07T10:00:00Z", classroom: null },
+      ],
     });
     const sql = renderLiteral(await importSteps(file, NOW), 10_000).join("\n");
     expect(sql).toContain("'L''école'");

@@ -8,7 +8,20 @@ import { validateImport } from "../src/db/import";
 import { fixture } from "./fixtures";
 import { loadFixture } from "./helpers";
 
-const TABLES = ["schools", "api_keys", "trainings", "groups", "students", "professors", "survey_templates", "courses", "course_groups", "course_students", "course_professors", "course_survey_templates"];
+const TABLES = [
+  "schools",
+  "api_keys",
+  "trainings",
+  "groups",
+  "students",
+  "professors",
+  "survey_templates",
+  "courses",
+  "course_groups",
+  "course_students",
+  "course_professors",
+  "course_survey_templates",
+];
 
 async function snapshot(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
@@ -27,11 +40,21 @@ describe("validateImport", () => {
 
   it("reports every problem with its JSON path", () => {
     const broken = {
-      schools: [{ id: "sch_1", name: "A", apiKeys: ["pk_nope", "sk_dup"] }, { id: "sch_1", name: "B", apiKeys: ["sk_dup"] }],
+      schools: [
+        { id: "sch_1", name: "A", apiKeys: ["pk_nope", "sk_dup"] },
+        { id: "sch_1", name: "B", apiKeys: ["sk_dup"] },
+      ],
       students: [{ id: "stu 1", schoolId: "sch_1", firstName: "", lastName: "X", email: "not-an-email" }],
       courses: [
         { id: "crs_1", schoolId: "sch_1", name: "C", startDateTime: "2026-09-07T10:00:00", endDateTime: "2026-09-07T12:00:00Z", colour: "red" },
-        { id: "crs_2", schoolId: "sch_1", name: "D", startDateTime: "2026-09-07T10:00:00Z", endDateTime: "2026-09-07T09:00:00Z", professors: [{ professorId: "prf_1" }, { professorId: "prf_1" }] },
+        {
+          id: "crs_2",
+          schoolId: "sch_1",
+          name: "D",
+          startDateTime: "2026-09-07T10:00:00Z",
+          endDateTime: "2026-09-07T09:00:00Z",
+          professors: [{ professorId: "prf_1" }, { professorId: "prf_1" }],
+        },
       ],
       teachers: [],
     };

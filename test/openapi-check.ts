@@ -14,7 +14,7 @@
  * A mismatch throws an Error naming the request, the status, the document location of the
  * schema and the JSON path of each problem.
  */
-import { dereference, validate, type OutputUnit, type Schema } from "@cfworker/json-schema";
+import { dereference, type OutputUnit, type Schema, validate } from "@cfworker/json-schema";
 import { openApiDocument } from "../src/api";
 import { FALLBACK_RESPONSES_KEY } from "../src/openapi/document";
 
@@ -56,7 +56,12 @@ function getChecker(): Checker {
   const lookup = dereference(doc as Schema);
   const operations: Operation[] = [];
   for (const [template, item] of Object.entries(doc.paths as Json)) {
-    const re = new RegExp(`^${template.split(/\{[^}]+\}/).map(escapeRe).join("[^/]+")}/*$`);
+    const re = new RegExp(
+      `^${template
+        .split(/\{[^}]+\}/)
+        .map(escapeRe)
+        .join("[^/]+")}/*$`,
+    );
     for (const [method, op] of Object.entries(item as Json)) {
       if (["get", "post", "put", "patch", "delete"].includes(method)) operations.push({ method: method.toUpperCase(), template, re, op: op as Json });
     }
@@ -133,7 +138,9 @@ export async function checkResponse(method: string, url: string, res: Response):
   } else {
     const fallback = doc[FALLBACK_RESPONSES_KEY] as Json;
     if (!(String(res.status) in fallback)) {
-      throw new Error(`${where}: no operation matches ${upper} ${path}, and ${res.status} is not one of the fallback statuses (${Object.keys(fallback).join(", ")}).`);
+      throw new Error(
+        `${where}: no operation matches ${upper} ${path}, and ${res.status} is not one of the fallback statuses (${Object.keys(fallback).join(", ")}).`,
+      );
     }
     location = pointer(FALLBACK_RESPONSES_KEY, String(res.status));
     response = fallback[String(res.status)] as Json;
@@ -176,12 +183,15 @@ export async function checkResponse(method: string, url: string, res: Response):
       }
       if (parsed) {
         const result = validate(body, media.schema as Schema, "2020-12", lookup, false);
-        if (!result.valid) problems.push(`  the body does not match ${location}/content/${mediaType.replace("/", "~1")}/schema\n${describeErrors(result.errors)}`);
+        if (!result.valid)
+          problems.push(`  the body does not match ${location}/content/${mediaType.replace("/", "~1")}/schema\n${describeErrors(result.errors)}`);
       }
     }
   }
   if (problems.length > 0) {
-    throw new Error(`Response not as documented in the OpenAPI document: ${where}${op ? ` (${op.op.operationId})` : ""}\n${problems.join("\n")}\nbody: ${bodyText.slice(0, 500)}`);
+    throw new Error(
+      `Response not as documented in the OpenAPI document: ${where}${op ? ` (${op.op.operationId})` : ""}\n${problems.join("\n")}\nbody: ${bodyText.slice(0, 500)}`,
+    );
   }
 }
 
@@ -198,7 +208,8 @@ export function checkEvent(event: unknown): void {
   if (!hook) throw new Error(`Event type ${JSON.stringify(type)} is not documented under webhooks.`);
   const schema = hook.post.requestBody.content["application/json"].schema as Schema;
   const result = validate(event, schema, "2020-12", lookup, false);
-  if (!result.valid) throw new Error(`Event not as documented (webhooks.${type}):\n${describeErrors(result.errors)}\nbody: ${JSON.stringify(event).slice(0, 500)}`);
+  if (!result.valid)
+    throw new Error(`Event not as documented (webhooks.${type}):\n${describeErrors(result.errors)}\nbody: ${JSON.stringify(event).slice(0, 500)}`);
 }
 
 /**

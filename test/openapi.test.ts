@@ -24,7 +24,15 @@ const SCHOOL = "sch_openapi";
 
 /** Resolves a local `$ref`. */
 const deref = (v: Json): Json =>
-  typeof v?.$ref === "string" ? deref(v.$ref.slice(2).split("/").map((p: string) => p.replace(/~1/g, "/").replace(/~0/g, "~")).reduce((n: Json, k: string) => n[k], doc)) : v;
+  typeof v?.$ref === "string"
+    ? deref(
+        v.$ref
+          .slice(2)
+          .split("/")
+          .map((p: string) => p.replace(/~1/g, "/").replace(/~0/g, "~"))
+          .reduce((n: Json, k: string) => n[k], doc),
+      )
+    : v;
 
 /** The error codes a documented error response allows. */
 const codesOf = (response: Json): string[] => deref(deref(response).content["application/json"].schema).properties.code.enum;
@@ -48,7 +56,17 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   },
   "POST /v3/courses": {
     201: [],
-    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_DATE_RANGE", "STUDENTS_NOT_FOUND", "GROUPS_NOT_FOUND", "PROFESSORS_NOT_FOUND", "TRAINING_NOT_FOUND", "SURVEY_TEMPLATES_NOT_FOUND"],
+    400: [
+      "VALIDATION_ERROR",
+      "UNKNOWN_PARAMETER",
+      "INVALID_JSON",
+      "INVALID_DATE_RANGE",
+      "STUDENTS_NOT_FOUND",
+      "GROUPS_NOT_FOUND",
+      "PROFESSORS_NOT_FOUND",
+      "TRAINING_NOT_FOUND",
+      "SURVEY_TEMPLATES_NOT_FOUND",
+    ],
     401: ["UNAUTHORIZED"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
@@ -56,7 +74,17 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["COURSE_NOT_FOUND"] },
   "PATCH /v3/courses/{id}": {
     200: [],
-    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_DATE_RANGE", "STUDENTS_NOT_FOUND", "GROUPS_NOT_FOUND", "PROFESSORS_NOT_FOUND", "TRAINING_NOT_FOUND", "SURVEY_TEMPLATES_NOT_FOUND"],
+    400: [
+      "VALIDATION_ERROR",
+      "UNKNOWN_PARAMETER",
+      "INVALID_JSON",
+      "INVALID_DATE_RANGE",
+      "STUDENTS_NOT_FOUND",
+      "GROUPS_NOT_FOUND",
+      "PROFESSORS_NOT_FOUND",
+      "TRAINING_NOT_FOUND",
+      "SURVEY_TEMPLATES_NOT_FOUND",
+    ],
     401: ["UNAUTHORIZED"],
     404: ["COURSE_NOT_FOUND"],
     413: ["PAYLOAD_TOO_LARGE"],
@@ -145,7 +173,12 @@ describe("the document covers the route table and the contract", () => {
   it("every example and default matches its own schema", () => {
     const failures: string[] = [];
     const walk = (node: unknown, pointer: string) => {
-      if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${pointer}/${i}`));
+      if (Array.isArray(node)) {
+        node.forEach((v, i) => {
+          walk(v, `${pointer}/${i}`);
+        });
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const n = node as Json;
       const isSchema = ["type", "properties", "anyOf", "oneOf", "allOf", "$ref", "enum", "const"].some((k) => k in n);
@@ -192,14 +225,21 @@ describe("the document covers the route table and the contract", () => {
     expect(Object.values(params).every((p: Json) => p.required === false)).toBe(true);
     // Optional parameters carry their example disabled, so "Test Request" in /docs sends none by default.
     expect(params.limit.examples).toEqual({ example: { summary: "Example", value: "20", "x-disabled": true } });
-    const deliveries: Json = Object.fromEntries((operation("GET /v3/webhooks/{id}/deliveries").parameters as Json[]).filter((p) => p.in === "query").map((p) => [p.name, p]));
+    const deliveries: Json = Object.fromEntries(
+      (operation("GET /v3/webhooks/{id}/deliveries").parameters as Json[]).filter((p) => p.in === "query").map((p) => [p.name, p]),
+    );
     expect(deliveries.limit.schema).toMatchObject({ type: "string", default: "100" });
   });
 
   it("forbids undocumented fields in every response object", () => {
     const open: string[] = [];
     const walk = (node: unknown, pointer: string) => {
-      if (Array.isArray(node)) return node.forEach((v, i) => walk(v, `${pointer}/${i}`));
+      if (Array.isArray(node)) {
+        node.forEach((v, i) => {
+          walk(v, `${pointer}/${i}`);
+        });
+        return;
+      }
       if (!node || typeof node !== "object") return;
       const n = node as Json;
       if (n.type === "object" || (Array.isArray(n.type) && n.type.includes("object"))) {
@@ -221,7 +261,10 @@ describe("the document covers the route table and the contract", () => {
       expect(schema.properties.type.enum, type).toEqual([type]);
       expect((item.post.parameters as Json[]).map((p) => p.name).sort()).toEqual(["webhook-id", "webhook-signature", "webhook-timestamp"]);
     }
-    expect(deref(doc.webhooks["course.professor_signed"].post.requestBody.content["application/json"].schema).properties.data.required).toEqual(["course", "professorId"]);
+    expect(deref(doc.webhooks["course.professor_signed"].post.requestBody.content["application/json"].schema).properties.data.required).toEqual([
+      "course",
+      "professorId",
+    ]);
   });
 });
 
@@ -276,12 +319,16 @@ describe("the response check of every HTTP test (test/openapi-check.ts)", () => 
   });
 
   it("rejects an undocumented field, naming its path", async () => {
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, extra: 1 }))).rejects.toThrow(/GET \/v3\/courses → 200 \(listCourses\)[\s\S]*at #\/extra: undocumented field/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, extra: 1 }))).rejects.toThrow(
+      /GET \/v3\/courses → 200 \(listCourses\)[\s\S]*at #\/extra: undocumented field/,
+    );
   });
 
   it("rejects a wrong type deep in the body", async () => {
     const course = { ...doc.components.schemas.Course.example, archived: "no" };
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, result: [course] }))).rejects.toThrow(/at #\/result\/0\/archived: Instance type "string" is invalid/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json({ ...page, result: [course] }))).rejects.toThrow(
+      /at #\/result\/0\/archived: Instance type "string" is invalid/,
+    );
   });
 
   it("rejects an undocumented status", async () => {
@@ -290,13 +337,19 @@ describe("the response check of every HTTP test (test/openapi-check.ts)", () => 
 
   it("rejects an error code the operation does not document", async () => {
     const err = { status: "error", code: "WEBHOOK_NOT_FOUND", message: "m", requestId: "req_1" };
-    await expect(checkResponse("GET", `${BASE}/v3/courses/crs_1`, json(err, 404))).rejects.toThrow(/at #\/code: Instance does not match any of \["COURSE_NOT_FOUND"\]/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses/crs_1`, json(err, 404))).rejects.toThrow(
+      /at #\/code: Instance does not match any of \["COURSE_NOT_FOUND"\]/,
+    );
   });
 
   it("rejects a missing x-request-id or a malformed Server-Timing", async () => {
     const { "x-request-id": _, ...noId } = headers;
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, noId))).rejects.toThrow(/header x-request-id is documented as required and missing/);
-    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, { ...headers, "server-timing": "total=1" }))).rejects.toThrow(/header Server-Timing/);
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, noId))).rejects.toThrow(
+      /header x-request-id is documented as required and missing/,
+    );
+    await expect(checkResponse("GET", `${BASE}/v3/courses`, json(page, 200, { ...headers, "server-timing": "total=1" }))).rejects.toThrow(
+      /header Server-Timing/,
+    );
   });
 
   it("checks unmatched requests against the fallback responses", async () => {
@@ -324,7 +377,11 @@ describe("every documented status and code is one the code answers", () => {
       ],
       trainings: [{ id: "trn_oa", schoolId: SCHOOL, name: "BTS" }],
     });
-    const created = await callJson("/v3/courses", { method: "POST", key: KEY, json: { name: "Cours", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z", trainingId: "trn_oa" } });
+    const created = await callJson("/v3/courses", {
+      method: "POST",
+      key: KEY,
+      json: { name: "Cours", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z", trainingId: "trn_oa" },
+    });
     courseId = created.body.result.id;
     hookId = (await callJson("/v3/webhooks", { method: "POST", key: KEY, json: { url: "https://hooks.example.com/oa" } })).body.result.id;
     deletedHookId = (await callJson("/v3/webhooks", { method: "POST", key: KEY, json: { url: "https://hooks.example.com/gone" } })).body.result.id;
@@ -334,9 +391,13 @@ describe("every documented status and code is one the code answers", () => {
   afterAll(() => rx.restore());
 
   type Case = [key: string, status: number, code: string | null, path: () => string, init: () => Parameters<typeof call>[1]];
-  const post = (json: unknown, key = KEY) => () => ({ method: "POST", key, json });
+  const post =
+    (json: unknown, key = KEY) =>
+    () => ({ method: "POST", key, json });
   const patch = (json: unknown) => () => ({ method: "PATCH", key: KEY, json });
-  const raw = (method: string, body: string, type = "application/json") => () => ({ method, key: KEY, body, headers: { "content-type": type } });
+  const raw =
+    (method: string, body: string, type = "application/json") =>
+    () => ({ method, key: KEY, body, headers: { "content-type": type } });
   const get = () => () => ({ key: KEY });
   const anon = () => () => ({});
   const course = { name: "Cours", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z" };

@@ -6,10 +6,10 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import worker from "../src/index";
-import { publishEvents, sweepOutbox, SWEEP_AFTER_MS } from "../src/events/outbox";
-import type { SchoolEvent } from "../src/events/types";
 import { hubFor } from "../src/events/hub-client";
+import { publishEvents, SWEEP_AFTER_MS, sweepOutbox } from "../src/events/outbox";
+import type { SchoolEvent } from "../src/events/types";
+import worker from "../src/index";
 import { callJson } from "./helpers";
 import { checkEvent, checkResponse } from "./openapi-check";
 import { drain, newSchool, register } from "./webhooks/harness";
@@ -31,7 +31,7 @@ async function unpublished(schoolId: string): Promise<number> {
 describe("course writes deliver their events", () => {
   it("in the contract's order, signed, with the course after the write", async () => {
     const { schoolId, key } = await newSchool("w");
-    const hook = await register(key, "https://writes.example/hook");
+    const hook = await register(key, "https://writes.example.com/hook");
     const created = await callJson("/v3/courses", { method: "POST", key, json: base });
     const id = created.body.result.id;
     await callJson(`/v3/courses/${id}`, { method: "PATCH", key, json: { archived: true, absencesSent: true } });
@@ -39,8 +39,15 @@ describe("course writes deliver their events", () => {
     const last = await callJson(`/v3/courses/${id}`, { method: "PATCH", key, json: { archived: false, name: "Réseaux 2" } });
     expect(await unpublished(schoolId)).toBe(0);
     await drain(schoolId);
-    const got = receivers.to("writes.example");
-    expect(got.map((r) => r.event.type)).toEqual(["course.created", "course.updated", "course.archived", "course.absences_sent", "course.updated", "course.unarchived"]);
+    const got = receivers.to("writes.example.com");
+    expect(got.map((r) => r.event.type)).toEqual([
+      "course.created",
+      "course.updated",
+      "course.archived",
+      "course.absences_sent",
+      "course.updated",
+      "course.unarchived",
+    ]);
     const wh = new Webhook(hook.secret);
     for (const r of got) expect(wh.verify(r.body, r.headers)).toMatchObject({ id: r.event.id, schoolId });
     // Each delivered body is as the document's `webhooks` describes it.
@@ -52,11 +59,18 @@ describe("course writes deliver their events", () => {
 describe("the outbox sweep", () => {
   it("re-publishes exactly once when the hub call failed, and a duplicate publish delivers nothing twice", async () => {
     const { schoolId, key } = await newSchool("o");
-    await register(key, "https://sweep.example/hook");
+    await register(key, "https://sweep.example.com/hook");
     // A hub that cannot be reached: the write still succeeds, its events stay in the outbox.
-    const unreachable = { ...env, SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) } } as unknown as typeof env;
+    const unreachable = {
+      ...env,
+      SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) },
+    } as unknown as typeof env;
     const post = await worker.fetch(
-      new Request("http://api.test/v3/courses", { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify(base) }),
+      new Request("http://api.test/v3/courses", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify(base),
+      }),
       unreachable,
       createExecutionContext(),
     );
@@ -84,7 +98,7 @@ describe("the outbox sweep", () => {
     expect(await publishEvents(env, schoolId, [event])).toBe(true);
 
     await drain(schoolId);
-    const got = receivers.to("sweep.example");
+    const got = receivers.to("sweep.example.com");
     expect(got.map((r) => r.event.id)).toEqual([event.id]);
     expect(got[0]!.event.type).toBe("course.created");
     checkEvent(JSON.parse(got[0]!.body));
@@ -92,8 +106,12 @@ describe("the outbox sweep", () => {
 
   it("prunes rows published more than 7 days ago", async () => {
     const old = Date.now() - 8 * 24 * 3600 * 1000;
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)").bind(old, old).run();
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)").bind(Date.now(), Date.now()).run();
+    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)")
+      .bind(old, old)
+      .run();
+    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)")
+      .bind(Date.now(), Date.now())
+      .run();
     expect((await sweepOutbox(env)).pruned).toBe(1);
     const left = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = 'sch_x'").all<{ event_id: string }>();
     expect(left.results.map((r) => r.event_id)).toEqual(["evt_recent"]);

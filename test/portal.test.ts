@@ -12,7 +12,13 @@ import { BASE, callJson } from "./helpers";
 const get = (path: string, init: RequestInit = {}) => exports.default.fetch(new Request(`${BASE}${path}`, init));
 
 /** The CSP's directives as a map: `default-src` → `["'self'"]`. */
-const directives = (csp: string) => new Map(csp.split(";").map((d) => d.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
+const directives = (csp: string) =>
+  new Map(
+    csp
+      .split(";")
+      .map((d) => d.trim().split(/\s+/))
+      .map(([name, ...values]) => [name!, values]),
+  );
 
 /** The page's script and stylesheet URLs. */
 const assetsOf = (html: string) => [...html.matchAll(/<(?:script|link)\b[^>]*\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);

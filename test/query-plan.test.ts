@@ -12,7 +12,9 @@ import { getDb } from "../src/db/client";
 
 const plan = async (q: ReturnType<typeof parseListQuery>) => {
   const { sql, params } = selectCoursePage(getDb(env.DB), { keyHash: "h" }, q).toSQL();
-  const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`).bind(...params).all<{ detail: string }>();
+  const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+    .bind(...params)
+    .all<{ detail: string }>();
   return rows.results.map((r) => r.detail);
 };
 
@@ -51,7 +53,12 @@ describe("query plans", () => {
   it("no full scan for search sorts and courseId lists", async () => {
     for (const body of [
       { courseId: ["crs_1", "crs_2"] },
-      { sort: [{ field: "name", order: "desc" }, { field: "classroom", order: "asc" }] },
+      {
+        sort: [
+          { field: "name", order: "desc" },
+          { field: "classroom", order: "asc" },
+        ],
+      },
       { studentId: Array.from({ length: 1000 }, (_, i) => `stu_${i}`), sort: [{ field: "updatedAt", order: "desc" }] },
     ]) {
       const details = await plan(parseSearchBody(body));
@@ -73,7 +80,8 @@ describe("query plans", () => {
     ["trainingId=trn_1", /training_id=\?/],
   ];
   for (const flag of ["archived=true", "archived=false", "absencesSent=true", "absencesNotSent=true"])
-    for (const other of ["classroom=B204", "creatorId=usr_1", "trainingId=trn_1"]) walks.push([`${flag}&${other}`, /(archived|absences_sent|classroom|creator_id|training_id)=\?/]);
+    for (const other of ["classroom=B204", "creatorId=usr_1", "trainingId=trn_1"])
+      walks.push([`${flag}&${other}`, /(archived|absences_sent|classroom|creator_id|training_id)=\?/]);
   for (const other of ["classroom=B204", "creatorId=usr_1", "trainingId=trn_1", "archived=true", "absencesSent=true"])
     walks.push([`${WEEK}&${other}`, /(start_ms>\?|archived=\?|absences_sent=\?|classroom=\?|creator_id=\?|training_id=\?)/]);
 
@@ -98,7 +106,15 @@ describe("query plans", () => {
   it("a long id-list search sorted by name then startDateTime, either direction, walks an index in that order", async () => {
     const studentId = Array.from({ length: 10_000 }, (_, i) => `stu_${i}`);
     for (const order of ["asc", "desc"] as const) {
-      const details = await plan(parseSearchBody({ studentId, sort: [{ field: "name", order: "asc" }, { field: "startDateTime", order }] }));
+      const details = await plan(
+        parseSearchBody({
+          studentId,
+          sort: [
+            { field: "name", order: "asc" },
+            { field: "startDateTime", order },
+          ],
+        }),
+      );
       const all = details.join("\n");
       // At most the id tie-break of equal (name, start) runs is sorted ("LAST TERM").
       expect(all, all).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/);

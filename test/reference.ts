@@ -24,7 +24,11 @@ export interface RefQuery {
   limit?: number;
 }
 
-const fold = (s: string) => s.normalize("NFD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
+const fold = (s: string) =>
+  s
+    .normalize("NFD")
+    .replace(/[\u0300-\u036f]/g, "")
+    .toLowerCase();
 const any = (list: string[] | undefined, values: string[]) => !list || list.length === 0 || list.some((v) => values.includes(v));
 
 /** Ids of the school A courses matching `q`, in the contract's order, and whether more exist. */
@@ -40,7 +44,13 @@ export function referenceList(q: RefQuery): { ids: string[]; hasMore: boolean } 
       if (q.absencesNotSent && !q.absencesSent && c.absencesSent) return false;
       if (!any(q.groupId, c.groupIds ?? [])) return false;
       if (!any(q.studentId, c.studentIds ?? [])) return false;
-      if (!any(q.professorId, profs.map((p) => p.professorId))) return false;
+      if (
+        !any(
+          q.professorId,
+          profs.map((p) => p.professorId),
+        )
+      )
+        return false;
       if (!any(q.trainingId, c.trainingId ? [c.trainingId] : [])) return false;
       if (!any(q.courseId, [c.id])) return false;
       if (q.archived !== undefined && Boolean(c.archived) !== q.archived) return false;

@@ -1,17 +1,19 @@
 /**
  * The webhook endpoints (API.md § "Webhook registrations"): bodies, envelopes and errors.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_TYPES } from "../src/events/types";
 import { call, callJson } from "./helpers";
 import { drain, newSchool, register } from "./webhooks/harness";
-import { Receivers } from "./webhooks/receivers";
+import { SimulatedPlatform } from "./webhooks/platform-sim";
 
-const rx = new Receivers();
+const rx = new SimulatedPlatform();
 beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
+// Every dispatch stayed within the platform's limit (6 waiting per I/O context, none queued).
+afterEach(() => rx.expectWithinLimit());
 
 describe("POST /v3/webhooks", () => {
   let key: string;
@@ -80,6 +82,20 @@ describe("POST /v3/webhooks", () => {
     expect(body.message).toContain(`did you mean "events"`);
     expect(body.message).toContain("url, events, description");
   });
+
+  for (const proto of ["__proto__", "constructor", "prototype"]) {
+    it(`400 UNKNOWN_PARAMETER for a ${proto} key, and no registration is created`, async () => {
+      const before = (await callJson("/v3/webhooks", { key })).body.result.length;
+      const { status, body } = await callJson("/v3/webhooks", {
+        method: "POST",
+        key,
+        body: `{"url":"https://hooks.example.com/proto","${proto}":{"events":["*"]}}`,
+        headers: { "content-type": "application/json" },
+      });
+      expect([status, body.code, body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: proto, message: "unknown" }]]);
+      expect((await callJson("/v3/webhooks", { key })).body.result).toHaveLength(before);
+    });
+  }
 
   it("400 UNKNOWN_PARAMETER for a query parameter", async () => {
     const { status, body } = await callJson("/v3/webhooks?dryRun=true", { method: "POST", key, json: { url: "https://e.example.com" } });
@@ -236,6 +252,21 @@ describe("POST /v3/webhooks/{id}/test and GET /v3/webhooks/{id}/deliveries", () 
     expect([extra.status, extra.body.code]).toEqual([400, "UNKNOWN_PARAMETER"]);
     const text = await callJson(`/v3/webhooks/${a.id}/test`, { method: "POST", key, body: "hi", headers: { "content-type": "text/plain" } });
     expect(text.status).toBe(415);
+  });
+
+  it("rejects a __proto__, constructor or prototype key in the test body (400 UNKNOWN_PARAMETER), sending nothing", async () => {
+    const { key } = await newSchool("test");
+    const a = await register(key, "https://test-proto.example.com/in");
+    for (const proto of ["__proto__", "constructor", "prototype"]) {
+      const { status, body } = await callJson(`/v3/webhooks/${a.id}/test`, {
+        method: "POST",
+        key,
+        body: `{"${proto}":{"type":"course.created"}}`,
+        headers: { "content-type": "application/json" },
+      });
+      expect([status, body.code, body.details]).toEqual([400, "UNKNOWN_PARAMETER", [{ path: proto, message: "unknown" }]]);
+    }
+    expect((await callJson(`/v3/webhooks/${a.id}/deliveries`, { key })).body.result).toEqual([]);
   });
 
   it("deliveries: newest first, a not-yet-attempted delivery shows as pending, page and limit", async () => {

@@ -6,19 +6,21 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubFor } from "../src/events/hub-client";
-import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery";
-import { MAX_IN_FLIGHT_PER_WEBHOOK } from "../src/webhooks/hub";
+import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery";
+import { COURIER_SLOTS } from "../src/webhooks/types";
 import { call, callJson } from "./helpers";
 import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
-import { Receivers } from "./webhooks/receivers";
+import { SimulatedPlatform } from "./webhooks/platform-sim";
 
-const rx = new Receivers();
+const rx = new SimulatedPlatform();
 beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
+// Every dispatch stayed within the platform's limit (6 waiting per I/O context, none queued).
+afterEach(() => rx.expectWithinLimit());
 beforeEach(() => {
   rx.delay = [0, 2];
 });
@@ -48,7 +50,10 @@ describe("signatures", () => {
     expect(published).toEqual({ accepted: 2, duplicates: 0, deliveries: 4 });
     await drain(schoolId);
 
-    for (const [hook, host] of [[a, "sig-a.example.com"], [b, "sig-b.example.com"]] as const) {
+    for (const [hook, host] of [
+      [a, "sig-a.example.com"],
+      [b, "sig-b.example.com"],
+    ] as const) {
       const got = rx.to(host);
       expect(got.map((r) => r.event.id).sort()).toEqual(events.map((e) => e.id).sort());
       for (const req of got) {
@@ -113,7 +118,14 @@ describe("retries", () => {
 
     const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
     expect(log.map((d: { attempt: number }) => d.attempt)).toEqual([8, 7, 6, 5, 4, 3, 2, 1]);
-    expect(log[0]).toMatchObject({ eventId: event.id, eventType: "course.updated", status: "failed", responseStatus: 500, error: "HTTP 500", nextAttemptAt: null });
+    expect(log[0]).toMatchObject({
+      eventId: event.id,
+      eventType: "course.updated",
+      status: "failed",
+      responseStatus: 500,
+      error: "HTTP 500",
+      nextAttemptAt: null,
+    });
     for (const entry of log.slice(1)) {
       expect(entry).toMatchObject({ status: "pending", responseStatus: 500 });
       const gap = Date.parse(entry.nextAttemptAt) - Date.parse(entry.attemptedAt);
@@ -237,7 +249,7 @@ describe("dispatch", () => {
     // The alarm fires by itself; awaiting runDurableObjectAlarm would wait for the stuck attempts.
     await until(() => rx.eventIds("quick.example.com").size === 30, "the quick endpoint to get every event");
     // The stuck one holds at most its own share of attempts in flight.
-    expect(rx.to("stuck.example.com")).toHaveLength(MAX_IN_FLIGHT_PER_WEBHOOK);
+    expect(rx.to("stuck.example.com")).toHaveLength(COURIER_SLOTS);
     release();
     await drain(schoolId);
     expect(rx.eventIds("stuck.example.com").size).toBe(30);
@@ -266,8 +278,14 @@ describe("dispatch", () => {
     await runInDurableObject(hub, (_h, state) => state.storage.setAlarm(Date.now()));
     await runDurableObjectAlarm(hub);
     const left = await runInDurableObject(hub, (_h, state) => ({
-      events: state.storage.sql.exec<{ id: string }>(`SELECT id FROM events`).toArray().map((r) => r.id),
-      attempts: state.storage.sql.exec<{ event_id: string }>(`SELECT event_id FROM attempts`).toArray().map((r) => r.event_id),
+      events: state.storage.sql
+        .exec<{ id: string }>(`SELECT id FROM events`)
+        .toArray()
+        .map((r) => r.id),
+      attempts: state.storage.sql
+        .exec<{ event_id: string }>(`SELECT event_id FROM attempts`)
+        .toArray()
+        .map((r) => r.event_id),
     }));
     expect(left).toEqual({ events: [recent.id], attempts: [recent.id] });
     // With a log to prune and nothing queued, the alarm stays armed (about a day ahead).
@@ -323,6 +341,27 @@ describe("delivery rules (pure)", () => {
     expect(judgeAttempt(undefined, 2, s)).toEqual({ status: "pending", retryInMs: 300_000 });
     expect(judgeAttempt(500, 3, s)).toEqual({ status: "failed" });
     expect(judgeAttempt(301, 1, [])).toEqual({ status: "failed" });
+  });
+
+  it("judgeAttempt: a 429/503 Retry-After waits at least that long, never less than the schedule", () => {
+    const s = [5, 300];
+    expect(judgeAttempt(429, 1, s, 120_000)).toEqual({ status: "pending", retryInMs: 120_000 });
+    expect(judgeAttempt(503, 2, s, 1_000)).toEqual({ status: "pending", retryInMs: 300_000 });
+    expect(judgeAttempt(500, 1, s, 120_000)).toEqual({ status: "pending", retryInMs: 5_000 });
+    expect(judgeAttempt(429, 3, s, 120_000)).toEqual({ status: "failed" });
+  });
+
+  it("parseRetryAfter: delay-seconds or any of the three HTTP-date forms, capped at 24 h", () => {
+    const now = Date.parse("2026-09-07T08:00:00.000Z");
+    expect(parseRetryAfter("120", now)).toBe(120_000);
+    expect(parseRetryAfter(" 0 ", now)).toBe(0);
+    expect(parseRetryAfter("Mon, 07 Sep 2026 09:00:00 GMT", now)).toBe(3_600_000);
+    expect(parseRetryAfter("Monday, 07-Sep-26 08:00:30 GMT", now)).toBe(30_000);
+    expect(parseRetryAfter("Mon Sep  7 08:01:00 2026", now)).toBe(60_000);
+    expect(parseRetryAfter("Mon, 07 Sep 2026 07:00:00 GMT", now)).toBe(0);
+    expect(parseRetryAfter("99999999", now)).toBe(MAX_RETRY_AFTER_MS);
+    expect(parseRetryAfter("Tue, 07 Sep 2027 08:00:00 GMT", now)).toBe(MAX_RETRY_AFTER_MS);
+    for (const junk of [null, undefined, "", "soon", "-5", "1.5", "2026-09-07T09:00:00Z"]) expect(parseRetryAfter(junk, now)).toBeNull();
   });
 
   it("parses the deployment settings, falling back to the defaults", () => {

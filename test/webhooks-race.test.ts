@@ -9,18 +9,22 @@
 import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SchoolEvent } from "../src/events/types";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../src/events/hub-client";
+import type { SchoolEvent } from "../src/events/types";
+import { courierFor } from "../src/webhooks/couriers";
+import { COURIER_SLOTS } from "../src/webhooks/types";
 import { callJson } from "./helpers";
 import { courseEvent, drain, inHub, newSchool, register } from "./webhooks/harness";
-import { Receivers } from "./webhooks/receivers";
+import { SimulatedPlatform } from "./webhooks/platform-sim";
 
-const rx = new Receivers();
+const rx = new SimulatedPlatform();
 beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
+// Every dispatch stayed within the platform's limit (6 waiting per I/O context, none queued).
+afterEach(() => rx.expectWithinLimit());
 
 async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
@@ -72,9 +76,7 @@ describe("the deregistration promise under a race", () => {
     expect(survivor.size).toBe(400);
 
     expect((await callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key })).status).toBe(404);
-    const queued = await runInDurableObject(hub, (_h, state) =>
-      state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries`).one().n,
-    );
+    const queued = await runInDurableObject(hub, (_h, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries`).one().n);
     expect(queued).toBe(0);
   });
 
@@ -83,6 +85,84 @@ describe("the deregistration promise under a race", () => {
     const hook = await register(key, "https://twice.example.com/in");
     const answers = await Promise.all(Array.from({ length: 5 }, () => callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 404, 404, 404, 404]);
+  });
+});
+
+describe("the deregistration promise with couriers", () => {
+  /** An order as the hub hands it over, arriving at the courier late. */
+  const lateOrder = (schoolId: string, host: string) => {
+    const body = JSON.stringify(courseEvent(schoolId));
+    return { deliveryId: 1, token: "late", url: `https://${host}/in`, headers: { "content-type": "application/json" }, body };
+  };
+
+  it("an attempt still on its way to the courier when the delete closed it is refused, also after a restart", async () => {
+    const { schoolId, key } = await newSchool("transit");
+    const host = "transit.example.com";
+    const hook = await register(key, `https://${host}/in`);
+    rx.on(host, "hang");
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await until(() => rx.to(host).length === 1, "the attempt to start");
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
+    const mark = rx.mark();
+    // The request under way was aborted by the close.
+    await until(() => rx.to(host)[0]!.abortedAt !== undefined, "the abort");
+    const hubId = env.SCHOOL_HUB.idFromName(schoolId).toString();
+    const refused = { accepted: [], refused: [{ token: "late", reason: "closed" }] };
+    expect(await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).toEqual(refused);
+    await abortAllDurableObjects();
+    expect(await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).toEqual(refused);
+    expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
+  });
+
+  it("attempts queued at the courier when the delete closes it are never sent", async () => {
+    const { schoolId, key } = await newSchool("queued");
+    const host = "queued.example.com";
+    const hook = await register(key, `https://${host}/in`);
+    rx.on(host, "hang");
+    // One hand-over of COURIER_SLOTS + COURIER_QUEUE attempts: five sent, two queued.
+    await hubFor(env, schoolId).publish(Array.from({ length: 10 }, (_, i) => courseEvent(schoolId, "course.updated", i)));
+    await until(() => rx.to(host).length === COURIER_SLOTS, "the courier's slots to fill");
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
+    const mark = rx.mark();
+    // The close aborted the five: their slots are free, yet the queued two never go.
+    await until(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the aborts");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
+    expect(rx.to(host)).toHaveLength(COURIER_SLOTS);
+  });
+
+  it("a delete that cannot reach the courier answers 500 and promises nothing; repeating it completes it", async () => {
+    const { schoolId, key } = await newSchool("outage");
+    const host = "outage.example.com";
+    const hook = await register(key, `https://${host}/in`);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(rx.to(host)).toHaveLength(1);
+    rx.failCalls = 1;
+    const failed = await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key });
+    expect(failed.status).toBe(500);
+    expect(failed.body.code).toBe("INTERNAL_ERROR");
+    // Already a tombstone: listed nowhere, sent nothing.
+    expect((await callJson("/v3/webhooks", { key })).body.result).toEqual([]);
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(404);
+    const hubId = env.SCHOOL_HUB.idFromName(schoolId).toString();
+    expect((await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).refused).toEqual([{ token: "late", reason: "closed" }]);
+  });
+
+  it("deletes racing each other on a registration that had deliveries: exactly one 200, the others 404", async () => {
+    const { schoolId, key } = await newSchool("race3");
+    const host = "twice-used.example.com";
+    const hook = await register(key, `https://${host}/in`);
+    rx.on(host, "hang");
+    await hubFor(env, schoolId).publish([courseEvent(schoolId), courseEvent(schoolId)]);
+    await until(() => rx.to(host).length === 2, "the attempts to start");
+    const answers = await Promise.all(Array.from({ length: 5 }, () => callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 404, 404, 404, 404]);
+    const mark = rx.mark();
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
   });
 });
 
@@ -174,7 +254,10 @@ describe("hub restarts", () => {
     rx.on("abort-keep.example.com", () => new Promise<number>(() => {}));
     const events = Array.from({ length: 12 }, (_, i) => courseEvent(schoolId, "course.updated", i));
     await hubFor(env, schoolId).publish(events);
-    await until(() => rx.to("abort-keep.example.com").length >= 8 && rx.to("abort-doomed.example.com").length >= 8, "attempts in flight");
+    await until(
+      () => rx.to("abort-keep.example.com").length >= COURIER_SLOTS && rx.to("abort-doomed.example.com").length >= COURIER_SLOTS,
+      "attempts in flight",
+    );
     await abortAllDurableObjects();
 
     rx.on("abort-doomed.example.com", 204);

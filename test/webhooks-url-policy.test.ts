@@ -68,6 +68,39 @@ const rejected: [string, RegExp][] = [
   ["https://[fec0::1]/hook", /site-local/],
   ["https://[ff02::1]/hook", /multicast/],
   ["https://[2001:db8::1]/hook", /documentation/],
+  // userinfo
+  ["https://user:pass@example.com/", /credentials/],
+  ["https://user@example.com/hook", /credentials/],
+  ["https://:secret@example.com/hook", /credentials/],
+  // single-label hosts, any case, with or without a trailing dot
+  ["https://internal/", /single-label|\.internal/],
+  ["https://internal./", /single-label|\.internal/],
+  ["https://INTERNAL/", /single-label|\.internal/],
+  ["https://metadata/computeMetadata/v1/", /single-label/],
+  ["https://mylocalhost/hook", /single-label/],
+  ["https://intranet-server:8443/hook", /single-label/],
+  ["https://com/hook", /single-label/],
+  // special-use and internal names, any case, with or without a trailing dot
+  ["https://metadata.google.internal/computeMetadata/v1/", /internal name \(\.internal\)/],
+  ["https://foo.internal/", /\.internal/],
+  ["https://foo.internal./", /\.internal/],
+  ["https://FOO.Internal/", /\.internal/],
+  ["https://METADATA.GOOGLE.INTERNAL./", /\.internal/],
+  ["https://printer.local/hook", /\.local\)/],
+  ["https://router.home.arpa/hook", /\.home\.arpa/],
+  ["https://home.arpa/hook", /\.home\.arpa/],
+  ["https://nas.lan/hook", /\.lan\)/],
+  ["https://wiki.intranet/hook", /\.intranet/],
+  ["https://erp.corp/hook", /\.corp/],
+  ["https://abcdefghijklmnop.onion/hook", /\.onion/],
+  ["https://api.test/hook", /\.test/],
+  ["https://x.invalid/hook", /\.invalid/],
+  ["https://hooks.example/hook", /\.example\)/],
+  ["https://bücher.example/hook", /\.example\)/],
+  ["https://Hooks.EXAMPLE./hook", /\.example\)/],
+  ["https://local%68ost/hook", /loopback name/],
+  ["https://ｌｏｃａｌｈｏｓｔ/hook", /loopback name/],
+  ["https://a..example.com/hook", /empty label/],
 ];
 
 const accepted: [string, string][] = [
@@ -82,9 +115,13 @@ const accepted: [string, string][] = [
   ["https://[2606:4700:4700::1111]/hook", "https://[2606:4700:4700::1111]/hook"],
   ["https://[::ffff:8.8.8.8]/hook", "https://[::ffff:808:808]/hook"],
   ["https://localhost.example.com/hook", "https://localhost.example.com/hook"],
-  ["https://mylocalhost/hook", "https://mylocalhost/hook"],
-  ["https://xn--bcher-kva.example/hook", "https://xn--bcher-kva.example/hook"],
-  ["https://bücher.example/hook", "https://xn--bcher-kva.example/hook"],
+  ["https://xn--bcher-kva.example.com/hook", "https://xn--bcher-kva.example.com/hook"],
+  ["https://bücher.example.com/hook", "https://xn--bcher-kva.example.com/hook"],
+  ["https://hooks.example.com./hook", "https://hooks.example.com./hook"],
+  ["https://internal.example.com/hook", "https://internal.example.com/hook"],
+  ["https://test.example.org/hook", "https://test.example.org/hook"],
+  ["https://local.example.net/hook", "https://local.example.net/hook"],
+  ["https://example.corporate.com/hook", "https://example.corporate.com/hook"],
 ];
 
 describe("checkWebhookUrl (strict)", () => {
@@ -106,6 +143,9 @@ describe("checkWebhookUrl with WEBHOOK_ALLOW_INSECURE_URLS=true", () => {
     ["https://[::ffff:127.0.0.1]/hook", "https://[::ffff:7f00:1]/hook"],
     ["http://0x7f000001/hook", "http://127.0.0.1/hook"],
     ["https://10.0.0.1/hook", "https://10.0.0.1/hook"],
+    ["https://metadata.google.internal/", "https://metadata.google.internal/"],
+    ["https://internal/", "https://internal/"],
+    ["https://user:pass@example.com/", "https://user:pass@example.com/"],
   ])("lifts the policy for %s", (url, normalized) => {
     expect(checkWebhookUrl(url, true)).toEqual({ ok: true, url: normalized });
   });
@@ -131,6 +171,14 @@ describe("POST /v3/webhooks applies the policy", () => {
     "https://169.254.169.254/",
     "https://[fd00::1]/hook",
     "not a url",
+    "https://metadata.google.internal/",
+    "https://foo.internal/",
+    "https://internal/",
+    "https://INTERNAL./",
+    "https://Foo.Internal./",
+    "https://user:pass@example.com/",
+    "https://hooks.example/",
+    "https://localhost/",
   ])("400 INVALID_WEBHOOK_URL for %s", async (url) => {
     const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, json: { url } });
     expect(status).toBe(400);

@@ -71,7 +71,7 @@ export interface Page<T> {
  * {@link ApiError} otherwise. `key` defaults to the stored key; `query` entries that are
  * `undefined` or `""` are left out.
  */
-export async function request<T = unknown>(
+async function request<T = unknown>(
   method: string,
   path: string,
   opts: { body?: unknown; query?: Record<string, string | number | undefined>; key?: string; headers?: Record<string, string> } = {},
@@ -94,13 +94,13 @@ export async function request<T = unknown>(
     throw new ApiError(0, "NETWORK_ERROR", `The API could not be reached (${(err as Error).message}). Check your connection and try again.`);
   }
   const text = await res.text();
-  let json: any = null;
+  let json: { status?: unknown; code?: unknown; message?: unknown; details?: unknown; requestId?: string | null } | null = null;
   try {
     json = text ? JSON.parse(text) : null;
   } catch {
     /* not JSON: handled below */
   }
-  if (res.ok && json?.status === "success") return json as T;
+  if (res.ok && json?.status === "success") return json as unknown as T;
   if (json?.status === "error" && typeof json.message === "string") {
     const err = new ApiError(res.status, String(json.code), json.message, Array.isArray(json.details) ? json.details : [], json.requestId ?? null);
     // The stored key refused (revoked meanwhile): sign out. A key being tried (sign-in) is not stored.
@@ -191,7 +191,11 @@ export const api = {
   },
   /** POST /v3/webhooks/{id}/secret/rotate → the new secret and when the previous one stops signing. */
   async rotateSecret(id: string, graceSeconds: number): Promise<{ id: string; secret: string; previousSecretExpiresAt: string | null }> {
-    return (await request<{ result: { id: string; secret: string; previousSecretExpiresAt: string | null } }>("POST", `/v3/webhooks/${enc(id)}/secret/rotate`, { body: { graceSeconds } })).result;
+    return (
+      await request<{ result: { id: string; secret: string; previousSecretExpiresAt: string | null } }>("POST", `/v3/webhooks/${enc(id)}/secret/rotate`, {
+        body: { graceSeconds },
+      })
+    ).result;
   },
   /** POST /v3/webhooks/{id}/test → the test event's id. */
   async sendTest(id: string): Promise<{ eventId: string }> {
@@ -199,9 +203,13 @@ export const api = {
   },
   /** GET /v3/webhooks/{id}/deliveries with filters and pagination. */
   async listDeliveries(id: string, filters: DeliveryFilters, page: number, limit: number): Promise<Page<Delivery>> {
-    const res = await request<{ result: Delivery[]; pagination: { page: number; limit: number; hasMore: boolean } }>("GET", `/v3/webhooks/${enc(id)}/deliveries`, {
-      query: { ...filters, page: page === 1 ? undefined : page, limit: limit === 100 ? undefined : limit },
-    });
+    const res = await request<{ result: Delivery[]; pagination: { page: number; limit: number; hasMore: boolean } }>(
+      "GET",
+      `/v3/webhooks/${enc(id)}/deliveries`,
+      {
+        query: { ...filters, page: page === 1 ? undefined : page, limit: limit === 100 ? undefined : limit },
+      },
+    );
     return { items: res.result, ...res.pagination };
   },
   /** POST /v3/webhooks/{id}/deliveries/{eventId}/resend. */

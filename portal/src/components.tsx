@@ -25,7 +25,7 @@ export function ErrorAlert({ error, title }: { error: Problem | null; title?: st
         <ul>
           {api.details.map((d) => (
             <li>
-              {d.parameter ?? d.path ? <code>{d.parameter ?? d.path}</code> : null} {d.message}
+              {(d.parameter ?? d.path) ? <code>{d.parameter ?? d.path}</code> : null} {d.message}
             </li>
           ))}
         </ul>
@@ -60,8 +60,8 @@ export function SecretReveal({ secret, label, children }: { secret: string; labe
     <section class="secret" aria-labelledby="secret-heading">
       <h2 id="secret-heading">{label}</h2>
       <p>
-        <strong>This secret is shown only now.</strong> Copy it into your receiver's configuration: it verifies the{" "}
-        <code>webhook-signature</code> header of every delivery (Standard Webhooks).
+        <strong>This secret is shown only now.</strong> Copy it into your receiver's configuration: it verifies the <code>webhook-signature</code> header of
+        every delivery (Standard Webhooks).
       </p>
       {children}
       <div class="secret-row">
@@ -72,7 +72,11 @@ export function SecretReveal({ secret, label, children }: { secret: string; labe
         </button>
       </div>
       <p role="status" class="small">
-        {copyState === "copied" ? "Secret copied to the clipboard." : copyState === "failed" ? "The browser refused the clipboard: the secret is selected, press Ctrl+C (⌘C) to copy it." : ""}
+        {copyState === "copied"
+          ? "Secret copied to the clipboard."
+          : copyState === "failed"
+            ? "The browser refused the clipboard: the secret is selected, press Ctrl+C (⌘C) to copy it."
+            : ""}
       </p>
     </section>
   );

@@ -24,13 +24,6 @@ export function localInputToIso(value: string): string {
   return d.toISOString();
 }
 
-/** The `datetime-local` value (local time, to the minute) of an instant in ms since the epoch. */
-export function isoToLocalInput(ms: number): string {
-  const d = new Date(ms);
-  const pad = (n: number) => String(n).padStart(2, "0");
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
-}
-
 /** A bucket's start as a chart axis or table label: "18:00" for hours, "21/11" for days. */
 export function formatBucket(iso: string, bucket: "hour" | "day"): string {
   const d = new Date(iso);

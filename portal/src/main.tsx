@@ -8,12 +8,13 @@ import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, setUnauthorizedHandler, storedKey, storeKey } from "./api";
+import { type ApiError, setUnauthorizedHandler, storedKey, storeKey } from "./api";
 import { ErrorAlert } from "./components";
+import type { Flash } from "./navigation";
 import { SignIn } from "./views/SignIn";
-import { WebhookList } from "./views/WebhookList";
-import { CreateWebhook, EditWebhook } from "./views/WebhookForm";
 import { WebhookDetail } from "./views/WebhookDetail";
+import { CreateWebhook, EditWebhook } from "./views/WebhookForm";
+import { WebhookList } from "./views/WebhookList";
 
 /** A parsed hash route. */
 export type Route = { view: "list" } | { view: "new" } | { view: "detail"; id: string } | { view: "edit"; id: string };
@@ -31,9 +32,6 @@ export function navigate(hash: string): void {
   if (location.hash === hash) window.dispatchEvent(new HashChangeEvent("hashchange"));
   else location.hash = hash;
 }
-
-/** A sentence for the live region, kept across one view change ("Endpoint deleted", …). */
-export type Flash = { text: string; kind: "ok" | "error" } | null;
 
 function App() {
   const [key, setKey] = useState<string | null>(storedKey());

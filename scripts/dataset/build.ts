@@ -109,17 +109,30 @@ function planSchools(d: Draw, n: number, courses: number, smallCourses: number, 
   for (let i = 0; i < n; i++) {
     if (i === 0) {
       plans.push({
-        id: "sch_demo", tag: "", name: `Lycée ${d.pick(PATRONS)}`, apiKey: DEMO_API_KEY, courses,
-        groups: bigGroups, students: students ?? bigGroups * groupSize,
-        professors: Math.max(40, Math.round(courses / 75)), trainings: 6, surveys: 5,
+        id: "sch_demo",
+        tag: "",
+        name: `Lycée ${d.pick(PATRONS)}`,
+        apiKey: DEMO_API_KEY,
+        courses,
+        groups: bigGroups,
+        students: students ?? bigGroups * groupSize,
+        professors: Math.max(40, Math.round(courses / 75)),
+        trainings: 6,
+        surveys: 5,
       });
     } else {
       const k = i + 1;
       plans.push({
-        id: i === 1 ? "sch_other" : `sch_${pad(k)}`, tag: i === 1 ? "other_" : `${pad(k)}_`,
+        id: i === 1 ? "sch_other" : `sch_${pad(k)}`,
+        tag: i === 1 ? "other_" : `${pad(k)}_`,
         name: `${d.pick(["Institut", "Lycée professionnel", "École"])} ${d.pick(PATRONS)} ${of(d.faker.location.city())}`,
-        apiKey: i === 1 ? OTHER_API_KEY : smallSchoolKey(k), courses: smallCourses,
-        groups: 2, students: 48, professors: 5, trainings: 2, surveys: 2,
+        apiKey: i === 1 ? OTHER_API_KEY : smallSchoolKey(k),
+        courses: smallCourses,
+        groups: 2,
+        students: 48,
+        professors: 5,
+        trainings: 2,
+        surveys: 2,
       });
     }
   }
@@ -247,7 +260,14 @@ function courseHistory(d: Draw, startMs: number, endMs: number, asOf: number) {
  * when a free slot is found in a few tries. Ids in chronological order: crs_1 is the first
  * course of the year.
  */
-function addCourses(school: School, days: SchoolDay[], asOf: number, groups: ReturnType<typeof addGroups>, members: string[][], staff: ReturnType<typeof addProfessors>): void {
+function addCourses(
+  school: School,
+  days: SchoolDay[],
+  asOf: number,
+  groups: ReturnType<typeof addGroups>,
+  members: string[][],
+  staff: ReturnType<typeof addProfessors>,
+): void {
   const { plan, out, d } = school;
   const { id: sid, tag: t } = plan;
   const { groupTraining, groupsOfTraining, trainings } = groups;
@@ -298,7 +318,13 @@ function addCourses(school: School, days: SchoolDay[], asOf: number, groups: Ret
     const history = courseHistory(d, startMs, endMs, asOf);
     const classroomRoll = d.rnd();
     const classroom =
-      subject === "Éducation physique et sportive" ? (classroomRoll < 0.8 ? GYM : null) : classroomRoll < 0.07 ? null : `${"ABCDE"[d.int(0, 4)]}${d.int(0, 3)}${pad(d.int(1, 20))}`;
+      subject === "Éducation physique et sportive"
+        ? classroomRoll < 0.8
+          ? GYM
+          : null
+        : classroomRoll < 0.07
+          ? null
+          : `${"ABCDE"[d.int(0, 4)]}${d.int(0, 3)}${pad(d.int(1, 20))}`;
     schoolCourses.push({
       id: "",
       schoolId: sid,

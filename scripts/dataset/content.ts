@@ -10,17 +10,35 @@ export const TRAININGS: { name: string; group: string; subjects: string[] }[] = 
     name: "Seconde générale et technologique",
     group: "2nde",
     subjects: [
-      "Français", "Français", "Mathématiques", "Mathématiques", "Histoire-Géographie", "Anglais", "Espagnol",
-      "Physique-Chimie", "Sciences de la vie et de la Terre", "Sciences économiques et sociales",
-      "Éducation physique et sportive", "Enseignement moral et civique", "Sciences numériques et technologie",
+      "Français",
+      "Français",
+      "Mathématiques",
+      "Mathématiques",
+      "Histoire-Géographie",
+      "Anglais",
+      "Espagnol",
+      "Physique-Chimie",
+      "Sciences de la vie et de la Terre",
+      "Sciences économiques et sociales",
+      "Éducation physique et sportive",
+      "Enseignement moral et civique",
+      "Sciences numériques et technologie",
     ],
   },
   {
     name: "Première générale",
     group: "1ère",
     subjects: [
-      "Français", "Français", "Mathématiques", "Histoire-Géographie", "Anglais", "Espagnol", "Physique-Chimie",
-      "Sciences économiques et sociales", "Éducation physique et sportive", "Humanités, littérature et philosophie",
+      "Français",
+      "Français",
+      "Mathématiques",
+      "Histoire-Géographie",
+      "Anglais",
+      "Espagnol",
+      "Physique-Chimie",
+      "Sciences économiques et sociales",
+      "Éducation physique et sportive",
+      "Humanités, littérature et philosophie",
       "Numérique et sciences informatiques",
     ],
   },
@@ -28,33 +46,58 @@ export const TRAININGS: { name: string; group: string; subjects: string[] }[] = 
     name: "Terminale générale",
     group: "Tle",
     subjects: [
-      "Philosophie", "Philosophie", "Mathématiques", "Histoire-Géographie", "Anglais", "Allemand", "Physique-Chimie",
-      "Sciences économiques et sociales", "Éducation physique et sportive", "Grand oral",
+      "Philosophie",
+      "Philosophie",
+      "Mathématiques",
+      "Histoire-Géographie",
+      "Anglais",
+      "Allemand",
+      "Physique-Chimie",
+      "Sciences économiques et sociales",
+      "Éducation physique et sportive",
+      "Grand oral",
     ],
   },
   {
     name: "BTS Services informatiques aux organisations",
     group: "SIO",
     subjects: [
-      "Culture générale et expression", "Anglais", "Mathématiques pour l'informatique",
-      "Culture économique, juridique et managériale", "Cybersécurité des services informatiques",
-      "Développement d'applications", "Développement d'applications", "Algèbre linéaire",
+      "Culture générale et expression",
+      "Anglais",
+      "Mathématiques pour l'informatique",
+      "Culture économique, juridique et managériale",
+      "Cybersécurité des services informatiques",
+      "Développement d'applications",
+      "Développement d'applications",
+      "Algèbre linéaire",
     ],
   },
   {
     name: "BTS Management commercial opérationnel",
     group: "MCO",
     subjects: [
-      "Culture générale et expression", "Anglais", "Économie", "Droit", "Management de l'équipe commerciale",
-      "Développement de la relation client", "Gestion opérationnelle",
+      "Culture générale et expression",
+      "Anglais",
+      "Économie",
+      "Droit",
+      "Management de l'équipe commerciale",
+      "Développement de la relation client",
+      "Gestion opérationnelle",
     ],
   },
   {
     name: "Classe préparatoire ECG",
     group: "ECG",
     subjects: [
-      "Algèbre linéaire", "Analyse", "Probabilités", "Économie", "Œuvres littéraires et culture générale", "Philosophie",
-      "Histoire, géographie et géopolitique du monde contemporain", "Anglais", "Espagnol",
+      "Algèbre linéaire",
+      "Analyse",
+      "Probabilités",
+      "Économie",
+      "Œuvres littéraires et culture générale",
+      "Philosophie",
+      "Histoire, géographie et géopolitique du monde contemporain",
+      "Anglais",
+      "Espagnol",
     ],
   },
 ];
@@ -67,15 +110,36 @@ export const SUFFIXES = [" (TD)", " (TP)", " — devoir surveillé", " — révi
 /** Survey template names. */
 export const SURVEYS = ["Satisfaction", "Évaluation de fin de module", "Bien-être en classe", "Retour sur les travaux pratiques", "Auto-évaluation"];
 /** Namesakes of schools. */
-export const PATRONS = ["Marie-Curie", "Victor-Hugo", "Jean-Jaurès", "Louise-Michel", "Simone-Veil", "Condorcet", "Jules-Ferry", "Pasteur", "Émile-Zola", "Colette"];
+export const PATRONS = [
+  "Marie-Curie",
+  "Victor-Hugo",
+  "Jean-Jaurès",
+  "Louise-Michel",
+  "Simone-Veil",
+  "Condorcet",
+  "Jules-Ferry",
+  "Pasteur",
+  "Émile-Zola",
+  "Colette",
+];
 /** The classroom of most physical education courses. */
 export const GYM = "Gymnase";
 
 /** `de Lyon`, `d'Aubervilliers`, `du Tampon`, `des Abymes`. */
 export const of = (place: string) =>
-  /^Les /.test(place) ? `des ${place.slice(4)}` : /^Le /.test(place) ? `du ${place.slice(3)}` : /^[aeiouyhâàéèêîôû]/i.test(place) ? `d'${place}` : `de ${place}`;
+  /^Les /.test(place)
+    ? `des ${place.slice(4)}`
+    : /^Le /.test(place)
+      ? `du ${place.slice(3)}`
+      : /^[aeiouyhâàéèêîôû]/i.test(place)
+        ? `d'${place}`
+        : `de ${place}`;
 
 /** Lowercase ASCII slug for e-mail local parts: `Éloïse D'Aubigné` → `eloise-d-aubigne`. */
 export function slug(text: string): string {
-  return fold(text).replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "x";
+  return (
+    fold(text)
+      .replace(/[^a-z0-9]+/g, "-")
+      .replace(/^-+|-+$/g, "") || "x"
+  );
 }

@@ -2,7 +2,7 @@
  * Starts and stops `wrangler dev` for scripts (benchmarks): a child process group on
  * 127.0.0.1 with a chosen local state directory and vars, ready once the API answers.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { ROOT, wranglerBin, wranglerEnv } from "./wrangler";
 
@@ -37,9 +37,28 @@ function freePort(): Promise<number> {
  *   serve `src/bench.ts`, the production Worker with the `/__bench/*` routes).
  * @throws Error when wrangler exits early or does not answer in time (its output included).
  */
-export async function startDevServer(opts: { persistTo: string; entry?: string; vars?: Record<string, string>; timeoutMs?: number; quiet?: boolean; port?: number }): Promise<DevServer> {
+export async function startDevServer(opts: {
+  persistTo: string;
+  entry?: string;
+  vars?: Record<string, string>;
+  timeoutMs?: number;
+  quiet?: boolean;
+  port?: number;
+}): Promise<DevServer> {
   const port = opts.port ?? (await freePort());
-  const args = ["dev", ...(opts.entry ? [opts.entry] : []), "--ip", "127.0.0.1", "--port", String(port), "--persist-to", opts.persistTo, "--log-level", "warn", "--show-interactive-dev-session=false"];
+  const args = [
+    "dev",
+    ...(opts.entry ? [opts.entry] : []),
+    "--ip",
+    "127.0.0.1",
+    "--port",
+    String(port),
+    "--persist-to",
+    opts.persistTo,
+    "--log-level",
+    "warn",
+    "--show-interactive-dev-session=false",
+  ];
   for (const [k, v] of Object.entries(opts.vars ?? {})) args.push("--var", `${k}:${v}`);
   const child = spawn(process.execPath, [wranglerBin(), ...args], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"], env: wranglerEnv() });
   let output = "";

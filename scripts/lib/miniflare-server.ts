@@ -31,7 +31,11 @@ export interface MiniflareServer {
  */
 export async function startMiniflare(opts: { persistTo: string; entry: string; vars?: Record<string, string>; port?: number }): Promise<MiniflareServer> {
   const outdir = mkdtempSync(path.join(os.tmpdir(), "school-bench-bundle-"));
-  const built = spawnSync(process.execPath, [wranglerBin(), "deploy", "--dry-run", "--outdir", outdir, opts.entry], { cwd: ROOT, env: wranglerEnv(), encoding: "utf8" });
+  const built = spawnSync(process.execPath, [wranglerBin(), "deploy", "--dry-run", "--outdir", outdir, opts.entry], {
+    cwd: ROOT,
+    env: wranglerEnv(),
+    encoding: "utf8",
+  });
   if (built.status !== 0) throw new Error(`wrangler deploy --dry-run failed:\n${built.stdout}\n${built.stderr}`);
   const script = readdirSync(outdir).find((f) => f.endsWith(".js"));
   if (!script) throw new Error(`no bundle in ${outdir}`);

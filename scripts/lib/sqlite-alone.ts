@@ -44,7 +44,11 @@ export async function statementsOf(apiKey: string, method: string, urlPath: stri
   const q = method === "POST" ? parseSearchBody(body) : parseListQuery(url.searchParams);
   // toSQL() only: the binding is never called.
   const db = drizzle({} as D1Database);
-  const key = db.select({ schoolId: apiKeys.schoolId }).from(apiKeys).where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt))).toSQL();
+  const key = db
+    .select({ schoolId: apiKeys.schoolId })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)))
+    .toSQL();
   const page = selectCoursePage(db, { keyHash }, q).toSQL();
   return [key, page];
 }

@@ -4,7 +4,7 @@
  * Wrangler is started as `node <wrangler.js> …` rather than through `npx`, which saves the
  * npx start-up on every call; the arguments are the same as `npx wrangler …`.
  */
-import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { type ChildProcess, type StdioOptions, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -69,7 +69,7 @@ export function spawnWrangler(args: string[], stdio: StdioOptions = ["ignore", "
   return spawn(process.execPath, [wranglerBin(), ...args], { cwd: ROOT, stdio, env });
 }
 
-/** Result of {@link runWrangler}: exit code (1 when killed by a signal) and captured output. */
+/** Result of {@link runWrangler} and {@link completion}: exit code (1 when killed by a signal) and captured output. */
 export interface WranglerResult {
   code: number;
   stdout: string;
@@ -83,12 +83,25 @@ export interface WranglerResult {
  * @throws Error only when the process cannot be started.
  */
 export function runWrangler(args: string[], opts: { inherit?: boolean } = {}): Promise<WranglerResult> {
+  return completion(spawnWrangler(args, opts.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]));
+}
+
+/**
+ * Waits for a child process to end, collecting what it writes to piped stdout and stderr
+ * (UTF-8). Never rejects for a non-zero exit: check `code` (1 when killed by a signal).
+ *
+ * @throws Error only when the process cannot be started.
+ */
+export function completion(child: ChildProcess): Promise<WranglerResult> {
   return new Promise((resolve, reject) => {
-    const child = spawnWrangler(args, opts.inherit ? ["ignore", "inherit", "inherit"] : ["ignore", "pipe", "pipe"]);
     let stdout = "";
     let stderr = "";
-    child.stdout?.setEncoding("utf8").on("data", (d: string) => (stdout += d));
-    child.stderr?.setEncoding("utf8").on("data", (d: string) => (stderr += d));
+    child.stdout?.setEncoding("utf8").on("data", (d: string) => {
+      stdout += d;
+    });
+    child.stderr?.setEncoding("utf8").on("data", (d: string) => {
+      stderr += d;
+    });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr }));
   });
@@ -106,11 +119,7 @@ export function targetArgs(target: "local" | "remote", persistTo?: string): stri
  *
  * @throws Error with wrangler's output when wrangler fails or prints no JSON.
  */
-export async function d1Query<T = Record<string, unknown>>(
-  sql: string,
-  target: "local" | "remote" = "local",
-  persistTo?: string,
-): Promise<T[]> {
+export async function d1Query<T = Record<string, unknown>>(sql: string, target: "local" | "remote" = "local", persistTo?: string): Promise<T[]> {
   const r = await runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
   if (r.code !== 0) throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
   const start = r.stdout.indexOf("[");
@@ -129,11 +138,7 @@ export async function d1Query<T = Record<string, unknown>>(
  *
  * @throws Error when wrangler exits non-zero (with its output when quiet).
  */
-export async function applyMigrations(
-  target: "local" | "remote" = "local",
-  persistTo?: string,
-  opts: { quiet?: boolean } = {},
-): Promise<void> {
+export async function applyMigrations(target: "local" | "remote" = "local", persistTo?: string, opts: { quiet?: boolean } = {}): Promise<void> {
   const r = await runWrangler(["d1", "migrations", "apply", DB_BINDING, ...targetArgs(target, persistTo)], { inherit: !opts.quiet });
   if (r.code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${r.code})${opts.quiet ? `:\n${r.stdout}${r.stderr}` : ""}`);
 }

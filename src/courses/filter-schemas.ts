@@ -6,15 +6,7 @@
  * shape (a query `limit` is a string of digits).
  */
 import { z } from "zod";
-import {
-  bodyIdListSchema,
-  idSchema,
-  instantSchema,
-  queryBooleanSchema,
-  queryIdListSchema,
-  queryIntegerSchema,
-  textSchema,
-} from "../lib/fields";
+import { bodyIdListSchema, idSchema, instantSchema, queryBooleanSchema, queryIdListSchema, queryIntegerSchema, textSchema } from "../lib/fields";
 import { ID_RE } from "../lib/ids";
 import { GET_MAX_IDS, MAX_PAGE, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
 
@@ -29,7 +21,8 @@ const FILTER_RULES = {
   courseStartDateTime: "Only courses with `startDateTime >= value`.",
   courseEndDateTime: "Only courses with `endDateTime <= value` (with `courseStartDateTime`: courses that start and end between the two).",
   absencesSent: "`true`: only courses whose absences were sent; `false` (default): no filter.",
-  absencesNotSent: "`true`: only courses whose absences were not sent; `false` (default): no filter. Both `absencesSent` and `absencesNotSent` true: every course.",
+  absencesNotSent:
+    "`true`: only courses whose absences were not sent; `false` (default): no filter. Both `absencesSent` and `absencesNotSent` true: every course.",
   groupId: "Courses attached to at least one of these groups.",
   studentId: "Courses in which at least one of these students is enrolled.",
   professorId: "Courses to which at least one of these professors is assigned (co-teachers included).",
@@ -181,8 +174,20 @@ export const searchBodySchema = z
     createdAt: instantParam("createdAt", false).optional(),
     updatedAt: instantParam("updatedAt", false).optional(),
     professorSignatureMissing: bodyFlag("professorSignatureMissing").optional(),
-    page: z.number().int().min(1).max(MAX_PAGE).meta(rule("page", { default: 1 })).optional(),
-    limit: z.number().int().min(1).max(MAX_PAGE_SIZE).meta(rule("limit", { default: MAX_PAGE_SIZE })).optional(),
+    page: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PAGE)
+      .meta(rule("page", { default: 1 }))
+      .optional(),
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_PAGE_SIZE)
+      .meta(rule("limit", { default: MAX_PAGE_SIZE }))
+      .optional(),
     includeStudents: bodyFlag("includeStudents").meta({ default: false }).optional(),
     includeTeachers: bodyFlag("includeTeachers").meta({ default: false }).optional(),
     includeSurveyTemplates: bodyFlag("includeSurveyTemplates").meta({ default: false }).optional(),
@@ -192,7 +197,8 @@ export const searchBodySchema = z
   })
   .meta({
     id: "CourseSearch",
-    description: "Every GET /v3/courses parameter under the same name, typed as JSON, plus `courseId` and `sort`. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description:
+      "Every GET /v3/courses parameter under the same name, typed as JSON, plus `courseId` and `sort`. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: {
       studentId: ["stu_1", "stu_2"],
       archived: false,

@@ -9,9 +9,9 @@
 import type { z } from "zod";
 import { ApiError } from "../http/errors";
 import { collectQuery, parseBodyWith, parseQueryWith } from "../http/request";
-import { GET_MAX_IDS, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
 import { splitIds } from "../lib/fields";
-import { ID_LIST_PARAMS, includeQuerySchema, listQuerySchema, searchBodySchema, type SortKey } from "./filter-schemas";
+import { GET_MAX_IDS, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
+import { ID_LIST_PARAMS, includeQuerySchema, listQuerySchema, type SortKey, searchBodySchema } from "./filter-schemas";
 
 /** Related data to embed in each course record (the `include*` flags). */
 export interface Includes {

@@ -11,13 +11,13 @@ import type { IRequest } from "itty-router";
 import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
 import type { D1Timer, RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
-import { BODY_ERRORS, type ErrorCodes, locationHeader, type Operation } from "../http/operation";
+import { type ErrorCodes, locationHeader, type Operation } from "../http/operation";
 import { pathParam, readJson, rejectQuery } from "../http/request";
 import { success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
 import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
-import { readCoursePage, readCourse } from "./read";
+import { readCourse, readCoursePage } from "./read";
 import {
   COURSE_EXAMPLE,
   COURSE_WITH_INCLUDES,
@@ -81,10 +81,12 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         "Archived and active courses alike, filtered, one page at a time. Order: `startDateTime` ascending, then `id` ascending. Every filter combines with AND. Unknown parameters are a 400 UNKNOWN_PARAMETER; a parameter given twice is a 400 INVALID_PARAMETER, except id lists, whose repetitions are joined.",
       request: { query: listQuerySchema },
       responses: {
-        200: { description: "One page of courses.", schema: courseListResponseSchema, example: { status: "success", result: [COURSE_WITH_INCLUDES], pagination: { page: 1, limit: 20, hasMore: true } } },
+        200: {
+          description: "One page of courses.",
+          schema: courseListResponseSchema,
+          example: { status: "success", result: [COURSE_WITH_INCLUDES], pagination: { page: 1, limit: 20, hasMore: true } },
+        },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"],
-        401: ["UNAUTHORIZED"],
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -102,11 +104,12 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         "The same listing as GET /v3/courses, with the parameters in a JSON body: id lists as arrays of up to 10,000 ids, `courseId` to restrict to given courses, and `sort`. A filter behaves exactly as its GET twin. The query string must be empty (400 UNKNOWN_PARAMETER).",
       request: { body: { schema: searchBodySchema, description: "Filters, page and sort; every field optional." } },
       responses: {
-        200: { description: "One page of courses.", schema: courseListResponseSchema, example: { status: "success", result: [COURSE_EXAMPLE], pagination: { page: 1, limit: 10, hasMore: false } } },
+        200: {
+          description: "One page of courses.",
+          schema: courseListResponseSchema,
+          example: { status: "success", result: [COURSE_EXAMPLE], pagination: { page: 1, limit: 10, hasMore: false } },
+        },
         400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
-        401: ["UNAUTHORIZED"],
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -140,10 +143,10 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           example: { status: "success", result: { ...COURSE_EXAMPLE, createdAt: COURSE_EXAMPLE.updatedAt } },
           headers: locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`),
         },
-        400: { codes: WRITE_400_CODES, lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id." },
-        401: ["UNAUTHORIZED"],
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
+        400: {
+          codes: WRITE_400_CODES,
+          lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id.",
+        },
       },
       async handler(req, env, _exec, rc) {
         const schoolId = await authenticate(req, env.DB, rc);
@@ -166,9 +169,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       responses: {
         200: { description: "The course.", schema: courseResponseSchema, example: { status: "success", result: COURSE_WITH_INCLUDES } },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
-        401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req);
@@ -191,12 +192,13 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         "Changes only the fields sent; a list sent replaces the whole list; `null` clears `classroom`, `creatorId`, `trainingId`. Publishes, in this order and only for what changed: `course.updated`, then `course.archived` / `course.unarchived`, `course.absences_sent` (false → true), one `course.professor_signed` per professor whose `signed` went false → true. A PATCH that changes nothing publishes nothing and leaves `updatedAt` unchanged.",
       request: { params: courseIdParams, body: { schema: patchCourseSchema, description: "The fields to change." } },
       responses: {
-        200: { description: "The course after the change.", schema: courseResponseSchema, example: { status: "success", result: { ...COURSE_EXAMPLE, archived: true } } },
+        200: {
+          description: "The course after the change.",
+          schema: courseResponseSchema,
+          example: { status: "success", result: { ...COURSE_EXAMPLE, archived: true } },
+        },
         400: { codes: WRITE_400_CODES, lead: "`INVALID_DATE_RANGE` also when only one end moves past the other." },
-        401: ["UNAUTHORIZED"],
         404: ["COURSE_NOT_FOUND"],
-        ...BODY_ERRORS,
-        500: ["INTERNAL_ERROR"],
       },
       async handler(req, env, _exec, rc) {
         const schoolId = await authenticate(req, env.DB, rc);

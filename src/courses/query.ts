@@ -6,7 +6,7 @@
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
  * parameter per id (D1 allows 100 per statement).
  */
-import { and, asc, desc, eq, gte, lte, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, gte, lte, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/schema";
 import { fold } from "../lib/text";
@@ -21,9 +21,7 @@ export type SchoolScope = { schoolId: string } | { keyHash: string };
 
 /** SQL for the school id of a scope. */
 function schoolIdSql(scope: SchoolScope): SQL {
-  return "schoolId" in scope
-    ? sql`${scope.schoolId}`
-    : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
+  return "schoolId" in scope ? sql`${scope.schoolId}` : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
 }
 
 const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
@@ -175,7 +173,8 @@ function embedded(inc: Includes) {
       SELECT s.id, s.first_name, s.last_name, s.email FROM course_students r JOIN students s ON s.school_id = r.school_id AND s.id = r.student_id
       WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.teachers)
-    cols.teachers = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
+    cols.teachers =
+      sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
       SELECT p.id, p.first_name, p.last_name, p.email, r.co_teacher, r.signed FROM course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id
       WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
   if (inc.surveyTemplates)
@@ -200,7 +199,8 @@ function embedded(inc: Includes) {
 export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: CourseQuery, trigramIndexMaxDocs = TRIGRAM_INDEX_MAX_DOCS) {
   const school = schoolIdSql(scope);
   const needle = q.name === undefined ? undefined : fold(q.name);
-  const byName = needle !== undefined && [...needle].length >= TRIGRAM;
+  // FTS5 ends a query string at NUL ("unterminated string"): such a needle walks instead.
+  const byName = needle !== undefined && [...needle].length >= TRIGRAM && !needle.includes("\u0000");
   return db
     .select({
       id: courses.id,

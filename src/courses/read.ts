@@ -18,7 +18,12 @@ import { type CourseRecord, courseNotFound } from "./schemas";
  * @returns the records of the page and whether another page exists.
  * @throws ApiError 401 UNAUTHORIZED when the key is unknown or revoked.
  */
-export async function readCoursePage(d1: D1Database, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<{ records: CourseRecord[]; hasMore: boolean }> {
+export async function readCoursePage(
+  d1: D1Database,
+  rc: RequestContext,
+  keyHash: string,
+  q: CourseQuery,
+): Promise<{ records: CourseRecord[]; hasMore: boolean }> {
   const db = getDb(d1);
   const [keyRows, rows] = await rc.db(() =>
     db.batch([

@@ -15,9 +15,11 @@ function sortByFolded<T extends { id: string }>(items: T[], keys: (item: T) => s
   const decorated = items.map((item) => ({ item, raw: keys(item), folded: keys(item).map(fold) }));
   decorated.sort((a, b) => {
     for (let i = 0; i < a.folded.length; i++) {
-      const fa = a.folded[i]!, fb = b.folded[i]!;
+      const fa = a.folded[i]!,
+        fb = b.folded[i]!;
       if (fa !== fb) return fa < fb ? -1 : 1;
-      const ra = a.raw[i]!, rb = b.raw[i]!;
+      const ra = a.raw[i]!,
+        rb = b.raw[i]!;
       if (ra !== rb) return ra < rb ? -1 : 1;
     }
     return a.item.id < b.item.id ? -1 : a.item.id > b.item.id ? 1 : 0;
@@ -47,7 +49,10 @@ export function toCourseRecord(row: CourseRow): CourseRecord {
   if (row.students !== undefined) record.students = sortByFolded(JSON.parse(row.students) as StudentRef[], personKeys);
   if (row.teachers !== undefined) {
     const teachers = JSON.parse(row.teachers) as (StudentRef & { coTeacher: number; signed: number })[];
-    record.teachers = sortByFolded(teachers.map((t) => ({ ...t, coTeacher: t.coTeacher === 1, signed: t.signed === 1 })), personKeys);
+    record.teachers = sortByFolded(
+      teachers.map((t) => ({ ...t, coTeacher: t.coTeacher === 1, signed: t.signed === 1 })),
+      personKeys,
+    );
   }
   if (row.surveyTemplates !== undefined) record.surveyTemplates = sortByFolded(JSON.parse(row.surveyTemplates) as NamedRef[], nameKeys);
   if (row.training !== undefined) record.training = row.training === null ? null : (JSON.parse(row.training) as NamedRef);

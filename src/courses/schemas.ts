@@ -5,31 +5,29 @@
  * publishes (their documented bodies are built from it in src/events/schemas.ts).
  */
 import { z } from "zod";
-import { ApiError } from "../http/errors";
 import { listEnvelope, successEnvelope } from "../http/envelopes";
+import { ApiError } from "../http/errors";
 import { idSchema, instantOutSchema, opaqueIdSchema } from "../lib/fields";
 
+/** The fields of a person (a student, a professor) as the API writes them. */
+const personFields = {
+  id: opaqueIdSchema,
+  firstName: z.string(),
+  lastName: z.string(),
+  email: z.string().meta({ format: "email" }),
+};
+
 /** A student embedded by `includeStudents=true`. */
-const studentRefSchema = z
-  .strictObject({
-    id: opaqueIdSchema,
-    firstName: z.string(),
-    lastName: z.string(),
-    email: z.string().meta({ format: "email" }),
-  })
-  .meta({
-    id: "Student",
-    description: "A student enrolled in the course.",
-    example: { id: "stu_1", firstName: "Léa", lastName: "Martin", email: "lea.martin@example.org" },
-  });
+const studentRefSchema = z.strictObject(personFields).meta({
+  id: "Student",
+  description: "A student enrolled in the course.",
+  example: { id: "stu_1", firstName: "Léa", lastName: "Martin", email: "lea.martin@example.org" },
+});
 
 /** A teacher embedded by `includeTeachers=true`. */
 const teacherRefSchema = z
   .strictObject({
-    id: opaqueIdSchema,
-    firstName: z.string(),
-    lastName: z.string(),
-    email: z.string().meta({ format: "email" }),
+    ...personFields,
     coTeacher: z.boolean().meta({ description: "Assigned as co-teacher." }),
     signed: z.boolean().meta({ description: "Has signed the course's attendance sheet." }),
   })

@@ -78,7 +78,12 @@ export async function loadCourseState(db: DrizzleD1Database, schoolId: string, c
 // ---------------------------------------------------------------------------------------
 // References.
 
-const REFERENCE_CHECKS: { field: "studentIds" | "groupIds" | "professors" | "trainingId" | "surveyTemplateIds"; table: string; code: ErrorCode; what: string }[] = [
+const REFERENCE_CHECKS: {
+  field: "studentIds" | "groupIds" | "professors" | "trainingId" | "surveyTemplateIds";
+  table: string;
+  code: ErrorCode;
+  what: string;
+}[] = [
   { field: "studentIds", table: "students", code: "STUDENTS_NOT_FOUND", what: "students" },
   { field: "groupIds", table: "groups", code: "GROUPS_NOT_FOUND", what: "groups" },
   { field: "professors", table: "professors", code: "PROFESSORS_NOT_FOUND", what: "professors" },
@@ -182,7 +187,9 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
     }
   }
   for (const e of events)
-    stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${JSON.stringify(e)}, ${Date.parse(e.createdAt)} WHERE ${guard}`);
+    stmts.push(
+      sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${JSON.stringify(e)}, ${Date.parse(e.createdAt)} WHERE ${guard}`,
+    );
   stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;
 }

@@ -1,5 +1,5 @@
 import type { SQL } from "drizzle-orm";
-import { drizzle, type DrizzleD1Database } from "drizzle-orm/d1";
+import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 
 const cache = new WeakMap<D1Database, DrizzleD1Database>();

@@ -58,7 +58,12 @@ export async function importSteps(file: ImportFile, now = Date.now()): Promise<I
   const keyRows: Value[][] = [];
   for (const s of file.schools) for (const k of s.apiKeys) keyRows.push([await sha256Hex(k), s.id, now]);
   const named = (table: string, rows: { id: string; schoolId: string; name: string }[]) =>
-    upsert(table, ["school_id", "id", "name"], rows.map((r) => [r.schoolId, r.id, r.name]), "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name");
+    upsert(
+      table,
+      ["school_id", "id", "name"],
+      rows.map((r) => [r.schoolId, r.id, r.name]),
+      "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name",
+    );
   const people = (table: string, rows: ImportFile["students"]) =>
     upsert(
       table,
@@ -67,8 +72,18 @@ export async function importSteps(file: ImportFile, now = Date.now()): Promise<I
       "ON CONFLICT(school_id, id) DO UPDATE SET first_name = excluded.first_name, last_name = excluded.last_name, email = excluded.email",
     );
   return [
-    upsert("schools", ["id", "name"], file.schools.map((s) => [s.id, s.name]), "ON CONFLICT(id) DO UPDATE SET name = excluded.name"),
-    upsert("api_keys", ["key_hash", "school_id", "created_at"], keyRows, "ON CONFLICT(key_hash) DO UPDATE SET school_id = excluded.school_id, revoked_at = NULL"),
+    upsert(
+      "schools",
+      ["id", "name"],
+      file.schools.map((s) => [s.id, s.name]),
+      "ON CONFLICT(id) DO UPDATE SET name = excluded.name",
+    ),
+    upsert(
+      "api_keys",
+      ["key_hash", "school_id", "created_at"],
+      keyRows,
+      "ON CONFLICT(key_hash) DO UPDATE SET school_id = excluded.school_id, revoked_at = NULL",
+    ),
     named("trainings", file.trainings),
     named("groups", file.groups),
     named("survey_templates", file.surveyTemplates),
@@ -131,11 +146,19 @@ function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
   }
   for (const [schoolId, ids] of bySchool) {
     for (const table of ["course_groups", "course_students", "course_professors", "course_survey_templates"]) {
-      steps.push({ kind: "command", sql: (v) => `DELETE FROM ${table} WHERE school_id = ${v(schoolId)} AND course_id IN (SELECT value FROM json_each(${v(JSON.stringify(ids))}))` });
+      steps.push({
+        kind: "command",
+        sql: (v) => `DELETE FROM ${table} WHERE school_id = ${v(schoolId)} AND course_id IN (SELECT value FROM json_each(${v(JSON.stringify(ids))}))`,
+      });
     }
   }
   const rel = (table: string, column: string, pick: (c: ImportCourse) => string[]) =>
-    upsert(table, ["school_id", "course_id", column], list.flatMap((c) => [...new Set(pick(c))].map((v) => [c.schoolId, c.id, v])), "ON CONFLICT DO NOTHING");
+    upsert(
+      table,
+      ["school_id", "course_id", column],
+      list.flatMap((c) => [...new Set(pick(c))].map((v) => [c.schoolId, c.id, v])),
+      "ON CONFLICT DO NOTHING",
+    );
   steps.push(
     rel("course_groups", "group_id", (c) => c.groupIds),
     rel("course_students", "student_id", (c) => c.studentIds),
@@ -179,7 +202,13 @@ export function renderBound(steps: readonly ImportStep[]): BoundStatement[] {
     }
     const per = Math.max(1, Math.floor(MAX_PARAMS / s.columns.length));
     for (let i = 0; i < s.rows.length; i += per) {
-      bind((v) => `${insertHead(s)}${s.rows.slice(i, i + per).map((r) => tuple(r, v)).join(", ")} ${s.conflict}`);
+      bind(
+        (v) =>
+          `${insertHead(s)}${s.rows
+            .slice(i, i + per)
+            .map((r) => tuple(r, v))
+            .join(", ")} ${s.conflict}`,
+      );
     }
   }
   return out;

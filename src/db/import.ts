@@ -29,25 +29,24 @@ const personSchema = z.strictObject({
   lastName: nonEmpty,
   email: z.email("must be an email address"),
 });
-const courseSchema = z
-  .strictObject({
-    id,
-    schoolId: id,
-    name: nonEmpty,
-    startDateTime: instant,
-    endDateTime: instant,
-    classroom: nonEmpty.nullable().optional(),
-    creatorId: id.nullable().optional(),
-    trainingId: id.nullable().optional(),
-    archived: z.boolean().default(false),
-    absencesSent: z.boolean().default(false),
-    createdAt: instant.optional(),
-    updatedAt: instant.optional(),
-    groupIds: z.array(id).default([]),
-    studentIds: z.array(id).default([]),
-    professors: z.array(professorAssignmentSchema).superRefine(uniqueProfessors).default([]),
-    surveyTemplateIds: z.array(id).default([]),
-  });
+const courseSchema = z.strictObject({
+  id,
+  schoolId: id,
+  name: nonEmpty,
+  startDateTime: instant,
+  endDateTime: instant,
+  classroom: nonEmpty.nullable().optional(),
+  creatorId: id.nullable().optional(),
+  trainingId: id.nullable().optional(),
+  archived: z.boolean().default(false),
+  absencesSent: z.boolean().default(false),
+  createdAt: instant.optional(),
+  updatedAt: instant.optional(),
+  groupIds: z.array(id).default([]),
+  studentIds: z.array(id).default([]),
+  professors: z.array(professorAssignmentSchema).superRefine(uniqueProfessors).default([]),
+  surveyTemplateIds: z.array(id).default([]),
+});
 
 /** The import file: every array optional. */
 export const importFileSchema = z.strictObject({
@@ -77,9 +76,7 @@ export interface ImportProblem {
  * key listed twice. References to other ids are not checked: they may already be in the
  * database.
  */
-export function validateImport(
-  data: unknown,
-): { ok: true; file: ImportFile } | { ok: false; problems: ImportProblem[] } {
+export function validateImport(data: unknown): { ok: true; file: ImportFile } | { ok: false; problems: ImportProblem[] } {
   const parsed = importFileSchema.safeParse(data);
   const problems: ImportProblem[] = parsed.success
     ? []

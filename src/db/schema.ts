@@ -128,10 +128,7 @@ export const courseGroups = sqliteTable(
     courseId: text("course_id").notNull(),
     groupId: text("group_id").notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.schoolId, t.courseId, t.groupId] }),
-    index("course_groups_group_idx").on(t.schoolId, t.groupId, t.courseId),
-  ],
+  (t) => [primaryKey({ columns: [t.schoolId, t.courseId, t.groupId] }), index("course_groups_group_idx").on(t.schoolId, t.groupId, t.courseId)],
 );
 
 /** course ↔ student (enrolment). */
@@ -142,10 +139,7 @@ export const courseStudents = sqliteTable(
     courseId: text("course_id").notNull(),
     studentId: text("student_id").notNull(),
   },
-  (t) => [
-    primaryKey({ columns: [t.schoolId, t.courseId, t.studentId] }),
-    index("course_students_student_idx").on(t.schoolId, t.studentId, t.courseId),
-  ],
+  (t) => [primaryKey({ columns: [t.schoolId, t.courseId, t.studentId] }), index("course_students_student_idx").on(t.schoolId, t.studentId, t.courseId)],
 );
 
 /** course ↔ professor, with co-teaching and signature flags. */
@@ -193,4 +187,3 @@ export const outbox = sqliteTable(
   },
   (t) => [index("outbox_pending_idx").on(t.publishedAt, t.createdAt)],
 );
-

@@ -22,12 +22,7 @@ const SWEEP_BATCH = 500;
  * @returns true when the hub acknowledged them; false when the hub could not be reached
  *   (the rows stay unpublished for the sweep; the error is logged, never thrown).
  */
-export async function publishEvents(
-  env: Env,
-  schoolId: string,
-  events: SchoolEvent[],
-  timed: D1Timer = untimed,
-): Promise<boolean> {
+export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed): Promise<boolean> {
   if (events.length === 0) return true;
   try {
     await hubFor(env, schoolId).publish(events);
@@ -63,6 +58,8 @@ export async function sweepOutbox(env: Env, now = Date.now()): Promise<{ republi
     if (await publishEvents(env, schoolId, events)) republished += events.length;
     else failed += events.length;
   }
-  const pruned = await env.DB.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?").bind(now - PRUNE_AFTER_MS).run();
+  const pruned = await env.DB.prepare("DELETE FROM outbox WHERE published_at IS NOT NULL AND published_at < ?")
+    .bind(now - PRUNE_AFTER_MS)
+    .run();
   return { republished, failed, pruned: pruned.meta.changes ?? 0 };
 }

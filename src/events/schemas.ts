@@ -9,7 +9,9 @@ import { instantOutSchema, mintedIdSchema, opaqueIdSchema } from "../lib/fields"
 import { DELIVERED_EVENT_TYPES, type DeliveredEventType, type SchoolEvent } from "./types";
 
 const eventBase = {
-  id: mintedIdSchema("evt", "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0").meta({ description: "The event id, also sent as `webhook-id` (the same on every retry): deduplicate on it." }),
+  id: mintedIdSchema("evt", "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0").meta({
+    description: "The event id, also sent as `webhook-id` (the same on every retry): deduplicate on it.",
+  }),
   createdAt: instantOutSchema.meta({ description: "When the event happened (ISO 8601 UTC with milliseconds)." }),
   schoolId: opaqueIdSchema.meta({ description: "The school whose data changed.", example: "sch_1" }),
 };

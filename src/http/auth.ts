@@ -27,9 +27,7 @@ export async function apiKeyHash(request: Request): Promise<string> {
  */
 export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: string): Promise<string> {
   const row = await rc.db(() =>
-    db.prepare("SELECT school_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL")
-      .bind(keyHash)
-      .first<{ school_id: string }>(),
+    db.prepare("SELECT school_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL").bind(keyHash).first<{ school_id: string }>(),
   );
   if (!row) throw errors.unauthorized();
   return row.school_id;

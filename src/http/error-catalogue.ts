@@ -27,18 +27,24 @@ export const ERRORS = {
   INVALID_PARAMETER: {
     status: 400,
     when: "a query parameter is malformed, out of range or repeated (`details` names each)",
-    example: { message: "Invalid query parameter: limit must be an integer from 1 to 100.", details: [{ parameter: "limit", message: "must be an integer from 1 to 100" }] },
+    example: {
+      message: "Invalid query parameter: limit must be an integer from 1 to 100.",
+      details: [{ parameter: "limit", message: "must be an integer from 1 to 100" }],
+    },
   },
   UNKNOWN_PARAMETER: {
     status: 400,
-    when: "a query parameter or body field the operation does not define (the message lists the accepted names and a close match)",
-    example: { message: 'Unknown query parameter "limt" (did you mean "limit"?). Accepted: …', details: [{ parameter: "limt", message: 'unknown; did you mean "limit"?' }] },
+    when: "a query parameter or body field the operation does not define, a body key `__proto__`, `constructor` or `prototype` at any depth included (the message lists the accepted names and a close match)",
+    example: {
+      message: 'Unknown query parameter "limt" (did you mean "limit"?). Accepted: …',
+      details: [{ parameter: "limt", message: 'unknown; did you mean "limit"?' }],
+    },
   },
   TOO_MANY_IDS: { status: 400, when: `a GET id list has more than ${GET_MAX_IDS} ids (use POST /v3/courses:search, up to ${SEARCH_MAX_IDS})` },
   INVALID_JSON: { status: 400, when: "the body is not JSON (UTF-8)" },
   VALIDATION_ERROR: {
     status: 400,
-    when: "the body is JSON but breaks the schema (`details` with JSON paths)",
+    when: "the body is JSON but breaks the schema, holds a string with an unpaired surrogate or a list of more than 10,000 items (`details` with JSON paths, at most 100)",
     example: { message: "The body breaks the schema: name must not be empty.", details: [{ path: "name", message: "must not be empty" }] },
   },
   INVALID_DATE_RANGE: {
@@ -53,7 +59,7 @@ export const ERRORS = {
   SURVEY_TEMPLATES_NOT_FOUND: { status: 400, when: "the write references survey templates that do not exist in the school (`details` lists them)" },
   INVALID_WEBHOOK_URL: {
     status: 400,
-    when: "the URL is not https, or targets a private, loopback or link-local address",
+    when: "the URL is not https, carries credentials, or targets a private, loopback, link-local or reserved address, a single-label host or a special-use or internal name",
     example: { message: "The webhook URL is not accepted: the URL must use https.", details: [{ path: "url", message: "the URL must use https" }] },
   },
   UNAUTHORIZED: {
@@ -62,7 +68,11 @@ export const ERRORS = {
     message: "A valid API key is required: send `Authorization: Bearer sk_…`.",
   },
   NOT_FOUND: { status: 404, when: "no such route" },
-  COURSE_NOT_FOUND: { status: 404, when: "the course id does not exist in the school", example: { message: 'No course with id "crs_404" exists in this school.' } },
+  COURSE_NOT_FOUND: {
+    status: 404,
+    when: "the course id does not exist in the school",
+    example: { message: 'No course with id "crs_404" exists in this school.' },
+  },
   WEBHOOK_NOT_FOUND: {
     status: 404,
     when: "the registration does not exist or no longer exists in the school (a second delete of the same id included)",

@@ -3,8 +3,9 @@
  * code of the catalogue (src/http/error-catalogue.ts), whose status it takes; the router
  * turns it into `{ status: "error", code, message, details?, requestId }`.
  */
-import { ERRORS, type ErrorCode } from "./error-catalogue";
+
 import type { ErrorBody, ErrorDetail } from "./envelopes";
+import { ERRORS, type ErrorCode } from "./error-catalogue";
 
 /**
  * An error that becomes a contract error response. Throw it from any handler; the router

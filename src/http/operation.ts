@@ -72,13 +72,25 @@ export interface Operation<E> {
       example?: unknown;
     };
   };
-  /** By status: a success response, or the error codes answered with that status. */
+  /**
+   * By status: a success response, or the error codes answered with that status. The ones
+   * every operation of a kind shares are not listed here (`allResponses` adds them).
+   */
   responses: Record<number, SuccessResponse | ErrorResponse>;
   handler: Handler<E>;
 }
 
-/** 413 and 415 of every operation that reads a JSON body. */
-export const BODY_ERRORS = { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] } as const satisfies Record<number, ErrorCodes>;
+/**
+ * An operation's responses with those it shares with every operation of its kind: 401
+ * UNAUTHORIZED unless it is public, 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when
+ * it reads a JSON body (`readJson`), 500 INTERNAL_ERROR always.
+ */
+export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
+  const shared: Record<number, ErrorCodes> = { 500: ["INTERNAL_ERROR"] };
+  if (!op.public) shared[401] = ["UNAUTHORIZED"];
+  if (op.request?.body) Object.assign(shared, { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] });
+  return { ...shared, ...op.responses };
+}
 
 /** The `location` header of a 201. */
 export const locationHeader = (example: string): Record<string, HeaderDoc> => ({

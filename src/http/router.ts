@@ -3,7 +3,7 @@
  * error envelope for anything thrown, 404 NOT_FOUND / 405 METHOD_NOT_ALLOWED derived from
  * the same list, and the `x-request-id` and `Server-Timing` headers on every response.
  */
-import { type IRequest, Router, type RouteEntry } from "itty-router";
+import { type IRequest, type RouteEntry, Router } from "itty-router";
 import type { RequestContext } from "./context";
 import { errors, toErrorBody } from "./errors";
 import type { Operation } from "./operation";

@@ -6,13 +6,7 @@
  * case, plus the ligatures that do not decompose (œ, æ, ß).
  */
 export function fold(text: string): string {
-  return text
-    .normalize("NFKD")
-    .replace(/\p{M}/gu, "")
-    .toLowerCase()
-    .replace(/œ/g, "oe")
-    .replace(/æ/g, "ae")
-    .replace(/ß/g, "ss");
+  return text.normalize("NFKD").replace(/\p{M}/gu, "").toLowerCase().replace(/œ/g, "oe").replace(/æ/g, "ae").replace(/ß/g, "ss");
 }
 
 /** Levenshtein distance, for "did you mean" hints on unknown parameters. */
@@ -32,10 +26,15 @@ function editDistance(a: string, b: string): number {
 
 /** The accepted name closest to `name` (case-insensitive edit distance ≤ 3), if any. */
 export function closestName(name: string, accepted: readonly string[]): string | undefined {
+  const lower = name.toLowerCase();
   let best: string | undefined;
   let bestDistance = 4;
   for (const candidate of accepted) {
-    const d = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    const other = candidate.toLowerCase();
+    // The distance is at least the difference in length: skip the quadratic work (a name
+    // may be a megabyte long).
+    if (Math.abs(lower.length - other.length) >= bestDistance) continue;
+    const d = editDistance(lower, other);
     if (d < bestDistance) {
       best = candidate;
       bestDistance = d;

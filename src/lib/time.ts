@@ -3,8 +3,7 @@
  * clients only with a zone (`Z` or `±hh:mm`).
  */
 
-const INSTANT_RE =
-  /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-](\d{2}):(\d{2}))$/;
+const INSTANT_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-](\d{2}):(\d{2}))$/;
 
 /**
  * Parses an ISO 8601 instant that carries a zone into ms since the epoch.
@@ -15,8 +14,12 @@ export function parseInstant(text: string): number | undefined {
   const m = INSTANT_RE.exec(text);
   if (!m) return undefined;
   const [, y, mo, d, h, mi, s = "0", frac = "0", , oh = "0", om = "0"] = m;
-  const year = Number(y), month = Number(mo), day = Number(d);
-  const hour = Number(h), minute = Number(mi), second = Number(s);
+  const year = Number(y),
+    month = Number(mo),
+    day = Number(d);
+  const hour = Number(h),
+    minute = Number(mi),
+    second = Number(s);
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
   if (Number(oh) > 23 || Number(om) > 59) return undefined;
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();

@@ -14,11 +14,11 @@
  * Served by GET /openapi.json (src/openapi/operations.ts); the tests validate every response
  * of the suite against it (test/openapi-check.ts).
  */
-import { OpenApiGeneratorV31, OpenAPIRegistry, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
+import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { z } from "zod";
-import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
 import { errorEnvelope } from "../http/envelopes";
-import type { ErrorResponse, Operation, OutgoingRequest, SuccessResponse } from "../http/operation";
+import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
+import { allResponses, type ErrorResponse, type Operation, type OutgoingRequest, type SuccessResponse } from "../http/operation";
 import { conventions } from "./conventions";
 
 /** The document: an OpenAPI 3.1 object (its root extension included). */
@@ -137,7 +137,7 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
     description: op.description,
     ...(op.public ? { security: [] } : {}),
     ...(op.request ? { request } : {}),
-    responses: Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
+    responses: Object.fromEntries(Object.entries(allResponses(op)).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
     parameters: [{ $ref: "#/components/parameters/RequestIdHeader" }],
   };
 }
@@ -188,7 +188,8 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     name: "x-request-id",
     in: "header",
     required: false,
-    description: "Optional id for this request (1–128 characters `[A-Za-z0-9_.:-]`), echoed in the `x-request-id` response header and `requestId`; otherwise one is minted.",
+    description:
+      "Optional id for this request (1–128 characters `[A-Za-z0-9_.:-]`), echoed in the `x-request-id` response header and `requestId`; otherwise one is minted.",
     schema: { type: "string", pattern: REQUEST_ID_PATTERN },
     examples: exampleOff("req_my-trace-42"),
   });

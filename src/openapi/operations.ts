@@ -7,8 +7,8 @@
  * fetched from, so that "Test Request" in /docs calls the same server.
  */
 import type { Operation } from "../http/operation";
-import { API_TITLE, API_VERSION, type OpenApiDocument } from "./document";
 import { docsPageHtml } from "./docs-page";
+import { API_TITLE, API_VERSION, type OpenApiDocument } from "./document";
 
 /** Distinct origins whose JSON is kept (a Worker sees one or two; the bound stops abuse). */
 const MAX_CACHED_ORIGINS = 8;
@@ -50,7 +50,6 @@ export function referenceOperations<E>(document: () => OpenApiDocument): Operati
           schema: { type: "object", description: "An OpenAPI 3.1 document." },
           example: { openapi: "3.1.0", info: { title: API_TITLE, version: API_VERSION } },
         },
-        500: ["INTERNAL_ERROR"],
       },
       /** 200 `application/json; charset=utf-8` (the query string is ignored). */
       async handler(req) {
@@ -63,11 +62,11 @@ export function referenceOperations<E>(document: () => OpenApiDocument): Operati
       operationId: "getApiReference",
       tag: TAG,
       summary: "Interactive API reference",
-      description: "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication.",
+      description:
+        "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication.",
       public: true,
       responses: {
         200: { description: "The page.", mediaType: "text/html", schema: { type: "string" }, example: "<!doctype html>…" },
-        500: ["INTERNAL_ERROR"],
       },
       /** 200 `text/html; charset=utf-8` (the query string is ignored). */
       async handler() {

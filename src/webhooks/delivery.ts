@@ -10,9 +10,9 @@ import { createHmac } from "node:crypto";
 /** Default WEBHOOK_RETRY_SCHEDULE: seconds to wait after each failed attempt (7 retries). */
 export const DEFAULT_RETRY_SCHEDULE_S: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 /** Default WEBHOOK_TIMEOUT_MS: one attempt's timeout, in ms. */
-export const DEFAULT_TIMEOUT_MS = 15_000;
+const DEFAULT_TIMEOUT_MS = 15_000;
 /** Prefix of webhook secrets (Standard Webhooks). */
-export const SECRET_PREFIX = "whsec_";
+const SECRET_PREFIX = "whsec_";
 
 /**
  * Reads WEBHOOK_RETRY_SCHEDULE: comma-separated non-negative seconds, e.g. `5,300,1800`.
@@ -77,23 +77,72 @@ export function signedHeaders(key: Uint8Array, eventId: string, timestampS: numb
   };
 }
 
+/** Longest wait a `Retry-After` can impose, in ms (API.md § "Event delivery": 24 h). */
+export const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
+
+/** The three HTTP-date forms a recipient must accept (RFC 9110 § 5.6.7). */
+const HTTP_DATE_RE = [
+  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT$/, // IMF-fixdate
+  /^[A-Z][a-z]+day, \d{2}-[A-Z][a-z]{2}-\d{2} \d{2}:\d{2}:\d{2} GMT$/, // RFC 850
+  /^[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/, // asctime
+];
+
+/**
+ * Reads a `Retry-After` value (RFC 9110 § 10.2.3): delay-seconds (`120`) or an HTTP-date
+ * (`Wed, 21 Oct 2026 07:28:00 GMT`), the latter relative to `nowMs` (the end of the attempt).
+ *
+ * @returns the wait in ms — 0 for a date already past, at most MAX_RETRY_AFTER_MS — or
+ *   `null` when the value is absent or malformed (then only the schedule applies).
+ */
+export function parseRetryAfter(value: string | null | undefined, nowMs: number): number | null {
+  const text = value?.trim();
+  if (!text) return null;
+  if (/^\d{1,12}$/.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
+  const form = HTTP_DATE_RE.findIndex((re) => re.test(text));
+  if (form < 0) return null;
+  // asctime carries no zone; HTTP dates are always UTC.
+  const at = Date.parse(form === 2 ? `${text} GMT` : text);
+  if (!Number.isFinite(at)) return null;
+  return Math.min(Math.max(0, at - nowMs), MAX_RETRY_AFTER_MS);
+}
+
+/** Whether an answer with this status may carry a `Retry-After` the hub honours (429, 503). */
+export const honoursRetryAfter = (status: number | undefined): boolean => status === 429 || status === 503;
+
+/**
+ * The delivery log's `error` for an HTTP answer, or `null` for a 2xx: `HTTP 500`,
+ * `HTTP 302 (redirects are not followed)`, `HTTP 410 Gone: retries stopped`,
+ * `HTTP 429 (Retry-After: 120)`.
+ */
+export function describeAnswer(status: number, retryAfter: string | null): string | null {
+  if (status >= 200 && status <= 299) return null;
+  if (status === 410) return "HTTP 410 Gone: retries stopped";
+  if (status >= 300 && status <= 399) return `HTTP ${status} (redirects are not followed)`;
+  if (honoursRetryAfter(status) && retryAfter !== null) return `HTTP ${status} (Retry-After: ${retryAfter.slice(0, 64)})`;
+  return `HTTP ${status}`;
+}
+
 /** What the hub does after an attempt. */
-export type AttemptVerdict =
-  | { status: "succeeded" }
-  | { status: "pending"; retryInMs: number }
-  | { status: "failed" };
+export type AttemptVerdict = { status: "succeeded" } | { status: "pending"; retryInMs: number } | { status: "failed" };
 
 /**
  * Decides the fate of a delivery after attempt number `attempt` (1-based).
  *
  * Any 2xx is a success; a 410 stops retries (`failed`); anything else (other statuses,
  * network errors, timeouts: `responseStatus` undefined) is retried after
- * `schedule[attempt - 1]` seconds, and is `failed` once the schedule is exhausted.
+ * `schedule[attempt - 1]` seconds, and is `failed` once the schedule is exhausted. A 429 or
+ * 503 with a `Retry-After` (`retryAfterMs`, see `parseRetryAfter`) waits at least that long.
  */
-export function judgeAttempt(responseStatus: number | undefined, attempt: number, schedule: readonly number[]): AttemptVerdict {
+export function judgeAttempt(
+  responseStatus: number | undefined,
+  attempt: number,
+  schedule: readonly number[],
+  retryAfterMs: number | null = null,
+): AttemptVerdict {
   if (responseStatus !== undefined && responseStatus >= 200 && responseStatus <= 299) return { status: "succeeded" };
   if (responseStatus === 410) return { status: "failed" };
   const wait = schedule[attempt - 1];
   if (wait === undefined) return { status: "failed" };
-  return { status: "pending", retryInMs: Math.round(wait * 1000) };
+  const floor = honoursRetryAfter(responseStatus) && retryAfterMs !== null ? retryAfterMs : 0;
+  return { status: "pending", retryInMs: Math.max(Math.round(wait * 1000), floor) };
 }

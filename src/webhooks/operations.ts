@@ -10,7 +10,7 @@
 import { hubFor } from "../events/hub-client";
 import { authenticate } from "../http/auth";
 import { ApiError } from "../http/errors";
-import { BODY_ERRORS, locationHeader, type Operation } from "../http/operation";
+import { locationHeader, type Operation } from "../http/operation";
 import { parseBody, parseBodyWith, parseQuery, pathParam, readJson, rejectQuery } from "../http/request";
 import { success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
@@ -32,7 +32,7 @@ import {
   webhookTestResponseSchema,
 } from "./schemas";
 import type { Subscription } from "./types";
-import { checkWebhookUrl } from "./url-policy";
+import { requireWebhookUrl } from "./url-policy";
 
 /** 404 WEBHOOK_NOT_FOUND for `id`. */
 const webhookNotFound = (id: string) => new ApiError("WEBHOOK_NOT_FOUND", `No webhook registration with id "${id}" exists in this school.`);
@@ -65,23 +65,19 @@ export const webhookOperations: Operation<Env>[] = [
         headers: locationHeader(`/v3/webhooks/${WEBHOOK_ID_EXAMPLE}`),
       },
       400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL"],
-      401: ["UNAUTHORIZED"],
       409: ["WEBHOOK_LIMIT_REACHED"],
-      ...BODY_ERRORS,
-      500: ["INTERNAL_ERROR"],
     },
     /**
      * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped. `url`
-     * is stored in its normalized form (see `checkWebhookUrl`).
+     * is stored in its normalized form (see `checkWebhookUrl`, applied by `requireWebhookUrl`).
      */
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
       const body = await parseBody(createWebhookSchema, req, "The body must be a JSON object: { url, events?, description? }.");
-      const verdict = checkWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
-      if (!verdict.ok) throw new ApiError("INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
+      const url = requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
       const events: Subscription = body.events === undefined || body.events.includes("*") ? ["*"] : ([...new Set(body.events)] as Exclude<Subscription, ["*"]>);
-      const result = await hubFor(env, schoolId).createWebhook({ url: verdict.url, events, description: body.description ?? null });
+      const result = await hubFor(env, schoolId).createWebhook({ url, events, description: body.description ?? null });
       if (!result.ok) throw new ApiError("WEBHOOK_LIMIT_REACHED");
       return success(result.webhook, { status: 201, headers: { location: `/v3/webhooks/${result.webhook.id}` } });
     },
@@ -100,8 +96,6 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: [webhookRecordSchema.meta()!.example], pagination: { page: 1, limit: MAX_WEBHOOKS, hasMore: false } },
       },
       400: ["UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
-      500: ["INTERNAL_ERROR"],
     },
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
@@ -120,11 +114,13 @@ export const webhookOperations: Operation<Env>[] = [
       "Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404.",
     request: { params: webhookIdParams },
     responses: {
-      200: { description: "The registration is deleted.", schema: deletedWebhookResponseSchema, example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } } },
+      200: {
+        description: "The registration is deleted.",
+        schema: deletedWebhookResponseSchema,
+        example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } },
+      },
       400: ["UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      500: ["INTERNAL_ERROR"],
     },
     /** Once answered, nothing more is ever sent to the registration (`SchoolHub.deleteWebhook`). */
     async handler(req, env, _exec, rc) {
@@ -151,9 +147,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: [deliveryRecordSchema.meta()!.example], pagination: { page: 1, limit: 20, hasMore: false } },
       },
       400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      500: ["INTERNAL_ERROR"],
     },
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
@@ -180,10 +174,7 @@ export const webhookOperations: Operation<Env>[] = [
         example: { status: "success", result: { eventId: EVENT_ID_EXAMPLE, webhookId: WEBHOOK_ID_EXAMPLE, type: "webhook.test" } },
       },
       400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
-      401: ["UNAUTHORIZED"],
       404: ["WEBHOOK_NOT_FOUND"],
-      ...BODY_ERRORS,
-      500: ["INTERNAL_ERROR"],
     },
     /** The body may be absent (or empty) or an empty JSON object; the signed POST follows asynchronously. */
     async handler(req, env, _exec, rc) {

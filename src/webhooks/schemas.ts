@@ -27,7 +27,8 @@ export const createWebhookSchema = z
   .strictObject({
     url: z.string({ error: "must be a string" }).min(1, "must not be empty").meta({
       format: "uri",
-      description: "Where events are POSTed: `https://` on a public host (a private, loopback or link-local target is 400 INVALID_WEBHOOK_URL). Stored normalized.",
+      description:
+        "Where events are POSTed, at most 2,048 characters, stored normalized (WHATWG serialization). The policy (400 INVALID_WEBHOOK_URL with the reason otherwise): `https` only; no userinfo (`user:pass@`); the host is not an IP literal in a loopback, private, link-local, unique-local, CGNAT, unspecified, multicast, documentation or otherwise reserved range (IPv4 and IPv6, every spelling: `0x7f000001`, `127.1`, `[::ffff:127.0.0.1]`…), not a single-label name (`https://metadata/`), and not a special-use or internal name: `localhost` and `*.localhost`, `*.local`, `*.internal`, `*.home.arpa`, `*.lan`, `*.intranet`, `*.corp`, `*.onion`, `*.test`, `*.invalid`, `*.example` — in any case, with or without a trailing dot. Names are not resolved. A deployment with `WEBHOOK_ALLOW_INSECURE_URLS=true` (local development) lifts all of it but the scheme (`http` or `https`).",
       example: "https://hooks.example.com/in",
     }),
     events: z
@@ -48,7 +49,7 @@ export const createWebhookSchema = z
   })
   .meta({
     id: "WebhookCreate",
-    description: "A new registration. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    description: "A new registration. Unknown fields, `__proto__`, `constructor` and `prototype` included at any depth, are a 400 UNKNOWN_PARAMETER.",
     example: { url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync" },
   });
 
@@ -81,12 +82,10 @@ export const webhookIdParams = z.strictObject({
 // Records.
 
 /** What a registration subscribes to: `["*"]` (every event type) or a list of event types. */
-export const subscriptionSchema = z
-  .union([z.tuple([z.literal("*")]).meta({ minItems: 1, maxItems: 1 }), z.array(z.enum(EVENT_TYPES)).min(1)])
-  .meta({
-    description: '`["*"]` for every event type (the default), or the list of event types the registration receives.',
-    example: ["course.created", "course.archived"],
-  });
+export const subscriptionSchema = z.union([z.tuple([z.literal("*")]).meta({ minItems: 1, maxItems: 1 }), z.array(z.enum(EVENT_TYPES)).min(1)]).meta({
+  description: '`["*"]` for every event type (the default), or the list of event types the registration receives.',
+  example: ["course.created", "course.archived"],
+});
 
 const webhookFields = {
   id: mintedIdSchema("wh", WEBHOOK_ID_EXAMPLE).meta({ description: "The registration id (`wh_…`), never reused." }),
@@ -96,11 +95,20 @@ const webhookFields = {
   createdAt: instantOutSchema,
 };
 
+/** The example registration of the document. */
+const WEBHOOK_EXAMPLE = {
+  id: WEBHOOK_ID_EXAMPLE,
+  url: "https://hooks.example.com/in",
+  events: ["course.created", "course.archived"],
+  description: "ERP sync",
+  createdAt: "2026-08-20T09:12:44.120Z",
+};
+
 /** A registration as listed (no secret). */
 export const webhookRecordSchema = z.strictObject(webhookFields).meta({
   id: "Webhook",
   description: "A webhook registration (without its secret).",
-  example: { id: WEBHOOK_ID_EXAMPLE, url: "https://hooks.example.com/in", events: ["course.created", "course.archived"], description: "ERP sync", createdAt: "2026-08-20T09:12:44.120Z" },
+  example: WEBHOOK_EXAMPLE,
 });
 
 /** A registration as POST /v3/webhooks answers it, with its secret (shown only there). */
@@ -115,14 +123,7 @@ export const createdWebhookSchema = z
   .meta({
     id: "CreatedWebhook",
     description: "A new webhook registration, with its signing secret.",
-    example: {
-      id: WEBHOOK_ID_EXAMPLE,
-      url: "https://hooks.example.com/in",
-      events: ["course.created", "course.archived"],
-      description: "ERP sync",
-      createdAt: "2026-08-20T09:12:44.120Z",
-      secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Jb8Yq8Bn7A=",
-    },
+    example: { ...WEBHOOK_EXAMPLE, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Jb8Yq8Bn7A=" },
   });
 
 /** Answer of DELETE /v3/webhooks/{id}. */
@@ -133,7 +134,9 @@ const deletedWebhookSchema = z
 /** Answer of POST /v3/webhooks/{id}/test. */
 const webhookTestSchema = z
   .strictObject({
-    eventId: mintedIdSchema("evt", EVENT_ID_EXAMPLE).meta({ description: "Id of the `webhook.test` event; its attempts appear under this id in the deliveries." }),
+    eventId: mintedIdSchema("evt", EVENT_ID_EXAMPLE).meta({
+      description: "Id of the `webhook.test` event; its attempts appear under this id in the deliveries.",
+    }),
     webhookId: opaqueIdSchema,
     type: z.literal("webhook.test"),
   })
@@ -150,7 +153,8 @@ export const deliveryRecordSchema = z
     eventType: z.enum(DELIVERED_EVENT_TYPES),
     attempt: z.int().min(1).meta({ description: "1 for the immediate attempt, 2 for the first retry, …" }),
     status: z.enum(["pending", "succeeded", "failed"]).meta({
-      description: "The delivery's state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, or `failed` (410 Gone or schedule exhausted).",
+      description:
+        "The delivery's state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, or `failed` (410 Gone or schedule exhausted).",
     }),
     responseStatus: z.int().nullable().meta({ description: "HTTP status of the answer; `null` for network errors, timeouts and attempts not made yet." }),
     error: z.string().nullable().meta({ description: "Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success." }),
@@ -178,7 +182,11 @@ export const deliveryRecordSchema = z
 /** 201 of POST /v3/webhooks. */
 export const createdWebhookResponseSchema = successEnvelope("CreatedWebhookResponse", createdWebhookSchema, "The new registration, with its secret.");
 /** 200 of GET /v3/webhooks. */
-export const webhookListResponseSchema = listEnvelope("WebhookList", webhookRecordSchema, `Every registration of the school, oldest first (one page: at most ${MAX_WEBHOOKS}).`);
+export const webhookListResponseSchema = listEnvelope(
+  "WebhookList",
+  webhookRecordSchema,
+  `Every registration of the school, oldest first (one page: at most ${MAX_WEBHOOKS}).`,
+);
 /** 200 of DELETE /v3/webhooks/{id}. */
 export const deletedWebhookResponseSchema = successEnvelope("DeletedWebhookResponse", deletedWebhookSchema, "The registration is deleted.");
 /** 200 of GET /v3/webhooks/{id}/deliveries. */

@@ -43,3 +43,54 @@ export interface PublishResult {
   /** Deliveries queued (one per accepted event and subscribed registration). */
   deliveries: number;
 }
+
+/**
+ * Requests a registration's courier may have waiting for response headers: 5 of its I/O
+ * context's 6, the sixth being its report call (courier.ts).
+ */
+export const COURIER_SLOTS = 5;
+
+/**
+ * Attempts a courier may hold, checked and signed, to send the moment one of its slots
+ * frees (so a slot does not idle while the next attempt travels from the hub). The hub
+ * never has more than COURIER_SLOTS + COURIER_QUEUE attempts of one registration in flight.
+ */
+export const COURIER_QUEUE = 2;
+
+/**
+ * One attempt the hub hands to a registration's courier (`WebhookCourier.send`), already
+ * checked against the registration and signed: the courier only sends it.
+ */
+export interface SendOrder {
+  deliveryId: number;
+  /** Names this attempt in the courier's report (random; a stale report matches nothing). */
+  token: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * The courier's answer to `send`: the orders it accepted — sent (`sentAt`, ms) or queued
+ * for the next free slot (`sentAt: null`) — and those it refused.
+ */
+export interface SendReceipt {
+  accepted: { token: string; sentAt: number | null }[];
+  /** `closed`: the registration was deleted; `busy`: its slots and its queue are full. */
+  refused: { token: string; reason: "closed" | "busy" }[];
+}
+
+/** What became of one sent attempt (courier → hub, `SchoolHub.report`). Instants in ms. */
+export interface AttemptReport {
+  deliveryId: number;
+  token: string;
+  /** When the request was sent (the timeout counts from here). */
+  sentAt: number;
+  finishedAt: number;
+  /** HTTP status; `null` for network errors and timeouts. */
+  status: number | null;
+  /** The delivery log's `error` (`null` on a 2xx). */
+  error: string | null;
+  /** The raw `Retry-After` of a 429 or 503 answer, if any. */
+  retryAfter: string | null;
+}

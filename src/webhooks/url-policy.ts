@@ -1,6 +1,8 @@
 /**
- * Webhook URL policy (API.md § "Error codes" INVALID_WEBHOOK_URL, § "Deployment settings"
- * WEBHOOK_ALLOW_INSECURE_URLS).
+ * Webhook URL policy (API.md § "POST /v3/webhooks" URL policy, § "Error codes"
+ * INVALID_WEBHOOK_URL, § "Deployment settings" WEBHOOK_ALLOW_INSECURE_URLS). One function,
+ * `checkWebhookUrl`, judges every URL a registration may take (POST, and PATCH when it
+ * exists).
  *
  * A pure function: no DNS, no I/O. The URL is parsed with the WHATWG parser first, so every
  * spelling of an IPv4 address (`0x7f000001`, `2130706433`, `127.1`, `0177.0.0.1`,
@@ -10,12 +12,13 @@
  * Host names are not resolved: a public name that resolves to a private address is not
  * caught here (the Workers runtime itself refuses private destinations in production).
  */
+import { ApiError } from "../http/errors";
 
 /** The verdict on a URL: the normalized URL to store, or a sentence saying why not. */
 export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string };
 
 /** Longest accepted webhook URL, in characters. */
-export const MAX_URL_LENGTH = 2048;
+const MAX_URL_LENGTH = 2048;
 
 /** IPv4 ranges a webhook may not target: [network address, prefix length, name]. */
 const BLOCKED_V4: ReadonlyArray<readonly [string, number, string]> = [
@@ -35,8 +38,7 @@ const BLOCKED_V4: ReadonlyArray<readonly [string, number, string]> = [
   ["240.0.0.0", 4, "reserved or broadcast (240.0.0.0/4)"],
 ];
 
-const v4ToInt = (dotted: string): number =>
-  dotted.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
+const v4ToInt = (dotted: string): number => dotted.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
 
 const BLOCKED_V4_INT = BLOCKED_V4.map(([base, bits, name]) => {
   const size = 2 ** (32 - bits);
@@ -111,14 +113,38 @@ function blockedV6(g: number[]): string | undefined {
 }
 
 /**
+ * Special-use and internal names (API.md § "POST /v3/webhooks"): the name itself and every
+ * name under it. `localhost` (RFC 6761), `local` (mDNS, RFC 6762), `internal` (ICANN's
+ * private-use TLD; cloud metadata lives at `metadata.google.internal`), `home.arpa`
+ * (RFC 8375), `lan`, `intranet`, `corp` (common private names), `onion` (RFC 7686), `test`,
+ * `invalid`, `example` (RFC 2606 / 6761).
+ */
+const RESERVED_NAME_SUFFIXES = ["localhost", "local", "internal", "home.arpa", "lan", "intranet", "corp", "onion", "test", "invalid", "example"] as const;
+
+/** The reason a host name (lower case, WHATWG-parsed, not an IP literal) is refused, if it is. */
+function blockedName(host: string): string | undefined {
+  const bare = host.endsWith(".") ? host.slice(0, -1) : host;
+  const labels = bare.split(".");
+  if (labels.some((label) => label === "")) return `the host "${host}" has an empty label`;
+  const reserved = RESERVED_NAME_SUFFIXES.find((suffix) => bare === suffix || bare.endsWith(`.${suffix}`));
+  if (reserved === "localhost") return `the host "${host}" is a loopback name`;
+  if (reserved) return `the host "${host}" is a special-use or internal name (.${reserved})`;
+  if (labels.length === 1) return `the host "${host}" is a single-label name; use a fully qualified public name`;
+  return undefined;
+}
+
+/**
  * Judges a webhook target URL.
  *
  * Rules (all lifted, except "must parse as an http(s) URL", when `allowInsecure`):
  * - the scheme is `https:`;
- * - the host is not `localhost`, `localhost.` or a name under `.localhost`;
+ * - no userinfo (`https://user:pass@host/`);
  * - the host is not an IP literal in a loopback, private, link-local, unique-local,
  *   unspecified, carrier-grade NAT, multicast, reserved or documentation range, IPv4 or
- *   IPv6 (IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms judged by their IPv4 part).
+ *   IPv6 (IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms judged by their IPv4 part);
+ * - a host name is not single-label (`https://metadata/`), has no empty label, and is not a
+ *   special-use or internal name (`RESERVED_NAME_SUFFIXES`: `localhost`, `*.internal`,
+ *   `*.local`, …), whatever its case and with or without a trailing dot.
  *
  * Always: at most 2,048 characters, `http:` or `https:` only, a host present.
  *
@@ -141,12 +167,11 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
   if (url.hostname === "") return { ok: false, reason: "the URL has no host" };
   if (allowInsecure) return { ok: true, url: url.href };
   if (url.protocol !== "https:") return { ok: false, reason: "the URL must use https" };
+  if (url.username !== "" || url.password !== "") return { ok: false, reason: "the URL must not carry credentials (user:pass@)" };
 
+  // The WHATWG parser has already lower-cased the host, decoded %-escapes and mapped
+  // Unicode (IDNA), so `LOCALHOST`, `local%68ost` and full-width letters arrive as `localhost`.
   const host = url.hostname.toLowerCase();
-  const bare = host.endsWith(".") ? host.slice(0, -1) : host;
-  if (bare === "localhost" || bare.endsWith(".localhost")) {
-    return { ok: false, reason: `the host "${host}" is a loopback name` };
-  }
   if (/^\d+\.\d+\.\d+\.\d+$/.test(host)) {
     const range = blockedV4(v4ToInt(host));
     if (range) return { ok: false, reason: `the address ${host} is ${range}` };
@@ -155,6 +180,25 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
     if (!groups) return { ok: false, reason: `the address ${host} is not a valid IPv6 address` };
     const range = blockedV6(groups);
     if (range) return { ok: false, reason: `the address ${host} is ${range}` };
+  } else {
+    const reason = blockedName(host);
+    if (reason) return { ok: false, reason };
   }
   return { ok: true, url: url.href };
+}
+
+/**
+ * The policy as operations apply it (POST /v3/webhooks, and PATCH /v3/webhooks/{id} for a
+ * new `url`): the normalized URL to store.
+ *
+ * @param allowInsecure `env.WEBHOOK_ALLOW_INSECURE_URLS === "true"`.
+ * @throws ApiError 400 INVALID_WEBHOOK_URL with the reason in `message` and in `details`
+ *   (path `url`).
+ */
+export function requireWebhookUrl(raw: string, allowInsecure: boolean): string {
+  const verdict = checkWebhookUrl(raw, allowInsecure);
+  if (!verdict.ok) {
+    throw new ApiError("INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
+  }
+  return verdict.url;
 }

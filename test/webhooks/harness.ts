@@ -5,9 +5,9 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
+import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
 import { mintId } from "../../src/lib/ids";
-import { hubFor } from "../../src/events/hub-client";
 import type { SchoolHub } from "../../src/webhooks/hub";
 import type { CreatedWebhook } from "../../src/webhooks/types";
 import { callJson, loadFixture } from "../helpers";
@@ -67,11 +67,10 @@ export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableOb
 }
 
 /** Deliveries rows of the hub that are due now (in flight ones included). */
-export async function dueCount(schoolId: string): Promise<number> {
-  return runInDurableObject(hubFor(env, schoolId), (_hub, state) =>
-    state.storage.sql
-      .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE next_attempt_at <= ?`, Date.now())
-      .one().n,
+async function dueCount(schoolId: string): Promise<number> {
+  return runInDurableObject(
+    hubFor(env, schoolId),
+    (_hub, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE next_attempt_at <= ?`, Date.now()).one().n,
   );
 }
 

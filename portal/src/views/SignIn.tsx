@@ -30,8 +30,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
         Sign in
       </h1>
       <p>
-        Paste your school's API key (it starts with <code>sk_</code>). It stays in this browser tab only and is forgotten when
-        you sign out or close the tab.
+        Paste your school's API key (it starts with <code>sk_</code>). It stays in this browser tab only and is forgotten when you sign out or close the tab.
       </p>
       <form onSubmit={submit} noValidate>
         <div class="field">

@@ -3,9 +3,10 @@
  * GET /v3/webhooks/{id}/stats, drawn by uPlot as stacked bars, with the same numbers in a
  * table for screen readers and keyboard users (the canvas is one image to them).
  */
-import uPlot from "uplot";
+
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, ApiError, type StatsBucket } from "../api";
+import uPlot from "uplot";
+import { ApiError, api, type StatsBucket } from "../api";
 import { ErrorAlert, type Problem } from "../components";
 import { formatBucket } from "../format";
 

@@ -6,13 +6,11 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { api, type Webhook } from "../api";
-import { Dialog, ErrorAlert, eventsText, SecretReveal, StatusBadge, type Problem } from "../components";
+import { Dialog, ErrorAlert, eventsText, type Problem, SecretReveal, StatusBadge } from "../components";
 import { formatInstant, localInputToIso } from "../format";
-import type { Flash } from "../main";
+import type { Go } from "../navigation";
 import { DeliveryLog } from "./DeliveryLog";
 import { StatsChart } from "./StatsChart";
-
-type Go = (hash: string, flash?: Flash) => void;
 
 /** What the action bar last did: a sentence, or the API's error. */
 type Outcome = { text: string } | { error: Problem; title: string } | null;
@@ -30,8 +28,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
   /** Bumped each time the log loads: the chart reloads with it. */
   const [logLoads, setLogLoads] = useState(0);
 
-  const load = () =>
-    api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
+  const load = () => api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
   useEffect(() => {
     void load();
   }, [id]);
@@ -110,7 +107,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         )}
       </dl>
 
-      <div class="toolbar" role="group" aria-label="Endpoint actions">
+      <fieldset class="toolbar" aria-label="Endpoint actions">
         <button type="button" onClick={sendTest} disabled={busy}>
           Send test event
         </button>
@@ -126,7 +123,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         <button type="button" class="danger" onClick={() => setDialog("delete")} disabled={busy}>
           Delete…
         </button>
-      </div>
+      </fieldset>
       <div role="status" class="outcome">
         {outcome && "text" in outcome ? outcome.text : ""}
       </div>
@@ -236,6 +233,7 @@ function DeleteDialog({ webhook, onClose, onDeleted }: { webhook: Webhook; onClo
         <button type="button" class="danger" onClick={confirm} disabled={busy}>
           {busy ? "Deleting…" : "Delete permanently"}
         </button>
+        {/* biome-ignore lint/a11y/noAutofocus: inside the native <dialog> of Dialog, where showModal() focuses the autofocus element (the HTML dialog focusing steps): the safe choice of a destructive dialog. */}
         <button type="button" class="secondary" onClick={onClose} autoFocus>
           Cancel
         </button>
@@ -270,8 +268,8 @@ function RecoverForm({ id, onQueued }: { id: string; onQueued: () => void }) {
     <section aria-labelledby="recover-title" class="panel">
       <h2 id="recover-title">Recover after an outage</h2>
       <p>
-        Sends again, in acceptance order, every event of the last 7 days accepted in the period whose delivery to this endpoint
-        ended failed or skipped. Times are in your local time zone.
+        Sends again, in acceptance order, every event of the last 7 days accepted in the period whose delivery to this endpoint ended failed or skipped. Times
+        are in your local time zone.
       </p>
       <form onSubmit={submit} noValidate class="inline-form">
         <div class="field">

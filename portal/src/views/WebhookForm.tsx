@@ -6,10 +6,8 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { api, type CreatedWebhook, type EventType, type Webhook } from "../api";
-import { ErrorAlert, SecretReveal, type Problem } from "../components";
-import type { Flash } from "../main";
-
-type Go = (hash: string, flash?: Flash) => void;
+import { ErrorAlert, type Problem, SecretReveal } from "../components";
+import type { Go } from "../navigation";
 
 /** The event catalog (GET /v3/event-types), or the error that kept it away. */
 function useEventCatalog(): { types: EventType[] | null; error: Problem | null } {
@@ -33,8 +31,7 @@ function WebhookFields({ value, onChange, catalog }: { value: FormValue; onChang
   // The catalog's types, plus any the registration already has that the catalog lacks.
   const known = [...new Set([...(catalog.types ?? []).map((t) => t.type), ...value.selected])];
   const describe = (type: string) => catalog.types?.find((t) => t.type === type)?.description;
-  const toggle = (type: string, on: boolean) =>
-    onChange({ ...value, selected: on ? [...value.selected, type] : value.selected.filter((t) => t !== type) });
+  const toggle = (type: string, on: boolean) => onChange({ ...value, selected: on ? [...value.selected, type] : value.selected.filter((t) => t !== type) });
   return (
     <>
       <div class="field">

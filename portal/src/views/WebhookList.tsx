@@ -1,7 +1,7 @@
 /** The school's registrations (GET /v3/webhooks), oldest first, each with its status. */
 import { useEffect, useState } from "preact/hooks";
 import { api, type Webhook } from "../api";
-import { ErrorAlert, eventsText, StatusBadge, type Problem } from "../components";
+import { ErrorAlert, eventsText, type Problem, StatusBadge } from "../components";
 import { formatInstant } from "../format";
 
 export function WebhookList() {

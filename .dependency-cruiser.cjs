@@ -1,0 +1,64 @@
+/**
+ * The layers of DESIGN.md § "Layers", checked by `npm run check:deps` (dependency-cruiser):
+ * each layer of src/ imports only from the layers below it, and nothing imports in a cycle.
+ *
+ *   entries (src/index.ts, src/bench.ts, src/api.ts)
+ *   src/portal/ > src/openapi/ > src/webhooks/ > src/events/ > src/courses/ > src/db/ > src/http/ > src/lib/
+ *
+ * Sources are parsed with swc, which keeps type-only imports (a type is a dependency too):
+ * dependency-cruiser's other TypeScript reader is the `typescript` package's compiler API,
+ * which TypeScript 7 (the project's type checker) no longer publishes.
+ */
+const LAYERS = ["lib", "http", "db", "courses", "events", "webhooks", "openapi", "portal"];
+
+/** A rule forbidding `layer` to import any layer above it (or an entry module). */
+const layerRule = (layer, i) => ({
+  name: `${layer}-imports-downwards`,
+  comment: `src/${layer}/ may import only ${i === 0 ? "nothing else in src/" : `src/{${LAYERS.slice(0, i).join(",")}}/`} (DESIGN.md § "Layers").`,
+  severity: "error",
+  from: { path: `^src/${layer}/` },
+  to: { path: "^src/", pathNot: `^src/(${LAYERS.slice(0, i + 1).join("|")})/` },
+});
+
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "No import cycle, type imports included.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    ...LAYERS.map(layerRule),
+    {
+      name: "http-knows-no-domain",
+      comment: "src/http/ depends on zod, itty-router and src/lib/ only (DESIGN.md § Layers).",
+      severity: "error",
+      from: { path: "^src/http/" },
+      to: { dependencyTypes: ["npm"], pathNot: "^node_modules/(zod|itty-router)/" },
+    },
+    {
+      name: "src-stays-in-src",
+      comment: "The Worker does not import the operator scripts or the tests.",
+      severity: "error",
+      from: { path: "^src/" },
+      to: { path: "^(scripts|test)/" },
+    },
+    {
+      name: "not-to-unresolvable",
+      comment: "Every import resolves.",
+      severity: "error",
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "^(dist|\\.wrangler)/" },
+    parser: "swc",
+    tsConfig: { fileName: "tsconfig.json" },
+    // `cloudflare:workers`, `cloudflare:test` and `node:*` are provided by the runtime.
+    builtInModules: { add: ["cloudflare:workers", "cloudflare:test"] },
+    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+  },
+};

@@ -1,0 +1,70 @@
+/**
+ * The platform as the webhook objects see it: a clock, timers, outgoing HTTP requests and
+ * outgoing calls to other Durable Objects, all from one Durable Object's I/O context.
+ *
+ * Production uses `CLOUDFLARE` (the runtime's own `Date.now`, `setTimeout`, `fetch`, and the
+ * RPC call as made). The seam exists so that the tests and the benchmark can run the same
+ * objects on a simulated platform that enforces what the local runtime does not: at most 6
+ * requests waiting for response headers per I/O context (Workers limits, "Simultaneous open
+ * connections"), with latencies, hangs and a virtual clock (test/webhooks/platform-sim.ts).
+ * Production code never installs another provider; only tests and the benchmark's own Worker
+ * entry (scripts/bench-hub-worker.ts) call `usePlatform`.
+ */
+
+/** A pending timer; `cancel()` is idempotent. */
+export interface Timer {
+  cancel(): void;
+}
+
+/** What a webhook Durable Object needs from the platform, bound to its own I/O context. */
+export interface Platform {
+  /** Current time, ms since the epoch (the clock every due time and log instant uses). */
+  now(): number;
+  /** Runs `fn` once after `ms` milliseconds of this platform's clock. */
+  setTimer(fn: () => void, ms: number): Timer;
+  /**
+   * An outgoing HTTP request. It waits for response headers in this object's I/O context
+   * (one of its 6 slots) until the returned promise settles; honour `init.signal`.
+   */
+  fetch(url: string, init: RequestInit): Promise<Response>;
+  /**
+   * An outgoing call to another Durable Object. `send` is invoked synchronously (the call is
+   * under way when `call` returns). The Workers limits page does not list Durable Object
+   * calls among what counts toward the 6 (cloudflare-docs issue #22320 asks); the webhook
+   * objects budget them as if they did, and the simulation counts them.
+   */
+  call<T>(send: () => PromiseLike<T>): Promise<T>;
+}
+
+/** The production platform: the runtime itself. */
+export const CLOUDFLARE: Platform = {
+  now: () => Date.now(),
+  setTimer(fn, ms) {
+    const handle = setTimeout(fn, ms);
+    return { cancel: () => clearTimeout(handle) };
+  },
+  fetch: (url, init) => fetch(url, init),
+  call: (send) => Promise.resolve(send()),
+};
+
+/**
+ * Gives a webhook object its platform. Called once per object instance, in its constructor:
+ * `objectId` is `ctx.id.toString()`, `kind` the class (`hub` or `courier`). A new instance
+ * (after a restart) asks again and gets a fresh I/O context.
+ */
+export type PlatformProvider = (objectId: string, kind: "hub" | "courier") => Platform;
+
+let provider: PlatformProvider | null = null;
+
+/** The platform of a new object instance (see `PlatformProvider`). */
+export function platformFor(objectId: string, kind: "hub" | "courier"): Platform {
+  return provider === null ? CLOUDFLARE : provider(objectId, kind);
+}
+
+/**
+ * Installs a simulated platform for the objects constructed from now on (`null` restores the
+ * runtime). For tests and the benchmark entry only; the production Worker never calls it.
+ */
+export function usePlatform(next: PlatformProvider | null): void {
+  provider = next;
+}

@@ -1,0 +1,20 @@
+/**
+ * Fuzz suite, writes (test/fuzz/requests.ts): course writes and every webhook route. Valid
+ * writes go to a school of their own; the read school must end unchanged.
+ */
+import { fuzzSuite } from "./fuzz/suite";
+
+fuzzSuite(
+  "fuzz: course writes and webhooks",
+  [
+    "POST /v3/courses",
+    "PATCH /v3/courses/:id",
+    "POST /v3/webhooks",
+    "GET /v3/webhooks",
+    "DELETE /v3/webhooks/:id",
+    "GET /v3/webhooks/:id/deliveries",
+    "POST /v3/webhooks/:id/test",
+  ],
+  2000,
+  20260911,
+);

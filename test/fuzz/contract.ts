@@ -1,0 +1,160 @@
+/**
+ * The contract as the fuzz oracle reads it: routes, parameter names and limits, written
+ * from API.md (and, where the contract is silent, from the choices the README and the
+ * OpenAPI document state), not imported from the implementation — so that a change in the
+ * code cannot silently change what the fuzz expects.
+ */
+
+/** An error code the contract may answer (API.md § "Error codes"). */
+export type Code =
+  | "INVALID_PARAMETER"
+  | "UNKNOWN_PARAMETER"
+  | "TOO_MANY_IDS"
+  | "INVALID_JSON"
+  | "VALIDATION_ERROR"
+  | "INVALID_DATE_RANGE"
+  | "STUDENTS_NOT_FOUND"
+  | "GROUPS_NOT_FOUND"
+  | "PROFESSORS_NOT_FOUND"
+  | "TRAINING_NOT_FOUND"
+  | "SURVEY_TEMPLATES_NOT_FOUND"
+  | "INVALID_WEBHOOK_URL"
+  | "UNAUTHORIZED"
+  | "NOT_FOUND"
+  | "COURSE_NOT_FOUND"
+  | "WEBHOOK_NOT_FOUND"
+  | "METHOD_NOT_ALLOWED"
+  | "WEBHOOK_LIMIT_REACHED"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNSUPPORTED_MEDIA_TYPE"
+  | "RATE_LIMITED";
+
+/** One route of the service (method + path template, `:id` for an id segment). */
+export interface RouteSpec {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  /** Needs `Authorization: Bearer <key>` (401 UNAUTHORIZED first otherwise). */
+  auth: boolean;
+}
+
+/**
+ * Every route of src/http/routes.ts. test/fuzz-routes.test.ts checks that this list and the
+ * router's table are the same, so a new route cannot go unfuzzed.
+ */
+export const ROUTES: RouteSpec[] = [
+  { method: "GET", path: "/v3/courses", auth: true },
+  { method: "POST", path: "/v3/courses:search", auth: true },
+  { method: "POST", path: "/v3/courses", auth: true },
+  { method: "GET", path: "/v3/courses/:id", auth: true },
+  { method: "PATCH", path: "/v3/courses/:id", auth: true },
+  { method: "POST", path: "/v3/webhooks", auth: true },
+  { method: "GET", path: "/v3/webhooks", auth: true },
+  { method: "DELETE", path: "/v3/webhooks/:id", auth: true },
+  { method: "GET", path: "/v3/webhooks/:id/deliveries", auth: true },
+  { method: "POST", path: "/v3/webhooks/:id/test", auth: true },
+  { method: "GET", path: "/openapi.json", auth: false },
+  { method: "GET", path: "/docs", auth: false },
+  // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench.ts).
+  { method: "POST", path: "/__bench/publish", auth: true },
+  { method: "GET", path: "/__bench/floor", auth: false },
+];
+
+/** The methods a path template answers (for 405 METHOD_NOT_ALLOWED). */
+export function methodsOf(template: string): string[] {
+  return ROUTES.filter((r) => r.path === template).map((r) => r.method);
+}
+
+/** Limits and names of API.md (and of the README's "Choices beyond the contract"). */
+export const C = {
+  /** Ids: 1–64 characters `[A-Za-z0-9_-]`. */
+  idRe: /^[A-Za-z0-9_-]{1,64}$/,
+  /** GET id lists: at most 100 ids (400 TOO_MANY_IDS beyond). */
+  getMaxIds: 100,
+  /** Search id lists: up to 10,000 ids. */
+  searchMaxIds: 10_000,
+  /** `page`: from 1; at most 1,000,000 (README). */
+  maxPage: 1_000_000,
+  /** `limit`: 1 to 100. */
+  maxLimit: 100,
+  /** `name`, `classroom`: 1–200 characters. */
+  maxText: 200,
+  /** Bodies: at most 1 MiB (413 beyond). */
+  maxBodyBytes: 1024 * 1024,
+  /** `groupIds`, `studentIds`, `surveyTemplateIds` of a course write: at most 1,000 items (OpenAPI `maxItems`). */
+  maxWriteList: 1_000,
+  /** `professors` of a course write: at most 100 (OpenAPI `maxItems`). */
+  maxProfessors: 100,
+  /** Webhook `description`: at most 500 characters (README). */
+  maxDescription: 500,
+  /** Webhook URL: at most 2,048 characters (OpenAPI). */
+  maxUrl: 2048,
+  /** Registrations per school. */
+  maxWebhooks: 50,
+  /** Sort keys of a search: at most one per sortable field (OpenAPI `maxItems`). */
+  sortFields: ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"] as const,
+  eventTypes: ["course.created", "course.updated", "course.archived", "course.unarchived", "course.absences_sent", "course.professor_signed"] as const,
+  booleans: ["true", "false", "1", "0"] as const,
+  instantParams: ["courseStartDateTime", "courseEndDateTime", "createdAt", "updatedAt"] as const,
+  flagParams: ["absencesSent", "absencesNotSent", "archived", "professorSignatureMissing"] as const,
+  includeParams: ["includeStudents", "includeTeachers", "includeSurveyTemplates", "includeTraining"] as const,
+  idListParams: ["groupId", "studentId", "professorId", "trainingId"] as const,
+};
+
+/** Every parameter of GET /v3/courses. */
+export const LIST_PARAMS: readonly string[] = [
+  ...C.instantParams,
+  ...C.flagParams,
+  ...C.idListParams,
+  "classroom",
+  "creatorId",
+  "name",
+  "page",
+  "limit",
+  ...C.includeParams,
+];
+
+/** Every field of the search body. */
+export const SEARCH_FIELDS: readonly string[] = [...LIST_PARAMS, "courseId", "sort"];
+
+/** Fields of POST /v3/courses; PATCH adds `archived` and `absencesSent`. */
+export const WRITE_FIELDS: readonly string[] = [
+  "name",
+  "startDateTime",
+  "endDateTime",
+  "classroom",
+  "creatorId",
+  "trainingId",
+  "groupIds",
+  "studentIds",
+  "professors",
+  "surveyTemplateIds",
+];
+
+/** Fields of POST /v3/webhooks. */
+export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description"];
+
+/** The HTTP status of each code (API.md § "Error codes"). */
+export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {
+  INVALID_PARAMETER: 400,
+  UNKNOWN_PARAMETER: 400,
+  TOO_MANY_IDS: 400,
+  INVALID_JSON: 400,
+  VALIDATION_ERROR: 400,
+  INVALID_DATE_RANGE: 400,
+  STUDENTS_NOT_FOUND: 400,
+  GROUPS_NOT_FOUND: 400,
+  PROFESSORS_NOT_FOUND: 400,
+  TRAINING_NOT_FOUND: 400,
+  SURVEY_TEMPLATES_NOT_FOUND: 400,
+  INVALID_WEBHOOK_URL: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  COURSE_NOT_FOUND: 404,
+  WEBHOOK_NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  WEBHOOK_LIMIT_REACHED: 409,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  RATE_LIMITED: 429,
+  INTERNAL_ERROR: 500,
+};
