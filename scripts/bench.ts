@@ -9,9 +9,10 @@
  * 3. Drives a fixed query mix over the big school with autocannon, at 1 and 16
  *    connections: p50, p99, requests/s, D1 time and D1 round trips (from `Server-Timing`),
  *    each listing beside the floor as a ratio of p50s.
- * 4. Runs the hub benchmark (scripts/bench-hub.ts) twice — under the `wrangler dev` CLI and
- *    under wrangler's dev server API with the devtools inspector off —: deliveries/s and
- *    DELETE latency during dispatch.
+ * 4. Runs the hub benchmark (scripts/bench-hub.ts) three times — under the `wrangler dev` CLI
+ *    and under wrangler's dev server API with the devtools inspector off —: deliveries/s and
+ *    DELETE latency during dispatch; then on the simulated platform (6 requests waiting per
+ *    I/O context, 50 ms receivers and a hanging one, `--simulated`).
  * 5. Writes bench/RESULTS.md and bench/results.json.
  *
  * Options: `--courses 100000 --schools 10 --students-per-course 10 --duration 5` (seconds per
@@ -179,10 +180,17 @@ function mix(data: ReturnType<typeof generateDataset>): MixQuery[] {
   ];
 }
 
-/** Runs scripts/bench-hub.ts; `inspector: false` serves through wrangler's API without the devtools relay. */
-function runHubBench(inspector: boolean): Promise<{ output: string; code: number }> {
+/** The label of the hub benchmark on the simulated platform. */
+const SIMULATED_HUB = "simulated Cloudflare platform (6 requests waiting per I/O context), inspector off";
+
+/**
+ * Runs scripts/bench-hub.ts; `inspector: false` serves through wrangler's API without the
+ * devtools relay; `simulated`: its simulated-platform mode.
+ */
+function runHubBench(inspector: boolean, simulated = false): Promise<{ output: string; code: number }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"), path.join(ROOT, "scripts", "bench-hub.ts")], {
+    const args = [path.join(ROOT, "node_modules", "tsx", "dist", "cli.mjs"), path.join(ROOT, "scripts", "bench-hub.ts"), ...(simulated ? ["--simulated"] : [])];
+    const child = spawn(process.execPath, args, {
       cwd: ROOT,
       stdio: ["ignore", "pipe", "inherit"],
       env: { ...process.env, ...(inspector ? {} : { BENCH_INSPECTOR: "off" }) },
@@ -257,6 +265,8 @@ async function main() {
     hub.push({ label: "`wrangler dev` (CLI, devtools inspector on)", ...(await runHubBench(true)) });
     log("hub benchmark with wrangler's dev server API, inspector off…");
     hub.push({ label: "wrangler's dev server API (`unstable_startWorker`), inspector off", ...(await runHubBench(false)) });
+    log("hub benchmark on the simulated platform (6 requests waiting per I/O context)…");
+    hub.push({ label: SIMULATED_HUB, ...(await runHubBench(false, true)) });
   }
 
   writeResults({ genOpts, stats, importSummary, results, hub, seconds });
@@ -319,8 +329,18 @@ function writeResults(r: {
     "",
   );
   for (const h of r.hub) {
-    const wanted = h.output.split("\n").filter((l) => /^(deliveries|signatures|publish|end to end|dispatch|DELETE|CPU|machine|PASS|FAIL)/.test(l));
-    lines.push(`## Hub: ${h.label}`, "", "1,000 events × 5 registrations to a receiver on 127.0.0.1 (scripts/bench-hub.ts):", "", "```", ...wanted, "```", "");
+    const wanted = h.output
+      .split("\n")
+      .filter((l) =>
+        /^(deliveries|signatures|publish|end to end|dispatch|healthy|saturation|lag|DELETE|I\/O|CPU|Worker CPU|WARNING|machine|PASS|FAIL|\d+ receivers)/.test(
+          l,
+        ),
+      );
+    const what =
+      h.label === SIMULATED_HUB
+        ? "4 receivers answering in 50 ms and one that never answers; 1,000 events at once, then 50 events/s for 10 s (scripts/bench-hub.ts --simulated):"
+        : "1,000 events × 5 registrations to a receiver on 127.0.0.1 (scripts/bench-hub.ts):";
+    lines.push(`## Hub: ${h.label}`, "", what, "", "```", ...wanted, "```", "");
   }
   const notes = path.join(dir, "NOTES.md");
   if (existsSync(notes)) lines.push(readFileSync(notes, "utf8"));

@@ -4,6 +4,7 @@
  * production Worker answers 404 — (test/fuzz/contract.ts lists them from API.md), and the
  * two fuzz files share them all.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { operations } from "../src/api";
 import { benchRoutes } from "../src/bench";
@@ -35,5 +36,10 @@ describe("fuzz generators", () => {
     expect(ROUTES.map((r) => `${r.method} ${r.path}`).sort()).toEqual(table);
     const generated = Object.keys(routeArbitraries(ctx)).filter((k) => k !== "misrouted" && k !== "unknown path");
     expect(generated.sort()).toEqual(table);
+  });
+
+  it("generate for a run without webhook targets: no valid registration then", () => {
+    const hooks = fc.sample(routeArbitraries(ctx)["POST /v3/webhooks"]!, { numRuns: 200, seed: 1 });
+    expect(hooks.every((r) => r.faults.length > 0)).toBe(true);
   });
 });

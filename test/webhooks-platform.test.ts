@@ -181,6 +181,31 @@ describe("one hanging receiver among healthy ones, 50 events per second", () => 
   });
 });
 
+describe("saturation", () => {
+  it("four healthy receivers at 50 ms get the design's bound (4 × 5 slots ÷ 50 ms) in simulated time while a fifth hangs", async () => {
+    const EVENTS = 100;
+    const platform = virtualPlatform();
+    const { schoolId, key } = await newSchool("sat");
+    const healthy = [0, 1, 2, 3].map((i) => `sat${i}.example.com`);
+    for (const host of healthy) {
+      platform.on(host, { status: 204, afterMs: 50 });
+      await register(key, `https://${host}/in`);
+    }
+    platform.on("sat-hang.example.com", "hang");
+    await register(key, "https://sat-hang.example.com/in");
+    const hub = hubFor(env, schoolId);
+    await hub.publish(Array.from({ length: EVENTS }, (_, i) => courseEvent(schoolId, "course.updated", i)));
+    expect(await runDurableObjectAlarm(hub)).toBe(true);
+    await platform.advance(1_200);
+    const received = healthy.flatMap((host) => platform.to(host));
+    expect(received).toHaveLength(4 * EVENTS);
+    const times = received.map((r) => r.sentAt);
+    const rate = (received.length - 1) / ((Math.max(...times) - Math.min(...times)) / 1000);
+    const bound = (4 * COURIER_SLOTS) / 0.05;
+    expect(rate).toBeGreaterThanOrEqual(0.9 * bound);
+  }, 60_000);
+});
+
 describe("a courier that cannot report", () => {
   it("an attempt whose outcome never reaches the hub is taken as lost after twice the timeout and a grace, and retried", async () => {
     const platform = virtualPlatform();

@@ -291,13 +291,14 @@ export async function serve(): Promise<void> {
     entrypoint: path.join(root, process.env.BENCH_ENTRY ?? BENCH_ENTRY),
     bindings: {
       WEBHOOK_ALLOW_INSECURE_URLS: { type: "plain_text", value: "true" },
-      RATE_LIMIT_ENABLED: { type: "plain_text", value: "false" },
+      BENCH_FLOOR: { type: "plain_text", value: "true" },
+      ...(process.env.BENCH_TIMEOUT_MS ? { WEBHOOK_TIMEOUT_MS: { type: "plain_text" as const, value: process.env.BENCH_TIMEOUT_MS } } : {}),
     },
     dev: {
       inspector: false,
       persist: process.env.BENCH_STATE!,
       server: { hostname: "127.0.0.1", port: Number(process.env.BENCH_PORT) },
-      logLevel: "warn",
+      logLevel: (process.env.BENCH_LOG_LEVEL ?? "warn") as "warn",
       watch: false,
     },
   });
@@ -355,6 +356,9 @@ export async function deleteLoop(base: string, url: string, stop: () => boolean,
   return { client, server };
 }
 
+/** Requests that met a Worker restarted mid-request (and were sent again). */
+export const restarts = { count: 0 };
+
 /** Publishes `count` synthetic events (POST /__bench/publish, batches of `batch`, `parallel` requests at once). */
 export async function publish(base: string, count: number, batch: number, parallel: number, type = "course.updated"): Promise<void> {
   let next = 0;
@@ -363,9 +367,11 @@ export async function publish(base: string, count: number, batch: number, parall
       const n = Math.min(batch, count - next);
       next += n;
       let res = await api(base, "/__bench/publish", { method: "POST", body: JSON.stringify({ count: n, type }) });
-      // The CLI's custom-build watcher may reload the Worker once, mid-request: send again
-      // (the first try may have been accepted: a few events then arrive twice).
+      // The dev server may restart the Worker mid-request (the CLI's custom-build watcher; a
+      // crash of the local runtime under heavy load): send again (the first try may have been
+      // accepted: a few events then arrive twice), and count it (the run says so).
       if (res.status === 503 && /restarted mid-request/.test(await res.clone().text())) {
+        restarts.count += 1;
         res = await api(base, "/__bench/publish", { method: "POST", body: JSON.stringify({ count: n, type }) });
       }
       if (res.status !== 200) throw new Error(`publish: ${res.status} ${await res.text()}`);

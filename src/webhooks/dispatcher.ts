@@ -6,11 +6,11 @@
  * Slots. Each attempt is sent by its registration's courier (courier.ts), from the courier's
  * own I/O context, so a registration has COURIER_SLOTS (5) requests waiting for headers of
  * its own (and COURIER_QUEUE more attempts ready to go) and a hanging receiver holds only
- * those. The hub itself only makes Durable Object
- * calls, budgeted as if they counted toward its context's 6 (couriers.ts: at most 5
- * hand-overs under way, the sixth kept for a delete's close). `fill` visits registrations
- * round-robin from a rotating start, giving each at most its free courier slots per
- * hand-over, so every registration gets its turn at the hub's slots.
+ * those. The hub itself only makes Durable Object calls, budgeted as if they counted toward
+ * its context's 6 (couriers.ts: at most 5 hand-overs under way, the sixth kept for a
+ * delete's close). `fill` visits registrations round-robin from a rotating start, giving
+ * each at most its free courier slots per hand-over, so every registration gets its turn at
+ * the hub's slots.
  *
  * Invariants. `fill` re-reads each delivery with its registration and hands the signed
  * attempts to the courier in one synchronous step (the call is under way when it returns;
@@ -234,7 +234,7 @@ export class Dispatcher {
     this.sweep ??= this.platform.setTimer(() => this.findLost(), BACKSTOP_SWEEP_MS);
     const by = now + 2 * this.timeoutMs + BACKSTOP_GRACE_MS;
     if (this.alarmAt == null || this.alarmAt < now || this.alarmAt > by + WATCHDOG_SLACK_MS) this.armAlarm(by + WATCHDOG_SLACK_MS);
-    // The couriers' `onSlotFreed` then starts what is next.
+    // What comes next starts on the courier's reports (and when a hand-over slot frees).
     receipt.then(
       (r) => this.onReceipt(webhookId, r),
       (err: unknown) => this.onHandOverFailed(orders, err),

@@ -657,7 +657,7 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
 
   type State = { obj: Record<string, unknown>; faults: Fault[] };
   type Mutation = (b: State) => State & { text?: (s: string) => string };
-  /** The faults of `b` without those of field `n` (its value is being replaced). */
+  /** The faults of `b` without those of field `n` (its value is being replaced): every fault of a field's value is described `<field>: …`. */
   const others = (b: State, n: string) => b.faults.filter((f) => !f.what.startsWith(`${n}:`));
   const invalidNames = Object.keys(g.invalid);
   const validNames = Object.keys(g.valid);
@@ -713,7 +713,10 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
             (b) => {
               let v: unknown = put({}, key, { admin: true });
               for (let i = 0; i < depth; i++) v = i % 2 === 0 ? [v] : put({}, "x", v);
-              return { obj: put(b.obj, n, v), faults: [...others(b, n), schemaFault(`${n} holds a nested prototype key`), unknownField(`nested ${key}`)] };
+              return {
+                obj: put(b.obj, n, v),
+                faults: [...others(b, n), schemaFault(`${n}: holds a nested prototype key`), unknownField(`${n}: nested ${key}`)],
+              };
             },
         ),
       },
@@ -726,7 +729,7 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
               const marker = "\u0001LONG\u0001";
               return {
                 obj: put(b.obj, n, marker),
-                faults: [...others(b, n), schemaFault(`${n} lists ${length} items`)],
+                faults: [...others(b, n), schemaFault(`${n}: lists ${length} items`)],
                 text: (s) => s.replace(JSON.stringify(marker), `[${"0,".repeat(length - 1)}0]`),
               };
             },
@@ -741,7 +744,7 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
               const marker = "\u0001DEEP\u0001";
               return {
                 obj: put(b.obj, n, marker),
-                faults: [...others(b, n), schemaFault(`${n} nested ${depth} deep`)],
+                faults: [...others(b, n), schemaFault(`${n}: nested ${depth} deep`)],
                 text: (s) => s.replace(JSON.stringify(marker), `${"[".repeat(depth)}0${"]".repeat(depth)}`),
               };
             },
@@ -780,7 +783,7 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
           (b) => {
             const obj = { ...b.obj };
             delete obj[n];
-            return { obj, faults: [...others(b, n), schemaFault(`${n} missing`)] };
+            return { obj, faults: [...others(b, n), schemaFault(`${n}: missing`)] };
           },
       ),
     });
@@ -791,7 +794,7 @@ function objectBody(g: FieldGens, invalid: boolean): fc.Arbitrary<{ text: string
       weight: 1,
       arbitrary: fc.tuple(fc.constantFrom(...validNames), fc.constantFrom("\ud800", "\udfff", "a\ud83d", "\ude00b")).map(
         ([n, lone]): Mutation =>
-          (b) => ({ obj: put(b.obj, n, `x${lone}`), faults: [...others(b, n), schemaFault(`${n} has an unpaired surrogate`)] }),
+          (b) => ({ obj: put(b.obj, n, `x${lone}`), faults: [...others(b, n), schemaFault(`${n}: has an unpaired surrogate`)] }),
       ),
     });
   }
@@ -1041,7 +1044,7 @@ function writeBody(refs: Refs, patch: boolean, invalid: boolean): fc.Arbitrary<{
 
 function webhookFields(ctx: FuzzContext): FieldGens {
   const bad = (name: string, a: fc.Arbitrary<unknown>) => a.map((value) => withFaults(value, schemaFault(`${name}: ${JSON.stringify(value)?.slice(0, 40)}`)));
-  const policy = (url: string) => withFaults(url, semanticFault(`url ${url.slice(0, 60)}`, "INVALID_WEBHOOK_URL"));
+  const policy = (url: string) => withFaults(url, semanticFault(`url: ${url.slice(0, 60)}`, "INVALID_WEBHOOK_URL"));
   // Refused in every mode: not http(s), not a URL, too long.
   const alwaysBad = fc
     .oneof(
@@ -1119,7 +1122,8 @@ function webhookFields(ctx: FuzzContext): FieldGens {
       )
       .map((value) => ({ value })),
   };
-  if (ctx.webhookUrls.length > 0) valid.url = fc.constantFrom(...ctx.webhookUrls).map((value) => ({ value }));
+  // Without a target the runner can receive on, every body carries a URL refused in any mode.
+  valid.url = ctx.webhookUrls.length > 0 ? fc.constantFrom(...ctx.webhookUrls).map((value) => ({ value })) : alwaysBad;
   return {
     valid,
     invalid: {
