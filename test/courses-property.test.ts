@@ -5,7 +5,7 @@
 import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
-import { fixture, KEY_A } from "./fixtures";
+import { coursesA, fixture, KEY_A } from "./fixtures";
 import { call, loadFixture } from "./helpers";
 import { type RefQuery, referenceList } from "./reference";
 
@@ -71,6 +71,35 @@ describe("properties of GET /v3/courses", () => {
         expect(body.pagination).toEqual({ page: q.page ?? 1, limit: q.limit ?? 100, hasMore: expected.hasMore });
       }),
       { numRuns: 150 },
+    );
+  });
+
+  // The name filter takes the trigram index from 3 code points on and a plain instr() below
+  // (src/courses/query.ts): both must give the reference's exact substring semantics, with
+  // FTS5 syntax (quotes, *, ^, NEAR, -) and LIKE wildcards taken literally.
+  const nameArb = fc.oneof(
+    fc
+      .tuple(fc.constantFrom(...coursesA.map((c) => c.name)), fc.nat(), fc.nat({ max: 12 }), fc.constantFrom("same", "upper", "lower"))
+      .map(([name, from, len, kase]) => {
+        const part = [...name].slice(from % name.length, (from % name.length) + len + 1).join("");
+        return kase === "upper" ? part.toUpperCase() : kase === "lower" ? part.toLowerCase() : part;
+      }),
+    fc.string({ unit: fc.constantFrom(...'aeiouéÉçnrlst %_"*^-:()'.split(""), "NEAR", "OR", "AND"), minLength: 1, maxLength: 8 }),
+  );
+
+  it("random name substrings (1–13 code points) match the reference on both sides of the trigram threshold", async () => {
+    await fc.assert(
+      fc.asyncProperty(nameArb, async (name) => {
+        if (name.trim() === "" || name.length > 200) return;
+        const res = await call(`/v3/courses?${new URLSearchParams({ name, limit: "100" })}`, { key: KEY_A });
+        const body = (await res.json()) as any;
+        expect(res.status, `${JSON.stringify(name)} → ${JSON.stringify(body)}`).toBe(200);
+        expect(
+          body.result.map((c: any) => c.id),
+          JSON.stringify(name),
+        ).toEqual(referenceList({ name, limit: 100 }).ids);
+      }),
+      { numRuns: 200 },
     );
   });
 

@@ -51,6 +51,62 @@ function related(school: SQL, table: string, column: string, ids: string[]): SQL
     : sql`EXISTS (SELECT 1 FROM ${t} r WHERE r.school_id = ${courses.schoolId} AND r.course_id = ${courses.id} AND +r.${col} IN ${jsonIds(ids)})`;
 }
 
+/** Folded names at least this long (in code points) may be looked up in the trigram index. */
+const TRIGRAM = 3;
+
+/**
+ * Up to this many courses (all schools) holding the needle's rarest trigram, the trigram
+ * index finds the candidates; above it, walking the courses in the requested order finds a
+ * page sooner than the index lists every match (at 100,000 courses: "economie", 8,000
+ * courses for its rarest trigram, 2 ms walking vs 17 ms through the index; an absent name
+ * 0.1 ms through the index vs 35 ms walking — see bench/NOTES.md).
+ */
+const TRIGRAM_INDEX_MAX_DOCS = 1000;
+
+/**
+ * Up to 3 of the needle's trigrams (3 consecutive code points, as the trigram tokenizer cuts
+ * them): first, middle and last. The fewest courses holding any of them bounds the matches
+ * from above; each costs one vocabulary lookup, so a 200-character name does not cost 198.
+ */
+function sampleTrigrams(needle: string): string[] {
+  const cps = [...needle];
+  const at = (i: number) => cps.slice(i, i + 3).join("");
+  const last = cps.length - 3;
+  return [...new Set([at(0), at(Math.floor(last / 2)), at(last)])];
+}
+
+/**
+ * "The folded name contains `needle`" (API.md § "GET /v3/courses": case- and
+ * accent-insensitive substring, `%` and `_` literal), decided by instr() on the folded name —
+ * not LIKE: D1 refuses LIKE patterns past about 50 bytes and instr() needs no escaping.
+ */
+const nameContains = (needle: string) => sql`instr(${courses.nameFolded}, ${needle}) > 0`;
+
+/**
+ * Candidates from the FTS5 trigram index `courses_name_fts` (migrations/0007_name_trigram.sql):
+ * the needle as one FTS5 phrase (double quotes doubled), whose trigrams in sequence are the
+ * substrings; `nameContains` still decides.
+ */
+const nameCandidates = (needle: string) =>
+  sql`${sql.raw('"courses"."rowid"')} IN (SELECT rowid FROM courses_name_fts WHERE courses_name_fts MATCH ${`"${needle.replaceAll('"', '""')}"`})`;
+
+/**
+ * Page statement for a `name` of 3+ code points: the rowids of the page come from one of two
+ * branches, each a full page query (filters, order, limit, offset), of which exactly one runs:
+ * its LIMIT is 0 unless the trigram count (fts5vocab `courses_name_vocab`: courses holding the
+ * needle's rarest sampled trigram, 0 when one is absent) puts it on its side of `maxDocs` — SQLite
+ * evaluates LIMIT before it starts a loop, so the other branch costs nothing.
+ */
+function namePageRowids(school: SQL, q: CourseQuery, needle: string, maxDocs: number): SQL {
+  // Counted once (materialized), read by both LIMITs.
+  const docs = sql`name_docs(n) AS MATERIALIZED (SELECT min(coalesce((SELECT doc FROM courses_name_vocab WHERE term = j.value), 0)) FROM json_each(${JSON.stringify(sampleTrigrams(needle))}) j)`;
+  const branch = (where: SQL, useIndex: boolean) =>
+    sql`SELECT rowid FROM (SELECT ${sql.raw('"courses"."rowid"')} AS rowid FROM ${courses} WHERE ${where} ORDER BY ${sql.join(courseOrder(q.sort), sql`, `)}
+      LIMIT CASE WHEN (SELECT n FROM name_docs) ${sql.raw(useIndex ? "<=" : ">")} ${maxDocs} THEN ${q.limit + 1} ELSE 0 END OFFSET ${(q.page - 1) * q.limit})`;
+  const others = courseConditions(school, { ...q, name: undefined });
+  return sql`WITH ${docs} ${branch(and(others, nameCandidates(needle), nameContains(needle))!, true)} UNION ALL ${branch(and(others, nameContains(needle))!, false)}`;
+}
+
 /** The WHERE conditions of a CourseQuery (AND of every filter), school scope first. */
 function courseConditions(school: SQL, q: CourseQuery): SQL {
   const c: (SQL | undefined)[] = [eq(courses.schoolId, school)];
@@ -63,14 +119,14 @@ function courseConditions(school: SQL, q: CourseQuery): SQL {
   if (q.groupId.length > 0) c.push(related(school, "course_groups", "group_id", q.groupId));
   if (q.studentId.length > 0) c.push(related(school, "course_students", "student_id", q.studentId));
   if (q.professorId.length > 0) c.push(related(school, "course_professors", "professor_id", q.professorId));
-  if (q.trainingId.length > 0) c.push(sql`${courses.trainingId} IN ${jsonIds(q.trainingId)}`);
+  // One training: an equality, so the (school, training, start, id) index walks in order.
+  if (q.trainingId.length === 1) c.push(eq(courses.trainingId, q.trainingId[0]!));
+  else if (q.trainingId.length > 1) c.push(sql`${courses.trainingId} IN ${jsonIds(q.trainingId)}`);
   if (q.archived !== undefined) c.push(eq(courses.archived, q.archived));
   if (q.classroom !== undefined) c.push(eq(courses.classroom, q.classroom));
   if (q.creatorId !== undefined) c.push(eq(courses.creatorId, q.creatorId));
-  // instr(), not LIKE: D1 refuses LIKE/GLOB patterns longer than about 50 bytes ("LIKE or
-  // GLOB pattern too complex"), and a substring test needs no escaping of `%` and `_`. The
-  // plan is the same (the name is checked on the school's rows either way).
-  if (q.name !== undefined) c.push(sql`instr(${courses.nameFolded}, ${fold(q.name)}) > 0`);
+  // Names of 3+ code points are served by `namePageRowids` (the page statement checks them).
+  if (q.name !== undefined) c.push(nameContains(fold(q.name)));
   if (q.professorSignatureMissing !== undefined) {
     // Probed course by course (index (school_id, signed, course_id)): the set of unsigned
     // courses is large, so materializing it first would cost more than the page.
@@ -135,9 +191,16 @@ function embedded(inc: Includes) {
 /**
  * The page statement: `limit + 1` rows (the extra row tells `hasMore`) at offset
  * `(page - 1) * limit`, with the record's related ids and the requested includes as JSON.
+ * A `name` of 3+ code points selects the page's rowids first (`namePageRowids`); the outer
+ * query then sorts those few rows again and embeds their lists.
+ *
+ * @param trigramIndexMaxDocs see {@link TRIGRAM_INDEX_MAX_DOCS} (tests force either branch).
  */
-export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: CourseQuery) {
+export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: CourseQuery, trigramIndexMaxDocs = TRIGRAM_INDEX_MAX_DOCS) {
   const school = schoolIdSql(scope);
+  const needle = q.name === undefined ? undefined : fold(q.name);
+  // FTS5 ends a query string at NUL ("unterminated string"): such a needle walks instead.
+  const byName = needle !== undefined && [...needle].length >= TRIGRAM && !needle.includes("\u0000");
   return db
     .select({
       id: courses.id,
@@ -155,10 +218,14 @@ export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: C
       ...embedded(q.include),
     })
     .from(courses)
-    .where(courseConditions(school, q))
+    .where(
+      byName
+        ? and(eq(courses.schoolId, school), sql`${sql.raw('"courses"."rowid"')} IN (${namePageRowids(school, q, needle, trigramIndexMaxDocs)})`)
+        : courseConditions(school, q),
+    )
     .orderBy(...courseOrder(q.sort))
     .limit(q.limit + 1)
-    .offset((q.page - 1) * q.limit);
+    .offset(byName ? 0 : (q.page - 1) * q.limit);
 }
 
 /** A row of `selectCoursePage`. */

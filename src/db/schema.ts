@@ -14,6 +14,7 @@
  * migrations/ as flat `NNNN_name.sql` files.
  */
 
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /** A school: the tenant. */
@@ -106,16 +107,22 @@ export const courses = sqliteTable(
     // Default order and the courseStartDateTime filter.
     index("courses_school_start_idx").on(t.schoolId, t.startMs, t.id),
     index("courses_school_end_idx").on(t.schoolId, t.endMs),
-    index("courses_school_archived_idx").on(t.schoolId, t.archived, t.startMs),
-    index("courses_school_absences_idx").on(t.schoolId, t.absencesSent, t.startMs),
-    index("courses_school_classroom_idx").on(t.schoolId, t.classroom),
-    index("courses_school_creator_idx").on(t.schoolId, t.creatorId),
-    index("courses_school_training_idx").on(t.schoolId, t.trainingId),
+    // Equality filters, each in the default order (start, id): SQLite walks the filter's
+    // courses in the requested order and stops at the page, and a second equality filter
+    // (archived + classroom, …) is checked on the rows walked instead of sorting them.
+    index("courses_school_archived_idx").on(t.schoolId, t.archived, t.startMs, t.id),
+    index("courses_school_absences_idx").on(t.schoolId, t.absencesSent, t.startMs, t.id),
+    index("courses_school_classroom_idx").on(t.schoolId, t.classroom, t.startMs, t.id),
+    index("courses_school_creator_idx").on(t.schoolId, t.creatorId, t.startMs, t.id),
+    index("courses_school_training_idx").on(t.schoolId, t.trainingId, t.startMs, t.id),
     index("courses_school_created_idx").on(t.schoolId, t.createdAt),
     index("courses_school_updated_idx").on(t.schoolId, t.updatedAt),
     // Search sorts by folded name / classroom, then start (walk in order, stop at the page).
     index("courses_school_name_start_idx").on(t.schoolId, t.nameFolded, t.startMs),
     index("courses_school_classroom_start_idx").on(t.schoolId, t.classroomFolded, t.startMs),
+    // `name` then `startDateTime` descending (then id): the mixed-direction sort of a long
+    // id-list search walks this in order instead of sorting every course of the first names.
+    index("courses_school_name_start_desc_idx").on(t.schoolId, t.nameFolded, sql`${t.startMs} desc`, t.id),
   ],
 );
 
