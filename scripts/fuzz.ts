@@ -63,10 +63,19 @@ async function main(argv: string[]): Promise<number> {
     return { status: res.status, body: (await res.json()) as { result?: unknown; code?: string } };
   };
 
+  let probe: Response;
   try {
-    await fetch(`${base}/openapi.json`);
+    probe = await fetch(`${base}/openapi.json`);
   } catch {
-    console.error(`No API at ${base}. Start it first (npm start -- --port N --persist-to DIR).`);
+    console.error(`No API at ${base}. Start it first (npm start -- --port N --persist-to DIR -- --var RATE_LIMIT_ENABLED:false).`);
+    return 2;
+  }
+  // A run sends thousands of requests per minute with one key: the rate limit (600 per 60 s,
+  // API.md § Conventions) would answer most of them 429 and stall the school's snapshot.
+  if (probe.headers.has("ratelimit-policy")) {
+    console.error(
+      `${base} rate-limits its callers (RateLimit-Policy: ${probe.headers.get("ratelimit-policy")}). Start it with the limit off: npm start -- --port N --persist-to DIR -- --var RATE_LIMIT_ENABLED:false`,
+    );
     return 2;
   }
 
