@@ -64,3 +64,19 @@ export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00
   if (statements.length === 0) return;
   await db.batch(statements.map((s) => db.prepare(s.sql).bind(...s.params)));
 }
+
+/** Every table the import model writes, in dependency order (API.md § "Data import"). */
+export const IMPORT_TABLES = [
+  "schools",
+  "api_keys",
+  "trainings",
+  "groups",
+  "students",
+  "professors",
+  "survey_templates",
+  "courses",
+  "course_groups",
+  "course_students",
+  "course_professors",
+  "course_survey_templates",
+];

@@ -8,21 +8,8 @@ import { describe, expect, it } from "vitest";
 import { importFileSchema } from "../src/db/import";
 import { importSteps, renderBound, renderLiteral, rowCount } from "../src/db/import-rows";
 import { fixture } from "./fixtures";
+import { IMPORT_TABLES as TABLES } from "./helpers";
 
-const TABLES = [
-  "schools",
-  "api_keys",
-  "trainings",
-  "groups",
-  "students",
-  "professors",
-  "survey_templates",
-  "courses",
-  "course_groups",
-  "course_students",
-  "course_professors",
-  "course_survey_templates",
-];
 const NOW = Date.parse("2026-08-01T00:00:00Z");
 
 async function snapshot(): Promise<Record<string, unknown[]>> {

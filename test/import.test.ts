@@ -6,22 +6,8 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { validateImport } from "../src/db/import";
 import { fixture } from "./fixtures";
-import { loadFixture } from "./helpers";
+import { IMPORT_TABLES as TABLES, loadFixture } from "./helpers";
 
-const TABLES = [
-  "schools",
-  "api_keys",
-  "trainings",
-  "groups",
-  "students",
-  "professors",
-  "survey_templates",
-  "courses",
-  "course_groups",
-  "course_students",
-  "course_professors",
-  "course_survey_templates",
-];
 
 async function snapshot(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
