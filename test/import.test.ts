@@ -6,8 +6,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { validateImport } from "../src/db/import";
 import { fixture } from "./fixtures";
-import { IMPORT_TABLES as TABLES, loadFixture } from "./helpers";
-
+import { loadFixture, IMPORT_TABLES as TABLES } from "./helpers";
 
 async function snapshot(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
