@@ -106,6 +106,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   "GET /v3/webhooks": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"] },
   "DELETE /v3/webhooks/{id}": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
   "GET /v3/webhooks/{id}/deliveries": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
+  "GET /v3/webhooks/{id}/stats": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
   "POST /v3/webhooks/{id}/test": {
     202: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
@@ -582,6 +583,19 @@ describe("every documented status and code is one the code answers", () => {
     ["GET /v3/webhooks/{id}/deliveries", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/deliveries?status=lost`, get()],
     ["GET /v3/webhooks/{id}/deliveries", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/deliveries`, anon()],
     ["GET /v3/webhooks/{id}/deliveries", 404, "WEBHOOK_NOT_FOUND", () => "/v3/webhooks/wh_none/deliveries", get()],
+    ["GET /v3/webhooks/{id}/stats", 200, null, () => `/v3/webhooks/${hookId}/stats`, get()],
+    ["GET /v3/webhooks/{id}/stats", 200, null, () => `/v3/webhooks/${hookId}/stats?since=2026-01-01T00:00:00Z&until=2026-01-08T00:00:00Z&bucket=day`, get()],
+    ["GET /v3/webhooks/{id}/stats", 400, "INVALID_PARAMETER", () => `/v3/webhooks/${hookId}/stats?bucket=week`, get()],
+    [
+      "GET /v3/webhooks/{id}/stats",
+      400,
+      "INVALID_PARAMETER",
+      () => `/v3/webhooks/${hookId}/stats?since=2026-01-01T00:00:00Z&until=2026-01-09T00:00:00Z`,
+      get(),
+    ],
+    ["GET /v3/webhooks/{id}/stats", 400, "UNKNOWN_PARAMETER", () => `/v3/webhooks/${hookId}/stats?step=hour`, get()],
+    ["GET /v3/webhooks/{id}/stats", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}/stats`, anon()],
+    ["GET /v3/webhooks/{id}/stats", 404, "WEBHOOK_NOT_FOUND", () => "/v3/webhooks/wh_none/stats", get()],
     [
       "GET /v3/webhooks/{id}/deliveries",
       200,

@@ -66,8 +66,11 @@ describe("the registration record", () => {
       expect(sql.exec(`SELECT enabled, disabled_reason, updated_at, epoch FROM webhooks`).toArray()).toEqual([
         { enabled: 1, disabled_reason: null, updated_at: 1000, epoch: 0 },
       ]);
-      // Version 2 → 4: issue 15's idempotency keys (3), then the lifecycle's columns (4).
-      expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("4");
+      // Version 2 → 5: issue 15's idempotency keys (3), the lifecycle's columns (4), the stats' index (5).
+      expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("5");
+      expect(sql.exec(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attempts' AND name LIKE 'attempts_by_webhook%'`).toArray()).toEqual([
+        { name: "attempts_by_webhook_status" },
+      ]);
     });
   });
 });

@@ -37,6 +37,8 @@ import type { Failing } from "./outcomes";
 import { type Platform, platformFor } from "./platform";
 import { accept, readWebhook, toWebhookRecord, WEBHOOK_COLUMNS, type WebhookRow } from "./registry";
 import { COURIER_OPEN, migrate } from "./schema";
+import { readStats, type StatsBucketSize } from "./stats";
+import type { StatsBucket } from "./stats-schemas";
 import {
   type AttemptReport,
   type CreateWebhookResult,
@@ -192,6 +194,18 @@ export class SchoolHub extends DurableObject<Env> {
     if (!this.isActive(id)) return null;
     this.dispatcher.flush();
     return readLog(this.sql, id, filter, this.platform.now(), offset, limit);
+  }
+
+  /**
+   * The log of a registration counted per bucket over [since, until) (ms; GET
+   * /v3/webhooks/{id}/stats, see stats.ts): every bucket of the window, oldest first.
+   *
+   * @returns the buckets, or `null` when the registration does not exist (or was deleted).
+   */
+  deliveryStats(id: string, since: number, until: number, bucket: StatsBucketSize): StatsBucket[] | null {
+    if (!this.isActive(id)) return null;
+    this.dispatcher.flush();
+    return readStats(this.sql, id, since, until, bucket, this.platform.now());
   }
 
   // -------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 /**
  * The webhook lifecycle operations (API.md § "PATCH /v3/webhooks/{id}", § "Secret rotation",
- * § "Resend", § "Recover", § "GET /v3/event-types"), each declared once: thin handlers that
+ * § "Resend", § "Recover", § "Delivery statistics", § "GET /v3/event-types"), each declared once: thin handlers that
  * authenticate, validate and call the school's SchoolHub (lifecycle.ts holds the rules).
  *
  * Order of answers, as in operations.ts: 401, then 400 for a bad query or body, then the
@@ -13,10 +13,11 @@ import { eventCatalog, eventTypesResponseSchema } from "../events/schemas";
 import { authenticate } from "../http/auth";
 import { ApiError } from "../http/errors";
 import type { Operation } from "../http/operation";
-import { parseBodyWith, pathParam, rejectQuery } from "../http/request";
+import { parseBodyWith, parseQuery, pathParam, rejectQuery } from "../http/request";
 import { success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { DEFAULT_GRACE_SECONDS } from "../lib/limits";
+import { formatInstant } from "../lib/time";
 import { lifecycleError, optionalBody, subscriptionOf, TAG, webhookId, webhookNotFound } from "./operation-parts";
 import { LOG_RETENTION_MS } from "./schema";
 import {
@@ -34,6 +35,8 @@ import {
   webhookRecordSchema,
   webhookResponseSchema,
 } from "./schemas";
+import { STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "./stats";
+import { statsQuerySchema, statsResponseSchema, statsSchema } from "./stats-schemas";
 import { requireWebhookUrl } from "./url-policy";
 
 /** The lifecycle operations. */
@@ -155,6 +158,38 @@ export const lifecycleOperations: Operation<Env>[] = [
       const result = await hubFor(env, schoolId).recover(id, body.since, body.until ?? null);
       if (!result.ok) throw lifecycleError(result.error, id);
       return success(result.value, { status: 202 });
+    },
+  },
+  {
+    method: "GET",
+    path: "/v3/webhooks/{id}/stats",
+    operationId: "getWebhookStats",
+    tag: TAG,
+    summary: "Delivery statistics per hour or day",
+    description:
+      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): attempts that succeeded and failed (a failed attempt counts as `failed` even when a retry follows; the log shows it `pending`), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
+    request: { params: webhookIdParams, query: statsQuerySchema },
+    responses: {
+      200: { description: "The counts per bucket.", schema: statsResponseSchema, example: { status: "success", result: statsSchema.meta()!.example } },
+      400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
+      404: ["WEBHOOK_NOT_FOUND"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      const query = parseQuery(statsQuerySchema, req);
+      const until = query.until ?? (query.since === undefined ? Date.now() : Math.min(Date.now(), query.since + STATS_MAX_WINDOW_MS));
+      const since = query.since ?? until - STATS_DEFAULT_WINDOW_MS;
+      if (since >= until) throw new ApiError("INVALID_PARAMETER", "`since` must be before `until`.", [{ parameter: "since", message: "must be before until" }]);
+      if (until - since > STATS_MAX_WINDOW_MS) {
+        throw new ApiError("INVALID_PARAMETER", "The window from `since` to `until` is longer than 7 days, the log's retention.", [
+          { parameter: "until", message: "must be at most 7 days after since" },
+        ]);
+      }
+      const bucket = query.bucket ?? "hour";
+      const id = webhookId(req);
+      const buckets = await hubFor(env, schoolId).deliveryStats(id, since, until, bucket);
+      if (buckets === null) throw webhookNotFound(id);
+      return success({ since: formatInstant(since), until: formatInstant(until), bucket, buckets });
     },
   },
   {

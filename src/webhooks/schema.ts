@@ -97,6 +97,12 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX attempts_by_status ON attempts (webhook_id, status, attempted_at)`,
     `CREATE INDEX attempts_by_type ON attempts (webhook_id, event_type, attempted_at)`,
   ],
+  [
+    // GET …/stats (stats.ts) counts a registration's log by time and status from the index
+    // alone; it replaces (webhook_id, attempted_at), whose queries it serves as well.
+    `CREATE INDEX attempts_by_webhook_status ON attempts (webhook_id, attempted_at, status)`,
+    `DROP INDEX IF EXISTS attempts_by_webhook`,
+  ],
 ];
 
 /** `webhooks.courier`: no attempt was ever queued for the registration. */

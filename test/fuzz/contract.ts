@@ -54,6 +54,7 @@ export const ROUTES: RouteSpec[] = [
   { method: "GET", path: "/v3/webhooks", auth: true },
   { method: "DELETE", path: "/v3/webhooks/:id", auth: true },
   { method: "GET", path: "/v3/webhooks/:id/deliveries", auth: true },
+  { method: "GET", path: "/v3/webhooks/:id/stats", auth: true },
   { method: "POST", path: "/v3/webhooks/:id/test", auth: true },
   { method: "PATCH", path: "/v3/webhooks/:id", auth: true },
   { method: "POST", path: "/v3/webhooks/:id/secret/rotate", auth: true },

@@ -1416,6 +1416,68 @@ function listDeliveries(ctx: FuzzContext) {
   );
 }
 
+/**
+ * GET /v3/webhooks/{id}/stats: a window (none, `since` alone, `until` alone, or both, at
+ * most 7 days long) and a bucket; invalid ones break one rule (not an instant, `since` not
+ * before `until`, longer than 7 days, an unknown bucket, an unknown or repeated parameter).
+ * Instants are relative to the clock when generated, with minutes of margin.
+ */
+function webhookStats(ctx: FuzzContext) {
+  const DAY = 86_400_000;
+  const at = (ms: number) => new Date(ms).toISOString();
+  const windowArb = fc.oneof(
+    fc.constant([] as Param[]),
+    fc.integer({ min: 60_000, max: 30 * DAY }).map((ago) => [param("since", at(Date.now() - ago))]),
+    validInstant.map((i) => [param("until", i.text)]),
+    fc
+      .tuple(fc.integer({ min: -DAY, max: 30 * DAY }), fc.integer({ min: 1, max: 7 * DAY }))
+      .map(([ago, length]) => [param("since", at(Date.now() - ago - length)), param("until", at(Date.now() - ago))]),
+  );
+  const bucketArb = fc.oneof(
+    fc.constant([] as Param[]),
+    fc.constantFrom("hour", "day").map((b) => [param("bucket", b)]),
+  );
+  const valid = fc.tuple(windowArb, bucketArb).map(([w, b]) => [...w, ...b]);
+  const bad = (name: string, value: string, what: string) => [param(name, value, fault(what, "INVALID_PARAMETER"))];
+  const invalidArb = fc.oneof(
+    fc.tuple(fc.constantFrom("since", "until"), notAnInstant).map(([n, v]) => bad(n, v, `${n}=${JSON.stringify(v).slice(0, 40)}`)),
+    fc.integer({ min: 0, max: DAY }).map((d) => {
+      const until = Date.now() - DAY;
+      return [param("since", at(until + d)), ...bad("until", at(until), "since not before until")];
+    }),
+    fc
+      .integer({ min: 60_000, max: 30 * DAY })
+      .map((extra) => [param("since", at(Date.now() - 7 * DAY - extra)), ...bad("until", at(Date.now()), "longer than 7 days")]),
+    fc.integer({ min: 60_000, max: DAY }).map((ahead) => bad("since", at(Date.now() + ahead), "since in the future, until now")),
+    fc
+      .oneof(fc.constantFrom("week", "HOUR", "", "hours", "1h", "minute"), anyText(6))
+      .filter((v) => v !== "hour" && v !== "day")
+      .map((v) => bad("bucket", v, `bucket=${JSON.stringify(v)}`)),
+    fc
+      .tuple(unknownParamName(["since", "until", "bucket"]), anyText(10))
+      .map(([n, v]) => [param(n, v, fault(`unknown parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER"))]),
+    fc.constantFrom("hour", "day").map((b) => [param("bucket", b), param("bucket", b, fault("bucket twice", "INVALID_PARAMETER"))]),
+  );
+  const read = pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND");
+  const write = pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND");
+  return both((invalid) =>
+    fc.tuple(fc.boolean(), read, write, invalid ? invalidArb : valid).chain(([readSchool, r, w, params]) =>
+      authArb(ctx, readSchool ? ctx.readKey : ctx.writeKey).map((auth) => {
+        const id = readSchool ? r : w;
+        return build({
+          route: "GET /v3/webhooks/:id/stats",
+          method: "GET",
+          path: `/v3/webhooks/${id.segment}/stats${queryString(params)}`,
+          auth,
+          faults: faultsOf(params),
+          success: [200],
+          stateCodes: id.state,
+        });
+      }),
+    ),
+  );
+}
+
 function testWebhook(ctx: FuzzContext) {
   const emptyBody: fc.Arbitrary<BodySpec> = fc.oneof(
     fc.constant<BodySpec>({ faults: [] }),
@@ -1770,6 +1832,7 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "GET /v3/webhooks": listWebhooks(ctx),
     "DELETE /v3/webhooks/:id": deleteWebhook(ctx),
     "GET /v3/webhooks/:id/deliveries": listDeliveries(ctx),
+    "GET /v3/webhooks/:id/stats": webhookStats(ctx),
     "POST /v3/webhooks/:id/test": testWebhook(ctx),
     "PATCH /v3/webhooks/:id": updateWebhook(ctx),
     "POST /v3/webhooks/:id/secret/rotate": rotateSecret(ctx),
@@ -1796,6 +1859,7 @@ const WEIGHTS: Record<string, number> = {
   "GET /v3/webhooks": 1,
   "DELETE /v3/webhooks/:id": 1,
   "GET /v3/webhooks/:id/deliveries": 2,
+  "GET /v3/webhooks/:id/stats": 1,
   "POST /v3/webhooks/:id/test": 2,
   "PATCH /v3/webhooks/:id": 2,
   "POST /v3/webhooks/:id/secret/rotate": 1,
