@@ -26,7 +26,20 @@ import { axeViolations, launchBrowser, type PortalBrowser } from "./browser";
 import { type Receiver, startReceiver, verifyDelivery } from "./receiver";
 
 /** What the steps pass on to each other. */
-const state: { id?: string; secret?: string; url?: string } = {};
+const state: {
+  id?: string;
+  secret?: string;
+  url?: string;
+  /** The receiver's path the registration points at (it changes with the edit step). */
+  path: string;
+  /** When the receiver began to fail (ms). */
+  failureBegan?: number;
+  /** The event whose delivery failed during the outage, and the one skipped while disabled. */
+  failedEvent?: string;
+  skippedEvent?: string;
+  /** A second registration (course.created and course.updated, /control) that shows events still flow. */
+  controlId?: string;
+} = { path: "/portal-a" };
 
 let receiver: Receiver;
 let server: DevServer;
@@ -83,6 +96,62 @@ async function chartTotals(): Promise<Record<string, number>> {
   const items = await page.locator(".legend li").allTextContents();
   return Object.fromEntries(items.map((t) => /^\s*(\w+): (\d+)/.exec(t)!).map((m) => [m[1]!, Number(m[2])]));
 }
+
+/**
+ * Clicks the log's Refresh until `locator` shows (the log polls by itself only for a test
+ * event; deliveries of course events appear on a reload).
+ */
+async function refreshUntil(locator: Locator, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    await page.getByRole("button", { name: "Refresh", exact: true }).click();
+    try {
+      await locator.first().waitFor({ state: "visible", timeout: 1_000 });
+      return;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+    }
+  }
+}
+
+/** A course created through the API; returns its id (its `course.created` event follows). */
+async function createCourse(name: string): Promise<string> {
+  const res = await api("POST", "/v3/courses", { name, startDateTime: "2026-12-01T08:00:00.000Z", endDateTime: "2026-12-01T10:00:00.000Z" });
+  expect(res.status, JSON.stringify(res.body)).toBe(201);
+  return res.body.result.id;
+}
+
+/** The first request the receiver got on `path` about course `courseId`. */
+const courseDelivery = (path: string, courseId: string) => receiver.waitFor((r) => r.path === path && JSON.parse(r.body).data?.course?.id === courseId);
+
+/** `ms` as the value of a datetime-local field, in the browser's time zone. */
+const localInput = (ms: number) =>
+  page.evaluate((t) => {
+    const d = new Date(t);
+    const p = (n: number) => String(n).padStart(2, "0");
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())}T${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  }, ms);
+
+/** How many pixels of the chart's canvas have the colour `hex` (`#rrggbb`): a series is drawn. */
+const chartPixels = (hex: string) =>
+  page
+    .locator(".chart canvas")
+    .first()
+    .evaluate(
+      (canvas: HTMLCanvasElement, rgb) => {
+        const { data } = canvas.getContext("2d")!.getImageData(0, 0, canvas.width, canvas.height);
+        let n = 0;
+        for (let i = 0; i < data.length; i += 4) if (data[i] === rgb[0] && data[i + 1] === rgb[1] && data[i + 2] === rgb[2]) n++;
+        return n;
+      },
+      [1, 3, 5].map((i) => Number.parseInt(hex.slice(i, i + 2), 16)),
+    );
+
+/** The log's rows shown on this page, as `{ eventId, status }`. */
+const logRows = () =>
+  page
+    .locator("table.log tbody tr")
+    .evaluateAll((rows) => rows.map((r) => ({ eventId: r.getAttribute("data-event-id"), status: r.getAttribute("data-status") })));
 
 beforeAll(async () => {
   receiver = await startReceiver(Number(process.env.E2E_RECEIVER_PORT ?? 0));
@@ -212,7 +281,6 @@ describe("the webhook portal, one administrator's session", () => {
       await says("alert", stats.body.message);
     }
     await expectAccessible("endpoint detail");
-    if (process.env.PORTAL_SCREENSHOT) await page.screenshot({ path: path.resolve(ROOT, process.env.PORTAL_SCREENSHOT), fullPage: true });
   });
 
   it("draws the stats chart from the contract's buckets, with the same numbers in a table", async () => {
@@ -264,11 +332,169 @@ describe("the webhook portal, one administrator's session", () => {
     await dialog.waitFor({ state: "hidden" });
   });
 
-  it("deletes with a confirmation that states the promise, by keyboard, and nothing more arrives", async () => {
-    // A second registration, made through the API, shows that events still flow.
-    const control = await api("POST", "/v3/webhooks", { url: receiver.url("/control"), events: ["course.created"] });
-    expect(control.status).toBe(201);
+  it("the receiver fails: the failure shows in the log with its status code, and the chart's Failed count moves", async () => {
+    await openEndpoint(state.id!);
+    await shown(page.locator(".chart canvas").first());
+    const before = await chartTotals();
+    receiver.fail(503, state.path);
+    state.failureBegan = Date.now();
+    const courseId = await createCourse("Portal e2e outage");
+    state.failedEvent = (await courseDelivery(state.path, courseId)).headers["webhook-id"] as string;
+    // WEBHOOK_RETRY_SCHEDULE=1,1,1: the immediate attempt and three retries, then `failed`.
+    const row = page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="failed"]`);
+    await refreshUntil(row);
+    expect(await row.locator("td").nth(3).textContent()).toBe("503");
+    expect(await page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="pending"]`).count()).toBe(3);
+    expect(receiver.at(state.path).filter((r) => r.headers["webhook-id"] === state.failedEvent)).toHaveLength(4);
+    // Every failed attempt counts, the retried ones too (API.md § "Delivery statistics").
+    await expect.poll(async () => (await chartTotals()).Failed, { timeout: 15_000 }).toBe((before.Failed ?? 0) + 4);
+    expect(await page.getByRole("img", { name: /Stacked bars per hour/ }).getAttribute("aria-label")).toContain(`${(before.Failed ?? 0) + 4} failed`);
+    // The newest hour's bar is drawn, in the Failed series' colour (StatsChart.tsx).
+    await expect.poll(() => chartPixels("#c62828")).toBeGreaterThan(0);
+    await expectAccessible("endpoint detail after failures");
+  });
 
+  it("disables: the badge says so, an event accepted meanwhile is logged skipped, a test is refused with the API's message; then enables", async () => {
+    await page.getByRole("button", { name: "Disable", exact: true }).click();
+    await says("status", "Endpoint disabled");
+    await shown(page.getByText("Disabled (manually)"));
+    const courseId = await createCourse("Portal e2e while disabled");
+    await expect.poll(async () => (await api("GET", `/v3/webhooks/${state.id}/deliveries?status=skipped`)).body.result.length, { timeout: 15_000 }).toBe(1);
+    state.skippedEvent = (await api("GET", `/v3/webhooks/${state.id}/deliveries?status=skipped`)).body.result[0].eventId;
+    const row = page.locator(`tr[data-event-id="${state.skippedEvent}"][data-status="skipped"]`);
+    await refreshUntil(row);
+    expect(await row.locator("td").nth(4).textContent()).toBe("registration disabled");
+    await expect.poll(async () => (await chartTotals()).Skipped, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+
+    const refused = await api("POST", `/v3/webhooks/${state.id}/test`);
+    expect([refused.status, refused.body.code]).toEqual([409, "WEBHOOK_DISABLED"]);
+    await page.getByRole("button", { name: "Send test event" }).click();
+    await says("alert", refused.body.message);
+    await expectAccessible("endpoint detail, disabled");
+
+    await page.getByRole("button", { name: "Enable", exact: true }).click();
+    await says("status", "Endpoint enabled");
+    await shown(page.locator(".badge").filter({ hasText: /^Enabled$/ }));
+    expect(receiver.at(state.path).filter((r) => JSON.parse(r.body).data?.course?.id === courseId)).toEqual([]);
+  });
+
+  it("recovers since the failure began: the failed and the skipped events arrive, signed, and the log shows them delivered", async () => {
+    receiver.fail(null, state.path);
+    const recover = page.getByRole("region", { name: "Recover after an outage" });
+    await recover.getByLabel("Since").fill(await localInput(state.failureBegan! - 1_000));
+    await recover.getByRole("button", { name: "Recover" }).click();
+    await says("status", "2 events queued again, in the order they were accepted.");
+    for (const eventId of [state.failedEvent!, state.skippedEvent!]) {
+      const delivery = await receiver.waitFor((r) => r.path === state.path && r.headers["webhook-id"] === eventId && r.answered === 204);
+      expect(verifyDelivery(delivery, state.secret!).id).toBe(eventId);
+    }
+    await refreshUntil(page.locator(`tr[data-event-id="${state.skippedEvent}"][data-status="succeeded"]`));
+    await shown(page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="succeeded"]`));
+    await expect.poll(async () => (await chartTotals()).Delivered, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
+    await expectAccessible("endpoint detail after the recovery");
+    if (process.env.PORTAL_SCREENSHOT) await page.screenshot({ path: path.resolve(ROOT, process.env.PORTAL_SCREENSHOT), fullPage: true });
+  });
+
+  it("rotates: the new secret is shown once, and both signatures of the next delivery verify at the receiver", async () => {
+    await page.getByRole("button", { name: "Rotate secret…" }).click();
+    const dialog = page.getByRole("dialog", { name: "Rotate the signing secret" });
+    await dialog.getByRole("button", { name: "Rotate secret", exact: true }).click();
+    const secretField = dialog.getByLabel("Signing secret", { exact: true });
+    await shown(secretField);
+    const fresh = await secretField.inputValue();
+    expect(fresh).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(fresh).not.toBe(state.secret);
+    await expectAccessible("new secret shown once");
+    await dialog.getByRole("button", { name: "Done" }).click();
+    await dialog.waitFor({ state: "hidden" });
+    expect(await page.content()).not.toContain(fresh);
+
+    await page.getByRole("button", { name: "Send test event" }).click();
+    const status = page.getByRole("status").filter({ hasText: /^Test event evt_\S+ queued/ });
+    await shown(status);
+    const eventId = /evt_[A-Za-z0-9_-]+/.exec((await status.textContent())!)![0];
+    await logRow(eventId, "succeeded");
+    const delivery = await receiver.waitFor((r) => r.headers["webhook-id"] === eventId);
+    expect(String(delivery.headers["webhook-signature"]).split(" ")).toHaveLength(2);
+    expect(verifyDelivery(delivery, fresh).id).toBe(eventId);
+    expect(verifyDelivery(delivery, state.secret!).id).toBe(eventId);
+    expect(() => verifyDelivery(delivery, `whsec_${Buffer.alloc(32, 7).toString("base64")}`)).toThrow();
+    state.secret = fresh;
+  });
+
+  it("edits the URL and the event types, resends one delivery, and filters and pages the log", async () => {
+    const control = await api("POST", "/v3/webhooks", { url: receiver.url("/control"), events: ["course.created", "course.updated"] });
+    expect(control.status).toBe(201);
+    state.controlId = control.body.result.id;
+
+    await page.getByRole("link", { name: "Edit" }).click();
+    await view("Edit the endpoint");
+    state.path = "/portal-b";
+    state.url = receiver.url(state.path);
+    await page.getByLabel("Endpoint URL").fill(state.url);
+    await page.getByLabel("Only the event types ticked below").check();
+    // A test reaches the endpoint whatever is ticked: the form does not offer to subscribe to it.
+    expect(await page.getByRole("checkbox", { name: /^webhook\.test/ }).count()).toBe(0);
+    await page.getByRole("checkbox", { name: /^course\.updated/ }).check();
+    await expectAccessible("edit, event types ticked");
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await says("status", "Changes saved.");
+    await shown(page.getByRole("heading", { level: 1 }).filter({ hasText: state.url }));
+    expect((await api("GET", "/v3/webhooks")).body.result.find((w: { id: string }) => w.id === state.id)).toMatchObject({
+      url: state.url,
+      events: ["course.updated"],
+    });
+
+    // The new URL gets the test; a course.created event no longer reaches this registration at all.
+    await page.getByRole("button", { name: "Send test event" }).click();
+    const status = page.getByRole("status").filter({ hasText: /^Test event evt_\S+ queued/ });
+    await shown(status);
+    const eventId = /evt_[A-Za-z0-9_-]+/.exec((await status.textContent())!)![0];
+    await logRow(eventId, "succeeded");
+    expect(verifyDelivery(await receiver.waitFor((r) => r.path === "/portal-b" && r.headers["webhook-id"] === eventId), state.secret!).id).toBe(eventId);
+    const courseId = await createCourse("Portal e2e after the edit");
+    const courseEvent = (await courseDelivery("/control", courseId)).headers["webhook-id"];
+    expect((await api("GET", `/v3/webhooks/${state.id}/deliveries?eventId=${courseEvent}`)).body.result).toEqual([]);
+
+    // Resend: the same event (same webhook-id) once more.
+    await page
+      .getByRole("button", { name: `Resend ${eventId}` })
+      .first()
+      .click();
+    await says("status", `Event ${eventId} queued again.`);
+    await expect.poll(() => receiver.at("/portal-b").filter((r) => r.headers["webhook-id"] === eventId).length, { timeout: 15_000 }).toBe(2);
+
+    // Filters: status, then event id; only the matching rows.
+    await page.getByLabel("Status", { exact: true }).selectOption("failed");
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(logRows).toEqual([{ eventId: state.failedEvent!, status: "failed" }]);
+    await page.getByLabel("Status", { exact: true }).selectOption("");
+    await page.getByLabel("Event id").fill(state.failedEvent!);
+    await page.getByRole("button", { name: "Apply filters" }).click();
+    await expect.poll(async () => (await logRows()).map((r) => r.status)).toEqual(["succeeded", "failed", "pending", "pending", "pending"]);
+    expect(new Set((await logRows()).map((r) => r.eventId))).toEqual(new Set([state.failedEvent]));
+    await page.getByRole("button", { name: "Clear" }).click();
+
+    // Pages of 25: more than 25 entries make a second page, the oldest on it.
+    for (let i = 0; i < 15; i++) expect((await api("POST", `/v3/webhooks/${state.id}/test`)).status).toBe(202);
+    const total = async () =>
+      (await api("GET", `/v3/webhooks/${state.id}/deliveries?limit=100`)).body.result as { eventId: string; status: string; attemptedAt: string | null }[];
+    // Once every test was attempted (no entry still queued), the log's order no longer moves.
+    await expect.poll(async () => (await total()).filter((e) => e.attemptedAt === null && e.status === "pending").length, { timeout: 20_000 }).toBe(0);
+    expect((await total()).length).toBeGreaterThan(25);
+    await page.getByRole("button", { name: "Refresh", exact: true }).click();
+    await expect.poll(async () => (await logRows()).length).toBe(25);
+    await page.getByRole("button", { name: "Next page" }).click();
+    await shown(page.getByText("Page 2", { exact: true }));
+    const all = await total();
+    await expect.poll(async () => (await logRows()).map((r) => r.eventId)).toEqual(all.slice(25, 50).map((e) => e.eventId));
+    await page.getByRole("button", { name: "Previous page" }).click();
+    await shown(page.getByText("Page 1", { exact: true }));
+    await expectAccessible("delivery log, filtered and paged");
+  });
+
+  it("deletes with a confirmation that states the promise, by keyboard, and nothing more arrives", async () => {
+    // The second registration (/control, made in the edit step) shows that events still flow.
     await openEndpoint(state.id!);
     await page.getByRole("button", { name: "Delete…" }).click();
     const dialog = page.getByRole("dialog", { name: "Delete this endpoint?" });
@@ -288,17 +514,16 @@ describe("the webhook portal, one administrator's session", () => {
     expect(await page.locator(`a[href="#/webhooks/${state.id}"]`).count()).toBe(0);
     const deletedAt = Date.now();
 
-    const course = await api("POST", "/v3/courses", {
-      name: "Portal e2e course",
-      startDateTime: "2026-12-01T08:00:00.000Z",
-      endDateTime: "2026-12-01T10:00:00.000Z",
-    });
-    expect(course.status).toBe(201);
-    await receiver.waitFor((r) => r.path === "/control" && JSON.parse(r.body).data?.course?.id === course.body.result.id);
+    expect((await api("POST", `/v3/webhooks/${state.id}/test`)).status).toBe(404);
+    // A course.updated event, which the deleted registration subscribed to, reaches the control only.
+    const courseId = await createCourse("Portal e2e course");
+    const patched = await api("PATCH", `/v3/courses/${courseId}`, { name: "Portal e2e course, renamed" });
+    expect(patched.status, JSON.stringify(patched.body)).toBe(200);
+    await receiver.waitFor((r) => r.path === "/control" && JSON.parse(r.body).type === "course.updated" && JSON.parse(r.body).data?.course?.id === courseId);
     // The control got the event. Had a delivery to the deleted registration been queued with
     // it, the same alarm would have sent it: give it time to (wrongly) arrive.
     await new Promise((r) => setTimeout(r, 2_000));
-    expect(receiver.at("/portal-a").filter((r) => r.at >= deletedAt)).toEqual([]);
+    expect(receiver.received.filter((r) => r.path !== "/control" && r.at >= deletedAt)).toEqual([]);
     expect((await api("GET", "/v3/webhooks")).body.result.map((w: { id: string }) => w.id)).not.toContain(state.id);
   });
 

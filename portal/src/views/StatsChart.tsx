@@ -17,6 +17,9 @@ const RANGES = {
 } as const;
 type RangeKey = keyof typeof RANGES;
 
+/** A bucket's width in seconds (uPlot's time unit). */
+const BUCKET_S = { hour: 3600, day: 86_400 } as const;
+
 /** Series drawn, bottom to top of each stack; colours pass 4.5:1 on white. */
 const SERIES = [
   { key: "succeeded", label: "Delivered", color: "#2e7d32" },
@@ -46,7 +49,9 @@ function Chart({ buckets, bucket }: { buckets: StatsBucket[]; bucket: "hour" | "
         height: 220,
         legend: { show: false },
         cursor: { show: false },
-        scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        // Each bar spans its bucket to the right of its start (align 1): the x range ends one
+        // bucket after the last start, or the newest bucket — usually the busiest — is cut off.
+        scales: { x: { time: true, range: (_u, min, max) => [min, max + BUCKET_S[bucket]] }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
         axes: [{}, { label: "attempts", values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : "")) }],
         series: [{}, ...drawn.map((s) => ({ label: s.label, fill: s.color, stroke: s.color, width: 0, paths: bars, points: { show: false } }))],
       },

@@ -19,6 +19,9 @@ function useEventCatalog(): { types: EventType[] | null; error: Problem | null }
   return { types, error };
 }
 
+/** The event type of POST …/test: delivered to the one registration tested, never subscribed to. */
+const TEST_EVENT = "webhook.test";
+
 /** What the form edits. `all` is the subscription `["*"]`. */
 interface FormValue {
   url: string;
@@ -28,8 +31,9 @@ interface FormValue {
 }
 
 function WebhookFields({ value, onChange, catalog }: { value: FormValue; onChange: (v: FormValue) => void; catalog: ReturnType<typeof useEventCatalog> }) {
-  // The catalog's types, plus any the registration already has that the catalog lacks.
-  const known = [...new Set([...(catalog.types ?? []).map((t) => t.type), ...value.selected])];
+  // The catalog's types, plus any the registration already has that the catalog lacks; not
+  // `webhook.test`, which no registration subscribes to (a test reaches its endpoint anyway).
+  const known = [...new Set([...(catalog.types ?? []).map((t) => t.type).filter((t) => t !== TEST_EVENT), ...value.selected])];
   const describe = (type: string) => catalog.types?.find((t) => t.type === type)?.description;
   const toggle = (type: string, on: boolean) => onChange({ ...value, selected: on ? [...value.selected, type] : value.selected.filter((t) => t !== type) });
   return (
@@ -65,6 +69,7 @@ function WebhookFields({ value, onChange, catalog }: { value: FormValue; onChang
         </div>
         <fieldset class="nested" disabled={value.all}>
           <legend>Event types</legend>
+          <p class="hint">Test events (Send test event) reach the endpoint whatever is ticked.</p>
           <ErrorAlert error={catalog.error} title="The event catalog could not be loaded" />
           {catalog.types === null && !catalog.error && <p aria-busy="true">Loading the event catalog…</p>}
           {known.map((type) => (
