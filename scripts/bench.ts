@@ -346,7 +346,8 @@ async function main() {
 /** The A/B section of bench/RESULTS.md (scripts/lib/bench-ab-report.ts) with this run's setting. */
 function abLines(results: AbQueryResult[], info: { courses: number; rounds: number; load0: number }): { lines: string[]; results: AbQueryResult[] } {
   const server = "the benchmark entry under Miniflare directly (scripts/lib/bench-ab.ts says why)";
-  const setting = { date: new Date().toISOString(), cpus: os.cpus().length, load: [info.load0, os.loadavg()[0]!] as [number, number], server };
+  const command = opts["ab-only"] ? "npm run bench -- --ab-only" : "npm run bench";
+  const setting = { date: new Date().toISOString(), cpus: os.cpus().length, load: [info.load0, os.loadavg()[0]!] as [number, number], server, command };
   return { lines: abSection(results, { ...setting, courses: info.courses, rounds: info.rounds }), results };
 }
 

@@ -7,7 +7,9 @@
  * Production code is unchanged: B swaps the environment, not a code path. Its `DB` is a
  * session-less view of the same D1 binding (`withSession()` hands back the binding itself,
  * whose `getBookmark()` is null, so no `x-d1-bookmark` either) and `RATE_LIMIT_ENABLED` is
- * `"false"` (src/http/rate-limit.ts skips the binding).
+ * `"false"` (src/http/rate-limit.ts skips the binding). Two more variants tell the two steps'
+ * costs apart: S (A's sessions, no limiter) and M (A with the limiter's counters in the
+ * isolate, as on Cloudflare: `isolateLimiter`).
  */
 
 /**

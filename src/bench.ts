@@ -10,7 +10,8 @@
  *
  * And two request headers of issue 15's A/B (src/bench-ab.ts), absent from every other
  * benchmark's requests: `x-bench-variant: b` serves the request without D1 sessions and
- * without the rate limiter (`s`: without the rate limiter only); `x-bench-count: 1` answers the request's D1 and rate-limiter
+ * without the rate limiter (`s`: without the rate limiter only; `m`: with the limiter's
+ * counters in the isolate); `x-bench-count: 1` answers the request's D1 and rate-limiter
  * calls, counted at the bindings, in `x-bench-d1-calls` and `x-bench-ratelimit-calls`.
  */
 import { operations } from "./api";
@@ -38,7 +39,7 @@ const worker = workerOf([...operations, ...benchRoutes]);
 
 export default {
   ...worker,
-  /** The Worker's `fetch`, in variant A (as deployed) or B, counting the calls when asked. */
+  /** The Worker's `fetch`, in variant A (as deployed), B, S or M, counting the calls when asked. */
   async fetch(request, env, exec): Promise<Response> {
     const served = variantEnv(env, request.headers.get(VARIANT_HEADER));
     if (request.headers.get(COUNT_HEADER) !== "1") return worker.fetch(request, served, exec);

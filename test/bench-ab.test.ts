@@ -160,12 +160,21 @@ describe("the A/B report", () => {
   });
 
   it("the section replaces its predecessor between the markers, or goes before the hub sections, the rest kept", () => {
-    const info = { date: "2026-11-22T00:00:00Z", cpus: 2, load: [1, 2] as [number, number], courses: 30000, rounds: 3, server: "Miniflare" };
+    const info = {
+      date: "2026-11-22T00:00:00Z",
+      cpus: 2,
+      load: [1, 2] as [number, number],
+      courses: 30000,
+      rounds: 3,
+      server: "Miniflare",
+      command: "npm run bench",
+    };
     const section = abSection([result("no filter", [10, 11, 12], [10, 10, 11])], info);
     expect(section[0]).toBe(AB_SECTION_START);
     expect(section.at(-1)).toBe(AB_SECTION_END);
     expect(section.join("\n")).toContain("| no filter | 11.00 | 10.00 | +1.00 | 1.100 |");
     expect(section.join("\n")).toContain("**met**");
+    expect(section.join("\n")).toContain("Run with `npm run bench` on 2026-11-22");
     const before = "# Benchmark results\n\n## Listing\n\ntable\n\n## Hub: x\n\nhub\n";
     const inserted = replaceAbSection(before, section);
     expect(inserted).toBe(`# Benchmark results\n\n## Listing\n\ntable\n\n${section.join("\n")}\n\n## Hub: x\n\nhub\n`);

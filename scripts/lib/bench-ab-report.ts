@@ -141,6 +141,8 @@ export interface AbRunInfo {
   rounds: number;
   /** Where A and B were served (e.g. "Miniflare directly"). */
   server: string;
+  /** The command of the run (`npm run bench`, or with `--ab-only`). */
+  command: string;
 }
 
 /**
@@ -153,7 +155,7 @@ export function abSection(results: AbQueryResult[], info: AbRunInfo): string[] {
     AB_SECTION_START,
     "## Issue 15: sessions and rate limit, A/B",
     "",
-    `Run with \`npm run bench -- --ab-only\` (also part of \`npm run bench\`) on ${info.date.slice(0, 10)}: ${info.cpus} CPUs, load average ${fmt(info.load[0], 2)} at the start and ${fmt(info.load[1], 2)} at the end; ${info.courses.toLocaleString("en")} courses in \`sch_demo\`; ${info.server}, 1 connection.`,
+    `Run with \`${info.command}\` on ${info.date.slice(0, 10)}: ${info.cpus} CPUs, load average ${fmt(info.load[0], 2)} at the start and ${fmt(info.load[1], 2)} at the end; ${info.courses.toLocaleString("en")} courses in \`sch_demo\`; ${info.server}, 1 connection.`,
     "",
     `**A** is the Worker as deployed: each course read in a D1 session (\`withSession("first-unconstrained")\`, \`x-d1-bookmark\` on the response) and the rate limiter on (\`RATE_LIMIT_ENABLED=true\`, the binding's limit raised so that it never trips). **B** is the same Worker, same isolate, without those steps: \`DB.withSession()\` hands back the binding itself (no bookmark) and \`RATE_LIMIT_ENABLED=false\` (src/bench-ab.ts, chosen per request by the benchmark entry). **S** is A's sessions without its rate limiter, to tell the two steps' costs apart; **M** is A with the limiter's counters in the isolate (\`isolateLimiter\`), as Cloudflare runs it: locally each \`limit()\` is a call to a Durable Object of miniflare's, while on Cloudflare “the underlying counters are cached on the same machine that your Worker runs in” and \`limit()\` waits on no network request ([Workers docs, Rate Limiting § Performance](https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/#performance)). Each query: ${info.rounds} rounds of sequential requests, one of each variant back to back, the order rotating, after a warm-up. Δ p50 = p50 A − p50 B (= limiter + sessions); paired Δ = median over the rounds of A − B; limiter = p50 A − p50 S (M − S in the isolate); sessions = p50 S − p50 B; M − B = both steps with the limiter as deployed. Counts (per request, \`x-bench-count\`): D1 calls counted at the binding, D1 round trips from \`Server-Timing\`, calls to \`RATE_LIMITER.limit()\`.`,
     "",
