@@ -17,11 +17,15 @@
  *    and under wrangler's dev server API with the devtools inspector off —: deliveries/s and
  *    DELETE latency during dispatch; then on the simulated platform (6 requests waiting per
  *    I/O context, 50 ms receivers and a hanging one, `--simulated`).
- * 5. Writes bench/RESULTS.md and bench/results.json.
+ * 5. Runs issue 15's A/B (scripts/lib/bench-ab.ts): a few reads of the mix served as deployed
+ *    (D1 sessions, bookmarks, rate limiter on) and without those steps, interleaved.
+ * 6. Writes bench/RESULTS.md and bench/results.json.
  *
  * Options: `--courses 100000 --schools 10 --students-per-course 10 --duration 5` (seconds per
  * autocannon run), `--port N` (wrangler dev on N, Miniflare on N + 1; default: free ports), `--skip-hub`, `--only "name|name"` (query names), `--keep` (keep the temp
- * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`).
+ * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`),
+ * `--skip-ab`, `--ab-only` (only the A/B, Miniflare on `--port` N + 2: rewrites its own section
+ * of bench/RESULTS.md and its key of bench/results.json, nothing else), `--ab-rounds 200`.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,6 +36,8 @@ import autocannon from "autocannon";
 import { DEMO_API_KEY, generateDataset } from "./dataset/build";
 import { datasetStats } from "./generate";
 import { type ImportSummary, importData } from "./import";
+import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
+import { type AbQueryResult, abSection, abSummary, replaceAbSection } from "./lib/bench-ab-report";
 import { type DevServer, startDevServer } from "./lib/dev-server";
 import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
 import { localD1File, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
@@ -48,6 +54,9 @@ const { values: opts } = parseArgs({
     only: { type: "string" },
     keep: { type: "boolean", default: false },
     data: { type: "string" },
+    "skip-ab": { type: "boolean", default: false },
+    "ab-only": { type: "boolean", default: false },
+    "ab-rounds": { type: "string", default: "200" },
   },
 });
 
@@ -235,9 +244,24 @@ async function main() {
     log(`imported ${importSummary.rows} rows in ${fmt(importSummary.seconds)} s: ${Math.round(importSummary.rowsPerSecond)} rows/s`);
   }
 
+  const abPort = opts.port === undefined ? 0 : Number(opts.port) + 2;
+  const abList = abQueries(mix(data), data.courses!.find((c) => c.schoolId === "sch_demo")!.id);
+  const runAbOf = (list: AbQuery[]) => runAb({ persistTo, port: abPort, queries: list, rounds: Number(opts["ab-rounds"]), log });
+  const abInfo = (load0: number) => ({ courses: genOpts.courses, rounds: Number(opts["ab-rounds"]), load0 });
+  if (opts["ab-only"]) {
+    const load0 = os.loadavg()[0]!;
+    try {
+      writeAbOnly(await runAbOf(abList), abInfo(load0));
+    } finally {
+      if (!opts.keep && !opts.data) rmSync(persistTo, { recursive: true, force: true });
+    }
+    return;
+  }
+
   let server: DevServer | undefined;
   let mf: MiniflareServer | undefined;
   const results: QueryResult[] = [];
+  let ab: { results: AbQueryResult[]; load0: number } | undefined;
   try {
     server = await startDevServer({
       persistTo,
@@ -293,6 +317,12 @@ async function main() {
       results[i]!.miniflare = { c1, dbMsMedian: median(s.db), ratioToFloor: c1.p50 / mfFloor };
       log(`${q.name.padEnd(38)} Miniflare p50 ${fmt(c1.p50)} ms (×${fmt(c1.p50 / mfFloor, 2)} floor)  p99 ${fmt(c1.p99)}  D1 ${fmt(median(s.db), 2)} ms`);
     }
+    await mf.stop();
+    mf = undefined;
+    if (!opts["skip-ab"]) {
+      const load0 = os.loadavg()[0]!;
+      ab = { results: await runAbOf(abList), load0 };
+    }
   } finally {
     await server?.stop();
     await mf?.stop();
@@ -310,7 +340,28 @@ async function main() {
     hub.push({ label: SIMULATED_HUB, ...(await runHubBench(false, true)) });
   }
 
-  writeResults({ genOpts, stats, importSummary, results, hub, seconds });
+  writeResults({ genOpts, stats, importSummary, results, hub, seconds, ab: ab && abLines(ab.results, abInfo(ab.load0)) });
+}
+
+/** The A/B section of bench/RESULTS.md (scripts/lib/bench-ab-report.ts) with this run's setting. */
+function abLines(results: AbQueryResult[], info: { courses: number; rounds: number; load0: number }): { lines: string[]; results: AbQueryResult[] } {
+  const server = "the benchmark entry under Miniflare directly (scripts/lib/bench-ab.ts says why)";
+  const command = opts["ab-only"] ? "npm run bench -- --ab-only" : "npm run bench";
+  const setting = { date: new Date().toISOString(), cpus: os.cpus().length, load: [info.load0, os.loadavg()[0]!] as [number, number], server, command };
+  return { lines: abSection(results, { ...setting, courses: info.courses, rounds: info.rounds }), results };
+}
+
+/** `--ab-only`: the A/B's section of bench/RESULTS.md and its key of bench/results.json, the rest kept. */
+function writeAbOnly(results: AbQueryResult[], info: { courses: number; rounds: number; load0: number }) {
+  const dir = path.join(ROOT, "bench");
+  mkdirSync(dir, { recursive: true });
+  const { lines } = abLines(results, info);
+  const md = path.join(dir, "RESULTS.md");
+  writeFileSync(md, replaceAbSection(existsSync(md) ? readFileSync(md, "utf8") : "# Benchmark results\n", lines));
+  const jsonPath = path.join(dir, "results.json");
+  const json = existsSync(jsonPath) ? JSON.parse(readFileSync(jsonPath, "utf8")) : {};
+  writeFileSync(jsonPath, `${JSON.stringify({ ...json, ab: abSummary(results) }, null, 2)}\n`);
+  log("wrote the A/B section of bench/RESULTS.md and the ab key of bench/results.json");
 }
 
 function writeResults(r: {
@@ -320,6 +371,7 @@ function writeResults(r: {
   results: QueryResult[];
   hub: { label: string; output: string; code: number }[];
   seconds: number;
+  ab?: { lines: string[]; results: AbQueryResult[] };
 }) {
   const dir = path.join(ROOT, "bench");
   mkdirSync(dir, { recursive: true });
@@ -331,6 +383,7 @@ function writeResults(r: {
     import: r.importSummary,
     queries: r.results,
     hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })),
+    ab: r.ab && abSummary(r.ab.results),
   };
   writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
 
@@ -374,6 +427,7 @@ function writeResults(r: {
     `Targets over ${listings.length} listing queries: p50 ≤ 1.5 × floor: ${ratioOk}/${listings.length} (under Miniflare directly: ${mfOk}/${listings.length}); SQLite alone ≤ 2 ms: ${sqliteOk}/${listings.length}; exactly 1 D1 round trip: ${tripsOk}/${listings.length}; D1 time < 5 ms: ${dbOk}/${listings.length}.`,
     "",
   );
+  if (r.ab) lines.push(...r.ab.lines, "");
   for (const h of r.hub) {
     const wanted = h.output
       .split("\n")

@@ -7,8 +7,15 @@
  *   round trip.
  * - `POST /__bench/publish`: synthetic events straight to the school's hub
  *   (src/webhooks/bench.ts).
+ *
+ * And two request headers of issue 15's A/B (src/bench-ab.ts), absent from every other
+ * benchmark's requests: `x-bench-variant: b` serves the request without D1 sessions and
+ * without the rate limiter (`s`: without the rate limiter only; `m`: with the limiter's
+ * counters in the isolate); `x-bench-count: 1` answers the request's D1 and rate-limiter
+ * calls, counted at the bindings, in `x-bench-d1-calls` and `x-bench-ratelimit-calls`.
  */
 import { operations } from "./api";
+import { COUNT_HEADER, countingEnv, D1_CALLS_HEADER, RATE_LIMIT_CALLS_HEADER, VARIANT_HEADER, variantEnv } from "./bench-ab";
 import type { RequestContext } from "./http/context";
 import { success } from "./http/respond";
 import type { Route } from "./http/router";
@@ -28,4 +35,19 @@ export const benchRoutes: Route<Env>[] = [
   { method: "GET", path: "/__bench/floor", handler: benchFloor },
 ];
 
-export default workerOf([...operations, ...benchRoutes]);
+const worker = workerOf([...operations, ...benchRoutes]);
+
+export default {
+  ...worker,
+  /** The Worker's `fetch`, in variant A (as deployed), B, S or M, counting the calls when asked. */
+  async fetch(request, env, exec): Promise<Response> {
+    const served = variantEnv(env, request.headers.get(VARIANT_HEADER));
+    if (request.headers.get(COUNT_HEADER) !== "1") return worker.fetch(request, served, exec);
+    const counting = countingEnv(served);
+    const res = await worker.fetch(request, counting.env, exec);
+    const out = new Response(res.body, res);
+    out.headers.set(D1_CALLS_HEADER, String(counting.counts.d1));
+    out.headers.set(RATE_LIMIT_CALLS_HEADER, String(counting.counts.rateLimit));
+    return out;
+  },
+} satisfies ExportedHandler<Env>;

@@ -26,10 +26,18 @@ export interface MiniflareServer {
  * Bundles `entry` with wrangler and serves it with Miniflare on 127.0.0.1:`port` (0, the
  * default: a free port),
  * state read from `persistTo` (`<dir>/v3/d1`, `<dir>/v3/do`, as `wrangler dev --persist-to`).
+ * `ratelimits` replaces wrangler.toml's rate-limiting bindings (e.g. a limit a benchmark
+ * never reaches).
  *
  * @throws Error when the bundle fails (wrangler's output included).
  */
-export async function startMiniflare(opts: { persistTo: string; entry: string; vars?: Record<string, string>; port?: number }): Promise<MiniflareServer> {
+export async function startMiniflare(opts: {
+  persistTo: string;
+  entry: string;
+  vars?: Record<string, string>;
+  ratelimits?: Record<string, { namespace_id: string; simple: { limit: number; period: 10 | 60 } }>;
+  port?: number;
+}): Promise<MiniflareServer> {
   const outdir = mkdtempSync(path.join(os.tmpdir(), "school-bench-bundle-"));
   const built = spawnSync(process.execPath, [wranglerBin(), "deploy", "--dry-run", "--outdir", outdir, opts.entry], {
     cwd: ROOT,
@@ -53,6 +61,7 @@ export async function startMiniflare(opts: { persistTo: string; entry: string; v
         scriptPath: path.join(outdir, script),
         modulesRoot: outdir,
         bindings: { ...(workerOptions.bindings ?? {}), ...opts.vars },
+        ...(opts.ratelimits ? { ratelimits: opts.ratelimits } : {}),
       },
     ],
   });
