@@ -3,8 +3,8 @@
  * small limit of vitest.config.ts (5 per 60 s; wrangler.toml has 600), turned on for this
  * file only by calling the Worker with `RATE_LIMIT_ENABLED: "true"`.
  *
- * The binding's counter is miniflare's in-memory one (fixed windows of `period`), the local
- * stand-in for Cloudflare's per-location counter (Workers docs, "Rate Limiting" binding).
+ * The binding's counter is miniflare's local one (a Durable Object of its own, fixed windows of
+ * `period`), the stand-in for Cloudflare's per-location counter (Workers docs, "Rate Limiting" binding).
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
