@@ -12,23 +12,46 @@ import { type SQL, sql } from "drizzle-orm";
 import type { Includes } from "./filters";
 
 /**
- * An instant column (INTEGER ms since the epoch) as `2026-09-07T08:00:00.000Z`, exactly as
- * `formatInstant` (src/lib/time.ts) writes it for the years 0000–9999 (SQLite's date range):
- * `unixepoch` rounds `ms / 1000.0` back to whole milliseconds, `%f` prints them.
+ * An instant column (INTEGER ms since the epoch) as a JSON string `"2026-09-07T08:00:00.000Z"`,
+ * exactly as `formatInstant` (src/lib/time.ts) writes it for the years 0000–9999 (SQLite's
+ * date range; outside it `null`, where `formatInstant` would write a 6-digit year that the
+ * contract's pattern refuses too): `unixepoch` rounds `ms / 1000.0` back to whole
+ * milliseconds, `subsec` prints them (datetime() costs SQLite half of what strftime() does).
  */
-const instant = (column: string) => `strftime('%Y-%m-%dT%H:%M:%fZ', ${column} / 1000.0, 'unixepoch')`;
+const instant = (column: string) => `coalesce('"' || replace(datetime(${column} / 1000.0, 'unixepoch', 'subsec'), ' ', 'T') || 'Z"', 'null')`;
 
-/** An INTEGER 0/1 column as a JSON boolean (json_object would write 0/1). */
-const bool = (column: string) => `json(CASE WHEN ${column} THEN 'true' ELSE 'false' END)`;
+/** An INTEGER 0/1 column as a JSON boolean. */
+const bool = (column: string) => `CASE WHEN ${column} THEN 'true' ELSE 'false' END`;
+
+/** A text or number column as a JSON value (`json_quote`: escaped string, number, or `null`). */
+const value = (column: string) => `json_quote(${column})`;
 
 /**
- * A course's rows of a relation table `r` joined with `extra`, in `order`, as one JSON array
- * of `item`. The ORDER BY sits in a subquery that SQLite does not flatten into the aggregate,
- * so json_group_array receives the rows in that order. `json()` keeps the array JSON (not a
- * string) through the scalar subquery into the enclosing json_object.
+ * A JSON object from `[key, SQL of its JSON text]` pairs, by one concat(): every value is JSON
+ * text already (`json_quote`, a nested list, `true`/`false`), so SQLite parses nothing again.
+ * json_object would re-parse each nested list that comes out of a subquery (it keeps no JSON
+ * subtype across it), which cost more than the rest of the page (bench/NOTES.md).
+ */
+const object = (fields: [string, string][]) => `concat('{', ${fields.map(([k, v], i) => `'${i === 0 ? "" : ","}"${k}":', ${v}`).join(", ")}, '}')`;
+
+const ofCourse = `r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"`;
+
+/**
+ * A course's rows of a relation table `r` joined as in `from`, as the JSON text of an array of
+ * `item` (JSON text) in `order` (`[]` when none: concat() skips the NULL of no rows). The
+ * aggregate's own ORDER BY (SQLite ≥ 3.44) sorts the course's few rows.
  */
 const list = (item: string, from: string, order: string) =>
-  `json((SELECT json_group_array(${item}) FROM (SELECT * FROM ${from} WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY ${order})))`;
+  `(SELECT concat('[', group_concat(${item}, ',' ORDER BY ${order}), ']') FROM ${from} WHERE ${ofCourse})`;
+
+/**
+ * A course's ids of a relation table, ascending, as a JSON array. The ORDER BY sits in a
+ * subquery that SQLite does not flatten into the aggregate: the primary key (school_id,
+ * course_id, <column>) yields the rows in that order, so nothing is sorted (an aggregate
+ * ORDER BY would sort them again: test/query-plan.test.ts refuses any temp B-tree).
+ */
+const ids = (table: string, column: string) =>
+  `(SELECT concat('[', group_concat(${value(column)}, ','), ']') FROM (SELECT ${column} FROM ${table} r WHERE ${ofCourse} ORDER BY ${column}))`;
 
 /**
  * People (students, teachers) by lastName, firstName, id (API.md § "Course record"): each
@@ -37,7 +60,15 @@ const list = (item: string, from: string, order: string) =>
  */
 const PEOPLE_ORDER = "p.last_name_folded, p.last_name, p.first_name_folded, p.first_name, p.id";
 
-const person = (extra: string) => `json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email${extra})`;
+const person = (extra: [string, string][] = []): string =>
+  object([["id", value("id")], ["firstName", value("first_name")], ["lastName", value("last_name")], ["email", value("email")], ...extra]);
+
+/** `{ id, name }` of the row in scope. */
+const named = (prefix = "") =>
+  object([
+    ["id", value(`${prefix}id`)],
+    ["name", value(`${prefix}name`)],
+  ]);
 
 /**
  * The JSON text of the course record of the `courses` row in scope, with the include fields
@@ -47,44 +78,50 @@ const person = (extra: string) => `json_object('id', id, 'firstName', first_name
  * lastName, firstName, id and survey templates by name, id, names folded.
  */
 export function courseRecordJson(inc: Includes): SQL<string> {
-  const ids = (table: string, column: string) => list(column, `${table} r`, column);
-  const fields = [
-    `'id', "courses"."id"`,
-    `'name', "courses"."name"`,
-    `'startDateTime', ${instant(`"courses"."start_ms"`)}`,
-    `'endDateTime', ${instant(`"courses"."end_ms"`)}`,
-    `'classroom', "courses"."classroom"`,
-    `'creatorId', "courses"."creator_id"`,
-    `'trainingId', "courses"."training_id"`,
-    `'groupIds', ${ids("course_groups", "group_id")}`,
-    `'professorIds', ${ids("course_professors", "professor_id")}`,
-    `'archived', ${bool(`"courses"."archived"`)}`,
-    `'absencesSent', ${bool(`"courses"."absences_sent"`)}`,
-    `'version', "courses"."version"`,
-    `'createdAt', ${instant(`"courses"."created_at"`)}`,
-    `'updatedAt', ${instant(`"courses"."updated_at"`)}`,
+  const col = (name: string) => `"courses"."${name}"`;
+  const fields: [string, string][] = [
+    ["id", value(col("id"))],
+    ["name", value(col("name"))],
+    ["startDateTime", instant(col("start_ms"))],
+    ["endDateTime", instant(col("end_ms"))],
+    ["classroom", value(col("classroom"))],
+    ["creatorId", value(col("creator_id"))],
+    ["trainingId", value(col("training_id"))],
+    ["groupIds", ids("course_groups", "group_id")],
+    ["professorIds", ids("course_professors", "professor_id")],
+    ["archived", bool(col("archived"))],
+    ["absencesSent", bool(col("absences_sent"))],
+    ["version", value(col("version"))],
+    ["createdAt", instant(col("created_at"))],
+    ["updatedAt", instant(col("updated_at"))],
   ];
   if (inc.students)
-    fields.push(`'students', ${list(person(""), "course_students r JOIN students p ON p.school_id = r.school_id AND p.id = r.student_id", PEOPLE_ORDER)}`);
+    fields.push(["students", list(person(), "course_students r JOIN students p ON p.school_id = r.school_id AND p.id = r.student_id", PEOPLE_ORDER)]);
   if (inc.teachers)
-    fields.push(
-      `'teachers', ${list(
-        person(`, 'coTeacher', ${bool("co_teacher")}, 'signed', ${bool("signed")}`),
+    fields.push([
+      "teachers",
+      list(
+        person([
+          ["coTeacher", bool("co_teacher")],
+          ["signed", bool("signed")],
+        ]),
         "course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id",
         PEOPLE_ORDER,
-      )}`,
-    );
+      ),
+    ]);
   if (inc.surveyTemplates)
-    fields.push(
-      `'surveyTemplates', ${list(
-        "json_object('id', id, 'name', name)",
+    fields.push([
+      "surveyTemplates",
+      list(
+        named(),
         "course_survey_templates r JOIN survey_templates t ON t.school_id = r.school_id AND t.id = r.survey_template_id",
         "t.name_folded, t.name, t.id",
-      )}`,
-    );
+      ),
+    ]);
   if (inc.training)
-    fields.push(
-      `'training', json((SELECT json_object('id', t.id, 'name', t.name) FROM trainings t WHERE t.school_id = "courses"."school_id" AND t.id = "courses"."training_id"))`,
-    );
-  return sql<string>`${sql.raw(`json_object(${fields.join(", ")})`)}`;
+    fields.push([
+      "training",
+      `coalesce((SELECT ${named("t.")} FROM trainings t WHERE t.school_id = ${col("school_id")} AND t.id = ${col("training_id")}), 'null')`,
+    ]);
+  return sql<string>`${sql.raw(object(fields))}`;
 }
