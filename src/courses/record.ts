@@ -29,8 +29,9 @@ const value = (column: string) => `json_quote(${column})`;
 /**
  * A JSON object from `[key, SQL of its JSON text]` pairs, by one concat(): every value is JSON
  * text already (`json_quote`, a nested list, `true`/`false`), so SQLite parses nothing again.
- * json_object would re-parse each nested list that comes out of a subquery (it keeps no JSON
- * subtype across it), which cost more than the rest of the page (bench/NOTES.md).
+ * json_object takes a nested list that comes out of a subquery as JSON only when it is
+ * wrapped in json() — a re-parse that cost more than the rest of the page (bench/NOTES.md) —
+ * and its key/value calls cost more than one concat().
  */
 const object = (fields: [string, string][]) => `concat('{', ${fields.map(([k, v], i) => `'${i === 0 ? "" : ","}"${k}":', ${v}`).join(", ")}, '}')`;
 
@@ -60,15 +61,15 @@ const ids = (table: string, column: string) =>
  */
 const PEOPLE_ORDER = "p.last_name_folded, p.last_name, p.first_name_folded, p.first_name, p.id";
 
+/** `{ id, firstName, lastName, email, …extra }` of the person `p` in scope. */
 const person = (extra: [string, string][] = []): string =>
-  object([["id", value("id")], ["firstName", value("first_name")], ["lastName", value("last_name")], ["email", value("email")], ...extra]);
+  object([["id", value("p.id")], ["firstName", value("p.first_name")], ["lastName", value("p.last_name")], ["email", value("p.email")], ...extra]);
 
-/** `{ id, name }` of the row in scope. */
-const named = (prefix = "") =>
-  object([
-    ["id", value(`${prefix}id`)],
-    ["name", value(`${prefix}name`)],
-  ]);
+/** `{ id, name }` of the row `t` in scope (a survey template, a training). */
+const named = object([
+  ["id", value("t.id")],
+  ["name", value("t.name")],
+]);
 
 /**
  * The JSON text of the course record of the `courses` row in scope, with the include fields
@@ -102,8 +103,8 @@ export function courseRecordJson(inc: Includes): SQL<string> {
       "teachers",
       list(
         person([
-          ["coTeacher", bool("co_teacher")],
-          ["signed", bool("signed")],
+          ["coTeacher", bool("r.co_teacher")],
+          ["signed", bool("r.signed")],
         ]),
         "course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id",
         PEOPLE_ORDER,
@@ -113,15 +114,12 @@ export function courseRecordJson(inc: Includes): SQL<string> {
     fields.push([
       "surveyTemplates",
       list(
-        named(),
+        named,
         "course_survey_templates r JOIN survey_templates t ON t.school_id = r.school_id AND t.id = r.survey_template_id",
         "t.name_folded, t.name, t.id",
       ),
     ]);
   if (inc.training)
-    fields.push([
-      "training",
-      `coalesce((SELECT ${named("t.")} FROM trainings t WHERE t.school_id = ${col("school_id")} AND t.id = ${col("training_id")}), 'null')`,
-    ]);
+    fields.push(["training", `coalesce((SELECT ${named} FROM trainings t WHERE t.school_id = ${col("school_id")} AND t.id = ${col("training_id")}), 'null')`]);
   return sql<string>`${sql.raw(object(fields))}`;
 }
