@@ -26,7 +26,7 @@ import {
 } from "../http/headers";
 import { type ErrorCodes, type HeaderDoc, locationHeader, type Operation } from "../http/operation";
 import { pathParam, readJson, rejectQuery } from "../http/request";
-import { replayedHeader, storedAnswer, success } from "../http/respond";
+import { replayedHeader, storedAnswer, success, successRaw } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
 import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
@@ -98,8 +98,8 @@ function inWriteSession(req: IRequest, env: Env, rc: RequestContext, work: (s: D
 }
 
 async function answerPage(session: DbSession, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
-  const { records, hasMore } = await readCoursePage(session, rc, keyHash, q);
-  return success(records, { pagination: { page: q.page, limit: q.limit, hasMore } });
+  const { rows, hasMore } = await readCoursePage(session, rc, keyHash, q);
+  return successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } });
 }
 
 /** The request header every course operation reads. */
@@ -290,7 +290,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           const course = await readCourse(s, rc, keyHash, id, include);
           // The ETag names the bare record's version; a response with includes is another representation.
           const bare = !Object.values(include).some(Boolean);
-          return success(course, { headers: bare ? { etag: `"${course.version}"` } : {} });
+          return successRaw(course.record, { headers: bare ? { etag: `"${course.version}"` } : {} });
         });
       },
     },

@@ -1,7 +1,8 @@
 /**
  * The course query builder: one `CourseQuery` → one drizzle SELECT that returns a page of
- * course rows with every related list embedded as JSON (correlated subqueries), so that a
- * listing is a single statement whatever its includes (DESIGN.md § "Invariants").
+ * courses, each as its final JSON record with every related list embedded (correlated
+ * subqueries), so that a listing is a single statement whatever its includes (DESIGN.md §
+ * "Invariants").
  *
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
  * parameter per id (D1 allows 100 per statement).
@@ -11,7 +12,8 @@ import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/schema";
 import { fold } from "../lib/text";
 import type { SortKey } from "./filter-schemas";
-import type { CourseQuery, Includes } from "./filters";
+import type { CourseQuery } from "./filters";
+import { courseRecordJson } from "./record";
 
 /**
  * The school a statement reads: a literal school id (writes, hub) or the school of an API
@@ -156,41 +158,9 @@ function courseOrder(sort: SortKey[]): SQL[] {
 }
 
 /**
- * The JSON columns embedded in every row (record fields and includes). Id lists are ordered
- * here; included people and named items are ordered by `toCourseRecord` (folded names).
- */
-function embedded(inc: Includes) {
-  const ids = (table: string, column: string) =>
-    sql.raw(
-      `(SELECT json_group_array(${column}) FROM (SELECT ${column} FROM ${table} r WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id" ORDER BY ${column}))`,
-    );
-  const cols: Record<string, SQL> = {
-    groupIds: ids("course_groups", "group_id"),
-    professorIds: ids("course_professors", "professor_id"),
-  };
-  if (inc.students)
-    cols.students = sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email)) FROM (
-      SELECT s.id, s.first_name, s.last_name, s.email FROM course_students r JOIN students s ON s.school_id = r.school_id AND s.id = r.student_id
-      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
-  if (inc.teachers)
-    cols.teachers =
-      sql.raw(`(SELECT json_group_array(json_object('id', id, 'firstName', first_name, 'lastName', last_name, 'email', email, 'coTeacher', co_teacher, 'signed', signed)) FROM (
-      SELECT p.id, p.first_name, p.last_name, p.email, r.co_teacher, r.signed FROM course_professors r JOIN professors p ON p.school_id = r.school_id AND p.id = r.professor_id
-      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
-  if (inc.surveyTemplates)
-    cols.surveyTemplates = sql.raw(`(SELECT json_group_array(json_object('id', id, 'name', name)) FROM (
-      SELECT t.id, t.name FROM course_survey_templates r JOIN survey_templates t ON t.school_id = r.school_id AND t.id = r.survey_template_id
-      WHERE r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"))`);
-  if (inc.training)
-    cols.training = sql.raw(
-      `(SELECT json_object('id', t.id, 'name', t.name) FROM trainings t WHERE t.school_id = "courses"."school_id" AND t.id = "courses"."training_id")`,
-    );
-  return cols as Record<string, SQL<string | null>>;
-}
-
-/**
  * The page statement: `limit + 1` rows (the extra row tells `hasMore`) at offset
- * `(page - 1) * limit`, with the record's related ids and the requested includes as JSON.
+ * `(page - 1) * limit`, each the course's id, version and final JSON record with the
+ * requested includes (`courseRecordJson`, src/courses/record.ts).
  * A `name` of 3+ code points selects the page's rowids first (`namePageRowids`); the outer
  * query then sorts those few rows again and embeds their lists.
  *
@@ -202,21 +172,7 @@ export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: C
   // FTS5 ends a query string at NUL ("unterminated string"): such a needle walks instead.
   const byName = needle !== undefined && [...needle].length >= TRIGRAM && !needle.includes("\u0000");
   return db
-    .select({
-      id: courses.id,
-      name: courses.name,
-      startMs: courses.startMs,
-      endMs: courses.endMs,
-      classroom: courses.classroom,
-      creatorId: courses.creatorId,
-      trainingId: courses.trainingId,
-      archived: courses.archived,
-      absencesSent: courses.absencesSent,
-      version: courses.version,
-      createdAt: courses.createdAt,
-      updatedAt: courses.updatedAt,
-      ...embedded(q.include),
-    })
+    .select({ id: courses.id, version: courses.version, record: courseRecordJson(q.include) })
     .from(courses)
     .where(
       byName
@@ -228,12 +184,5 @@ export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: C
     .offset(byName ? 0 : (q.page - 1) * q.limit);
 }
 
-/** A row of `selectCoursePage`. */
-export type CourseRow = Awaited<ReturnType<typeof selectCoursePage>>[number] & {
-  groupIds: string;
-  professorIds: string;
-  students?: string;
-  teachers?: string;
-  surveyTemplates?: string;
-  training?: string | null;
-};
+/** A row of `selectCoursePage`: `record` is the JSON text of the course record. */
+export type CourseRow = Awaited<ReturnType<typeof selectCoursePage>>[number];

@@ -1,6 +1,7 @@
 /**
  * Course reads: the API key lookup and one page of courses in exactly one D1 round trip
- * (`db.batch`), whatever the filters and includes (DESIGN.md § "Invariants").
+ * (`db.batch`), whatever the filters and includes (DESIGN.md § "Invariants"). Records come
+ * out of SQLite as their final JSON text (src/courses/record.ts) and go to the client as is.
  */
 import { and, eq, isNull } from "drizzle-orm";
 import type { DbSession } from "../db/client";
@@ -9,14 +10,14 @@ import type { RequestContext } from "../http/context";
 import { errors } from "../http/errors";
 import { type CourseQuery, toCourseQuery } from "./filters";
 import { type CourseRow, selectCoursePage } from "./query";
-import { toCourseRecord } from "./record";
-import { type CourseRecord, courseNotFound } from "./schemas";
+import { courseNotFound } from "./schemas";
 
 /**
  * Runs the key lookup and the page statement in one `db.batch`, in the request's D1 session
  * (a read session: possibly a replica, at least as fresh as the client's bookmark).
  *
- * @returns the records of the page and whether another page exists.
+ * @returns the page's courses (`record`: the JSON text of each course record, in order) and
+ *   whether another page exists.
  * @throws ApiError 401 UNAUTHORIZED when the key is unknown or revoked.
  */
 export async function readCoursePage(
@@ -24,7 +25,7 @@ export async function readCoursePage(
   rc: RequestContext,
   keyHash: string,
   q: CourseQuery,
-): Promise<{ records: CourseRecord[]; hasMore: boolean }> {
+): Promise<{ rows: CourseRow[]; hasMore: boolean }> {
   const { db } = session;
   const [keyRows, rows] = await rc.db(() =>
     db.batch([
@@ -36,18 +37,18 @@ export async function readCoursePage(
     ]),
   );
   if (keyRows.length === 0) throw errors.unauthorized();
-  const page = (rows as CourseRow[]).slice(0, q.limit);
-  return { records: page.map(toCourseRecord), hasMore: rows.length > q.limit };
+  return { rows: rows.slice(0, q.limit), hasMore: rows.length > q.limit };
 }
 
 /**
  * Reads one course of the key's school (one D1 round trip).
  *
+ * @returns its version and the JSON text of its record.
  * @throws ApiError 404 COURSE_NOT_FOUND, 401 UNAUTHORIZED.
  */
-export async function readCourse(session: DbSession, rc: RequestContext, keyHash: string, id: string, include: CourseQuery["include"]): Promise<CourseRecord> {
+export async function readCourse(session: DbSession, rc: RequestContext, keyHash: string, id: string, include: CourseQuery["include"]): Promise<CourseRow> {
   const q: CourseQuery = { ...toCourseQuery({ courseId: [id], limit: 1 }), include };
-  const { records } = await readCoursePage(session, rc, keyHash, q);
-  if (records.length === 0) throw courseNotFound(id);
-  return records[0]!;
+  const { rows } = await readCoursePage(session, rc, keyHash, q);
+  if (rows.length === 0) throw courseNotFound(id);
+  return rows[0]!;
 }

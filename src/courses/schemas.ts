@@ -106,10 +106,6 @@ export const courseRecordSchema = z
 
 /** A course record (`z.infer` of `courseRecordSchema`). */
 export type CourseRecord = z.infer<typeof courseRecordSchema>;
-/** A student embedded by `includeStudents`. */
-export type StudentRef = z.infer<typeof studentRefSchema>;
-/** `{ id, name }` of a survey template or training. */
-export type NamedRef = z.infer<typeof namedRefSchema>;
 
 /** 200 of GET /v3/courses and POST /v3/courses:search. */
 export const courseListResponseSchema = listEnvelope("CourseList", courseRecordSchema, "One page of courses, ordered as asked.");

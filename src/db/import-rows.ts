@@ -59,6 +59,8 @@ const upsert = (table: string, columns: readonly string[], rows: Value[][], conf
 export async function importSteps(file: ImportFile, now = Date.now()): Promise<ImportStep[]> {
   const keyRows: Value[][] = [];
   for (const s of file.schools) for (const k of s.apiKeys) keyRows.push([await sha256Hex(k), s.id, now]);
+  // Folded keys (`fold()`) are written beside the names they fold: the page statement orders
+  // included people and survey templates by them (src/courses/query.ts).
   const named = (table: string, rows: { id: string; schoolId: string; name: string }[]) =>
     upsert(
       table,
@@ -66,12 +68,18 @@ export async function importSteps(file: ImportFile, now = Date.now()): Promise<I
       rows.map((r) => [r.schoolId, r.id, r.name]),
       "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name",
     );
+  const surveys = upsert(
+    "survey_templates",
+    ["school_id", "id", "name", "name_folded"],
+    file.surveyTemplates.map((r) => [r.schoolId, r.id, r.name, fold(r.name)]),
+    "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name, name_folded = excluded.name_folded",
+  );
   const people = (table: string, rows: ImportFile["students"]) =>
     upsert(
       table,
-      ["school_id", "id", "first_name", "last_name", "email"],
-      rows.map((r) => [r.schoolId, r.id, r.firstName, r.lastName, r.email]),
-      "ON CONFLICT(school_id, id) DO UPDATE SET first_name = excluded.first_name, last_name = excluded.last_name, email = excluded.email",
+      ["school_id", "id", "first_name", "last_name", "email", "first_name_folded", "last_name_folded"],
+      rows.map((r) => [r.schoolId, r.id, r.firstName, r.lastName, r.email, fold(r.firstName), fold(r.lastName)]),
+      "ON CONFLICT(school_id, id) DO UPDATE SET first_name = excluded.first_name, last_name = excluded.last_name, email = excluded.email, first_name_folded = excluded.first_name_folded, last_name_folded = excluded.last_name_folded",
     );
   return [
     upsert(
@@ -88,7 +96,7 @@ export async function importSteps(file: ImportFile, now = Date.now()): Promise<I
     ),
     named("trainings", file.trainings),
     named("groups", file.groups),
-    named("survey_templates", file.surveyTemplates),
+    surveys,
     people("students", file.students),
     people("professors", file.professors),
     ...courseSteps(file.courses, now),

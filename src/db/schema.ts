@@ -7,8 +7,10 @@
  * - Instants are INTEGER milliseconds since the Unix epoch (UTC), so that values read with
  *   different zone offsets compare as instants.
  * - Booleans are INTEGER 0/1 (`mode: "boolean"`).
- * - `*_folded` columns hold the case- and accent-folded text used by the `name` filter and
- *   the `name` / `classroom` sorts (see `fold()` in src/lib/text.ts).
+ * - `*_folded` columns hold the case- and accent-folded text (`fold()` of src/lib/text.ts,
+ *   computed by every write path) used by the `name` filter, the `name` / `classroom` sorts
+ *   and the order of the nested lists the page statement builds (people by last name, first
+ *   name; named items by name: API.md § "Course record").
  *
  * Migrations are generated from this file by `npm run db:generate` (drizzle-kit) into
  * migrations/ as flat `NNNN_name.sql` files.
@@ -36,23 +38,28 @@ export const apiKeys = sqliteTable(
   (t) => [index("api_keys_school_idx").on(t.schoolId)],
 );
 
-const named = (table: string) =>
-  sqliteTable(
-    table,
-    {
-      schoolId: text("school_id").notNull(),
-      id: text("id").notNull(),
-      name: text("name").notNull(),
-    },
-    (t) => [primaryKey({ columns: [t.schoolId, t.id] })],
-  );
+const namedColumns = () => ({
+  schoolId: text("school_id").notNull(),
+  id: text("id").notNull(),
+  name: text("name").notNull(),
+});
+
+const named = (table: string) => sqliteTable(table, namedColumns(), (t) => [primaryKey({ columns: [t.schoolId, t.id] })]);
 
 /** Trainings (a course belongs to at most one). */
 export const trainings = named("trainings");
 /** Student groups (classes). */
 export const groups = named("groups");
 /** Survey templates attachable to courses. */
-export const surveyTemplates = named("survey_templates");
+export const surveyTemplates = sqliteTable(
+  "survey_templates",
+  {
+    ...namedColumns(),
+    /** `fold(name)`: the order of included survey templates. */
+    nameFolded: text("name_folded").notNull().default(""),
+  },
+  (t) => [primaryKey({ columns: [t.schoolId, t.id] })],
+);
 
 const people = (table: string) =>
   sqliteTable(
@@ -63,6 +70,9 @@ const people = (table: string) =>
       firstName: text("first_name").notNull(),
       lastName: text("last_name").notNull(),
       email: text("email").notNull(),
+      /** `fold(firstName)`, `fold(lastName)`: the order of included students and teachers. */
+      firstNameFolded: text("first_name_folded").notNull().default(""),
+      lastNameFolded: text("last_name_folded").notNull().default(""),
     },
     (t) => [primaryKey({ columns: [t.schoolId, t.id] })],
   );

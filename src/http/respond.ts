@@ -19,6 +19,23 @@ export function success(result: unknown, init: { status?: number; headers?: Reco
   return jsonResponse(body, init.status ?? 200, init.headers);
 }
 
+/**
+ * The success envelope around a result that is JSON text already: `{"status":"success",
+ * "result":<resultJson>}` (+ `,"pagination":{…}`), the same bytes as `success` would send for
+ * the parsed value. Course listings use it (src/courses/read.ts): SQLite builds each record's
+ * JSON, and parsing and serializing it again would cost the Worker more than the query (a page
+ * of 100 courses with every include is about 160 KB).
+ *
+ * @param resultJson valid JSON text; the caller answers for it (nothing here parses it).
+ */
+export function successRaw(resultJson: string, init: { headers?: Record<string, string>; pagination?: Pagination } = {}): Response {
+  const pagination = init.pagination ? `,"pagination":${JSON.stringify(init.pagination)}` : "";
+  return new Response(`{"status":"success","result":${resultJson}${pagination}}`, {
+    status: 200,
+    headers: { "content-type": "application/json; charset=utf-8", ...init.headers },
+  });
+}
+
 /** A response as first sent and stored for an `Idempotency-Key` (src/db/idempotency.ts). */
 export interface StoredAnswer {
   status: number;
