@@ -291,6 +291,8 @@ export async function serve(): Promise<void> {
     entrypoint: path.join(root, process.env.BENCH_ENTRY ?? BENCH_ENTRY),
     bindings: {
       WEBHOOK_ALLOW_INSECURE_URLS: { type: "plain_text", value: "true" },
+      // As with `--var` above: the benchmark's own calls must not meet the rate limit.
+      RATE_LIMIT_ENABLED: { type: "plain_text", value: "false" },
       BENCH_FLOOR: { type: "plain_text", value: "true" },
       ...(process.env.BENCH_TIMEOUT_MS ? { WEBHOOK_TIMEOUT_MS: { type: "plain_text" as const, value: process.env.BENCH_TIMEOUT_MS } } : {}),
     },
