@@ -131,6 +131,23 @@ describe("POST /v3/courses", () => {
     expect([status, body.code, body.details[0].path]).toEqual([400, "VALIDATION_ERROR", "name"]);
   });
 
+  it("an instant outside years 0000–9999 once in UTC is refused (it could not be written back); the edges are kept exactly", async () => {
+    for (const [startDateTime, endDateTime] of [
+      ["9999-12-31T22:00:00Z", "9999-12-31T23:00:00-05:00"], // 10000-01-01T04:00Z
+      ["0000-01-01T00:30:00+01:00", "2026-09-07T10:00:00Z"], // -000001-12-31T23:30Z
+    ]) {
+      const { status, body } = await post({ ...base, startDateTime, endDateTime });
+      expect([status, body.code], startDateTime).toEqual([400, "VALIDATION_ERROR"]);
+      expect(body.message, startDateTime).toContain("within years 0000–9999 in UTC");
+    }
+    const edges = await post({ ...base, startDateTime: "0000-01-01T00:00:00Z", endDateTime: "9999-12-31T23:59:59.999Z" });
+    expect(edges.status, JSON.stringify(edges.body)).toBe(201);
+    const read = await callJson(`/v3/courses/${edges.body.result.id}`, { key: KEY_A });
+    expect([read.body.result.startDateTime, read.body.result.endDateTime]).toEqual(["0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"]);
+    const query = await callJson(`/v3/courses?courseStartDateTime=${encodeURIComponent("9999-12-31T23:30:00-01:00")}`, { key: KEY_A });
+    expect([query.status, query.body.code]).toEqual([400, "INVALID_PARAMETER"]);
+  });
+
   it("unknown fields are UNKNOWN_PARAMETER with a close match", async () => {
     const { body } = await post({ ...base, classRoom: "B2" });
     expect(body.code).toBe("UNKNOWN_PARAMETER");

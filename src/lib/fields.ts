@@ -72,7 +72,7 @@ export const instantSchema = (opts: { repair?: boolean } = {}) =>
       if (ms === undefined) {
         ctx.addIssue({
           code: "custom",
-          message: "must be an ISO 8601 instant with a zone, e.g. 2026-09-07T08:00:00Z or 2026-09-07T10:00:00+02:00",
+          message: "must be an ISO 8601 instant with a zone, within years 0000–9999 in UTC, e.g. 2026-09-07T08:00:00Z or 2026-09-07T10:00:00+02:00",
         });
         return z.NEVER;
       }

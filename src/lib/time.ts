@@ -3,12 +3,17 @@
  * clients only with a zone (`Z` or `±hh:mm`).
  */
 
+/** The first and last instants `formatInstant` writes as `YYYY-…Z` (years 0000–9999), in ms. */
+const FIRST_INSTANT_MS = Date.parse("0000-01-01T00:00:00.000Z");
+const LAST_INSTANT_MS = Date.parse("9999-12-31T23:59:59.999Z");
+
 const INSTANT_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-](\d{2}):(\d{2}))$/;
 
 /**
  * Parses an ISO 8601 instant that carries a zone into ms since the epoch.
  * Returns `undefined` for anything else: no zone, impossible calendar dates (Feb 30),
- * hours ≥ 24, offsets beyond ±23:59.
+ * hours ≥ 24, offsets beyond ±23:59, and instants outside years 0000–9999 once in UTC
+ * (`9999-12-31T23:00:00-05:00`), which the API could not write back in its own form.
  */
 export function parseInstant(text: string): number | undefined {
   const m = INSTANT_RE.exec(text);
@@ -25,7 +30,7 @@ export function parseInstant(text: string): number | undefined {
   const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
   if (day > daysInMonth) return undefined;
   const ms = Date.parse(text);
-  if (Number.isNaN(ms)) return undefined;
+  if (Number.isNaN(ms) || ms < FIRST_INSTANT_MS || ms > LAST_INSTANT_MS) return undefined;
   // Date.parse keeps milliseconds only; sub-ms digits are truncated, as documented.
   void frac;
   return ms;
