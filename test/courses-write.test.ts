@@ -144,6 +144,9 @@ describe("POST /v3/courses", () => {
     expect(edges.status, JSON.stringify(edges.body)).toBe(201);
     const read = await callJson(`/v3/courses/${edges.body.result.id}`, { key: KEY_A });
     expect([read.body.result.startDateTime, read.body.result.endDateTime]).toEqual(["0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z"]);
+    // 0000 is a leap year: its 29 February exists.
+    const leap = await post({ ...base, startDateTime: "0000-02-29T08:00:00Z", endDateTime: "0000-02-29T10:00:00Z" });
+    expect(leap.status, JSON.stringify(leap.body)).toBe(201);
     const query = await callJson(`/v3/courses?courseStartDateTime=${encodeURIComponent("9999-12-31T23:30:00-01:00")}`, { key: KEY_A });
     expect([query.status, query.body.code]).toEqual([400, "INVALID_PARAMETER"]);
   });

@@ -60,14 +60,17 @@ describe("the registration record", () => {
       sql.exec(
         `CREATE TABLE attempts (id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL, attempt INTEGER NOT NULL, status TEXT NOT NULL, response_status INTEGER, error TEXT, attempted_at INTEGER NOT NULL, next_attempt_at INTEGER)`,
       );
+      sql.exec(
+        `CREATE TABLE deliveries (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, webhook_id TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, created_at INTEGER NOT NULL, UNIQUE (event_id, webhook_id))`,
+      );
       sql.exec(`INSERT INTO webhooks (id, url, events, secret, created_at) VALUES ('wh_old', 'https://x.example.com/', '["*"]', 'whsec_x', 1000)`);
       sql.exec(`INSERT INTO meta (key, value) VALUES ('schema_version', '2')`);
       migrate(sql);
       expect(sql.exec(`SELECT enabled, disabled_reason, updated_at, epoch FROM webhooks`).toArray()).toEqual([
         { enabled: 1, disabled_reason: null, updated_at: 1000, epoch: 0 },
       ]);
-      // Version 2 → 5: issue 15's idempotency keys (3), the lifecycle's columns (4), the stats' index (5).
-      expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("5");
+      // Version 2 → 6: issue 15's idempotency keys (3), the lifecycle's columns (4), the stats' indexes (5, 6).
+      expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("6");
       expect(sql.exec(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attempts' AND name LIKE 'attempts_by_webhook%'`).toArray()).toEqual([
         { name: "attempts_by_webhook_status" },
       ]);

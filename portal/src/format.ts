@@ -24,10 +24,14 @@ export function localInputToIso(value: string): string {
   return d.toISOString();
 }
 
-/** A bucket's start as a chart axis or table label: "18:00" for hours, "21/11" for days. */
+/**
+ * A bucket's start as a table label, in UTC like the buckets themselves (API.md § "Delivery
+ * statistics": UTC hours and days; a local date would name the day before west of UTC):
+ * "21/11, 18:00" for hours, "21/11" for days, in the browser's locale.
+ */
 export function formatBucket(iso: string, bucket: "hour" | "day"): string {
   const d = new Date(iso);
   return bucket === "hour"
-    ? d.toLocaleString(undefined, { day: "2-digit", month: "2-digit", hour: "2-digit", minute: "2-digit" })
-    : d.toLocaleDateString(undefined, { day: "2-digit", month: "2-digit" });
+    ? d.toLocaleString(undefined, { day: "2-digit", month: "2-digit", hour: "2-digit", minute: "2-digit", timeZone: "UTC" })
+    : d.toLocaleDateString(undefined, { day: "2-digit", month: "2-digit", timeZone: "UTC" });
 }

@@ -4,7 +4,7 @@
  */
 
 /** The first and last instants `formatInstant` writes as `YYYY-…Z` (years 0000–9999), in ms. */
-const FIRST_INSTANT_MS = Date.parse("0000-01-01T00:00:00.000Z");
+export const FIRST_INSTANT_MS = Date.parse("0000-01-01T00:00:00.000Z");
 const LAST_INSTANT_MS = Date.parse("9999-12-31T23:59:59.999Z");
 
 const INSTANT_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-](\d{2}):(\d{2}))$/;
@@ -27,7 +27,10 @@ export function parseInstant(text: string): number | undefined {
     second = Number(s);
   if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
   if (Number(oh) > 23 || Number(om) > 59) return undefined;
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  // Not Date.UTC(year, …): it reads years 0–99 as 1900–1999 (0000 is a leap year, 1900 not).
+  const last = new Date(0);
+  last.setUTCFullYear(year, month, 0);
+  const daysInMonth = last.getUTCDate();
   if (day > daysInMonth) return undefined;
   const ms = Date.parse(text);
   if (Number.isNaN(ms) || ms < FIRST_INSTANT_MS || ms > LAST_INSTANT_MS) return undefined;

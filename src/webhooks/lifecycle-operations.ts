@@ -17,7 +17,7 @@ import { parseBodyWith, parseQuery, pathParam, rejectQuery } from "../http/reque
 import { success } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { DEFAULT_GRACE_SECONDS } from "../lib/limits";
-import { formatInstant } from "../lib/time";
+import { FIRST_INSTANT_MS, formatInstant } from "../lib/time";
 import { lifecycleError, optionalBody, subscriptionOf, TAG, webhookId, webhookNotFound } from "./operation-parts";
 import { LOG_RETENTION_MS } from "./schema";
 import {
@@ -167,7 +167,7 @@ export const lifecycleOperations: Operation<Env>[] = [
     tag: TAG,
     summary: "Delivery statistics per hour or day",
     description:
-      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): attempts that succeeded and failed (a failed attempt counts as `failed` even when a retry follows; the log shows it `pending`), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
+      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): attempts that succeeded and failed (a failed attempt counts as `failed` even when a retry follows; the log shows it `pending`), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
     request: { params: webhookIdParams, query: statsQuerySchema },
     responses: {
       200: { description: "The counts per bucket.", schema: statsResponseSchema, example: { status: "success", result: statsSchema.meta()!.example } },
@@ -178,7 +178,8 @@ export const lifecycleOperations: Operation<Env>[] = [
       const schoolId = await authenticate(req, env.DB, rc);
       const query = parseQuery(statsQuerySchema, req);
       const until = query.until ?? (query.since === undefined ? Date.now() : Math.min(Date.now(), query.since + STATS_MAX_WINDOW_MS));
-      const since = query.since ?? until - STATS_DEFAULT_WINDOW_MS;
+      // A derived start never falls before year 0000, which the API could not write.
+      const since = query.since ?? Math.max(FIRST_INSTANT_MS, until - STATS_DEFAULT_WINDOW_MS);
       if (since >= until) throw new ApiError("INVALID_PARAMETER", "`since` must be before `until`.", [{ parameter: "since", message: "must be before until" }]);
       if (until - since > STATS_MAX_WINDOW_MS) {
         throw new ApiError("INVALID_PARAMETER", "The window from `since` to `until` is longer than 7 days, the log's retention.", [

@@ -103,6 +103,11 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX attempts_by_webhook_status ON attempts (webhook_id, attempted_at, status)`,
     `DROP INDEX IF EXISTS attempts_by_webhook`,
   ],
+  [
+    // Deliveries not attempted yet, by registration and queued time: the stats' `pending`
+    // and the log's queued entries read a window of them, not the whole queue.
+    `CREATE INDEX deliveries_unattempted ON deliveries (webhook_id, created_at) WHERE attempts = 0`,
+  ],
 ];
 
 /** `webhooks.courier`: no attempt was ever queued for the registration. */

@@ -9,7 +9,9 @@ import { instantOutSchema, instantSchema } from "../lib/fields";
 /** The query of GET /v3/webhooks/{id}/stats (API.md § "Delivery statistics"); defaults resolved by the operation. */
 export const statsQuerySchema = z.strictObject({
   since: instantSchema({ repair: true }).optional().meta({ description: "The window's start (inclusive); default `until` − 24 h." }),
-  until: instantSchema({ repair: true }).optional().meta({ description: "The window's end (exclusive); default now. At most 7 days after `since`." }),
+  until: instantSchema({ repair: true }).optional().meta({
+    description: "The window's end (exclusive); default now (with only `since`: now, or 7 days after `since` if sooner). At most 7 days after `since`.",
+  }),
   bucket: z
     .enum(["hour", "day"], { error: "must be hour or day" })
     .optional()

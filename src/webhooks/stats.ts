@@ -2,7 +2,8 @@
  * Delivery statistics (API.md § "Delivery statistics: GET /v3/webhooks/{id}/stats"): the log
  * of one registration counted per hour or per day, as one grouped SQL statement on the hub's
  * storage, served by the covering index `attempts_by_webhook_status` (webhook, time, status;
- * schema.ts) and, for deliveries not attempted yet, by `deliveries_due` (webhook first).
+ * schema.ts) and, for deliveries not attempted yet, by the partial index
+ * `deliveries_unattempted` (webhook, queued time).
  * test/webhooks-stats.test.ts checks the plan and the counts against the log.
  */
 import { formatInstant } from "../lib/time";
@@ -23,8 +24,10 @@ export const STATS_DEFAULT_WINDOW_MS = 24 * 3_600_000;
 
 /**
  * The grouped statement: ?1 webhook id, ?2 the first bucket's start, ?3 the window's end
- * (exclusive), ?4 the bucket width, ?5 the window's start (inclusive), all ms. One row per
- * bucket that holds anything, `k` its index from the first.
+ * (exclusive), ?4 the bucket width, ?5 the first instant counted (inclusive: the window's
+ * start, or the retention's if later), all ms. One row per bucket that holds anything, `k`
+ * its index from the first. The hub's SQL binds JS numbers as doubles, so the division is a
+ * floating one and CAST truncates it: right because ?5 ≥ ?2 keeps it non-negative.
  */
 export const STATS_SQL = `SELECT CAST((at - ?2) / ?4 AS INTEGER) AS k,
        sum(s = 'succeeded') AS succeeded, sum(s IN ('failed', 'pending')) AS failed,
@@ -57,6 +60,9 @@ export function readStats(sql: SqlStorage, webhookId: string, since: number, unt
     pending: 0,
     skipped: 0,
   }));
-  for (const { k, ...counts } of sql.exec<Row>(STATS_SQL, webhookId, first, until, width, from)) Object.assign(buckets[k]!, counts);
+  for (const { k, ...counts } of sql.exec<Row>(STATS_SQL, webhookId, first, until, width, from)) {
+    const bucket = buckets[k];
+    if (bucket) Object.assign(bucket, counts);
+  }
   return buckets;
 }

@@ -52,6 +52,8 @@ function Chart({ buckets, bucket }: { buckets: StatsBucket[]; bucket: "hour" | "
         // Each bar spans its bucket to the right of its start (align 1): the x range ends one
         // bucket after the last start, or the newest bucket — usually the busiest — is cut off.
         scales: { x: { time: true, range: (_u, min, max) => [min, max + BUCKET_S[bucket]] }, y: { range: (_u, _min, max) => [0, Math.max(1, max)] } },
+        // The axis in UTC, as the buckets are: daily ticks then fall on the bars' starts.
+        tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
         axes: [{}, { label: "attempts", values: (_u, ticks) => ticks.map((t) => (Number.isInteger(t) ? String(t) : "")) }],
         series: [{}, ...drawn.map((s) => ({ label: s.label, fill: s.color, stroke: s.color, width: 0, paths: bars, points: { show: false } }))],
       },
@@ -64,7 +66,7 @@ function Chart({ buckets, bucket }: { buckets: StatsBucket[]; bucket: "hour" | "
       resize.disconnect();
       plot.destroy();
     };
-  }, [buckets]);
+  }, [buckets, bucket]);
   const totals = SERIES.map((s) => buckets.reduce((sum, b) => sum + b[s.key], 0));
   return (
     <>
@@ -85,9 +87,15 @@ function Chart({ buckets, bucket }: { buckets: StatsBucket[]; bucket: "hour" | "
   );
 }
 
+/**
+ * The statistics panel of registration `id`: a period to choose, the chart and its table.
+ * Reloads when `refresh` changes (the detail view bumps it after each load of the log).
+ */
 export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
   const [range, setRange] = useState<RangeKey>("day");
-  const [buckets, setBuckets] = useState<StatsBucket[] | null>(null);
+  // The buckets with the width they were asked with: until a new period's answer arrives, the
+  // old one stays drawn and labelled as what it is.
+  const [shown, setShown] = useState<{ bucket: "hour" | "day"; buckets: StatsBucket[] } | null>(null);
   const [error, setError] = useState<Problem | null>(null);
   // A server without the stats route (404 NOT_FOUND, 405) says so once: the reloads that follow
   // the log do not ask again (and do not make screen readers repeat the alert).
@@ -103,13 +111,13 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
     api.stats(id, new Date(until - ms).toISOString(), new Date(until).toISOString(), bucket).then(
       (b) => {
         if (!live) return;
-        setBuckets(b);
+        setShown({ bucket, buckets: b });
         setError(null);
       },
       (err) => {
         if (err instanceof ApiError && (err.code === "NOT_FOUND" || err.code === "METHOD_NOT_ALLOWED")) absent.current = true;
         if (!live) return;
-        setBuckets(null);
+        setShown(null);
         setError(err);
       },
     );
@@ -117,7 +125,6 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
       live = false;
     };
   }, [id, range, refresh]);
-  const bucket = RANGES[range].bucket;
   return (
     <section aria-labelledby="stats-title" class="panel">
       <div class="title-row">
@@ -132,17 +139,17 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
         </div>
       </div>
       <ErrorAlert error={error} title="The statistics could not be read" />
-      {buckets && (
+      {shown && (
         <>
-          <Chart buckets={buckets} bucket={bucket} />
+          <Chart buckets={shown.buckets} bucket={shown.bucket} />
           <details>
-            <summary>The numbers, per {bucket}</summary>
+            <summary>The numbers, per {shown.bucket} (UTC)</summary>
             <div class="table-scroll">
               <table>
-                <caption class="visually-hidden">Attempts per {bucket}, oldest first</caption>
+                <caption class="visually-hidden">Attempts per {shown.bucket} (UTC), oldest first</caption>
                 <thead>
                   <tr>
-                    <th scope="col">{bucket === "hour" ? "Hour" : "Day"} starting</th>
+                    <th scope="col">{shown.bucket === "hour" ? "Hour" : "Day"} starting (UTC)</th>
                     <th scope="col">Delivered</th>
                     <th scope="col">Failed</th>
                     <th scope="col">Skipped</th>
@@ -150,9 +157,9 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
                   </tr>
                 </thead>
                 <tbody>
-                  {buckets.map((b) => (
+                  {shown.buckets.map((b) => (
                     <tr key={b.start}>
-                      <th scope="row">{formatBucket(b.start, bucket)}</th>
+                      <th scope="row">{formatBucket(b.start, shown.bucket)}</th>
                       <td>{b.succeeded}</td>
                       <td>{b.failed}</td>
                       <td>{b.skipped}</td>
