@@ -81,6 +81,14 @@ async function openEndpoint(id: string): Promise<void> {
   await shown(page.getByRole("heading", { name: "Delivery log" }));
 }
 
+/** Presses "Send test event" and returns the event id the page announces. */
+async function sendTest(): Promise<string> {
+  await page.getByRole("button", { name: "Send test event" }).click();
+  const status = page.getByRole("status").filter({ hasText: /^Test event evt_\S+ queued/ });
+  await shown(status);
+  return /evt_[A-Za-z0-9_-]+/.exec((await status.textContent())!)![0];
+}
+
 /** The delivery log's row of `eventId` once its status is `status` (the log polls by itself after a test). */
 async function logRow(eventId: string, status: string) {
   const row = page.locator(`tr[data-event-id="${eventId}"][data-status="${status}"]`).first();
@@ -263,10 +271,7 @@ describe("the webhook portal, one administrator's session", () => {
   it("sends a test and sees it succeed in the delivery log, signed with the copied secret", async () => {
     await openEndpoint(state.id!);
     await shown(page.getByRole("heading", { level: 1 }).filter({ hasText: state.url! }));
-    await page.getByRole("button", { name: "Send test event" }).click();
-    const status = page.getByRole("status").filter({ hasText: /^Test event evt_\S+ queued/ });
-    await shown(status);
-    const eventId = /evt_[A-Za-z0-9_-]+/.exec((await status.textContent())!)![0];
+    const eventId = await sendTest();
 
     const row = await logRow(eventId, "succeeded");
     expect(await row.locator("td").nth(3).textContent()).toBe("204");
@@ -405,10 +410,7 @@ describe("the webhook portal, one administrator's session", () => {
     await dialog.waitFor({ state: "hidden" });
     expect(await page.content()).not.toContain(fresh);
 
-    await page.getByRole("button", { name: "Send test event" }).click();
-    const status = page.getByRole("status").filter({ hasText: /^Test event evt_\S+ queued/ });
-    await shown(status);
-    const eventId = /evt_[A-Za-z0-9_-]+/.exec((await status.textContent())!)![0];
+    const eventId = await sendTest();
     await logRow(eventId, "succeeded");
     const delivery = await receiver.waitFor((r) => r.headers["webhook-id"] === eventId);
     expect(String(delivery.headers["webhook-signature"]).split(" ")).toHaveLength(2);
@@ -442,10 +444,7 @@ describe("the webhook portal, one administrator's session", () => {
     });
 
     // The new URL gets the test; a course.created event no longer reaches this registration at all.
-    await page.getByRole("button", { name: "Send test event" }).click();
-    const status = page.getByRole("status").filter({ hasText: /^Test event evt_\S+ queued/ });
-    await shown(status);
-    const eventId = /evt_[A-Za-z0-9_-]+/.exec((await status.textContent())!)![0];
+    const eventId = await sendTest();
     await logRow(eventId, "succeeded");
     expect(verifyDelivery(await receiver.waitFor((r) => r.path === "/portal-b" && r.headers["webhook-id"] === eventId), state.secret!).id).toBe(eventId);
     const courseId = await createCourse("Portal e2e after the edit");

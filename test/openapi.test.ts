@@ -40,6 +40,20 @@ const codesOf = (response: Json): string[] => deref(deref(response).content["app
 /** `METHOD /openapi/path` of every operation the router serves (src/api.ts). */
 const ROUTE_KEYS = operations.map((r) => `${r.method} ${r.path}`);
 
+/** The 400 codes of POST and PATCH /v3/courses (API.md § "POST /v3/courses · PATCH /v3/courses/{id}"). */
+const COURSE_WRITE_400: ErrorCode[] = [
+  "VALIDATION_ERROR",
+  "UNKNOWN_PARAMETER",
+  "INVALID_JSON",
+  "INVALID_DATE_RANGE",
+  "STUDENTS_NOT_FOUND",
+  "GROUPS_NOT_FOUND",
+  "PROFESSORS_NOT_FOUND",
+  "TRAINING_NOT_FOUND",
+  "SURVEY_TEMPLATES_NOT_FOUND",
+  "INVALID_PARAMETER",
+];
+
 /**
  * The contract (API.md), independent of the document: for each operation, its success
  * status and, for each error status, the codes the operation can answer. 500 is every
@@ -56,18 +70,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   },
   "POST /v3/courses": {
     201: [],
-    400: [
-      "VALIDATION_ERROR",
-      "UNKNOWN_PARAMETER",
-      "INVALID_JSON",
-      "INVALID_DATE_RANGE",
-      "STUDENTS_NOT_FOUND",
-      "GROUPS_NOT_FOUND",
-      "PROFESSORS_NOT_FOUND",
-      "TRAINING_NOT_FOUND",
-      "SURVEY_TEMPLATES_NOT_FOUND",
-      "INVALID_PARAMETER",
-    ],
+    400: COURSE_WRITE_400,
     401: ["UNAUTHORIZED"],
     422: ["IDEMPOTENCY_KEY_MISMATCH"],
     413: ["PAYLOAD_TOO_LARGE"],
@@ -76,18 +79,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["COURSE_NOT_FOUND"] },
   "PATCH /v3/courses/{id}": {
     200: [],
-    400: [
-      "VALIDATION_ERROR",
-      "UNKNOWN_PARAMETER",
-      "INVALID_JSON",
-      "INVALID_DATE_RANGE",
-      "STUDENTS_NOT_FOUND",
-      "GROUPS_NOT_FOUND",
-      "PROFESSORS_NOT_FOUND",
-      "TRAINING_NOT_FOUND",
-      "SURVEY_TEMPLATES_NOT_FOUND",
-      "INVALID_PARAMETER",
-    ],
+    400: COURSE_WRITE_400,
     401: ["UNAUTHORIZED"],
     404: ["COURSE_NOT_FOUND"],
     412: ["PRECONDITION_FAILED"],

@@ -191,11 +191,17 @@ export interface DevServer {
 }
 
 /**
+ * The vars of the served Worker, whichever way it is started: receivers on 127.0.0.1 over
+ * http, and no rate limit on the benchmark's own calls.
+ */
+const SERVED_VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" };
+
+/**
  * Applies the D1 migrations to a fresh state directory, inserts the bench school, and starts
  * wrangler's dev server API without the devtools inspector (`serveSelf` re-runs the calling
  * script with `--serve`), or with `inspector: true` the `wrangler dev` CLI (which always
- * attaches it, and whose custom-build watcher may reload the Worker mid-run), with the var
- * `WEBHOOK_ALLOW_INSECURE_URLS:true`. The Worker is the benchmark entry (src/bench.ts: the
+ * attaches it, and whose custom-build watcher may reload the Worker mid-run), with
+ * `SERVED_VARS`. The Worker is the benchmark entry (src/bench.ts: the
  * production Worker plus POST /__bench/publish), or `entry` (the simulated platform's,
  * scripts/bench-hub-worker.ts, which wraps it).
  */
@@ -226,10 +232,7 @@ export async function startDevServer(opts: { inspector: boolean; entry?: string;
     String(port),
     "--persist-to",
     state,
-    "--var",
-    "WEBHOOK_ALLOW_INSECURE_URLS:true",
-    "--var",
-    "RATE_LIMIT_ENABLED:false",
+    ...Object.entries(SERVED_VARS).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     "--show-interactive-dev-session=false",
     "--log-level",
     process.env.BENCH_LOG_LEVEL ?? "warn",
@@ -290,9 +293,7 @@ export async function serve(): Promise<void> {
     build: { custom: { command: "" } },
     entrypoint: path.join(root, process.env.BENCH_ENTRY ?? BENCH_ENTRY),
     bindings: {
-      WEBHOOK_ALLOW_INSECURE_URLS: { type: "plain_text", value: "true" },
-      // As with `--var` above: the benchmark's own calls must not meet the rate limit.
-      RATE_LIMIT_ENABLED: { type: "plain_text", value: "false" },
+      ...Object.fromEntries(Object.entries(SERVED_VARS).map(([name, value]) => [name, { type: "plain_text" as const, value }])),
       BENCH_FLOOR: { type: "plain_text", value: "true" },
       ...(process.env.BENCH_TIMEOUT_MS ? { WEBHOOK_TIMEOUT_MS: { type: "plain_text" as const, value: process.env.BENCH_TIMEOUT_MS } } : {}),
     },

@@ -4,12 +4,14 @@
 import type { Pagination } from "./envelopes";
 import type { HeaderDoc } from "./operation";
 
+/** A response whose body is JSON text already (`application/json; charset=utf-8`). */
+function jsonTextResponse(text: string, status: number, headers: Record<string, string> = {}): Response {
+  return new Response(text, { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+}
+
 /** A JSON response (`application/json; charset=utf-8`). */
 export function jsonResponse(body: unknown, status = 200, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), {
-    status,
-    headers: { "content-type": "application/json; charset=utf-8", ...headers },
-  });
+  return jsonTextResponse(JSON.stringify(body), status, headers);
 }
 
 /** `{ status: "success", result }` (+ `pagination` for lists). */
@@ -30,10 +32,7 @@ export function success(result: unknown, init: { status?: number; headers?: Reco
  */
 export function successRaw(resultJson: string, init: { headers?: Record<string, string>; pagination?: Pagination } = {}): Response {
   const pagination = init.pagination ? `,"pagination":${JSON.stringify(init.pagination)}` : "";
-  return new Response(`{"status":"success","result":${resultJson}${pagination}}`, {
-    status: 200,
-    headers: { "content-type": "application/json; charset=utf-8", ...init.headers },
-  });
+  return jsonTextResponse(`{"status":"success","result":${resultJson}${pagination}}`, 200, init.headers);
 }
 
 /** A response as first sent and stored for an `Idempotency-Key` (src/db/idempotency.ts). */
@@ -50,10 +49,10 @@ export interface StoredAnswer {
  * true` when it is a replay.
  */
 export function storedAnswer(answer: StoredAnswer, replayed: boolean): Response {
-  const headers: Record<string, string> = { "content-type": "application/json; charset=utf-8" };
+  const headers: Record<string, string> = {};
   if (answer.location !== null) headers.location = answer.location;
   if (replayed) headers["idempotent-replayed"] = "true";
-  return new Response(answer.body, { status: answer.status, headers });
+  return jsonTextResponse(answer.body, answer.status, headers);
 }
 
 /** `Idempotent-Replayed` of a response that may be a replay, for the document. */

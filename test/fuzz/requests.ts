@@ -1395,17 +1395,21 @@ function deleteWebhook(ctx: FuzzContext) {
   });
 }
 
-function listDeliveries(ctx: FuzzContext) {
+/**
+ * A read of one registration, `GET /v3/webhooks/:id/<sub>` with `query(invalid)`'s
+ * parameters, as the read or the write school (reads change nothing: either may ask).
+ */
+function webhookRead(ctx: FuzzContext, sub: "deliveries" | "stats", query: (invalid: boolean) => fc.Arbitrary<Param[]>) {
   const read = pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND");
   const write = pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND");
   return both((invalid) =>
-    fc.tuple(fc.boolean(), read, write, listQueryArb(["page", "limit"], invalid)).chain(([readSchool, r, w, params]) =>
+    fc.tuple(fc.boolean(), read, write, query(invalid)).chain(([readSchool, r, w, params]) =>
       authArb(ctx, readSchool ? ctx.readKey : ctx.writeKey).map((auth) => {
         const id = readSchool ? r : w;
         return build({
-          route: "GET /v3/webhooks/:id/deliveries",
+          route: `GET /v3/webhooks/:id/${sub}`,
           method: "GET",
-          path: `/v3/webhooks/${id.segment}/deliveries${queryString(params)}`,
+          path: `/v3/webhooks/${id.segment}/${sub}${queryString(params)}`,
           auth,
           faults: faultsOf(params),
           success: [200],
@@ -1415,6 +1419,9 @@ function listDeliveries(ctx: FuzzContext) {
     ),
   );
 }
+
+/** GET /v3/webhooks/{id}/deliveries: the page parameters. */
+const listDeliveries = (ctx: FuzzContext) => webhookRead(ctx, "deliveries", (invalid) => listQueryArb(["page", "limit"], invalid));
 
 /**
  * GET /v3/webhooks/{id}/stats: a window (none, `since` alone, `until` alone, or both, at
@@ -1458,24 +1465,7 @@ function webhookStats(ctx: FuzzContext) {
       .map(([n, v]) => [param(n, v, fault(`unknown parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER"))]),
     fc.constantFrom("hour", "day").map((b) => [param("bucket", b), param("bucket", b, fault("bucket twice", "INVALID_PARAMETER"))]),
   );
-  const read = pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND");
-  const write = pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND");
-  return both((invalid) =>
-    fc.tuple(fc.boolean(), read, write, invalid ? invalidArb : valid).chain(([readSchool, r, w, params]) =>
-      authArb(ctx, readSchool ? ctx.readKey : ctx.writeKey).map((auth) => {
-        const id = readSchool ? r : w;
-        return build({
-          route: "GET /v3/webhooks/:id/stats",
-          method: "GET",
-          path: `/v3/webhooks/${id.segment}/stats${queryString(params)}`,
-          auth,
-          faults: faultsOf(params),
-          success: [200],
-          stateCodes: id.state,
-        });
-      }),
-    ),
-  );
+  return webhookRead(ctx, "stats", (invalid) => (invalid ? invalidArb : valid));
 }
 
 function testWebhook(ctx: FuzzContext) {
