@@ -11,7 +11,7 @@
  * Never deployed: wrangler.toml's `main` stays src/index.ts.
  */
 import worker from "../src/bench";
-import { CLOUDFLARE, usePlatform } from "../src/webhooks/platform";
+import { CLOUDFLARE, usePlatform } from "../src/webhooks/platform/platform";
 import { IoContext } from "../test/webhooks/io-context";
 
 export { SchoolHub, WebhookCourier } from "../src/bench";

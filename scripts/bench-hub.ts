@@ -35,7 +35,7 @@
  * BENCH_TIMEOUT_MS (WEBHOOK_TIMEOUT_MS of the served Worker; default wrangler.toml's 15000),
  * BENCH_LOG_LEVEL (warn).
  */
-import { COURIER_SLOTS } from "../src/webhooks/types";
+import { COURIER_SLOTS } from "../src/webhooks/rpc";
 import {
   api,
   cpuDelta,

@@ -24,7 +24,7 @@ import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { Webhook } from "standardwebhooks";
 import type { CourseRecord } from "../src/courses/schemas";
-import type { CreatedWebhook, DeliveryRecord, RotatedSecret, WebhookRecord } from "../src/webhooks/types";
+import type { CreatedWebhook, DeliveryRecord, RotatedSecret, WebhookRecord } from "../src/webhooks/rpc";
 import { DEMO_API_KEY } from "./dataset/build";
 
 const { values: opts } = parseArgs({

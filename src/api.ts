@@ -11,15 +11,16 @@ import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
-import { eventWebhooks } from "./webhooks/event-webhooks";
-import { lifecycleOperations } from "./webhooks/lifecycle-operations";
-import { webhookOperations } from "./webhooks/operations";
+import { deliveryOperations } from "./webhooks/api/deliveries";
+import { catalogOperations, eventWebhooks } from "./webhooks/api/event-catalog";
+import { registrationOperations } from "./webhooks/api/registrations";
 
 /** Every operation of the API (API.md), then the two reference routes. */
 export const operations: Operation<Env>[] = [
   ...courseOperations(publishEvents),
-  ...webhookOperations,
-  ...lifecycleOperations,
+  ...registrationOperations,
+  ...deliveryOperations,
+  ...catalogOperations,
   ...referenceOperations<Env>(openApiDocument),
 ];
 

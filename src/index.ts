@@ -12,8 +12,8 @@ import { withRateLimit } from "./http/rate-limit";
 import { buildRouter, errorResponse, type Route } from "./http/router";
 import { servePortal } from "./portal/serve";
 
-export { WebhookCourier } from "./webhooks/courier";
-export { SchoolHub } from "./webhooks/hub";
+export { WebhookCourier } from "./webhooks/courier/webhook-courier";
+export { SchoolHub } from "./webhooks/hub/school-hub";
 
 /** The Worker serving `routes` (the API's operations; the benchmark entry adds its own). */
 export function workerOf(routes: readonly Route<Env>[]) {

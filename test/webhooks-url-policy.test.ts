@@ -3,7 +3,7 @@
  * case by case on the pure function, then through POST /v3/webhooks.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { checkWebhookUrl } from "../src/webhooks/url-policy";
+import { checkWebhookUrl } from "../src/webhooks/delivery/url-policy";
 import { callJson } from "./helpers";
 import { newSchool } from "./webhooks/harness";
 

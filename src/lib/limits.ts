@@ -25,3 +25,9 @@ export const MAX_WEBHOOKS = 50;
 export const MAX_GRACE_SECONDS = 604_800;
 /** Default secret-rotation grace, in seconds (24 h). */
 export const DEFAULT_GRACE_SECONDS = 86_400;
+
+/**
+ * How long events and delivery attempts are kept, in ms (7 days): the hub's event log and
+ * feed, each courier's attempt log, resend and recover (API.md § "Delivery log", § "Events feed").
+ */
+export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;

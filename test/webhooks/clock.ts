@@ -3,7 +3,7 @@
  * virtual one, which moves only when the test drives it, so that latencies, timeouts and
  * lags are measured in simulated milliseconds, never on the wall.
  */
-import type { Timer } from "../../src/webhooks/platform";
+import type { Timer } from "../../src/webhooks/platform/platform";
 
 /** The object instance a timer belongs to (its callback must run in that object). */
 export interface TimerOwner {

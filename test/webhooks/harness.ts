@@ -1,6 +1,7 @@
 /**
- * Test harness for the event hub: schools with API keys, registrations through the HTTP
- * API, synthetic events, and `drain()`, which runs the hub's alarm until nothing is due.
+ * Test harness for the webhook objects: schools with API keys, registrations through the
+ * HTTP API, synthetic events, and `drain()`, which runs the hub's alarm and every courier's
+ * until nothing is due.
  */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -8,8 +9,9 @@ import { expect } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
 import { mintId } from "../../src/lib/ids";
-import type { SchoolHub } from "../../src/webhooks/hub";
-import type { CreatedWebhook } from "../../src/webhooks/types";
+import type { WebhookCourier } from "../../src/webhooks/courier/webhook-courier";
+import type { SchoolHub } from "../../src/webhooks/hub/school-hub";
+import { type CreatedWebhook, courierFor } from "../../src/webhooks/rpc";
 import { callJson, loadFixture } from "../helpers";
 
 let schools = 0;
@@ -24,7 +26,7 @@ export async function newSchool(label = "s"): Promise<{ schoolId: string; key: s
 }
 
 /** Registers a webhook through POST /v3/webhooks and returns the 201 result. */
-export async function register(key: string, url: string, extra: { events?: string[]; description?: string } = {}): Promise<CreatedWebhook> {
+export async function register(key: string, url: string, extra: Record<string, unknown> = {}): Promise<CreatedWebhook> {
   const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, json: { url, ...extra } });
   expect(status, JSON.stringify(body)).toBe(201);
   return body.result as CreatedWebhook;
@@ -67,31 +69,61 @@ export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableOb
   return runInDurableObject(hubFor(env, schoolId), (instance, state) => fn(instance as unknown as SchoolHub, state));
 }
 
-/** Deliveries rows of the hub that are due now (in flight ones included). */
-async function dueCount(schoolId: string): Promise<number> {
-  return runInDurableObject(
-    hubFor(env, schoolId),
-    (_hub, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries WHERE next_attempt_at <= ?`, Date.now()).one().n,
+/** Runs `fn` inside registration `webhookId`'s courier, typed as a WebhookCourier. */
+export function inCourier<R>(webhookId: string, fn: (courier: WebhookCourier, state: DurableObjectState) => R | Promise<R>): Promise<R> {
+  return runInDurableObject(courierFor(env, webhookId), (instance, state) => fn(instance as unknown as WebhookCourier, state));
+}
+
+/** Every registration id the hub knows, deleted ones included. */
+async function webhookIds(schoolId: string): Promise<string[]> {
+  return inHub(schoolId, (_hub, state) =>
+    state.storage.sql
+      .exec<{ id: string }>(`SELECT id FROM webhooks`)
+      .toArray()
+      .map((r) => r.id),
   );
 }
 
-/**
- * Runs the hub's alarm (and waits for its attempts) until no delivery is due now.
- * Deliveries scheduled in the future (retries) stay queued.
- */
-export async function drain(schoolId: string): Promise<void> {
-  const stub = hubFor(env, schoolId);
-  for (let i = 0; i < 200; i++) {
-    await runDurableObjectAlarm(stub);
-    await inHub(schoolId, (hub) => hub.whenIdle());
-    if ((await dueCount(schoolId)) === 0) return;
-  }
-  throw new Error("drain: deliveries still due after 200 alarm runs");
+/** Queue rows of a courier due now (in flight ones included). */
+export async function dueCount(webhookId: string): Promise<number> {
+  return inCourier(webhookId, (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE next_attempt_at <= ?`, Date.now()).one().n);
 }
 
-/** Makes every queued delivery due now (as if the clock had reached its retry time). */
+/** Queue rows of a courier (deliveries not yet succeeded or failed). */
+export async function queuedCount(webhookId: string): Promise<number> {
+  return inCourier(webhookId, (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue`).one().n);
+}
+
+/**
+ * Runs the hub's alarm (its hand-overs) and each courier's alarm (and waits for their
+ * attempts) until nothing is due now. Deliveries scheduled in the future (retries) stay queued.
+ */
+export async function drain(schoolId: string): Promise<void> {
+  const hub = hubFor(env, schoolId);
+  for (let i = 0; i < 200; i++) {
+    await runDurableObjectAlarm(hub);
+    await inHub(schoolId, (h) => h.whenIdle());
+    let due = 0;
+    for (const id of await webhookIds(schoolId)) {
+      await runDurableObjectAlarm(courierFor(env, id));
+      await inCourier(id, (c) => c.whenIdle());
+      due += await dueCount(id);
+    }
+    const behind = await inHub(schoolId, (_h, state) =>
+      state.storage.sql.exec<{ n: number }>(
+        `SELECT COUNT(*) AS n FROM webhooks w WHERE w.deleted_at IS NULL AND EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id AND t.seq > w.acked_seq)`,
+      ).one().n,
+    );
+    if (due === 0 && behind === 0) return;
+  }
+  throw new Error("drain: deliveries still due after 200 rounds");
+}
+
+/** Makes every queued delivery of the school's couriers due now (as if the clock had reached its retry time). */
 export async function makeAllDue(schoolId: string): Promise<void> {
-  await runInDurableObject(hubFor(env, schoolId), (_hub, state) => {
-    state.storage.sql.exec(`UPDATE deliveries SET next_attempt_at = ?`, Date.now());
-  });
+  for (const id of await webhookIds(schoolId)) {
+    await inCourier(id, (_c, state) => {
+      state.storage.sql.exec(`UPDATE queue SET next_attempt_at = ?`, Date.now());
+    });
+  }
 }

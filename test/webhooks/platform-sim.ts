@@ -13,7 +13,7 @@
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
-import { type Platform, type Timer, usePlatform } from "../../src/webhooks/platform";
+import { type Platform, type Timer, usePlatform } from "../../src/webhooks/platform/platform";
 import { RealClock, type SimClock, type TimerOwner, VirtualClock } from "./clock";
 import { IoContext, WAITING_LIMIT } from "./io-context";
 

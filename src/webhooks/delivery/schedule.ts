@@ -1,18 +1,12 @@
 /**
- * Delivery rules of API.md § "Event delivery" and § "Deployment settings": Standard
- * Webhooks signing, the retry schedule, the attempt timeout and what an answer means.
- *
- * Signing is synchronous (node:crypto HMAC, `nodejs_compat`) so that the hub can check a
- * delivery and start its fetch with no `await` in between (DESIGN.md § "Invariants").
+ * Delivery rules of API.md § "Event delivery" and § "Deployment settings": the retry
+ * schedule with its jitter, the attempt timeout, auto-disable's span and what an answer means.
  */
-import { createHmac } from "node:crypto";
 
 /** Default WEBHOOK_RETRY_SCHEDULE: seconds to wait after each failed attempt (7 retries). */
 export const DEFAULT_RETRY_SCHEDULE_S: readonly number[] = [5, 300, 1800, 7200, 18000, 36000, 36000];
 /** Default WEBHOOK_TIMEOUT_MS: one attempt's timeout, in ms. */
 const DEFAULT_TIMEOUT_MS = 15_000;
-/** Prefix of webhook secrets (Standard Webhooks). */
-const SECRET_PREFIX = "whsec_";
 
 /**
  * Reads WEBHOOK_RETRY_SCHEDULE: comma-separated non-negative seconds, e.g. `5,300,1800`.
@@ -37,76 +31,6 @@ export function parseTimeoutMs(text: string | undefined): number {
   if (text !== undefined && /^\d{1,9}$/.test(text.trim()) && Number(text) > 0) return Number(text);
   if (text !== undefined) console.warn(`WEBHOOK_TIMEOUT_MS "${text}" is malformed; using ${DEFAULT_TIMEOUT_MS} ms.`);
   return DEFAULT_TIMEOUT_MS;
-}
-
-function toBase64(bytes: Uint8Array): string {
-  let binary = "";
-  for (const b of bytes) binary += String.fromCharCode(b);
-  return btoa(binary);
-}
-
-/** Mints a webhook secret: `whsec_` + base64 of 32 random bytes. */
-export function newSecret(): string {
-  return SECRET_PREFIX + toBase64(crypto.getRandomValues(new Uint8Array(32)));
-}
-
-/** The HMAC key of a secret: the base64-decoded part after `whsec_`. */
-function secretKey(secret: string): Uint8Array {
-  const b64 = secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret;
-  return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-}
-
-/**
- * The Standard Webhooks headers of one attempt (API.md § "Event delivery").
- *
- * @param key the HMAC key (`secretKey(secret)`), or the keys of the current and the previous
- *   secret during a rotation's grace (API.md § "Secret rotation": one signature each,
- *   space-separated, the current one first).
- * @param eventId the event id, sent as `webhook-id` (the same on every retry).
- * @param timestampS unix seconds of the attempt, sent as `webhook-timestamp`.
- * @param body the exact request body.
- * @returns `content-type`, `webhook-id`, `webhook-timestamp` and `webhook-signature`
- *   (`v1,` + base64 HMAC-SHA256 over `{id}.{timestamp}.{body}`).
- */
-function signedHeaders(key: Uint8Array | Uint8Array[], eventId: string, timestampS: number, body: string): Record<string, string> {
-  const signed = `${eventId}.${timestampS}.${body}`;
-  const signature = (Array.isArray(key) ? key : [key]).map((k) => createHmac("sha256", k).update(signed).digest("base64")).join(" v1,");
-  return {
-    "content-type": "application/json",
-    "user-agent": "school-edge-api-webhooks/1",
-    "webhook-id": eventId,
-    "webhook-timestamp": String(timestampS),
-    "webhook-signature": `v1,${signature}`,
-  };
-}
-
-/**
- * The HMAC keys of registrations' secrets, decoded once per secret, and the signing of one
- * attempt with them: with the current secret, and during a rotation's grace also with the
- * previous one (API.md § "Secret rotation").
- */
-export class SigningKeys {
-  private readonly keys = new Map<string, Uint8Array>();
-
-  /**
-   * The headers of an attempt of event `event_id` with body `body` at `now` (ms), signed with
-   * `secret` and, while `previous_expires_at` (ms) is after `now`, with `previous_secret`.
-   */
-  sign(
-    row: { event_id: string; body: string; secret: string; previous_secret: string | null; previous_expires_at: number | null },
-    now: number,
-  ): Record<string, string> {
-    const secrets = row.previous_secret !== null && (row.previous_expires_at ?? 0) > now ? [row.secret, row.previous_secret] : [row.secret];
-    const keys = secrets.map((secret) => {
-      let key = this.keys.get(secret);
-      if (!key) {
-        key = secretKey(secret);
-        this.keys.set(secret, key);
-      }
-      return key;
-    });
-    return signedHeaders(keys, row.event_id, Math.floor(now / 1000), row.body);
-  }
 }
 
 /** Default WEBHOOK_DISABLE_AFTER_HOURS (API.md § "Auto-disable"). */
@@ -169,27 +93,36 @@ export function describeAnswer(status: number, retryAfter: string | null): strin
   return `HTTP ${status}`;
 }
 
-/** What the hub does after an attempt. */
+/** What becomes of a delivery after an attempt. */
 export type AttemptVerdict = { status: "succeeded" } | { status: "pending"; retryInMs: number } | { status: "failed" };
+
+/** The largest jitter added to a scheduled wait, as a fraction of it (API.md: 0–10 %). */
+export const MAX_JITTER = 0.1;
 
 /**
  * Decides the fate of a delivery after attempt number `attempt` (1-based).
  *
  * Any 2xx is a success; a 410 stops retries (`failed`); anything else (other statuses,
  * network errors, timeouts: `responseStatus` undefined) is retried after
- * `schedule[attempt - 1]` seconds, and is `failed` once the schedule is exhausted. A 429 or
- * 503 with a `Retry-After` (`retryAfterMs`, see `parseRetryAfter`) waits at least that long.
+ * `schedule[attempt - 1]` seconds lengthened by `jitter` × `MAX_JITTER` (`jitter` in [0, 1),
+ * so that receivers back from an outage are not hit by every retry at once), and is `failed`
+ * once the schedule is exhausted. A 429 or 503 with a `Retry-After` (`retryAfterMs`, see
+ * `parseRetryAfter`) waits at least that long.
  */
 export function judgeAttempt(
   responseStatus: number | undefined,
   attempt: number,
   schedule: readonly number[],
   retryAfterMs: number | null = null,
+  jitter = 0,
 ): AttemptVerdict {
   if (responseStatus !== undefined && responseStatus >= 200 && responseStatus <= 299) return { status: "succeeded" };
   if (responseStatus === 410) return { status: "failed" };
   const wait = schedule[attempt - 1];
   if (wait === undefined) return { status: "failed" };
   const floor = honoursRetryAfter(responseStatus) && retryAfterMs !== null ? retryAfterMs : 0;
-  return { status: "pending", retryInMs: Math.max(Math.round(wait * 1000), floor) };
+  return { status: "pending", retryInMs: Math.max(Math.round(wait * 1000 * (1 + MAX_JITTER * jitter)), floor) };
 }
+
+/** Whether `status` is a success (2xx). */
+export const isSuccess = (status: number | null | undefined): boolean => status != null && status >= 200 && status <= 299;

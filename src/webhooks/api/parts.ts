@@ -4,11 +4,11 @@
  * the stored form of a subscription.
  */
 
-import type { EventType } from "../events/types";
-import { ApiError } from "../http/errors";
-import { pathParam, readJson } from "../http/request";
-import { ID_RE } from "../lib/ids";
-import type { LifecycleError, Subscription } from "./types";
+import type { EventType } from "../../events/types";
+import { ApiError } from "../../http/errors";
+import { pathParam, readJson } from "../../http/request";
+import { ID_RE } from "../../lib/ids";
+import type { LifecycleError, Subscription } from "../rpc";
 
 /** The document's tag of every webhook operation. */
 export const TAG = { name: "Webhooks", description: "Webhook registrations, owned by the school's event hub." };

@@ -12,7 +12,7 @@
  * Host names are not resolved: a public name that resolves to a private address is not
  * caught here (the Workers runtime itself refuses private destinations in production).
  */
-import { ApiError } from "../http/errors";
+import { ApiError } from "../../http/errors";
 
 /** The verdict on a URL: the normalized URL to store, or a sentence saying why not. */
 export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string };

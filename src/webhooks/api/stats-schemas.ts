@@ -3,8 +3,8 @@
  * statistics"); the counting is stats.ts's.
  */
 import { z } from "zod";
-import { successEnvelope } from "../http/envelopes";
-import { instantOutSchema, instantSchema } from "../lib/fields";
+import { successEnvelope } from "../../http/envelopes";
+import { instantOutSchema, instantSchema } from "../../lib/fields";
 
 /** The query of GET /v3/webhooks/{id}/stats (API.md § "Delivery statistics"); defaults resolved by the operation. */
 export const statsQuerySchema = z.strictObject({

@@ -5,10 +5,10 @@
  * is generated from them and the types of src/webhooks/types.ts are their `z.infer`s.
  */
 import { z } from "zod";
-import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../events/types";
-import { listEnvelope, successEnvelope } from "../http/envelopes";
-import { idSchema, instantOutSchema, instantSchema, mintedIdSchema, opaqueIdSchema, queryIntegerSchema } from "../lib/fields";
-import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_PAGE, MAX_PAGE_SIZE, MAX_WEBHOOKS } from "../lib/limits";
+import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";
+import { listEnvelope, successEnvelope } from "../../http/envelopes";
+import { idSchema, instantOutSchema, instantSchema, mintedIdSchema, opaqueIdSchema, queryIntegerSchema } from "../../lib/fields";
+import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_PAGE, MAX_PAGE_SIZE, MAX_WEBHOOKS } from "../../lib/limits";
 
 /** Longest accepted `description`, in characters. */
 const MAX_DESCRIPTION_LENGTH = 500;
@@ -19,6 +19,102 @@ export const EVENT_ID_EXAMPLE = "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0";
 
 // ---------------------------------------------------------------------------------------
 // Requests.
+
+/** Most custom headers a registration may have. */
+export const MAX_CUSTOM_HEADERS = 10;
+/** Longest custom header value, in characters. */
+const MAX_HEADER_VALUE_LENGTH = 1000;
+/** Most ids per filter dimension. */
+const MAX_FILTER_IDS = 100;
+/** An HTTP token (RFC 9110 § 5.6.2): what a header name may be. */
+const HTTP_TOKEN_RE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** Header names a registration may not set (lower case; `*` ends a prefix): the delivery's own and the platform's. */
+export const RESERVED_HEADER_NAMES = [
+  "webhook-*",
+  "content-type",
+  "content-length",
+  "host",
+  "connection",
+  "transfer-encoding",
+  "user-agent",
+  "cf-*",
+  "x-forwarded-*",
+  "forwarded",
+] as const;
+
+/** Why header `name` is refused, or `null` (API.md § "POST /v3/webhooks": `headers`). */
+export function headerNameProblem(name: string): string | null {
+  if (!HTTP_TOKEN_RE.test(name)) return "must be an HTTP header name (a token: letters, digits and !#$%&'*+-.^_`|~)";
+  const lower = name.toLowerCase();
+  const reserved = RESERVED_HEADER_NAMES.find((r) => (r.endsWith("*") ? lower.startsWith(r.slice(0, -1)) : lower === r));
+  return reserved ? `is reserved (${reserved}): the delivery or the platform sets it` : null;
+}
+
+/** Custom headers: at most 10, names unique whatever their case, not reserved; values printable ASCII. */
+const headersSchema = z
+  .record(
+    z.string(),
+    z
+      .string({ error: "must be a string" })
+      .min(1, "must not be empty")
+      .max(MAX_HEADER_VALUE_LENGTH, `must be at most ${MAX_HEADER_VALUE_LENGTH} characters`)
+      .regex(/^[\x20-\x7e]*$/, "must be printable ASCII (no CR, LF, NUL or other control characters)"),
+    { error: "must be an object of header names to values" },
+  )
+  .superRefine((headers, ctx) => {
+    const names = Object.keys(headers);
+    if (names.length > MAX_CUSTOM_HEADERS) ctx.addIssue({ code: "custom", message: `must hold at most ${MAX_CUSTOM_HEADERS} headers` });
+    const seen = new Set<string>();
+    for (const name of names) {
+      const problem = headerNameProblem(name);
+      if (problem) ctx.addIssue({ code: "custom", path: [name], message: problem });
+      if (seen.has(name.toLowerCase())) ctx.addIssue({ code: "custom", path: [name], message: "is given twice (names are case-insensitive)" });
+      seen.add(name.toLowerCase());
+    }
+  })
+  .transform((headers) => Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value])))
+  .meta({
+    description: `Up to ${MAX_CUSTOM_HEADERS} headers sent with every attempt (tests, resends and recovers included): names are HTTP tokens, case-insensitive, unique, and not \`${RESERVED_HEADER_NAMES.join("`, `")}\`; values 1–${MAX_HEADER_VALUE_LENGTH} printable ASCII characters. Values are never shown again (records carry \`headerNames\`).`,
+    example: { "x-api-key": "k_2b9f…" },
+  });
+
+const filterIds = (what: string) =>
+  z
+    .array(idSchema, { error: "must be an array of ids" })
+    .min(1, "must list at least one id")
+    .max(MAX_FILTER_IDS, `must list at most ${MAX_FILTER_IDS} ids`)
+    .optional()
+    .meta({ description: `The course ${what}.` });
+
+const FILTER_FIELDS = ["trainingId", "groupId", "professorId"] as const;
+
+/** A registration's filter on the school's dimensions (API.md § "POST /v3/webhooks": `filter`). */
+export const filterSchema = z
+  .object(
+    { trainingId: filterIds("`trainingId` equals one of these"), groupId: filterIds("`groupIds` share one of these"), professorId: filterIds("`professorIds` share one of these") },
+    { error: "must be an object { trainingId?, groupId?, professorId? }" },
+  )
+  .catchall(z.unknown())
+  .superRefine((filter, ctx) => {
+    for (const key of Object.keys(filter)) {
+      if (!(FILTER_FIELDS as readonly string[]).includes(key)) ctx.addIssue({ code: "custom", path: [key], message: `is not a filter field (${FILTER_FIELDS.join(", ")})` });
+    }
+    if (!FILTER_FIELDS.some((f) => filter[f] !== undefined)) ctx.addIssue({ code: "custom", message: `must give at least one of ${FILTER_FIELDS.join(", ")}` });
+  })
+  .transform((filter) => Object.fromEntries(FILTER_FIELDS.filter((f) => filter[f] !== undefined).map((f) => [f, filter[f]])) as { trainingId?: string[]; groupId?: string[]; professorId?: string[] })
+  .meta({
+    description:
+      "Only course events whose course matches, for every field given, one listed id (`trainingId` equal, `groupIds` or `professorIds` sharing one) — as the event carries it or as it was just before the change, so a course leaving the scope is reported once. Other events always pass. Ids need not exist.",
+    example: { trainingId: ["trn_3"] },
+  });
+
+/** 1–1,000 attempts per second at most, or `null` (no throttle). */
+const maxPerSecondSchema = z
+  .int({ error: "must be an integer from 1 to 1000, or null" })
+  .min(1, "must be an integer from 1 to 1000, or null")
+  .max(1000, "must be an integer from 1 to 1000, or null")
+  .nullable()
+  .meta({ description: "At most this many attempts start within any one second (1–1,000); waiting is not part of an attempt's timeout. `null`: no throttle.", example: 10 });
 
 const eventItem = z.enum(["*", ...EVENT_TYPES], { error: `must be "*" or one of ${EVENT_TYPES.join(", ")}` });
 
@@ -46,6 +142,9 @@ export const createWebhookSchema = z
       .nullable()
       .optional()
       .meta({ description: `Free text, up to ${MAX_DESCRIPTION_LENGTH} characters.`, example: "ERP sync" }),
+    filter: filterSchema.nullable().optional(),
+    headers: headersSchema.nullable().optional(),
+    maxPerSecond: maxPerSecondSchema.optional(),
   })
   .meta({
     id: "WebhookCreate",
@@ -105,7 +204,7 @@ export const resendParams = webhookIdParams.extend({
   eventId: z.string().meta({ description: "The event id (`evt_…`), retained (7 days) and addressed to this registration.", example: EVENT_ID_EXAMPLE }),
 });
 
-/** The PATCH /v3/webhooks/{id} body: any of the four fields (none: nothing changes). */
+/** The PATCH /v3/webhooks/{id} body: any of the fields (none: nothing changes); `null` clears `description`, `filter`, `headers`, `maxPerSecond`. */
 export const updateWebhookSchema = createWebhookSchema
   .partial()
   .extend({ enabled: z.boolean({ error: "must be true or false" }).optional().meta({ description: "`false` disables, `true` enables." }) })
@@ -142,11 +241,17 @@ const webhookFields = {
   url: z.string().meta({ format: "uri", description: "The normalized target URL (WHATWG serialization).", example: "https://hooks.example.com/in" }),
   events: subscriptionSchema,
   description: z.string().nullable().meta({ description: "Free text, `null` when absent.", example: "ERP sync" }),
+  filter: z
+    .strictObject({ trainingId: z.array(z.string()).optional(), groupId: z.array(z.string()).optional(), professorId: z.array(z.string()).optional() })
+    .nullable()
+    .meta({ description: "The filter on the school's dimensions; `null` when not set (every event it subscribes to)." }),
+  headerNames: z.array(z.string()).meta({ description: "Names of the custom headers, lower case, sorted (values are never shown)." }),
+  maxPerSecond: z.int().nullable().meta({ description: "The throttle (attempts started per second at most); `null` when not set." }),
   enabled: z.boolean().meta({ description: "`false` while disabled: nothing is attempted; events it subscribes to are logged `skipped`." }),
   disabledReason: z
-    .enum(["manual", "failing"])
+    .enum(["manual", "failing", "gone"])
     .nullable()
-    .meta({ description: "`manual` (PATCH `enabled: false`) or `failing` (auto-disable); `null` while enabled." }),
+    .meta({ description: "`manual` (PATCH `enabled: false`), `failing` (auto-disable) or `gone` (the receiver answered 410); `null` while enabled." }),
   disabledAt: instantOutSchema.nullable().meta({ description: "When it was disabled; `null` while enabled." }),
   createdAt: instantOutSchema,
   updatedAt: instantOutSchema.meta({ description: "The last change (PATCH, rotation, auto-disable); `createdAt` before any." }),
@@ -158,6 +263,9 @@ const WEBHOOK_EXAMPLE = {
   url: "https://hooks.example.com/in",
   events: ["course.created", "course.archived"],
   description: "ERP sync",
+  filter: { trainingId: ["trn_3"] },
+  headerNames: ["x-api-key"],
+  maxPerSecond: null,
   enabled: true,
   disabledReason: null,
   disabledAt: null,
@@ -217,8 +325,14 @@ export const deliveryRecordSchema = z
       description:
         'The delivery\'s state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, `failed` (410 Gone or schedule exhausted), or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: "registration disabled"`).',
     }),
+    trigger: z.enum(["event", "retry", "resend", "recover", "test"]).meta({
+      description: "Why the attempt was made: `event` (the first after the event was accepted), `retry`, `resend`, `recover` or `test`.",
+    }),
+    url: z.string().nullable().meta({ description: "The URL this attempt was sent to; `null` when nothing was sent." }),
     responseStatus: z.int().nullable().meta({ description: "HTTP status of the answer; `null` for network errors, timeouts and attempts not made yet." }),
     error: z.string().nullable().meta({ description: "Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success." }),
+    durationMs: z.int().min(0).nullable().meta({ description: "Milliseconds from sending the request until its status line arrived, or until the timeout or the error; `null` when nothing was sent." }),
+    responseBody: z.string().nullable().meta({ description: "The first 1,024 bytes of the answer's body, decoded as UTF-8 (invalid bytes replaced); `null` without an answer. The rest is not read." }),
     attemptedAt: instantOutSchema.nullable().meta({ description: "When the attempt started; `null` for a delivery still waiting for its first attempt." }),
     nextAttemptAt: instantOutSchema.nullable().meta({ description: "When the next attempt is due; `null` when none is." }),
   })
@@ -230,8 +344,12 @@ export const deliveryRecordSchema = z
       eventType: "course.updated",
       attempt: 2,
       status: "pending",
+      trigger: "retry",
+      url: "https://hooks.example.com/in",
       responseStatus: 503,
       error: "HTTP 503",
+      durationMs: 182,
+      responseBody: "Service Unavailable",
       attemptedAt: "2026-09-07T08:00:05.120Z",
       nextAttemptAt: "2026-09-07T08:05:05.120Z",
     },

@@ -1,11 +1,14 @@
 /**
- * What a receiver gets (API.md § "Event delivery"): one OpenAPI `webhooks` entry per
- * delivered event type — its body (src/events/schemas.ts), the Standard Webhooks headers
- * and what each answer means to the hub's retry schedule.
+ * The event catalog (API.md § "GET /v3/event-types") and what a receiver gets (§ "Event
+ * delivery"): one OpenAPI `webhooks` entry per delivered event type — its body
+ * (src/events/schemas.ts), the Standard Webhooks headers and what each answer means.
  */
-import { EVENT_SUMMARIES, eventSchemas } from "../events/schemas";
-import { DELIVERED_EVENT_TYPES } from "../events/types";
-import type { OutgoingRequest } from "../http/operation";
+import { EVENT_SUMMARIES, eventCatalog, eventSchemas, eventTypesResponseSchema } from "../../events/schemas";
+import { DELIVERED_EVENT_TYPES } from "../../events/types";
+import type { Operation, OutgoingRequest } from "../../http/operation";
+import { rejectQuery } from "../../http/request";
+import { success } from "../../http/respond";
+import { TAG } from "./parts";
 import { deliveryHeadersSchema } from "./schemas";
 
 const EVENTS_TAG = { name: "Events", description: "Event payloads POSTed to webhook endpoints (OpenAPI `webhooks`)." };
@@ -31,3 +34,28 @@ export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type)
     },
   };
 });
+
+/** GET /v3/event-types. */
+export const catalogOperations: Operation<Env>[] = [
+  {
+    method: "GET",
+    path: "/v3/event-types",
+    operationId: "listEventTypes",
+    tag: TAG,
+    summary: "The event catalog",
+    description: "Every event type with its description and the JSON Schema of its body (the same as this document's `webhooks`). No authentication.",
+    public: true,
+    responses: {
+      200: {
+        description: "The catalog.",
+        schema: eventTypesResponseSchema,
+        example: { status: "success", result: [{ type: "webhook.test", description: "A test event.", schema: { type: "object" } }] },
+      },
+      400: ["UNKNOWN_PARAMETER"],
+    },
+    async handler(req) {
+      rejectQuery(req);
+      return success(eventCatalog());
+    },
+  },
+];

@@ -4,10 +4,10 @@
  * stores the answer in one synchronous step (`transactionSync`), so two racing requests with
  * one key are serialized by the object: the second finds the first one's answer. Keys are
  * honoured for 24 h (the D1 rule of src/db/idempotency.ts); expired rows are deleted at the
- * next lookup. The table is a migration of src/webhooks/schema.ts.
+ * next lookup. The table is in hub/storage.ts; the alarm prunes it.
  */
-import { IDEMPOTENCY_TTL_MS } from "../db/idempotency";
-import type { StoredAnswer } from "../http/respond";
+import { IDEMPOTENCY_TTL_MS } from "../../db/idempotency";
+import type { StoredAnswer } from "../../http/respond";
 
 /** A request's key and the hash of its body (`requestHash`). */
 export interface IdempotencyInput {
@@ -19,20 +19,24 @@ export interface IdempotencyInput {
 export type KeyLookup = { kind: "new" } | { kind: "replay"; answer: StoredAnswer } | { kind: "mismatch" };
 
 /**
- * Looks `input.key` up, after deleting keys older than 24 h. Synchronous: call it in the
+ * Looks `input.key` up; a key older than 24 h is deleted and counts as new. Synchronous: call it in the
  * same step as the creation and `storeKey`.
  *
  * @param now ms since the epoch.
  */
 export function lookupKey(sql: SqlStorage, input: IdempotencyInput, now: number): KeyLookup {
-  sql.exec(`DELETE FROM idempotency_keys WHERE created_at <= ?`, now - IDEMPOTENCY_TTL_MS);
   const row = sql
-    .exec<{ request_hash: string; status: number; body: string; location: string | null }>(
-      `SELECT request_hash, status, body, location FROM idempotency_keys WHERE key = ?`,
+    .exec<{ request_hash: string; status: number; body: string; location: string | null; created_at: number }>(
+      `SELECT request_hash, status, body, location, created_at FROM idempotency_keys WHERE key = ?`,
       input.key,
     )
     .toArray()[0];
   if (!row) return { kind: "new" };
+  if (row.created_at <= now - IDEMPOTENCY_TTL_MS) {
+    // Expired (its answer holds a secret): gone now, and the alarm prunes the others.
+    sql.exec(`DELETE FROM idempotency_keys WHERE key = ?`, input.key);
+    return { kind: "new" };
+  }
   if (row.request_hash !== input.hash) return { kind: "mismatch" };
   return { kind: "replay", answer: { status: row.status, body: row.body, location: row.location } };
 }

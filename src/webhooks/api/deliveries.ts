@@ -1,0 +1,187 @@
+/**
+ * The delivery operations of one registration (API.md § "Delivery log", § "POST …/test",
+ * § "Resend", § "Recover", § "Delivery statistics"): reads are served by the registration's
+ * courier once its hub found the registration; test, resend and recover go through the hub,
+ * which checks the registration and forwards to the courier. Answers: 401, then 400, then
+ * the objects'. Ids malformed, unknown, deleted or another school's: 404 WEBHOOK_NOT_FOUND.
+ */
+import { hubFor } from "../../events/hub-client";
+import { authenticate } from "../../http/auth";
+import { ApiError } from "../../http/errors";
+import type { Operation } from "../../http/operation";
+import { parseBodyWith, parseQuery, pathParam, rejectQuery } from "../../http/request";
+import { success } from "../../http/respond";
+import { ID_RE } from "../../lib/ids";
+import { MAX_PAGE_SIZE, RETENTION_MS } from "../../lib/limits";
+import { FIRST_INSTANT_MS, formatInstant } from "../../lib/time";
+import { courierFor, STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "../rpc";
+import { lifecycleError, optionalBody, TAG, webhookId, webhookNotFound } from "./parts";
+import {
+  deliveriesQuerySchema,
+  deliveryListResponseSchema,
+  deliveryRecordSchema,
+  EVENT_ID_EXAMPLE,
+  emptyBodySchema,
+  recoverResponseSchema,
+  recoverSchema,
+  resendParams,
+  resendResponseSchema,
+  WEBHOOK_ID_EXAMPLE,
+  webhookIdParams,
+  webhookTestResponseSchema,
+} from "./schemas";
+import { statsQuerySchema, statsResponseSchema, statsSchema } from "./stats-schemas";
+
+/** The delivery operations. */
+export const deliveryOperations: Operation<Env>[] = [
+  {
+    method: "GET",
+    path: "/v3/webhooks/{id}/deliveries",
+    operationId: "listWebhookDeliveries",
+    tag: TAG,
+    summary: "List delivery attempts",
+    description:
+      'Delivery attempts of the last 7 days, newest first, filtered by `status` (`skipped` included), `eventType`, `eventId`, `since` and `until` (combined with AND; served from an index). A delivery still waiting for its first attempt is listed once with `attempt: 1`, `status: "pending"`, `attemptedAt: null` and its due time in `nextAttemptAt`.',
+    request: { params: webhookIdParams, query: deliveriesQuerySchema },
+    responses: {
+      200: {
+        description: "One page of attempts.",
+        schema: deliveryListResponseSchema,
+        example: { status: "success", result: [deliveryRecordSchema.meta()!.example], pagination: { page: 1, limit: 20, hasMore: false } },
+      },
+      400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
+      404: ["WEBHOOK_NOT_FOUND"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      const { page = 1, limit = MAX_PAGE_SIZE, ...filter } = parseQuery(deliveriesQuerySchema, req);
+      const id = webhookId(req);
+      if ((await hubFor(env, schoolId).getWebhook(id)) === null) throw webhookNotFound(id);
+      const rows = await courierFor(env, id).listDeliveries(filter, (page - 1) * limit, limit + 1);
+      return success(rows.slice(0, limit), { pagination: { page, limit, hasMore: rows.length > limit } });
+    },
+  },
+  {
+    method: "GET",
+    path: "/v3/webhooks/{id}/stats",
+    operationId: "getWebhookStats",
+    tag: TAG,
+    summary: "Delivery statistics per hour or day",
+    description:
+      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): attempts that succeeded and failed (a failed attempt counts as `failed` even when a retry follows; the log shows it `pending`), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
+    request: { params: webhookIdParams, query: statsQuerySchema },
+    responses: {
+      200: { description: "The counts per bucket.", schema: statsResponseSchema, example: { status: "success", result: statsSchema.meta()!.example } },
+      400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
+      404: ["WEBHOOK_NOT_FOUND"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      const query = parseQuery(statsQuerySchema, req);
+      const until = query.until ?? (query.since === undefined ? Date.now() : Math.min(Date.now(), query.since + STATS_MAX_WINDOW_MS));
+      // A derived start never falls before year 0000, which the API could not write.
+      const since = query.since ?? Math.max(FIRST_INSTANT_MS, until - STATS_DEFAULT_WINDOW_MS);
+      if (since >= until) throw new ApiError("INVALID_PARAMETER", "`since` must be before `until`.", [{ parameter: "since", message: "must be before until" }]);
+      if (until - since > STATS_MAX_WINDOW_MS) {
+        throw new ApiError("INVALID_PARAMETER", "The window from `since` to `until` is longer than 7 days, the log's retention.", [
+          { parameter: "until", message: "must be at most 7 days after since" },
+        ]);
+      }
+      const bucket = query.bucket ?? "hour";
+      const id = webhookId(req);
+      if ((await hubFor(env, schoolId).getWebhook(id)) === null) throw webhookNotFound(id);
+      const buckets = await courierFor(env, id).deliveryStats(since, until, bucket);
+      return success({ since: formatInstant(since), until: formatInstant(until), bucket, buckets });
+    },
+  },
+  {
+    method: "POST",
+    path: "/v3/webhooks/{id}/test",
+    operationId: "testWebhook",
+    tag: TAG,
+    summary: "Send a test event",
+    description:
+      "Queues a `webhook.test` event for this registration only (a disabled one: 409 WEBHOOK_DISABLED) and answers at once; the signed POST follows (retried like any delivery) and its outcome appears in the deliveries under `eventId`.",
+    request: { params: webhookIdParams, body: { schema: emptyBodySchema, description: "Absent, or an empty JSON object.", required: false, example: {} } },
+    responses: {
+      202: {
+        description: "The test event is queued.",
+        schema: webhookTestResponseSchema,
+        example: { status: "success", result: { eventId: EVENT_ID_EXAMPLE, webhookId: WEBHOOK_ID_EXAMPLE, type: "webhook.test" } },
+      },
+      400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+      404: ["WEBHOOK_NOT_FOUND"],
+      409: ["WEBHOOK_DISABLED"],
+    },
+    /** The body may be absent (or empty) or an empty JSON object; the signed POST follows asynchronously. */
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      parseBodyWith(emptyBodySchema, await optionalBody(req), "The body, if any, must be an empty JSON object.");
+      const id = webhookId(req);
+      const sent = await hubFor(env, schoolId).sendTest(id);
+      if (!sent.ok) throw lifecycleError(sent.error, id);
+      return success({ eventId: sent.value.eventId, webhookId: id, type: "webhook.test" }, { status: 202 });
+    },
+  },
+  {
+    method: "POST",
+    path: "/v3/webhooks/{id}/deliveries/{eventId}/resend",
+    operationId: "resendWebhookDelivery",
+    tag: TAG,
+    summary: "Resend one event",
+    description:
+      "Queues the event again for this registration, due now, whatever its last status (same `webhook-id`: receivers deduplicate). A delivery of it already queued becomes due now instead (no second copy).",
+    request: { params: resendParams, body: { schema: emptyBodySchema, description: "Absent, or an empty JSON object.", required: false, example: {} } },
+    responses: {
+      202: { description: "The event is queued again.", schema: resendResponseSchema, example: { status: "success", result: { eventId: EVENT_ID_EXAMPLE } } },
+      400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+      404: ["WEBHOOK_NOT_FOUND", "EVENT_NOT_FOUND"],
+      409: ["WEBHOOK_DISABLED"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      parseBodyWith(emptyBodySchema, await optionalBody(req));
+      const id = webhookId(req);
+      const eventId = pathParam(req, "eventId");
+      if (!ID_RE.test(eventId)) throw lifecycleError("EVENT_NOT_FOUND", id, eventId);
+      const result = await hubFor(env, schoolId).resend(id, eventId);
+      if (!result.ok) throw lifecycleError(result.error, id, eventId);
+      return success(result.value, { status: 202 });
+    },
+  },
+  {
+    method: "POST",
+    path: "/v3/webhooks/{id}/recover",
+    operationId: "recoverWebhookDeliveries",
+    tag: TAG,
+    summary: "Recover missed events after an outage",
+    description:
+      "Queues again, in acceptance order, every retained event accepted in `[since, until)` whose delivery to this registration ended `failed` or `skipped` (not those succeeded or still pending), each once per call. `since` older than the 7-day retention, or after `until`: 400 INVALID_PARAMETER.",
+    request: { params: webhookIdParams, body: { schema: recoverSchema, description: "The window of acceptance." } },
+    responses: {
+      202: { description: "The events are queued again.", schema: recoverResponseSchema, example: { status: "success", result: { queued: 12 } } },
+      400: ["INVALID_PARAMETER", "VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+      404: ["WEBHOOK_NOT_FOUND"],
+      409: ["WEBHOOK_DISABLED"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      const body = parseBodyWith(recoverSchema, await optionalBody(req));
+      if (body.since < Date.now() - RETENTION_MS) {
+        throw new ApiError("INVALID_PARAMETER", "`since` is older than the 7-day retention of events.", [
+          { path: "$.since", message: "must be within the last 7 days" },
+        ]);
+      }
+      if (body.until !== undefined && body.since > body.until) {
+        throw new ApiError("INVALID_PARAMETER", "`since` is after `until`.", [{ path: "$.since", message: "must not be after until" }]);
+      }
+      const id = webhookId(req);
+      const result = await hubFor(env, schoolId).recover(id, body.since, body.until ?? null);
+      if (!result.ok) throw lifecycleError(result.error, id);
+      return success(result.value, { status: 202 });
+    },
+  },
+];

@@ -1,0 +1,227 @@
+/**
+ * The registration operations (API.md § "Webhook registrations"): create, list, read, change,
+ * rotate and delete, each declared once — thin handlers that authenticate, validate and call
+ * the school's SchoolHub over RPC. Answers: 401 first, then 400 for a bad query or body, then
+ * the hub's. Ids malformed, unknown, deleted or another school's: 404 WEBHOOK_NOT_FOUND.
+ */
+import { z } from "zod";
+import { requestHash } from "../../db/idempotency";
+import { hubFor } from "../../events/hub-client";
+import { authenticate } from "../../http/auth";
+import { ApiError } from "../../http/errors";
+import { idempotencyKeyHeaderSchema, readIdempotencyKey } from "../../http/headers";
+import { locationHeader, type Operation } from "../../http/operation";
+import { parseBody, parseBodyWith, rejectQuery } from "../../http/request";
+import { replayedHeader, storedAnswer, success } from "../../http/respond";
+import { DEFAULT_GRACE_SECONDS, MAX_WEBHOOKS } from "../../lib/limits";
+import { requireWebhookUrl } from "../delivery/url-policy";
+import { optionalBody, subscriptionOf, TAG, webhookId, webhookNotFound } from "./parts";
+import {
+  createdWebhookResponseSchema,
+  createdWebhookSchema,
+  createWebhookSchema,
+  deletedWebhookResponseSchema,
+  rotatedSecretResponseSchema,
+  rotatedSecretSchema,
+  rotateSchema,
+  updateWebhookSchema,
+  WEBHOOK_ID_EXAMPLE,
+  webhookIdParams,
+  webhookListResponseSchema,
+  webhookRecordSchema,
+  webhookResponseSchema,
+} from "./schemas";
+
+/** The registration operations. */
+export const registrationOperations: Operation<Env>[] = [
+  {
+    method: "POST",
+    path: "/v3/webhooks",
+    operationId: "createWebhook",
+    tag: TAG,
+    summary: "Register a webhook",
+    description:
+      "The registration receives the school's events of the chosen types from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). The `secret` is shown only in this response.",
+    request: {
+      headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema }),
+      body: { schema: createWebhookSchema, description: "The registration." },
+    },
+    responses: {
+      201: {
+        description: "The registration, with its secret.",
+        schema: createdWebhookResponseSchema,
+        example: { status: "success", result: createdWebhookSchema.meta()!.example },
+        headers: { ...locationHeader(`/v3/webhooks/${WEBHOOK_ID_EXAMPLE}`), ...replayedHeader },
+      },
+      400: {
+        codes: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL", "INVALID_PARAMETER"],
+        lead: "`INVALID_PARAMETER` for a malformed `Idempotency-Key`.",
+      },
+      409: ["WEBHOOK_LIMIT_REACHED"],
+      422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was created; use a new key for a new request." },
+    },
+    /**
+     * `events` omitted or `["*"]` → `["*"]` (every event type); duplicates are dropped. `url`
+     * is stored in its normalized form (see `checkWebhookUrl`, applied by `requireWebhookUrl`).
+     */
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      const key = readIdempotencyKey(req);
+      const body = await parseBody(createWebhookSchema, req, "The body must be a JSON object: { url, events?, description? }.");
+      const url = requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
+      const idem = key === undefined ? undefined : { key, hash: await requestHash(body) };
+      const result = await hubFor(env, schoolId).createWebhook(
+        schoolId,
+        {
+          url,
+          events: subscriptionOf(body.events),
+          description: body.description ?? null,
+          filter: body.filter ?? null,
+          headers: body.headers ?? {},
+          maxPerSecond: body.maxPerSecond ?? null,
+        },
+        idem,
+      );
+      if (!result.ok) {
+        if (result.error === "IDEMPOTENCY_KEY_MISMATCH")
+          throw new ApiError(result.error, "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.");
+        throw new ApiError(result.error);
+      }
+      return storedAnswer(result.answer, result.replayed);
+    },
+  },
+  {
+    method: "GET",
+    path: "/v3/webhooks",
+    operationId: "listWebhooks",
+    tag: TAG,
+    summary: "List webhook registrations",
+    description: `The school's registrations, oldest first, without secrets. One page holds them all (at most ${MAX_WEBHOOKS}): \`pagination\` is \`{ page: 1, limit: ${MAX_WEBHOOKS}, hasMore: false }\`. No query parameter is defined.`,
+    responses: {
+      200: {
+        description: "Every registration.",
+        schema: webhookListResponseSchema,
+        example: { status: "success", result: [webhookRecordSchema.meta()!.example], pagination: { page: 1, limit: MAX_WEBHOOKS, hasMore: false } },
+      },
+      400: ["UNKNOWN_PARAMETER"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      const list = await hubFor(env, schoolId).listWebhooks();
+      return success(list, { pagination: { page: 1, limit: MAX_WEBHOOKS, hasMore: false } });
+    },
+  },
+  {
+    method: "GET",
+    path: "/v3/webhooks/{id}",
+    operationId: "getWebhook",
+    tag: TAG,
+    summary: "Read one webhook registration",
+    description: "The registration's record, without its secret or header values (`headerNames` only).",
+    request: { params: webhookIdParams },
+    responses: {
+      200: { description: "The registration.", schema: webhookResponseSchema, example: { status: "success", result: webhookRecordSchema.meta()!.example } },
+      400: ["UNKNOWN_PARAMETER"],
+      404: ["WEBHOOK_NOT_FOUND"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      const id = webhookId(req);
+      const record = await hubFor(env, schoolId).getWebhook(id);
+      if (record === null) throw webhookNotFound(id);
+      return success(record);
+    },
+  },
+  {
+    method: "PATCH",
+    path: "/v3/webhooks/{id}",
+    operationId: "updateWebhook",
+    tag: TAG,
+    summary: "Change, disable or enable a webhook registration",
+    description:
+      'Any of `url` (the URL policy applies), `events`, `description` (`null` clears), `enabled`; the id, the secret and the delivery log are kept. `url`: queued deliveries and pending retries go to the new URL from their next attempt; an attempt already in flight finishes and is logged. `events`: deliveries already queued stay; later events follow the new subscription. `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again; skipped ones only by resend or recover.',
+    request: { params: webhookIdParams, body: { schema: updateWebhookSchema, description: "The fields to change (at least one)." } },
+    responses: {
+      200: {
+        description: "The registration after the change.",
+        schema: webhookResponseSchema,
+        example: { status: "success", result: webhookRecordSchema.meta()!.example },
+      },
+      400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL"],
+      404: ["WEBHOOK_NOT_FOUND"],
+    },
+    /** A disable holds the registration before answering: from the 200 on, no attempt to it starts. */
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      const body = parseBodyWith(updateWebhookSchema, await optionalBody(req));
+      const url = body.url === undefined ? undefined : requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
+      const id = webhookId(req);
+      const record = await hubFor(env, schoolId).updateWebhook(id, {
+        url,
+        events: body.events === undefined ? undefined : subscriptionOf(body.events),
+        description: body.description,
+        filter: body.filter,
+        headers: body.headers,
+        maxPerSecond: body.maxPerSecond,
+        enabled: body.enabled,
+      });
+      if (record === null) throw webhookNotFound(id);
+      return success(record);
+    },
+  },
+  {
+    method: "POST",
+    path: "/v3/webhooks/{id}/secret/rotate",
+    operationId: "rotateWebhookSecret",
+    tag: TAG,
+    summary: "Rotate the signing secret",
+    description:
+      "A new secret (shown only here). Until `previousSecretExpiresAt` every attempt carries two space-separated signatures, `v1,<new> v1,<previous>` (Standard Webhooks), so a receiver can switch at its own pace. A second rotation within the grace keeps only the newest previous secret; `graceSeconds: 0` drops the previous secret at once.",
+    request: { params: webhookIdParams, body: { schema: rotateSchema, description: "Absent, or `{ graceSeconds }`.", required: false } },
+    responses: {
+      200: { description: "The new secret.", schema: rotatedSecretResponseSchema, example: { status: "success", result: rotatedSecretSchema.meta()!.example } },
+      400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+      404: ["WEBHOOK_NOT_FOUND"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      const body = parseBodyWith(rotateSchema, await optionalBody(req));
+      const id = webhookId(req);
+      const rotated = await hubFor(env, schoolId).rotateSecret(id, body.graceSeconds ?? DEFAULT_GRACE_SECONDS);
+      if (rotated === null) throw webhookNotFound(id);
+      return success(rotated);
+    },
+  },
+  {
+    method: "DELETE",
+    path: "/v3/webhooks/{id}",
+    operationId: "deleteWebhook",
+    tag: TAG,
+    summary: "Delete a webhook registration (beta)",
+    description:
+      "Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404.",
+    request: { params: webhookIdParams },
+    responses: {
+      200: {
+        description: "The registration is deleted.",
+        schema: deletedWebhookResponseSchema,
+        example: { status: "success", result: { id: WEBHOOK_ID_EXAMPLE, deleted: true } },
+      },
+      400: ["UNKNOWN_PARAMETER"],
+      404: ["WEBHOOK_NOT_FOUND"],
+    },
+    /** Once answered, nothing more is ever sent to the registration (`SchoolHub.deleteWebhook`). */
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      const id = webhookId(req);
+      if (!(await hubFor(env, schoolId).deleteWebhook(id))) throw webhookNotFound(id);
+      return success({ id, deleted: true });
+    },
+  },
+];

@@ -1,0 +1,140 @@
+/**
+ * A courier's requests in flight: each sent at once, its timeout counting from then, its
+ * answer read up to the status line (the slot is free from then on: DESIGN.md § "Invariants")
+ * and the first 1,024 bytes of its body (API.md § "Delivery log": `responseBody`). Also the
+ * throttle of `maxPerSecond`: waiting for it is not part of an attempt's timeout.
+ */
+import { describeAnswer, honoursRetryAfter } from "../delivery/schedule";
+import type { Platform, Timer } from "../platform/platform";
+import type { DueRow, Outcome } from "./queue";
+
+/** How much of an answer's body is kept (API.md § "Delivery log"), in bytes. */
+export const RESPONSE_BODY_BYTES = 1024;
+
+/** Why a request was aborted (the abort reason). */
+const TIMEOUT = "webhook-timeout";
+const CLOSED = "webhook-deleted";
+
+/** The requests in flight of one courier instance. */
+export class Sender {
+  private readonly inFlight = new Map<number, { controller: AbortController; timer: Timer }>();
+
+  /**
+   * @param timeoutMs one attempt's timeout (WEBHOOK_TIMEOUT_MS).
+   * @param onDone called with each attempt's outcome (not for attempts aborted by `abortAll`).
+   */
+  constructor(
+    private readonly platform: Platform,
+    private readonly timeoutMs: number,
+    private readonly onDone: (outcome: Outcome) => void,
+  ) {}
+
+  /** Requests in flight. */
+  get size(): number {
+    return this.inFlight.size;
+  }
+
+  /** Queue ids of the deliveries in flight. */
+  busy(): number[] {
+    return [...this.inFlight.keys()];
+  }
+
+  /** Sends one attempt now (synchronously under way: the caller's step checked it may). */
+  start(row: DueRow, url: string, headers: Record<string, string>): void {
+    const sentAt = this.platform.now();
+    const controller = new AbortController();
+    const timer = this.platform.setTimer(() => controller.abort(TIMEOUT), this.timeoutMs);
+    this.inFlight.set(row.id, { controller, timer });
+    const response = this.platform.fetch(url, { method: "POST", headers, body: row.body, signal: controller.signal, redirect: "manual" });
+    void this.finish(row, url, sentAt, controller, timer, response);
+  }
+
+  /** Aborts every request in flight; their outcomes are never reported (the registration is deleted). */
+  abortAll(): void {
+    for (const { controller, timer } of this.inFlight.values()) {
+      timer.cancel();
+      controller.abort(CLOSED);
+    }
+    this.inFlight.clear();
+  }
+
+  private async finish(row: DueRow, url: string, sentAt: number, controller: AbortController, timer: Timer, response: Promise<Response>): Promise<void> {
+    let status: number | null = null;
+    let retryAfter: string | null = null;
+    let error: string | null;
+    let responseBody: string | null = null;
+    let durationMs: number;
+    try {
+      const res = await response;
+      durationMs = this.platform.now() - sentAt;
+      status = res.status;
+      if (honoursRetryAfter(status)) retryAfter = res.headers.get("retry-after");
+      error = describeAnswer(status, retryAfter);
+      responseBody = await readStart(res);
+    } catch (err) {
+      durationMs = this.platform.now() - sentAt;
+      const reason: unknown = controller.signal.reason;
+      error = reason === TIMEOUT ? `timed out after ${this.timeoutMs} ms` : `network error: ${err instanceof Error ? err.message : String(err)}`;
+    } finally {
+      timer.cancel();
+    }
+    // Gone from the map: aborted by `abortAll`, nothing to report.
+    if (!this.inFlight.delete(row.id)) return;
+    this.onDone({ row, url, sentAt, finishedAt: this.platform.now(), durationMs, status, error, retryAfter, responseBody });
+  }
+}
+
+/**
+ * The first RESPONSE_BODY_BYTES of `res`'s body as UTF-8 (invalid bytes replaced); the rest
+ * is not read. What arrived before an error or the timeout is kept.
+ */
+async function readStart(res: Response): Promise<string> {
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    while (size < RESPONSE_BODY_BYTES) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      size += value.byteLength;
+    }
+  } catch {
+    // Keep what arrived.
+  } finally {
+    reader.cancel().catch(() => {});
+  }
+  const bytes = new Uint8Array(Math.min(size, RESPONSE_BODY_BYTES));
+  let at = 0;
+  for (const chunk of chunks) {
+    const part = chunk.subarray(0, bytes.length - at);
+    bytes.set(part, at);
+    at += part.length;
+    if (at >= bytes.length) break;
+  }
+  return new TextDecoder("utf-8").decode(bytes);
+}
+
+/** The throttle of `maxPerSecond`: no more attempts start within any one-second window. */
+export class Throttle {
+  /** Start instants (ms) within the last second, oldest first (at most `maxPerSecond`). */
+  private starts: number[] = [];
+
+  /** How many attempts may start at `now` (ms) under `maxPerSecond` (`null`: no limit). */
+  allowance(now: number, maxPerSecond: number | null): number {
+    if (maxPerSecond === null) return Number.POSITIVE_INFINITY;
+    while (this.starts.length > 0 && this.starts[0]! <= now - 1000) this.starts.shift();
+    return Math.max(0, maxPerSecond - this.starts.length);
+  }
+
+  /** When the next attempt may start (ms), once `allowance` is 0. */
+  nextAt(): number {
+    return (this.starts[0] ?? 0) + 1000;
+  }
+
+  /** An attempt started at `now` (ms). */
+  record(now: number): void {
+    this.starts.push(now);
+  }
+}

@@ -1,0 +1,275 @@
+/**
+ * The hub's side of its couriers (DESIGN.md § "Invariants"): hand-overs of the event log by
+ * cursor, config pushes, closes and forwarded calls — every one timed out, its stub replaced
+ * after an error, an overloaded courier backed off. The hub's I/O context is budgeted as if
+ * these calls counted toward its 6 requests waiting: at most HUB_CALL_SLOTS under way, of
+ * which at most HANDOVER_SLOTS hand-overs, so that a DELETE's close finds a slot soon.
+ */
+import { isOverloaded, ObjectCalls } from "../platform/object-calls";
+import type { Platform, Timer } from "../platform/platform";
+import { type CourierConfig, courierFor, type Handover, type HandoverReceipt } from "../rpc";
+import { addressedAfter } from "./event-log";
+import { courierConfig, readWebhook } from "./registrations";
+import { COURIER_OPEN } from "./storage";
+
+/** Durable Object calls the hub may have under way at once (its I/O context's 6). */
+const HUB_CALL_SLOTS = 6;
+/** Hand-overs under way at once: the sixth slot stays for closes and config pushes. */
+const HANDOVER_SLOTS = HUB_CALL_SLOTS - 1;
+/** Events one hand-over carries at most. */
+export const HANDOVER_BATCH = 500;
+/**
+ * While a courier still has this many deliveries due, its next hand-over waits
+ * HANDOVER_SPACING_MS: it has work, so fewer, larger hand-overs cost it nothing.
+ */
+const BACKLOG_HIGH = 8;
+const HANDOVER_SPACING_MS = 100;
+/** After a failed call, a courier is left alone this long, doubling up to the maximum (ms). */
+const BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 30_000;
+/** An overloaded courier is left alone at least this long (ms). */
+const OVERLOAD_BACKOFF_MS = 2_000;
+
+/** What the hub gives its couriers to work with. */
+export interface CourierHost {
+  readonly sql: SqlStorage;
+  readonly platform: Platform;
+  readonly schoolId: () => string;
+  readonly hubId: string;
+  /** A call failed and should be tried again: the hub arms its alarm for `at` (ms). */
+  retryAt(at: number): void;
+}
+
+/** Calls from one hub instance to its registrations' couriers. */
+export class Couriers {
+  private readonly calls: ObjectCalls<ReturnType<typeof courierFor>>;
+  private used = 0;
+  private handing = 0;
+  /** Calls waiting for a slot, in order. */
+  private readonly waiters: (() => void)[] = [];
+  /** Registrations with something to hand over; those with a hand-over under way. */
+  private readonly dirty = new Set<string>();
+  private readonly inFlight = new Map<string, Promise<void>>();
+  /** No hand-over to these before the instant (ms): spacing or back-off. */
+  private readonly notBefore = new Map<string, number>();
+  private readonly failures = new Map<string, number>();
+  private wakeTimer: Timer | null = null;
+  /** Close calls under way, by registration (a second close joins the first). */
+  private readonly closings = new Map<string, Promise<void>>();
+  private idleWaiters: (() => void)[] = [];
+  /** Hand-over calls made by this instance, all told (the benchmark counts them). */
+  handovers = 0;
+
+  constructor(
+    env: Env,
+    private readonly host: CourierHost,
+  ) {
+    this.calls = new ObjectCalls(host.platform, (webhookId) => courierFor(env, webhookId));
+  }
+
+  /** Registrations `ids` have something new: hand it over as soon as their turn comes. */
+  mark(ids: Iterable<string>): void {
+    for (const id of ids) this.dirty.add(id);
+    this.pump();
+  }
+
+  /** Whether no hand-over is under way and none could start now (tests, benchmark). */
+  get idle(): boolean {
+    const now = this.host.platform.now();
+    return this.inFlight.size === 0 && ![...this.dirty].some((id) => (this.notBefore.get(id) ?? 0) <= now);
+  }
+
+  /** Resolves when `idle`. */
+  whenIdle(): Promise<void> {
+    if (this.idle) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /**
+   * Starts hand-overs while slots are free, in turn. Synchronous: each reads the courier's
+   * events and config and starts its call in one step.
+   */
+  pump(): void {
+    const now = this.host.platform.now();
+    let soonest = Infinity;
+    for (const id of [...this.dirty]) {
+      if (this.handing >= HANDOVER_SLOTS || this.used >= HUB_CALL_SLOTS || this.waiters.length > 0) break;
+      if (this.inFlight.has(id)) continue;
+      const wait = this.notBefore.get(id) ?? 0;
+      if (wait > now) {
+        soonest = Math.min(soonest, wait);
+        continue;
+      }
+      this.dirty.delete(id);
+      void this.handOver(id);
+    }
+    if (soonest < Infinity) this.wakeAt(soonest);
+    this.settle();
+  }
+
+  private wakeAt(at: number): void {
+    if (this.wakeTimer) return;
+    this.wakeTimer = this.host.platform.setTimer(
+      () => {
+        this.wakeTimer = null;
+        this.pump();
+      },
+      Math.max(0, at - this.host.platform.now()),
+    );
+  }
+
+  private settle(): void {
+    if (this.idleWaiters.length === 0 || !this.idle) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+  }
+
+  /**
+   * Hands over to `id`'s courier everything addressed to it so far, now (after a hand-over
+   * already under way), and resolves when it acknowledged it. Before a resend or recover,
+   * so that the courier knows every event the hub addressed to it.
+   *
+   * @throws if the courier cannot be reached.
+   */
+  async flush(id: string): Promise<void> {
+    await this.inFlight.get(id);
+    const row = readWebhook(this.host.sql, id);
+    if (!row || addressedAfter(this.host.sql, id, row.acked_seq, 1).length === 0) return;
+    this.dirty.delete(id);
+    this.notBefore.delete(id);
+    await this.handOver(id);
+    if (this.failures.has(id)) throw new Error(`courier ${id} could not be reached`);
+  }
+
+  /** One hand-over to `id`'s courier: what is addressed to it after its acknowledged cursor. */
+  private handOver(id: string): Promise<void> {
+    const row = readWebhook(this.host.sql, id);
+    if (!row) return Promise.resolve();
+    const events = addressedAfter(this.host.sql, id, row.acked_seq, HANDOVER_BATCH);
+    if (events.length === 0 && row.courier_version >= row.version) return Promise.resolve();
+    const config = courierConfig(row, this.host.schoolId(), this.host.hubId);
+    const handover: Handover = { config, events, upTo: events.at(-1)?.seq ?? row.acked_seq };
+    if (row.courier !== COURIER_OPEN) this.host.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
+    this.used += 1;
+    this.handing += 1;
+    this.handovers += 1;
+    const full = events.length === HANDOVER_BATCH;
+    const done = this.calls
+      .call(id, (courier) => courier.deliver(handover))
+      .then(
+        (receipt) => {
+          this.acknowledged(id, config.version, receipt);
+          this.failures.delete(id);
+          if (full) this.dirty.add(id);
+          if (receipt.backlog >= BACKLOG_HIGH) this.notBefore.set(id, this.host.platform.now() + HANDOVER_SPACING_MS);
+          else this.notBefore.delete(id);
+        },
+        (err: unknown) => this.failed(id, err),
+      )
+      .finally(() => {
+        this.inFlight.delete(id);
+        this.release(true);
+        this.pump();
+      });
+    this.inFlight.set(id, done);
+    return done;
+  }
+
+  /** Records what a courier acknowledged: its cursor and the config version it holds. */
+  private acknowledged(id: string, version: number, receipt: HandoverReceipt): void {
+    if (receipt.closed) return;
+    this.host.sql.exec(
+      `UPDATE webhooks SET acked_seq = MAX(acked_seq, ?2), courier_version = MAX(courier_version, ?3) WHERE id = ?1`,
+      id,
+      receipt.cursor,
+      version,
+    );
+  }
+
+  /** A call to `id`'s courier failed: back off (longer when overloaded), then try again. */
+  private failed(id: string, err: unknown): void {
+    const n = (this.failures.get(id) ?? 0) + 1;
+    this.failures.set(id, n);
+    const wait = Math.max(isOverloaded(err) ? OVERLOAD_BACKOFF_MS : 0, Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** (n - 1)));
+    const at = this.host.platform.now() + wait;
+    this.notBefore.set(id, at);
+    this.dirty.add(id);
+    this.host.retryAt(at);
+    console.warn(`SchoolHub: a call to courier ${id} failed (${n} in a row); retrying in ${wait} ms`, err instanceof Error ? err.message : err);
+  }
+
+  /**
+   * Pushes registration `id`'s current config to its courier (after a PATCH or a rotation),
+   * if the courier may hold state. Resolves once the courier holds it.
+   *
+   * @throws if the courier cannot be reached (the alarm pushes it again).
+   */
+  async configure(id: string): Promise<void> {
+    const row = readWebhook(this.host.sql, id);
+    if (!row || row.courier !== COURIER_OPEN || row.courier_version >= row.version) return;
+    const config: CourierConfig = courierConfig(row, this.host.schoolId(), this.host.hubId);
+    try {
+      const receipt = await this.withSlot(() => this.calls.call(id, (courier) => courier.configure(config)));
+      this.acknowledged(id, config.version, receipt);
+    } catch (err) {
+      this.failed(id, err);
+      throw err;
+    }
+  }
+
+  /**
+   * Closes deleted registration `id`'s courier (`WebhookCourier.close`); a close already under
+   * way is joined. Tries twice, each time with a new stub.
+   *
+   * @throws if the courier cannot be reached.
+   */
+  close(id: string): Promise<void> {
+    let closing = this.closings.get(id);
+    if (!closing) {
+      this.dirty.delete(id);
+      closing = this.withSlot(() => this.calls.call(id, (courier) => courier.close()))
+        .catch(() => this.withSlot(() => this.calls.call(id, (courier) => courier.close())))
+        .finally(() => {
+          this.closings.delete(id);
+          this.calls.forget(id);
+        });
+      this.closings.set(id, closing);
+    }
+    return closing;
+  }
+
+  /** The close under way for `id`, if any. */
+  closing(id: string): Promise<void> | undefined {
+    return this.closings.get(id);
+  }
+
+  /**
+   * Forwards a call to `id`'s courier (test, resend, recover), in a slot of its own.
+   *
+   * @throws if the courier cannot be reached.
+   */
+  forward<T>(id: string, send: (courier: ReturnType<typeof courierFor>) => PromiseLike<unknown>): Promise<T> {
+    // RPC stubs type their answers as promise-and-disposable unions: the caller states T.
+    return this.withSlot(() => this.calls.call(id, send)) as Promise<T>;
+  }
+
+  /** Makes one call in a slot of its own, waiting in order for one if none is free. */
+  private async withSlot<T>(call: () => Promise<T>): Promise<T> {
+    if (this.used < HUB_CALL_SLOTS && this.waiters.length === 0) this.used += 1;
+    // Else wait: the releaser hands its slot over (`used` stays the same).
+    else await new Promise<void>((resolve) => this.waiters.push(resolve));
+    try {
+      return await call();
+    } finally {
+      this.release(false);
+    }
+  }
+
+  private release(handOver: boolean): void {
+    if (handOver) this.handing -= 1;
+    const next = this.waiters.shift();
+    if (next) next();
+    else this.used -= 1;
+  }
+}

@@ -1,0 +1,148 @@
+/**
+ * The school's ordered event log (API.md § "Event delivery", § "Events feed"): accepting
+ * events — each stored once, in acceptance order, with the registrations it is addressed to
+ * by their subscription and filter at that instant — and reading it by cursor, for the
+ * couriers' hand-overs. Synchronous SQL on the hub's storage.
+ */
+import type { SchoolEvent } from "../../events/types";
+import type { HandedEvent, WebhookFilter } from "../rpc";
+import type { WebhookRow } from "./registrations";
+
+/** The keys of a course a filter looks at (API.md § "POST /v3/webhooks": `filter`). */
+export interface CourseKeys {
+  trainingId: string | null;
+  groupIds: readonly string[];
+  professorIds: readonly string[];
+}
+
+/** A registration as the accept step needs it (parsed once per change of the set). */
+export interface Audience {
+  id: string;
+  enabled: boolean;
+  /** Subscribed to every type, or to these. */
+  all: boolean;
+  types: ReadonlySet<string>;
+  filter: WebhookFilter | null;
+}
+
+/** The audiences of the active registrations. */
+export function audiencesOf(rows: readonly WebhookRow[]): Audience[] {
+  return rows.map((row) => {
+    const types = JSON.parse(row.events) as string[];
+    return {
+      id: row.id,
+      enabled: row.enabled === 1,
+      all: types.includes("*"),
+      types: new Set(types),
+      filter: row.filter === null ? null : (JSON.parse(row.filter) as WebhookFilter),
+    };
+  });
+}
+
+/** Whether a course with `keys` is in `filter`'s scope: for every field given, one id matches. */
+export function inScope(filter: WebhookFilter, keys: CourseKeys): boolean {
+  if (filter.trainingId && (keys.trainingId === null || !filter.trainingId.includes(keys.trainingId))) return false;
+  if (filter.groupId && !keys.groupIds.some((id) => filter.groupId!.includes(id))) return false;
+  if (filter.professorId && !keys.professorIds.some((id) => filter.professorId!.includes(id))) return false;
+  return true;
+}
+
+/** The keys of the course an event carries, if it carries one. */
+function keysOf(event: SchoolEvent): CourseKeys | null {
+  const course = event.data.course;
+  return course ? { trainingId: course.trainingId, groupIds: course.groupIds, professorIds: course.professorIds } : null;
+}
+
+/**
+ * Whether `event` is addressed to `audience`: subscribed to its type and, with a filter, a
+ * course event whose course (as carried, or as it was before the change: `before`) is in
+ * scope. Events without a course (`webhook.disabled`) always pass the filter.
+ */
+export function addressed(audience: Audience, event: SchoolEvent, before: CourseKeys | undefined): boolean {
+  if (!audience.all && !audience.types.has(event.type)) return false;
+  if (audience.filter === null) return true;
+  const after = keysOf(event);
+  if (after === null) return true;
+  return inScope(audience.filter, after) || (before !== undefined && inScope(audience.filter, before));
+}
+
+/** What `accept` did. */
+export interface Accepted {
+  /** The new events' positions (duplicates left out). */
+  seqs: number[];
+  /** Registrations that got events (enabled or not), and how many targets were written. */
+  audiences: Set<string>;
+  targets: number;
+}
+
+/**
+ * Stores the new events of `events` at `now` (ms) — a known id is ignored — and, for each,
+ * the registrations it is addressed to (`skipped` for disabled ones). `webhook.test` events
+ * never enter the log. `before` gives, by event id, the course's keys before the change.
+ * `except` (a registration id) is addressed nothing (its own `webhook.disabled`). Two
+ * statements; synchronous.
+ */
+export function accept(
+  sql: SqlStorage,
+  audiences: readonly Audience[],
+  events: readonly SchoolEvent[],
+  now: number,
+  before: Readonly<Record<string, CourseKeys>> = {},
+  except?: string,
+): Accepted {
+  const loggable = events.filter((e) => e.type !== "webhook.test");
+  const stored = sql
+    .exec<{ seq: number; id: string }>(
+      `INSERT OR IGNORE INTO events (id, type, body, created_at)
+       SELECT value ->> 0, value ->> 1, value ->> 2, ?2 FROM json_each(?1) RETURNING seq, id`,
+      JSON.stringify(loggable.map((e) => [e.id, e.type, JSON.stringify(e)])),
+      now,
+    )
+    .toArray();
+  const seqOf = new Map(stored.map((r) => [r.id, r.seq]));
+  const rows: [string, number, number][] = [];
+  const touched = new Set<string>();
+  for (const event of loggable) {
+    const seq = seqOf.get(event.id);
+    if (seq === undefined) continue;
+    seqOf.delete(event.id);
+    for (const audience of audiences) {
+      if (audience.id === except || !addressed(audience, event, before[event.id])) continue;
+      rows.push([audience.id, seq, audience.enabled ? 0 : 1]);
+      touched.add(audience.id);
+    }
+  }
+  if (rows.length > 0) {
+    sql.exec(`INSERT OR IGNORE INTO targets (webhook_id, seq, skipped) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, JSON.stringify(rows));
+  }
+  return { seqs: stored.map((r) => r.seq).sort((a, b) => a - b), audiences: touched, targets: rows.length };
+}
+
+/**
+ * The events addressed to `webhookId` after `cursor`, in log order, at most `limit`.
+ * Served by the primary key of `targets` (webhook, seq).
+ */
+export function addressedAfter(sql: SqlStorage, webhookId: string, cursor: number, limit: number): HandedEvent[] {
+  return sql
+    .exec<{ seq: number; id: string; type: string; body: string; created_at: number; skipped: number }>(
+      `SELECT t.seq, e.id, e.type, e.body, e.created_at, t.skipped FROM targets t JOIN events e ON e.seq = t.seq
+       WHERE t.webhook_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`,
+      webhookId,
+      cursor,
+      limit,
+    )
+    .toArray()
+    .map((r) => ({ seq: r.seq, id: r.id, type: r.type, body: r.body, acceptedAt: r.created_at, skipped: r.skipped === 1 }));
+}
+
+/** Registrations whose courier has not acknowledged everything addressed to it, or its latest config. */
+export function behind(sql: SqlStorage): string[] {
+  return sql
+    .exec<{ id: string }>(
+      `SELECT w.id FROM webhooks w WHERE w.deleted_at IS NULL AND (
+         w.courier_version < w.version AND w.courier <> 0
+         OR EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id AND t.seq > w.acked_seq))`,
+    )
+    .toArray()
+    .map((r) => r.id);
+}

@@ -1,0 +1,202 @@
+/**
+ * The hub's registrations as synchronous SQL steps on its own storage (API.md § "Webhook
+ * registrations", § "PATCH", § "Secret rotation", § "Auto-disable"), and the config each
+ * courier is given. Only the SchoolHub calls these, inside its synchronous steps.
+ */
+import { formatInstant } from "../../lib/time";
+import { newSecret } from "../delivery/signing";
+import type { CourierConfig, NewWebhook, RotatedSecret, Subscription, WebhookFilter, WebhookRecord, WebhookUpdate } from "../rpc";
+
+/** A `webhooks` row. Instants in ms. */
+export type WebhookRow = {
+  id: string;
+  url: string;
+  events: string;
+  description: string | null;
+  filter: string | null;
+  headers: string;
+  max_per_second: number | null;
+  secret: string;
+  previous_secret: string | null;
+  previous_expires_at: number | null;
+  enabled: number;
+  disabled_reason: "manual" | "failing" | "gone" | null;
+  disabled_at: number | null;
+  created_at: number;
+  updated_at: number;
+  deleted_at: number | null;
+  version: number;
+  enabled_version: number;
+  courier_version: number;
+  acked_seq: number;
+  courier: number;
+};
+
+/** A row as the API shows it (no secret, header names only). */
+export function toWebhookRecord(row: WebhookRow): WebhookRecord {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as Subscription,
+    description: row.description,
+    filter: row.filter === null ? null : (JSON.parse(row.filter) as WebhookFilter),
+    headerNames: Object.keys(JSON.parse(row.headers) as Record<string, string>).sort(),
+    maxPerSecond: row.max_per_second,
+    enabled: row.enabled === 1,
+    disabledReason: row.enabled === 1 ? null : row.disabled_reason,
+    disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
+    createdAt: formatInstant(row.created_at),
+    updatedAt: formatInstant(row.updated_at),
+  };
+}
+
+/** The config registration `row` gives its courier (see `CourierConfig`). */
+export function courierConfig(row: WebhookRow, schoolId: string, hubId: string): CourierConfig {
+  return {
+    webhookId: row.id,
+    schoolId,
+    hubId,
+    version: row.version,
+    url: row.url,
+    secret: row.secret,
+    previousSecret: row.previous_secret,
+    previousExpiresAt: row.previous_expires_at,
+    headers: JSON.parse(row.headers) as Record<string, string>,
+    maxPerSecond: row.max_per_second,
+    enabled: row.enabled === 1,
+  };
+}
+
+/** The active (not deleted) registration `id`, or `null`. */
+export function readWebhook(sql: SqlStorage, id: string): WebhookRow | null {
+  return sql.exec<WebhookRow>(`SELECT * FROM webhooks WHERE id = ? AND deleted_at IS NULL`, id).toArray()[0] ?? null;
+}
+
+/** Every active registration, oldest first. */
+export function readWebhooks(sql: SqlStorage): WebhookRow[] {
+  return sql.exec<WebhookRow>(`SELECT * FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`).toArray();
+}
+
+/** Whether the id was ever used (deleted registrations included: ids are never reused). */
+export function idTaken(sql: SqlStorage, id: string): boolean {
+  return sql.exec(`SELECT 1 FROM webhooks WHERE id = ?`, id).toArray().length > 0;
+}
+
+/** Stores a new registration `id` at `now` (ms). @returns its secret. */
+export function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
+  const secret = newSecret();
+  sql.exec(
+    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9)`,
+    id,
+    input.url,
+    JSON.stringify(input.events),
+    input.description,
+    input.filter === null ? null : JSON.stringify(input.filter),
+    JSON.stringify(input.headers),
+    input.maxPerSecond,
+    secret,
+    now,
+  );
+  return secret;
+}
+
+/**
+ * PATCH: applies `change` to `id` at `now` (ms). `enabled: false` disables it (reason
+ * `manual`), `enabled: true` re-enables it. Every change bumps `version`, so its courier is
+ * given the new config.
+ *
+ * @returns the row after the change, or `null` for an unknown or deleted id.
+ */
+export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate, now: number): WebhookRow | null {
+  const before = readWebhook(sql, id);
+  if (!before) return null;
+  const set: string[] = [];
+  const values: unknown[] = [];
+  const put = (column: string, value: unknown) => {
+    values.push(value);
+    set.push(`${column} = ?${values.length}`);
+  };
+  if (change.url !== undefined) put("url", change.url);
+  if (change.events !== undefined) put("events", JSON.stringify(change.events));
+  if (change.description !== undefined) put("description", change.description);
+  if (change.filter !== undefined) put("filter", change.filter === null ? null : JSON.stringify(change.filter));
+  if (change.headers !== undefined) put("headers", JSON.stringify(change.headers ?? {}));
+  if (change.maxPerSecond !== undefined) put("max_per_second", change.maxPerSecond);
+  if (change.enabled === false && before.enabled === 1) {
+    put("enabled", 0);
+    put("disabled_reason", "manual");
+    put("disabled_at", now);
+  }
+  if (change.enabled === true && before.enabled === 0) {
+    put("enabled", 1);
+    put("disabled_reason", null);
+    put("disabled_at", null);
+    set.push("enabled_version = version + 1");
+  }
+  if (set.length === 0) return before;
+  put("updated_at", now);
+  values.push(id);
+  sql.exec(`UPDATE webhooks SET ${set.join(", ")}, version = version + 1 WHERE id = ?${values.length}`, ...values);
+  return readWebhook(sql, id);
+}
+
+/**
+ * Disables `id` at `now` (ms) for `reason` (auto-disable), unless it is already disabled or
+ * was re-enabled after the courier's report (`reportVersion` older than the last enable).
+ *
+ * @returns whether it was disabled now.
+ */
+export function disableWebhook(sql: SqlStorage, id: string, reason: "failing" | "gone", reportVersion: number, now: number): boolean {
+  return (
+    sql.exec(
+      `UPDATE webhooks SET enabled = 0, disabled_reason = ?2, disabled_at = ?3, updated_at = ?3, version = version + 1
+       WHERE id = ?1 AND deleted_at IS NULL AND enabled = 1 AND enabled_version <= ?4`,
+      id,
+      reason,
+      now,
+      reportVersion,
+    ).rowsWritten > 0
+  );
+}
+
+/**
+ * Rotation: a new secret; the current one becomes the previous, valid `graceSeconds` more
+ * (0: dropped now). A previous secret from an earlier rotation is forgotten.
+ *
+ * @returns the new secret and when the previous one expires, or `null` for an unknown id.
+ */
+export function rotateSecret(sql: SqlStorage, id: string, graceSeconds: number, now: number): RotatedSecret | null {
+  if (!readWebhook(sql, id)) return null;
+  const secret = newSecret();
+  const expiresAt = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
+  sql.exec(
+    `UPDATE webhooks SET previous_secret = CASE WHEN ?3 IS NULL THEN NULL ELSE secret END, previous_expires_at = ?3, secret = ?2,
+       updated_at = ?4, version = version + 1 WHERE id = ?1`,
+    id,
+    secret,
+    expiresAt,
+    now,
+  );
+  return { id, secret, previousSecretExpiresAt: expiresAt === null ? null : formatInstant(expiresAt) };
+}
+
+/**
+ * DELETE's step: registration `id` becomes a tombstone at `now` (ms) — both secrets and the
+ * header values erased, its addressed events forgotten — unless it already is one.
+ *
+ * @returns `"deleted"` now, `"tombstone"` if it already was one, `null` if it never existed;
+ *   with its courier state.
+ */
+export function tombstone(sql: SqlStorage, id: string, now: number): { found: "deleted" | "tombstone"; courier: number } | null {
+  const row = sql.exec<{ deleted_at: number | null; courier: number }>(`SELECT deleted_at, courier FROM webhooks WHERE id = ?`, id).toArray()[0];
+  if (!row) return null;
+  if (row.deleted_at !== null) return { found: "tombstone", courier: row.courier };
+  sql.exec(
+    `UPDATE webhooks SET deleted_at = ?2, secret = '', previous_secret = NULL, previous_expires_at = NULL, headers = '{}', version = version + 1 WHERE id = ?1`,
+    id,
+    now,
+  );
+  sql.exec(`DELETE FROM targets WHERE webhook_id = ?`, id);
+  return { found: "deleted", courier: row.courier };
+}

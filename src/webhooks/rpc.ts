@@ -1,0 +1,192 @@
+/**
+ * Shapes exchanged over RPC between the Worker, the SchoolHub and the WebhookCouriers (API.md
+ * § "Webhook registrations"): the only thing the three know of each other besides the
+ * bindings' stub types. Records are the `z.infer`s of their schemas (api/schemas.ts).
+ */
+
+import type { z } from "zod";
+import type { StoredAnswer } from "../http/respond";
+import type { createdWebhookSchema, deliveryRecordSchema, rotatedSecretSchema, subscriptionSchema, webhookRecordSchema } from "./api/schemas";
+
+import { RETENTION_MS } from "../lib/limits";
+
+export { MAX_WEBHOOKS } from "../lib/limits";
+
+/** Subscription of a registration: `["*"]` (every event type) or a list of event types. */
+export type Subscription = z.infer<typeof subscriptionSchema>;
+
+/** A registration as GET /v3/webhooks lists it (no secret). */
+export type WebhookRecord = z.infer<typeof webhookRecordSchema>;
+
+/** A registration as POST /v3/webhooks answers it: the only place the secret is shown. */
+export type CreatedWebhook = z.infer<typeof createdWebhookSchema>;
+
+/** Input of `SchoolHub.createWebhook`, already validated by the operation (URL policy included). */
+export interface NewWebhook {
+  url: string;
+  events: Subscription;
+  description: string | null;
+  /** The school's dimensions a course event must match (API.md § "POST /v3/webhooks": `filter`); `null`: every event. */
+  filter: WebhookFilter | null;
+  /** Custom headers, names in lower case; `{}`: none. */
+  headers: Record<string, string>;
+  /** 1–1,000 attempts started per second at most; `null`: no throttle. */
+  maxPerSecond: number | null;
+}
+
+/** A registration's filter: lists of 1–100 ids per dimension, at least one dimension. */
+export interface WebhookFilter {
+  trainingId?: string[];
+  groupId?: string[];
+  professorId?: string[];
+}
+
+/**
+ * Input of `SchoolHub.updateWebhook` (PATCH /v3/webhooks/{id}), already validated (URL policy
+ * included); an absent field is left as it is; `null` clears `description`, `filter`,
+ * `headers` and `maxPerSecond`.
+ */
+export interface WebhookUpdate {
+  url?: string;
+  events?: Subscription;
+  description?: string | null;
+  filter?: WebhookFilter | null;
+  /** Replaces the whole set; `null` (or `{}`) clears it. */
+  headers?: Record<string, string> | null;
+  maxPerSecond?: number | null;
+  enabled?: boolean;
+}
+
+/** Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate): `{ id, secret, previousSecretExpiresAt }`. */
+export type RotatedSecret = z.infer<typeof rotatedSecretSchema>;
+
+/** Why a lifecycle call (resend, recover, test) did nothing: the contract's error codes. */
+export type LifecycleError = "WEBHOOK_NOT_FOUND" | "WEBHOOK_DISABLED" | "EVENT_NOT_FOUND";
+
+/**
+ * Result of `SchoolHub.createWebhook`: the answer to send (stored for its `Idempotency-Key`,
+ * if any) and whether it is a replay, or the error code.
+ */
+export type CreateWebhookResult =
+  | { ok: true; answer: StoredAnswer; replayed: boolean }
+  | { ok: false; error: "WEBHOOK_LIMIT_REACHED" | "IDEMPOTENCY_KEY_MISMATCH" };
+
+/**
+ * One entry of GET /v3/webhooks/{id}/deliveries (see `deliveryRecordSchema`). The schema
+ * narrows `eventType` to the delivered event types; rows read from the hub's storage carry it
+ * as text.
+ */
+export type DeliveryRecord = Omit<z.infer<typeof deliveryRecordSchema>, "eventType"> & { eventType: string };
+
+/** Result of `SchoolHub.publish`: counts of this call. */
+export interface PublishResult {
+  /** Events stored by this call. */
+  accepted: number;
+  /** Events ignored because their id was already accepted (publish is idempotent by event id). */
+  duplicates: number;
+  /** Deliveries addressed (one per accepted event and registration it is addressed to). */
+  deliveries: number;
+}
+
+/**
+ * Requests a courier may have waiting for response headers: 5 of its I/O context's 6, the
+ * sixth kept for its rare calls to the hub (a failure streak to report).
+ */
+export const COURIER_SLOTS = 5;
+
+/**
+ * What a courier needs of its registration to send: pushed by the hub with every hand-over
+ * and after every change (`WebhookCourier.configure`). A courier applies a config only if its
+ * `version` is newer than the one it holds. Instants in ms.
+ */
+export interface CourierConfig {
+  webhookId: string;
+  schoolId: string;
+  /** The hub's `ctx.id.toString()`, where the courier reports a failure streak. */
+  hubId: string;
+  /** Bumped by the hub at every change of the registration. */
+  version: number;
+  url: string;
+  secret: string;
+  previousSecret: string | null;
+  previousExpiresAt: number | null;
+  /** Custom headers sent with every attempt (values never shown again). */
+  headers: Record<string, string>;
+  /** At most this many attempts start within any one second; `null`: no throttle. */
+  maxPerSecond: number | null;
+  enabled: boolean;
+}
+
+/** One event of the hub's log handed to a courier. */
+export interface HandedEvent {
+  /** Its position in the hub's log (the courier's cursor moves past it). */
+  seq: number;
+  id: string;
+  type: string;
+  /** The exact body POSTed. */
+  body: string;
+  /** When the hub accepted it (ms). */
+  acceptedAt: number;
+  /** Accepted while the registration was disabled: logged `skipped`, never attempted. */
+  skipped: boolean;
+}
+
+/**
+ * A hand-over (`WebhookCourier.deliver`): the registration's config and the events of the
+ * hub's log addressed to it with `seq` in (the courier's cursor, `upTo`], in log order.
+ */
+export interface Handover {
+  config: CourierConfig;
+  events: HandedEvent[];
+  upTo: number;
+}
+
+/**
+ * The courier's answer to a hand-over or a config: `closed` (its registration is deleted:
+ * nothing was taken), its cursor into the hub's log, and its backlog (deliveries queued and
+ * due), which the hub uses to space out the next hand-over.
+ */
+export interface HandoverReceipt {
+  closed: boolean;
+  cursor: number;
+  backlog: number;
+}
+
+/**
+ * What a courier tells the hub, the only thing the hub must decide (API.md § "Auto-disable"):
+ * its registration has failed for WEBHOOK_DISABLE_AFTER_HOURS (`failing`, since
+ * `failingSince`, ms) or a receiver answered 410 (`gone`). `version` is the config the
+ * courier held: a report about an older version than a re-enable is ignored.
+ */
+export interface FailingReport {
+  webhookId: string;
+  version: number;
+  reason: "failing" | "gone";
+  failingSince: number | null;
+}
+
+/** Why an attempt was made (API.md § "Delivery log": `trigger`). */
+export type Trigger = "event" | "retry" | "resend" | "recover" | "test";
+
+/** The answer of a courier call that queues (test, resend, recover): done, or why not. */
+export type CourierStep<T> = { ok: true; value: T } | { ok: false; error: LifecycleError };
+
+/**
+ * The RPC stub of registration `webhookId`'s courier (`idFromName(webhookId)`; registration
+ * ids are never reused). Typed from the binding, so callers need no import of the class.
+ */
+export function courierFor(env: Env, webhookId: string) {
+  return env.WEBHOOK_COURIER.get(env.WEBHOOK_COURIER.idFromName(webhookId));
+}
+
+/** Bucket widths, in ms. Buckets are aligned on UTC hours or UTC days. */
+export const STATS_BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
+
+/** A bucket width of the query: `hour` (the default) or `day`. */
+export type StatsBucketSize = keyof typeof STATS_BUCKET_MS;
+
+/** The longest window one call may ask for, in ms: the log's 7-day retention. */
+export const STATS_MAX_WINDOW_MS = RETENTION_MS;
+
+/** The window when the query gives none, in ms: the last 24 hours. */
+export const STATS_DEFAULT_WINDOW_MS = 24 * 3_600_000;
