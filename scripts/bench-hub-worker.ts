@@ -6,8 +6,10 @@
  * instance, further requests queued in order (test/webhooks/io-context.ts, which cites the
  * documentation it follows). `wrangler dev` alone does not enforce it.
  *
- * `GET /__bench/platform` answers what the contexts went through: how many, the most
- * requests ever waiting in one, how many requests had to queue, by kind of object.
+ * `GET /__bench/platform` answers what the contexts went through: how many, the calls
+ * between objects made from them (counted at the stubs), the most requests ever waiting in
+ * one, how many requests had to queue, by kind of object. `GET /__bench/storage?school=&hooks=`
+ * answers the SQLite size of the school's hub and of the named registrations' couriers.
  * Never deployed: wrangler.toml's `main` stays src/index.ts.
  */
 import worker from "../src/bench";
@@ -16,23 +18,29 @@ import { IoContext } from "../test/webhooks/io-context";
 
 export { SchoolHub, WebhookCourier } from "../src/bench";
 
-const contexts: { kind: string; io: IoContext }[] = [];
+const contexts: { kind: string; io: IoContext; calls: number }[] = [];
 
 usePlatform((objectId, kind) => {
-  const io = new IoContext(`${kind}:${objectId.slice(0, 12)}#${contexts.length + 1}`);
-  contexts.push({ kind, io });
+  const context = { kind, io: new IoContext(`${kind}:${objectId.slice(0, 12)}#${contexts.length + 1}`), calls: 0 };
+  contexts.push(context);
+  const { io } = context;
   return {
     now: CLOUDFLARE.now,
     setTimer: CLOUDFLARE.setTimer,
     fetch: (url, init) => io.request(() => fetch(url, init), init.signal),
-    call: (send) => io.request(() => Promise.resolve(send())),
+    // Every call from one object to another goes through here: counted at the stubs.
+    call: (send) => {
+      context.calls += 1;
+      return io.request(() => Promise.resolve(send()));
+    },
   };
 });
 
 /** What the I/O contexts of one kind (or all) went through. */
-function stats(of: { kind: string; io: IoContext }[]) {
+function stats(of: { kind: string; io: IoContext; calls: number }[]) {
   return {
     contexts: of.length,
+    calls: of.reduce((n, c) => n + c.calls, 0),
     maxWaiting: Math.max(0, ...of.map((c) => c.io.maxWaiting)),
     queuedEver: of.reduce((n, c) => n + c.io.queuedEver, 0),
     requests: of.reduce((n, c) => n + c.io.started, 0),
@@ -40,8 +48,16 @@ function stats(of: { kind: string; io: IoContext }[]) {
 }
 
 export default {
-  fetch(request, env, exec) {
-    if (new URL(request.url).pathname === "/__bench/platform") {
+  async fetch(request, env, exec) {
+    const url = new URL(request.url);
+    if (url.pathname === "/__bench/storage") {
+      // The SQLite size of the school's hub and of the couriers of `hooks` (comma-separated ids).
+      const hub = env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromName(url.searchParams.get("school") ?? ""));
+      const ids = (url.searchParams.get("hooks") ?? "").split(",").filter(Boolean);
+      const couriers = await Promise.all(ids.map((id) => env.WEBHOOK_COURIER.get(env.WEBHOOK_COURIER.idFromName(id)).storageBytes()));
+      return Response.json({ hub: await hub.storageBytes(), couriers: Object.fromEntries(ids.map((id, i) => [id, couriers[i]])) });
+    }
+    if (url.pathname === "/__bench/platform") {
       return Response.json({
         all: stats(contexts),
         hub: stats(contexts.filter((c) => c.kind === "hub")),

@@ -14,7 +14,7 @@ import { ensureDocsAssets } from "../docs-assets";
 import { BENCH_ENTRY, wranglerEnv } from "./wrangler";
 
 const KEY = "sk_test_bench_hub";
-const SCHOOL = "sch_bench_hub";
+export const SCHOOL = "sch_bench_hub";
 const root = path.resolve(import.meta.dirname, "..", "..");
 const wranglerBin = path.join(root, "node_modules", ".bin", "wrangler");
 

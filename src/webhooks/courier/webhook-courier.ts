@@ -35,6 +35,8 @@ const RECOVER_CHUNK = 200;
 const REPORT_RETRY_MS = 10_000;
 /** When idle with a log to prune, the alarm comes back after this long (ms). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** While deliveries wait for a slot, the alarm stays armed this far ahead: a new instance picks them up (ms). */
+const WATCHDOG_MS = 60_000;
 
 /** One registration's courier. RPC methods: see each; the hub is its only caller besides reads. */
 export class WebhookCourier extends DurableObject<Env> {
@@ -206,6 +208,11 @@ export class WebhookCourier extends DurableObject<Env> {
     return readStats(this.sql, since, until, bucket, this.platform.now());
   }
 
+  /** The size of this object's SQLite database, in bytes (operators, the benchmark's storage figures). */
+  storageBytes(): number {
+    return this.ctx.storage.sql.databaseSize;
+  }
+
   /** Resolves when no request is in flight and nothing due could start (tests, benchmark). */
   whenIdle(): Promise<void> {
     if (this.isIdle()) return Promise.resolve();
@@ -368,20 +375,25 @@ export class WebhookCourier extends DurableObject<Env> {
   }
 
   /**
-   * Arms the alarm for what comes next: the next due retry; while every slot is taken, a
-   * watchdog; else the next pruning. Wakes `whenIdle()` callers when nothing can start.
+   * Arms the alarm for what comes next: while every slot is taken, only a watchdog (the
+   * outcomes start what is due); else the next due retry, or the next pruning. Wakes
+   * `whenIdle()` callers when nothing can start.
    */
   private rearm(): void {
     if (this.closed) return;
     const now = this.platform.now();
+    const armed = this.alarmAt !== undefined && this.alarmAt !== null && this.alarmAt >= now;
+    if (this.sender.size >= COURIER_SLOTS) {
+      if (!armed) void this.armAlarm(now + WATCHDOG_MS);
+      return;
+    }
     const next = nextDueAt(this.sql, this.sender.busy());
     let at: number | null;
     if (next === null) at = hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null;
     else if (next > now) at = next;
-    // Due but not startable now (slots full, throttled, disabled): the outcomes or the throttle
-    // timer start it; the alarm only watches for a lost instance.
-    else at = now + 60_000;
-    if (at !== null && (this.alarmAt === undefined || this.alarmAt === null || at < this.alarmAt || this.alarmAt < now)) void this.armAlarm(at);
+    // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
+    else at = now + WATCHDOG_MS;
+    if (at !== null && (!armed || at < this.alarmAt!)) void this.armAlarm(at);
     this.settle();
   }
 

@@ -305,6 +305,11 @@ export class SchoolHub extends DurableObject<Env> {
     return this.couriers.whenIdle();
   }
 
+  /** The size of this object's SQLite database, in bytes (operators, the benchmark's storage figures). */
+  storageBytes(): number {
+    return this.ctx.storage.sql.databaseSize;
+  }
+
   /** Hand-over calls this instance made (the benchmark counts calls between objects). */
   handoverCount(): number {
     return this.couriers.handovers;
