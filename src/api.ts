@@ -13,6 +13,7 @@ import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
 import { deliveryOperations } from "./webhooks/api/deliveries";
 import { catalogOperations, eventWebhooks } from "./webhooks/api/event-catalog";
+import { feedOperations } from "./webhooks/api/feed";
 import { registrationOperations } from "./webhooks/api/registrations";
 
 /** Every operation of the API (API.md), then the two reference routes. */
@@ -20,6 +21,7 @@ export const operations: Operation<Env>[] = [
   ...courseOperations(publishEvents),
   ...registrationOperations,
   ...deliveryOperations,
+  ...feedOperations,
   ...catalogOperations,
   ...referenceOperations<Env>(openApiDocument),
 ];

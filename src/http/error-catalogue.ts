@@ -86,6 +86,11 @@ export const ERRORS = {
     message: `This school already has ${MAX_WEBHOOKS} webhook registrations; delete one (DELETE /v3/webhooks/{id}) before creating another.`,
   },
   WEBHOOK_DISABLED: { status: 409, when: "test, resend or recover on a disabled registration" },
+  CURSOR_EXPIRED: {
+    status: 410,
+    when: "`GET /v3/events` with a cursor older than the 7-day retention (restart with `since`)",
+    message: "This cursor is older than the 7-day retention of events; read again from an instant with `since`.",
+  },
   PRECONDITION_FAILED: { status: 412, when: "`If-Match` names another version than the course's current one" },
   IDEMPOTENCY_KEY_MISMATCH: { status: 422, when: "an `Idempotency-Key` reused with a different body" },
   RATE_LIMITED: { status: 429, when: "the key (or client IP) exceeded its rate limit; `Retry-After` says when to retry" },

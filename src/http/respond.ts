@@ -30,7 +30,7 @@ export function success(result: unknown, init: { status?: number; headers?: Reco
  *
  * @param resultJson valid JSON text; the caller answers for it (nothing here parses it).
  */
-export function successRaw(resultJson: string, init: { headers?: Record<string, string>; pagination?: Pagination } = {}): Response {
+export function successRaw(resultJson: string, init: { headers?: Record<string, string>; pagination?: Pagination | Record<string, unknown> } = {}): Response {
   const pagination = init.pagination ? `,"pagination":${JSON.stringify(init.pagination)}` : "";
   return jsonTextResponse(`{"status":"success","result":${resultJson}${pagination}}`, 200, init.headers);
 }

@@ -10,7 +10,7 @@ import { DurableObject } from "cloudflare:workers";
 import { IDEMPOTENCY_TTL_MS } from "../../db/idempotency";
 import type { SchoolEvent } from "../../events/types";
 import { mintId } from "../../lib/ids";
-import { DEFAULT_GRACE_SECONDS } from "../../lib/limits";
+import { DEFAULT_GRACE_SECONDS, RETENTION_MS } from "../../lib/limits";
 import { formatInstant } from "../../lib/time";
 import { type Platform, platformFor } from "../platform/platform";
 import {
@@ -27,6 +27,7 @@ import {
 } from "../rpc";
 import { Couriers } from "./couriers";
 import { type Audience, accept, audiencesOf, behind, type CourseKeys } from "./event-log";
+import { type FeedPage, type FeedPosition, positionAt, readFeed, tail } from "./feed";
 import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
 import * as registrations from "./registrations";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, migrate, pruneLog } from "./storage";
@@ -49,6 +50,8 @@ export class SchoolHub extends DurableObject<Env> {
   /** The active registrations as the accept step reads them (`null`: reload). */
   private audiences: Audience[] | null = null;
   private school: string | null;
+  /** Feed readers waiting for the next accepted event (long poll): woken by `publish`. */
+  private readonly feedWaiters = new Set<() => void>();
   /** The alarm as this instance last set it (`undefined`: unknown). */
   private alarmAt: number | null | undefined = undefined;
 
@@ -196,6 +199,7 @@ export class SchoolHub extends DurableObject<Env> {
     if (events[0]) this.knowSchool(events[0].schoolId);
     const done = this.ctx.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now(), before));
     this.couriers.mark(done.audiences);
+    if (done.seqs.length > 0) this.wakeReaders();
     return { accepted: done.seqs.length, duplicates: events.length - done.seqs.length, deliveries: done.targets };
   }
 
@@ -268,9 +272,47 @@ export class SchoolHub extends DurableObject<Env> {
         },
       };
       this.couriers.mark(accept(this.sql, this.readAudiences(), [event], now, {}, report.webhookId).audiences);
+      this.wakeReaders();
       return true;
     });
     if (disabled) await this.couriers.configure(report.webhookId).catch(() => {});
+  }
+
+  /**
+   * A page of the events feed (GET /v3/events): events after `after` (a position a previous
+   * page returned), or accepted at or after `since` (ms), or from the oldest retained; of
+   * `types` (`null`: all); at most `limit`. With `waitMs` > 0 and nothing to return, waits
+   * until an event is accepted (woken by `publish`, no polling) or the time is up.
+   *
+   * @returns the page, or `CURSOR_EXPIRED` for a position older than the 7-day retention.
+   */
+  async readFeed(query: { after?: FeedPosition; since?: number; types: string[] | null; limit: number; waitMs: number }): Promise<FeedPage | "CURSOR_EXPIRED"> {
+    const now = this.platform.now();
+    let from: FeedPosition;
+    if (query.after !== undefined) {
+      if (query.after.at < now - RETENTION_MS) return "CURSOR_EXPIRED";
+      from = query.after;
+    } else from = query.since !== undefined ? positionAt(this.sql, query.since, now) : tail(this.sql, now);
+    const deadline = now + query.waitMs;
+    for (;;) {
+      const page = readFeed(this.sql, from, query.types, query.limit);
+      const left = deadline - this.platform.now();
+      if (page.bodies.length > 0 || left <= 0) {
+        // An empty page leaves the reader at the head as of now: nothing before it is missed.
+        if (page.bodies.length === 0) page.next = { seq: page.next.seq, at: Math.max(page.next.at, this.platform.now()) };
+        return page;
+      }
+      from = page.next;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          timer.cancel();
+          this.feedWaiters.delete(wake);
+          resolve();
+        };
+        const timer = this.platform.setTimer(wake, left);
+        this.feedWaiters.add(wake);
+      });
+    }
   }
 
   // -------------------------------------------------------------------------------------
@@ -337,6 +379,11 @@ export class SchoolHub extends DurableObject<Env> {
       .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN)
       .toArray()
       .map((r) => r.id);
+  }
+
+  /** Wakes every waiting feed reader (events were accepted). */
+  private wakeReaders(): void {
+    for (const wake of [...this.feedWaiters]) wake();
   }
 
   private knowSchool(schoolId: string): void {
