@@ -17,6 +17,8 @@
  *    and under wrangler's dev server API with the devtools inspector off —: deliveries/s and
  *    DELETE latency during dispatch; then on the simulated platform (6 requests waiting per
  *    I/O context, 50 ms receivers and a hanging one, `--simulated`).
+ *    Then the events feed: a page of 100 events against the floor, the long poll's wake-up
+ *    latency over 100 wake-ups, a filter's cost in the hub's accept step (scripts/lib/bench-feed.ts).
  * 5. Runs issue 15's A/B (scripts/lib/bench-ab.ts): a few reads of the mix served as deployed
  *    (D1 sessions, bookmarks, rate limiter on) and without those steps, interleaved.
  * 6. Writes bench/RESULTS.md and bench/results.json.
@@ -39,6 +41,7 @@ import { type ImportSummary, importData } from "./import";
 import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
 import { type AbQueryResult, abSection, abSummary, replaceAbSection } from "./lib/bench-ab-report";
 import { type DevServer, startDevServer } from "./lib/dev-server";
+import { benchFeed, type FeedFigures, feedLines } from "./lib/bench-feed";
 import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
 import { localD1File, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
 import { applyMigrations, BENCH_ENTRY, ROOT } from "./lib/wrangler";
@@ -262,6 +265,7 @@ async function main() {
   let mf: MiniflareServer | undefined;
   const results: QueryResult[] = [];
   let ab: { results: AbQueryResult[]; load0: number } | undefined;
+  let feed: FeedFigures | undefined;
   try {
     server = await startDevServer({
       persistTo,
@@ -298,6 +302,9 @@ async function main() {
         `${q.name.padEnd(38)} p50 ${fmt(c1.p50)} ms (×${fmt(r.ratioToFloor, 2)} floor)  p99 ${fmt(c1.p99)}  ${fmt(c1.rps, 0)} rps | c16 ${fmt(c16.rps, 0)} rps p50 ${fmt(c16.p50)}  | D1 ${fmt(r.dbMsMedian, 2)} ms, trips ${r.roundTrips.join("/")} | SQLite ${fmt(sqlite.medianMs, 2)} ms`,
       );
     }
+    log("events feed: a page of 100, long-poll wake-ups, filter cost…");
+    feed = await benchFeed(server.base, DEMO_API_KEY, floorP50, seconds);
+    for (const line of feedLines(feed)) log(line);
     await server.stop();
     server = undefined;
 
@@ -340,7 +347,7 @@ async function main() {
     hub.push({ label: SIMULATED_HUB, ...(await runHubBench(false, true)) });
   }
 
-  writeResults({ genOpts, stats, importSummary, results, hub, seconds, ab: ab && abLines(ab.results, abInfo(ab.load0)) });
+  writeResults({ genOpts, stats, importSummary, results, hub, seconds, ab: ab && abLines(ab.results, abInfo(ab.load0)), feed });
 }
 
 /** The A/B section of bench/RESULTS.md (scripts/lib/bench-ab-report.ts) with this run's setting. */
@@ -372,6 +379,7 @@ function writeResults(r: {
   hub: { label: string; output: string; code: number }[];
   seconds: number;
   ab?: { lines: string[]; results: AbQueryResult[] };
+  feed?: FeedFigures;
 }) {
   const dir = path.join(ROOT, "bench");
   mkdirSync(dir, { recursive: true });
@@ -384,6 +392,7 @@ function writeResults(r: {
     queries: r.results,
     hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })),
     ab: r.ab && abSummary(r.ab.results),
+    feed: r.feed,
   };
   writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
 
@@ -427,12 +436,13 @@ function writeResults(r: {
     `Targets over ${listings.length} listing queries: p50 ≤ 1.5 × floor: ${ratioOk}/${listings.length} (under Miniflare directly: ${mfOk}/${listings.length}); SQLite alone ≤ 2 ms: ${sqliteOk}/${listings.length}; exactly 1 D1 round trip: ${tripsOk}/${listings.length}; D1 time < 5 ms: ${dbOk}/${listings.length}.`,
     "",
   );
+  if (r.feed) lines.push("## Events feed (sch_demo)", "", ...feedLines(r.feed), "");
   if (r.ab) lines.push(...r.ab.lines, "");
   for (const h of r.hub) {
     const wanted = h.output
       .split("\n")
       .filter((l) =>
-        /^(deliveries|signatures|publish|end to end|dispatch|healthy|saturation|lag|DELETE|I\/O|CPU|Worker CPU|WARNING|machine|PASS|FAIL|\d+ receivers)/.test(
+        /^(deliveries|signatures|publish|end to end|dispatch|healthy|saturation|lag|DELETE|I\/O|CPU|Worker CPU|fan-out|calls between|storage|target|WARNING|machine|PASS|FAIL|\d+ receivers)/.test(
           l,
         ),
       );

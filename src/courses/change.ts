@@ -103,19 +103,22 @@ export function applyPatch(before: CourseState, patch: CoursePatch): { after: Co
  * The events of a write, in the contract's order: `course.created` (no `before`) or
  * `course.updated`, then `course.archived` / `course.unarchived`, `course.absences_sent`
  * (false → true), one `course.professor_signed` per professor whose `signed` went false →
- * true (a professor added already signed counts). Each carries the course after the write.
+ * true (a professor added already signed counts). Each carries the course after the write
+ * and, for a change, `previous`: the course's filter keys before it (never delivered).
  *
  * @param now ms since the epoch: the events' `createdAt` and the time part of their ids.
  */
 export function deriveEvents(schoolId: string, before: CourseState | undefined, after: CourseState, now: number): CourseEvent[] {
   const course = stateToRecord(after);
   const createdAt = formatInstant(now);
+  const previous = before ? { trainingId: before.trainingId, groupIds: [...before.groupIds], professorIds: before.professors.map((p) => p.professorId).sort() } : undefined;
   const ev = (type: CourseEvent["type"], professorId?: string): CourseEvent => ({
     id: mintId("evt", now),
     type,
     createdAt,
     schoolId,
     data: professorId === undefined ? { course } : { course, professorId },
+    ...(previous ? { previous } : {}),
   });
   const events = [ev(before ? "course.updated" : "course.created")];
   const wasArchived = before?.archived ?? false;

@@ -136,13 +136,31 @@ export const COURSE_EVENT_TYPES = [
   "course.professor_signed",
 ] as const;
 
-/** An event of a course write, as queued in the outbox and delivered (`data.course`: the course after the write). */
+/**
+ * The keys of a course that a webhook filter looks at (API.md § "POST /v3/webhooks":
+ * `filter`): its training, groups and professors.
+ */
+export const courseKeysSchema = z.strictObject({
+  trainingId: idSchema.nullable(),
+  groupIds: z.array(idSchema),
+  professorIds: z.array(idSchema),
+});
+
+/** A course's filter keys (`courseKeysSchema`). */
+export type CourseKeys = z.infer<typeof courseKeysSchema>;
+
+/**
+ * An event of a course write, as queued in the outbox (`data.course`: the course after the
+ * write). `previous`, on a change, holds the course's filter keys before it, so a filter
+ * hears of a course leaving its scope; the hub strips it: it is never delivered.
+ */
 const courseEventSchema = z.strictObject({
   id: idSchema,
   type: z.enum(COURSE_EVENT_TYPES),
   createdAt: instantOutSchema,
   schoolId: idSchema,
   data: z.strictObject({ course: courseRecordSchema, professorId: idSchema.optional() }),
+  previous: courseKeysSchema.optional(),
 });
 
 /** An event of a course write (`course.professor_signed` adds `data.professorId`). */

@@ -3,7 +3,7 @@
  * event the hub accepts. Their documented bodies, one per type, are in src/events/schemas.ts.
  */
 import { z } from "zod";
-import { COURSE_EVENT_TYPES, courseRecordSchema } from "../courses/schemas";
+import { COURSE_EVENT_TYPES, courseKeysSchema, courseRecordSchema } from "../courses/schemas";
 import { idSchema, instantOutSchema } from "../lib/fields";
 
 /**
@@ -34,6 +34,8 @@ const schoolEventSchema = z.strictObject({
   createdAt: instantOutSchema,
   schoolId: idSchema,
   data: z.looseObject({ course: courseRecordSchema.optional(), professorId: idSchema.optional() }),
+  /** Internal (a course change's filter keys before it): the hub strips it, it is never delivered. */
+  previous: courseKeysSchema.optional(),
 });
 
 /** An event as delivered (`z.infer` of its schema). */

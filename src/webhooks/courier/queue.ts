@@ -110,12 +110,12 @@ export function backlog(sql: SqlStorage, now: number): number {
 
 /**
  * Queues `eventId` (kept in `events`) due at `now` (ms) with `trigger`; a delivery of it
- * already queued becomes due now instead (no second copy).
+ * already queued becomes due now instead (no second copy), its next attempt made for `trigger`.
  */
 export function enqueue(sql: SqlStorage, eventId: string, eventType: string, trigger: Trigger, now: number): void {
   sql.exec(
     `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 0, ?4, ?4)
-     ON CONFLICT (event_id) DO UPDATE SET next_attempt_at = MIN(next_attempt_at, ?4)`,
+     ON CONFLICT (event_id) DO UPDATE SET next_attempt_at = MIN(next_attempt_at, ?4), trigger = ?3`,
     eventId,
     eventType,
     trigger,

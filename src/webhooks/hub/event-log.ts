@@ -4,16 +4,11 @@
  * by their subscription and filter at that instant — and reading it by cursor, for the
  * couriers' hand-overs. Synchronous SQL on the hub's storage.
  */
+import type { CourseKeys } from "../../courses/schemas";
 import type { SchoolEvent } from "../../events/types";
 import type { HandedEvent, WebhookFilter } from "../rpc";
 import type { WebhookRow } from "./registrations";
 
-/** The keys of a course a filter looks at (API.md § "POST /v3/webhooks": `filter`). */
-export interface CourseKeys {
-  trainingId: string | null;
-  groupIds: readonly string[];
-  professorIds: readonly string[];
-}
 
 /** A registration as the accept step needs it (parsed once per change of the set). */
 export interface Audience {
@@ -55,15 +50,15 @@ function keysOf(event: SchoolEvent): CourseKeys | null {
 
 /**
  * Whether `event` is addressed to `audience`: subscribed to its type and, with a filter, a
- * course event whose course (as carried, or as it was before the change: `before`) is in
- * scope. Events without a course (`webhook.disabled`) always pass the filter.
+ * course event whose course (as carried, or as it was before the change: `event.previous`) is
+ * in scope. Events without a course (`webhook.disabled`) always pass the filter.
  */
-export function addressed(audience: Audience, event: SchoolEvent, before: CourseKeys | undefined): boolean {
+export function addressed(audience: Audience, event: SchoolEvent): boolean {
   if (!audience.all && !audience.types.has(event.type)) return false;
   if (audience.filter === null) return true;
   const after = keysOf(event);
   if (after === null) return true;
-  return inScope(audience.filter, after) || (before !== undefined && inScope(audience.filter, before));
+  return inScope(audience.filter, after) || (event.previous !== undefined && inScope(audience.filter, event.previous));
 }
 
 /** What `accept` did. */
@@ -78,7 +73,7 @@ export interface Accepted {
 /**
  * Stores the new events of `events` at `now` (ms) — a known id is ignored — and, for each,
  * the registrations it is addressed to (`skipped` for disabled ones). `webhook.test` events
- * never enter the log. `before` gives, by event id, the course's keys before the change.
+ * never enter the log; `previous` is used for the filters and stripped from the stored body.
  * `except` (a registration id) is addressed nothing (its own `webhook.disabled`). Two
  * statements; synchronous.
  */
@@ -87,7 +82,6 @@ export function accept(
   audiences: readonly Audience[],
   events: readonly SchoolEvent[],
   now: number,
-  before: Readonly<Record<string, CourseKeys>> = {},
   except?: string,
 ): Accepted {
   const loggable = events.filter((e) => e.type !== "webhook.test");
@@ -95,7 +89,7 @@ export function accept(
     .exec<{ seq: number; id: string }>(
       `INSERT OR IGNORE INTO events (id, type, body, created_at)
        SELECT value ->> 0, value ->> 1, value ->> 2, ?2 FROM json_each(?1) RETURNING seq, id`,
-      JSON.stringify(loggable.map((e) => [e.id, e.type, JSON.stringify(e)])),
+      JSON.stringify(loggable.map(({ previous: _, ...delivered }) => [delivered.id, delivered.type, JSON.stringify(delivered)])),
       now,
     )
     .toArray();
@@ -107,7 +101,7 @@ export function accept(
     if (seq === undefined) continue;
     seqOf.delete(event.id);
     for (const audience of audiences) {
-      if (audience.id === except || !addressed(audience, event, before[event.id])) continue;
+      if (audience.id === except || !addressed(audience, event)) continue;
       rows.push([audience.id, seq, audience.enabled ? 0 : 1]);
       touched.add(audience.id);
     }

@@ -26,7 +26,7 @@ import {
   type WebhookUpdate,
 } from "../rpc";
 import { Couriers } from "./couriers";
-import { type Audience, accept, audiencesOf, behind, type CourseKeys } from "./event-log";
+import { type Audience, accept, audiencesOf, behind } from "./event-log";
 import { type FeedPage, type FeedPosition, positionAt, readFeed, tail } from "./feed";
 import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
 import * as registrations from "./registrations";
@@ -192,12 +192,12 @@ export class SchoolHub extends DurableObject<Env> {
    * Idempotent by event id for 7 days (the log's retention), so the outbox sweep may publish
    * again safely. In one step each new event is appended to the log and addressed to every
    * registration it concerns at that instant (subscription; filter, on the course as carried
-   * or as it was `before`, keys by event id). Resolves once that is durable; hand-overs to the
-   * couriers follow.
+   * or as it was before the change, `previous`). Resolves once that is durable; hand-overs to
+   * the couriers follow.
    */
-  publish(events: SchoolEvent[], before: Record<string, CourseKeys> = {}): PublishResult {
+  publish(events: SchoolEvent[]): PublishResult {
     if (events[0]) this.knowSchool(events[0].schoolId);
-    const done = this.ctx.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now(), before));
+    const done = this.ctx.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
     this.couriers.mark(done.audiences);
     if (done.seqs.length > 0) this.wakeReaders();
     return { accepted: done.seqs.length, duplicates: events.length - done.seqs.length, deliveries: done.targets };
@@ -271,7 +271,7 @@ export class SchoolHub extends DurableObject<Env> {
           failingSince: report.failingSince === null ? null : formatInstant(report.failingSince),
         },
       };
-      this.couriers.mark(accept(this.sql, this.readAudiences(), [event], now, {}, report.webhookId).audiences);
+      this.couriers.mark(accept(this.sql, this.readAudiences(), [event], now, report.webhookId).audiences);
       this.wakeReaders();
       return true;
     });
