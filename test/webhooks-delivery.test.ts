@@ -9,9 +9,9 @@ import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubFor } from "../src/events/hub-client";
 import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery/schedule";
-import { COURIER_SLOTS } from "../src/webhooks/rpc";
+import { COURIER_SLOTS, courierFor } from "../src/webhooks/rpc";
 import { call, callJson } from "./helpers";
-import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
+import { courseEvent, drain, inCourier, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -25,11 +25,20 @@ beforeEach(() => {
   rx.delay = [0, 2];
 });
 
-/** The queue row of the only delivery of a hub, if any. */
-async function queueRows(schoolId: string) {
-  return runInDurableObject(hubFor(env, schoolId), (_hub, state) =>
-    state.storage.sql.exec<{ attempts: number; next_attempt_at: number }>(`SELECT attempts, next_attempt_at FROM deliveries`).toArray(),
+/** The queue rows of a registration's courier (deliveries not yet succeeded or failed). */
+async function queueRows(webhookId: string) {
+  return inCourier(webhookId, (_courier, state) =>
+    state.storage.sql.exec<{ attempts: number; next_attempt_at: number }>(`SELECT attempts, next_attempt_at FROM queue ORDER BY id`).toArray(),
   );
+}
+
+/** Polls `check` (async) until it holds. */
+async function eventually(check: () => Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
@@ -95,11 +104,12 @@ describe("retries", () => {
     expect(schedule).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
 
     for (let i = 0; i < schedule.length; i++) {
-      const [row] = await queueRows(schoolId);
+      const [row] = await queueRows(hook.id);
       expect(row!.attempts).toBe(i + 1);
+      // The schedule's wait lengthened by a random 0–10 % (jitter), from the attempt's end.
       const wait = row!.next_attempt_at - Date.now();
       expect(wait).toBeGreaterThan(schedule[i]! * 1000 - 2000);
-      expect(wait).toBeLessThanOrEqual(schedule[i]! * 1000);
+      expect(wait).toBeLessThanOrEqual(schedule[i]! * 1100);
       // Not due yet: running the alarm sends nothing.
       const before = rx.to("fail.example.com").length;
       await drain(schoolId);
@@ -109,7 +119,7 @@ describe("retries", () => {
       await drain(schoolId);
       expect(rx.to("fail.example.com")).toHaveLength(before + 1);
     }
-    expect(await queueRows(schoolId)).toEqual([]);
+    expect(await queueRows(hook.id)).toEqual([]);
     const got = rx.to("fail.example.com");
     expect(got).toHaveLength(1 + schedule.length);
     expect(new Set(got.map((r) => r.headers["webhook-id"]))).toEqual(new Set([event.id]));
@@ -125,12 +135,16 @@ describe("retries", () => {
       responseStatus: 500,
       error: "HTTP 500",
       nextAttemptAt: null,
+      trigger: "retry",
+      url: "https://fail.example.com/in",
+      responseBody: "ok",
     });
     for (const entry of log.slice(1)) {
-      expect(entry).toMatchObject({ status: "pending", responseStatus: 500 });
+      expect(entry).toMatchObject({ status: "pending", responseStatus: 500, trigger: entry.attempt === 1 ? "event" : "retry" });
+      expect(entry.durationMs).toEqual(expect.any(Number));
       const gap = Date.parse(entry.nextAttemptAt) - Date.parse(entry.attemptedAt);
       expect(gap).toBeGreaterThanOrEqual(schedule[entry.attempt - 1]! * 1000);
-      expect(gap).toBeLessThan(schedule[entry.attempt - 1]! * 1000 + 2000);
+      expect(gap).toBeLessThan(schedule[entry.attempt - 1]! * 1100 + 2000);
     }
   });
 
@@ -144,7 +158,7 @@ describe("retries", () => {
     await makeAllDue(schoolId);
     await drain(schoolId);
     expect(calls).toBe(2);
-    expect(await queueRows(schoolId)).toEqual([]);
+    expect(await queueRows(hook.id)).toEqual([]);
     const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
     expect(log.map((d: { status: string; responseStatus: number }) => [d.status, d.responseStatus])).toEqual([
       ["succeeded", 200],
@@ -152,21 +166,34 @@ describe("retries", () => {
     ]);
   });
 
-  it("410 Gone stops the retries of that delivery", async () => {
+  it("410 Gone stops the retries of that delivery and disables the registration (gone)", async () => {
     const { schoolId, key } = await newSchool("gone");
     const hook = await register(key, "https://gone.example.com/in");
+    await register(key, "https://gone-watch.example.com/in", { events: ["webhook.disabled"] });
     rx.on("gone.example.com", 410);
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
-    expect(await queueRows(schoolId)).toEqual([]);
+    expect(await queueRows(hook.id)).toEqual([]);
     await makeAllDue(schoolId);
     await drain(schoolId);
     expect(rx.to("gone.example.com")).toHaveLength(1);
     const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
     expect(entry).toMatchObject({ attempt: 1, status: "failed", responseStatus: 410, nextAttemptAt: null });
     expect(entry.error).toMatch(/410/);
-    // The registration itself stays; the next event is delivered again.
+    // The receiver asked to be unsubscribed: the registration is disabled (gone), and
+    // webhook.disabled reaches the school's other registrations that subscribe to it.
+    const record = async () => (await callJson(`/v3/webhooks/${hook.id}`, { key })).body.result;
+    await eventually(async () => (await record()).enabled === false, "the registration to be disabled");
+    expect(await record()).toMatchObject({ enabled: false, disabledReason: "gone", disabledAt: expect.any(String) });
+    await drain(schoolId);
+    const watched = rx.to("gone-watch.example.com").map((r) => r.event);
+    expect(watched.map((e) => [e.type, e.data])).toEqual([["webhook.disabled", { webhookId: hook.id, reason: "gone", failingSince: null }]]);
+    // Disabled: the next event is not delivered; once enabled again, events are.
     rx.on("gone.example.com", 200);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(rx.to("gone.example.com")).toHaveLength(1);
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { enabled: true } })).status).toBe(200);
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
     expect(rx.to("gone.example.com")).toHaveLength(2);
@@ -186,7 +213,7 @@ describe("retries", () => {
     const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
     expect(entry).toMatchObject({ attempt: 1, status: "pending", responseStatus });
     expect(entry.error).toMatch(error);
-    expect((await queueRows(schoolId))[0]!.attempts).toBe(1);
+    expect((await queueRows(hook.id))[0]!.attempts).toBe(1);
   });
 
   it("an attempt is bounded by WEBHOOK_TIMEOUT_MS", async () => {
@@ -226,7 +253,8 @@ describe("publish", () => {
     const updated = courseEvent(schoolId, "course.updated");
     const archived = courseEvent(schoolId, "course.archived");
     const test = { ...courseEvent(schoolId), type: "webhook.test" as const };
-    expect(await hub.publish([created, updated, archived, test])).toEqual({ accepted: 4, duplicates: 0, deliveries: 4 });
+    // A webhook.test event never enters the school's log (it is sent by POST …/test only).
+    expect(await hub.publish([created, updated, archived, test])).toEqual({ accepted: 3, duplicates: 0, deliveries: 4 });
     // Registered after the publish: receives none of those events.
     await register(key, "https://late.example.com/in");
     await drain(schoolId);
@@ -263,34 +291,40 @@ describe("dispatch", () => {
     await hub.publish([recent]);
     await drain(schoolId);
     const old = Date.now() - 7 * 86_400_000 - 60_000;
+    // An old event in the hub's log, and its copy and attempt in the courier's.
     await runInDurableObject(hub, (_h, state) => {
       state.storage.sql.exec(`INSERT INTO events (id, type, body, created_at) VALUES ('evt_old', 'course.updated', '{}', ?)`, old);
+    });
+    await inCourier(hook.id, (_c, state) => {
+      state.storage.sql.exec(`INSERT INTO events (id, type, body, accepted_at) VALUES ('evt_old', 'course.updated', '{}', ?)`, old);
       state.storage.sql.exec(
-        `INSERT INTO attempts (webhook_id, event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at)
-         VALUES (?, 'evt_old', 'course.updated', 1, 'succeeded', 200, NULL, ?, NULL)`,
-        hook.id,
+        `INSERT INTO log (event_id, event_type, attempt, status, trigger, url, response_status, error, attempted_at, next_attempt_at)
+         VALUES ('evt_old', 'course.updated', 1, 'succeeded', 'event', 'https://prune.example.com/in', 200, NULL, ?, NULL)`,
         old,
       );
     });
     // Older than 7 days: never listed, even before pruning.
     const listed = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
     expect(listed.map((d: { eventId: string }) => d.eventId)).toEqual([recent.id]);
+    const courier = courierFor(env, hook.id);
     await runInDurableObject(hub, (_h, state) => state.storage.setAlarm(Date.now()));
     await runDurableObjectAlarm(hub);
-    const left = await runInDurableObject(hub, (_h, state) => ({
-      events: state.storage.sql
-        .exec<{ id: string }>(`SELECT id FROM events`)
+    await inCourier(hook.id, (_c, state) => state.storage.setAlarm(Date.now()));
+    await runDurableObjectAlarm(courier);
+    const ids = (state: DurableObjectState, table: string, column = "id") =>
+      state.storage.sql
+        .exec<{ id: string }>(`SELECT ${column} AS id FROM ${table}`)
         .toArray()
-        .map((r) => r.id),
-      attempts: state.storage.sql
-        .exec<{ event_id: string }>(`SELECT event_id FROM attempts`)
-        .toArray()
-        .map((r) => r.event_id),
-    }));
-    expect(left).toEqual({ events: [recent.id], attempts: [recent.id] });
-    // With a log to prune and nothing queued, the alarm stays armed (about a day ahead).
-    const alarm = await runInDurableObject(hub, (_h, state) => state.storage.getAlarm());
-    expect(alarm! - Date.now()).toBeGreaterThan(23 * 3_600_000);
+        .map((r) => r.id);
+    expect(await runInDurableObject(hub, (_h, state) => ids(state, "events"))).toEqual([recent.id]);
+    expect(await inCourier(hook.id, (_c, state) => ({ events: ids(state, "events"), log: ids(state, "log", "event_id") }))).toEqual({
+      events: [recent.id],
+      log: [recent.id],
+    });
+    // With a log to prune and nothing queued, each alarm stays armed for a later pruning.
+    for (const alarm of [await runInDurableObject(hub, (_h, state) => state.storage.getAlarm()), await inCourier(hook.id, (_c, state) => state.storage.getAlarm())]) {
+      expect(alarm! - Date.now()).toBeGreaterThan(30 * 60_000);
+    }
   });
 });
 
@@ -302,9 +336,9 @@ describe("delete", () => {
     await hubFor(env, schoolId).publish([courseEvent(schoolId), courseEvent(schoolId)]);
     await drain(schoolId);
     expect(rx.to("drop.example.com")).toHaveLength(2);
-    expect(await queueRows(schoolId)).toHaveLength(2);
+    expect(await queueRows(hook.id)).toHaveLength(2);
     expect((await call(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
-    expect(await queueRows(schoolId)).toEqual([]);
+    expect(await queueRows(hook.id)).toEqual([]);
     await makeAllDue(schoolId);
     await drain(schoolId);
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
@@ -320,11 +354,12 @@ describe("delete", () => {
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await until(() => rx.to("hang.example.com").length === 1, "the attempt to start");
     expect((await call(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
-    // The hub is idle again at once (the attempt was aborted, not timed out).
+    // The hub and the courier are idle again at once (the attempt was aborted, not timed out).
     await inHub(schoolId, (h) => h.whenIdle());
-    const counts = await runInDurableObject(hubFor(env, schoolId), (_h, state) => ({
-      queued: state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries`).one().n,
-      logged: state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM attempts`).one().n,
+    await inCourier(hook.id, (c) => c.whenIdle());
+    const counts = await inCourier(hook.id, (_c, state) => ({
+      queued: state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue`).one().n,
+      logged: state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM log`).one().n,
     }));
     expect(counts).toEqual({ queued: 0, logged: 0 });
     expect(Date.now() - t0).toBeLessThan(parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS));

@@ -8,9 +8,10 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../src/events/hub-client";
-import { migrate } from "../src/webhooks/schema";
+import { migrate as migrateCourier } from "../src/webhooks/courier/storage";
+import { migrate as migrateHub } from "../src/webhooks/hub/storage";
 import { callJson } from "./helpers";
-import { courseEvent, drain, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
+import { courseEvent, drain, inCourier, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -22,10 +23,20 @@ afterEach(() => rx.expectWithinLimit());
 
 const patch = (key: string, id: string, json: unknown) => callJson(`/v3/webhooks/${id}`, { method: "PATCH", key, json });
 const log = async (key: string, id: string, query = "") => (await callJson(`/v3/webhooks/${id}/deliveries${query}`, { key })).body.result as any[];
-const queued = (schoolId: string) =>
-  inHub(schoolId, (_h, state) =>
-    state.storage.sql.exec<{ event_id: string; next_attempt_at: number }>(`SELECT event_id, next_attempt_at FROM deliveries ORDER BY id`).toArray(),
+/** The deliveries queued at a registration's courier, in queue order. */
+const queued = (webhookId: string) =>
+  inCourier(webhookId, (_c, state) =>
+    state.storage.sql.exec<{ event_id: string; next_attempt_at: number }>(`SELECT event_id, next_attempt_at FROM queue ORDER BY id`).toArray(),
   );
+
+/** Polls `check` (async) until it holds. */
+async function eventually(check: () => Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
   const end = Date.now() + ms;
@@ -49,31 +60,28 @@ describe("the registration record", () => {
     expect(changed.body.result).not.toHaveProperty("secret");
   });
 
-  it("an existing hub is migrated: its registrations become enabled, updatedAt = createdAt", async () => {
-    // A fresh SQLite storage (a courier's) at schema version 2, with one registration row.
-    await runInDurableObject(env.WEBHOOK_COURIER.get(env.WEBHOOK_COURIER.idFromName("migration-probe")), (_c, state) => {
+  it("a fresh hub and a fresh courier each reach their current schema version; migrating again changes nothing", async () => {
+    const { schoolId } = await newSchool("mig");
+    const tables = (sql: SqlStorage) =>
+      sql
+        .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`)
+        .toArray()
+        .map((r) => r.name)
+        .filter((name) => !name.startsWith("_cf_") && !name.startsWith("sqlite_"));
+    const version = (sql: SqlStorage) => sql.exec<{ value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value;
+    await inHub(schoolId, (_h, state) => {
       const sql = state.storage.sql;
-      sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-      sql.exec(
-        `CREATE TABLE webhooks (id TEXT PRIMARY KEY, url TEXT NOT NULL, events TEXT NOT NULL, description TEXT, secret TEXT NOT NULL, created_at INTEGER NOT NULL, deleted_at INTEGER, courier INTEGER NOT NULL DEFAULT 0)`,
-      );
-      sql.exec(
-        `CREATE TABLE attempts (id INTEGER PRIMARY KEY AUTOINCREMENT, webhook_id TEXT NOT NULL, event_id TEXT NOT NULL, event_type TEXT NOT NULL, attempt INTEGER NOT NULL, status TEXT NOT NULL, response_status INTEGER, error TEXT, attempted_at INTEGER NOT NULL, next_attempt_at INTEGER)`,
-      );
-      sql.exec(
-        `CREATE TABLE deliveries (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, webhook_id TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at INTEGER NOT NULL, created_at INTEGER NOT NULL, UNIQUE (event_id, webhook_id))`,
-      );
-      sql.exec(`INSERT INTO webhooks (id, url, events, secret, created_at) VALUES ('wh_old', 'https://x.example.com/', '["*"]', 'whsec_x', 1000)`);
-      sql.exec(`INSERT INTO meta (key, value) VALUES ('schema_version', '2')`);
-      migrate(sql);
-      expect(sql.exec(`SELECT enabled, disabled_reason, updated_at, epoch FROM webhooks`).toArray()).toEqual([
-        { enabled: 1, disabled_reason: null, updated_at: 1000, epoch: 0 },
-      ]);
-      // Version 2 → 6: issue 15's idempotency keys (3), the lifecycle's columns (4), the stats' indexes (5, 6).
-      expect(sql.exec(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value).toBe("6");
-      expect(sql.exec(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attempts' AND name LIKE 'attempts_by_webhook%'`).toArray()).toEqual([
-        { name: "attempts_by_webhook_status" },
-      ]);
+      expect(version(sql)).toBe("1");
+      expect(tables(sql)).toEqual(["events", "idempotency_keys", "meta", "targets", "webhooks"]);
+      migrateHub(sql);
+      expect(version(sql)).toBe("1");
+    });
+    await inCourier("wh_migration_probe", (_c, state) => {
+      const sql = state.storage.sql;
+      expect(version(sql)).toBe("1");
+      expect(tables(sql)).toEqual(["events", "log", "meta", "queue"]);
+      migrateCourier(sql);
+      expect(version(sql)).toBe("1");
     });
   });
 });
@@ -107,8 +115,8 @@ describe("PATCH /v3/webhooks/{id}", () => {
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await until(() => rx.to("urlf-old.example.com").length === 1, "the attempt to the old URL");
     expect((await patch(key, hook.id, { url: "https://urlf-new.example.com/in" })).status).toBe(200);
-    // The hub's books say when the attempt under way has ended and its outcome is written.
-    await inHub(schoolId, (h) => h.whenIdle());
+    // The courier says when the attempt under way has ended and its outcome is written.
+    await inCourier(hook.id, (c) => c.whenIdle());
     expect((await log(key, hook.id)).map((e) => [e.attempt, e.status, e.responseStatus])).toEqual([[1, "pending", 500]]);
     await makeAllDue(schoolId);
     await drain(schoolId);
@@ -133,7 +141,9 @@ describe("PATCH /v3/webhooks/{id}", () => {
     await patch(key, hook.id, { events: ["course.created"] });
     const later = [courseEvent(schoolId, "course.updated"), courseEvent(schoolId, "course.created")];
     await hubFor(env, schoolId).publish(later);
-    expect((await queued(schoolId)).map((r) => r.event_id).sort()).toEqual([first.id, later[1]!.id].sort());
+    // The hand-over to the courier follows the publish.
+    await inHub(schoolId, (h) => h.whenIdle());
+    expect((await queued(hook.id)).map((r) => r.event_id).sort()).toEqual([first.id, later[1]!.id].sort());
   });
 });
 
@@ -155,7 +165,7 @@ describe("disabled registrations", () => {
     await makeAllDue(schoolId);
     await drain(schoolId);
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
-    expect(await queued(schoolId)).toEqual([]);
+    expect(await queued(hook.id)).toEqual([]);
     const skipped = await log(key, hook.id, "?status=skipped");
     expect(skipped.map((e) => e.eventId).sort()).toEqual([e1.id, e2.id].sort());
     for (const entry of skipped) expect(entry).toMatchObject({ attemptedAt: null, responseStatus: null, error: "registration disabled" });
@@ -202,7 +212,7 @@ describe("disabled registrations", () => {
     const mark = rx.mark();
     // The five hanging requests time out (1 s in tests); the freed slots take nothing.
     await until(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the timeouts", 10_000);
-    await inHub(schoolId, (h) => h.whenIdle());
+    await inCourier(hook.id, (c) => c.whenIdle());
     await makeAllDue(schoolId);
     await drain(schoolId);
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
@@ -236,8 +246,9 @@ describe("secret rotation", () => {
     new Webhook(fresh).verify(req.body, req.headers);
     expect(() => new Webhook(hook.secret).verify(req.body, req.headers)).toThrow();
 
-    // The grace ends (driven: its expiry moved to the past).
-    await inHub(schoolId, (_h, state) => state.storage.sql.exec(`UPDATE webhooks SET previous_expires_at = ?`, Date.now() - 1));
+    // The grace ends (driven: its expiry moved to the past, as a new version of the
+    // registration that the next hand-over gives the courier).
+    await inHub(schoolId, (_h, state) => state.storage.sql.exec(`UPDATE webhooks SET previous_expires_at = ?, version = version + 1`, Date.now() - 1));
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
     req = rx.to(host).at(-1)!;
@@ -280,10 +291,10 @@ describe("resend", () => {
     const e2 = courseEvent(schoolId);
     await hubFor(env, schoolId).publish([e2]);
     await drain(schoolId);
-    const [row] = await queued(schoolId);
+    const [row] = await queued(hook.id);
     expect(row!.next_attempt_at).toBeGreaterThan(Date.now());
     await callJson(`/v3/webhooks/${hook.id}/deliveries/${e2.id}/resend`, { method: "POST", key });
-    const rows = await queued(schoolId);
+    const rows = await queued(hook.id);
     expect(rows).toHaveLength(1);
     expect(rows[0]!.next_attempt_at).toBeLessThanOrEqual(Date.now());
     rx.on(host, 200);
@@ -312,7 +323,7 @@ describe("recover", () => {
     const ok = courseEvent(schoolId, "course.updated", 0);
     await hub.publish([ok]);
     await drain(schoolId);
-    rx.on(host, 410); // fails at once: no retries
+    rx.on(host, 410); // fails at once: no retries; and disables the registration (gone)
     const since = new Date().toISOString();
     const failed = [];
     for (let i = 1; i <= 4; i++) {
@@ -321,11 +332,15 @@ describe("recover", () => {
       await hub.publish([e]);
     }
     await drain(schoolId);
+    // Each ended failed (410) or skipped (accepted once the 410 had disabled it).
+    const record = async () => (await callJson(`/v3/webhooks/${hook.id}`, { key })).body.result;
+    await eventually(async () => (await record()).disabledReason === "gone", "the 410 to disable the registration");
     const until = new Date().toISOString();
     const late = courseEvent(schoolId, "course.updated", 9);
     await hub.publish([late]);
     await drain(schoolId);
     rx.on(host, 200);
+    expect((await patch(key, hook.id, { enabled: true })).status).toBe(200);
     const mark = rx.mark();
     const res = await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since, until } });
     expect(res.body.result).toEqual({ queued: 4 });

@@ -6,16 +6,15 @@
  * 3. the deletion survives restarts of the hub; meanwhile other registrations lose nothing.
  * Plus isolation between schools' hubs.
  */
-import { abortAllDurableObjects, evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../src/events/hub-client";
 import type { SchoolEvent } from "../src/events/types";
-import { courierFor } from "../src/webhooks/rpc";
-import { COURIER_SLOTS } from "../src/webhooks/rpc";
+import { COURIER_SLOTS, type CourierConfig, courierFor, type Handover } from "../src/webhooks/rpc";
 import { callJson } from "./helpers";
-import { courseEvent, drain, inHub, newSchool, register } from "./webhooks/harness";
+import { courseEvent, drain, inHub, newSchool, queuedCount, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -38,7 +37,7 @@ describe("the deregistration promise under a race", () => {
   it("hundreds of publishes interleaved with a delete: nothing after the delete reaches it, the other gets everything", async () => {
     const { schoolId, key } = await newSchool("race");
     const doomed = await register(key, "https://doomed.example.com/in");
-    await register(key, "https://survivor.example.com/in");
+    const kept = await register(key, "https://survivor.example.com/in");
     rx.delay = [0, 4];
     const hub = hubFor(env, schoolId);
     const before: SchoolEvent[] = [];
@@ -76,8 +75,8 @@ describe("the deregistration promise under a race", () => {
     expect(survivor.size).toBe(400);
 
     expect((await callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key })).status).toBe(404);
-    const queued = await runInDurableObject(hub, (_h, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM deliveries`).one().n);
-    expect(queued).toBe(0);
+    expect(await queuedCount(doomed.id)).toBe(0);
+    expect(await queuedCount(kept.id)).toBe(0);
   });
 
   it("deletes racing each other: exactly one 200, the others 404", async () => {
@@ -89,10 +88,23 @@ describe("the deregistration promise under a race", () => {
 });
 
 describe("the deregistration promise with couriers", () => {
-  /** An order as the hub hands it over, arriving at the courier late. */
-  const lateOrder = (schoolId: string, host: string) => {
-    const body = JSON.stringify(courseEvent(schoolId));
-    return { deliveryId: 1, epoch: 0, token: "late", url: `https://${host}/in`, headers: { "content-type": "application/json" }, body };
+  /** A hand-over as the hub makes it (a newer config, a new event), arriving at the courier late. */
+  const lateHandover = (schoolId: string, webhookId: string, host: string): Handover => {
+    const event = courseEvent(schoolId);
+    const config: CourierConfig = {
+      webhookId,
+      schoolId,
+      hubId: env.SCHOOL_HUB.idFromName(schoolId).toString(),
+      version: 1_000,
+      url: `https://${host}/in`,
+      secret: "whsec_bGF0ZWxhdGVsYXRlbGF0ZWxhdGVsYXRlbGF0ZWxhdGU=",
+      previousSecret: null,
+      previousExpiresAt: null,
+      headers: {},
+      maxPerSecond: null,
+      enabled: true,
+    };
+    return { config, events: [{ seq: 1_000, id: event.id, type: event.type, body: JSON.stringify(event), acceptedAt: Date.now(), skipped: false }], upTo: 1_000 };
   };
 
   it("an attempt still on its way to the courier when the delete closed it is refused, also after a restart", async () => {
@@ -106,11 +118,11 @@ describe("the deregistration promise with couriers", () => {
     const mark = rx.mark();
     // The request under way was aborted by the close.
     await until(() => rx.to(host)[0]!.abortedAt !== undefined, "the abort");
-    const hubId = env.SCHOOL_HUB.idFromName(schoolId).toString();
-    const refused = { accepted: [], refused: [{ token: "late", reason: "closed" }] };
-    expect(await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).toEqual(refused);
+    // A late hand-over is refused: the courier is closed, it takes nothing.
+    expect(await courierFor(env, hook.id).deliver(lateHandover(schoolId, hook.id, host))).toMatchObject({ closed: true });
     await abortAllDurableObjects();
-    expect(await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).toEqual(refused);
+    expect(await courierFor(env, hook.id).deliver(lateHandover(schoolId, hook.id, host))).toMatchObject({ closed: true });
+    await new Promise((r) => setTimeout(r, 50));
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
   });
 
@@ -119,12 +131,12 @@ describe("the deregistration promise with couriers", () => {
     const host = "queued.example.com";
     const hook = await register(key, `https://${host}/in`);
     rx.on(host, "hang");
-    // One hand-over of COURIER_SLOTS + COURIER_QUEUE attempts: five sent, two queued.
+    // One hand-over of ten deliveries: five sent (COURIER_SLOTS), five queued at the courier.
     await hubFor(env, schoolId).publish(Array.from({ length: 10 }, (_, i) => courseEvent(schoolId, "course.updated", i)));
     await until(() => rx.to(host).length === COURIER_SLOTS, "the courier's slots to fill");
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
     const mark = rx.mark();
-    // The close aborted the five: their slots are free, yet the queued two never go.
+    // The close aborted the five: their slots are free, yet the queued five never go.
     await until(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the aborts");
     await new Promise((r) => setTimeout(r, 100));
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
@@ -138,7 +150,8 @@ describe("the deregistration promise with couriers", () => {
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
     expect(rx.to(host)).toHaveLength(1);
-    rx.failCalls = 1;
+    // The hub tries a close twice (a new stub each time): both fail.
+    rx.failCalls = 2;
     const failed = await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key });
     expect(failed.status).toBe(500);
     expect(failed.body.code).toBe("INTERNAL_ERROR");
@@ -146,8 +159,10 @@ describe("the deregistration promise with couriers", () => {
     expect((await callJson("/v3/webhooks", { key })).body.result).toEqual([]);
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(404);
-    const hubId = env.SCHOOL_HUB.idFromName(schoolId).toString();
-    expect((await courierFor(env, hook.id).send(hubId, [lateOrder(schoolId, host)])).refused).toEqual([{ token: "late", reason: "closed" }]);
+    const mark = rx.mark();
+    expect(await courierFor(env, hook.id).deliver(lateHandover(schoolId, hook.id, host))).toMatchObject({ closed: true });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
   });
 
   it("deletes racing each other on a registration that had deliveries: exactly one 200, the others 404", async () => {
@@ -221,18 +236,22 @@ describe("the deregistration promise, property-based", () => {
 });
 
 describe("hub restarts", () => {
-  it("restart between publish and alarm: nothing is lost, nothing reaches the registration deleted meanwhile", async () => {
+  it("restart between publish and hand-over: nothing is lost, nothing reaches the registration deleted meanwhile", async () => {
     const { schoolId, key } = await newSchool("evict");
     const doomed = await register(key, "https://evict-doomed.example.com/in");
     await register(key, "https://evict-keep.example.com/in");
     const hub = hubFor(env, schoolId);
     const events = Array.from({ length: 20 }, (_, i) => courseEvent(schoolId, "course.created", i));
-    // Publish, and push the alarm into the future inside the same turn so it cannot run yet.
+    // Publish, with both hand-overs lost (the couriers cannot be reached), and push the alarm
+    // into the future inside the same turn so it cannot run yet.
+    rx.failCalls = 2;
     await inHub(schoolId, async (instance, state) => {
       await instance.publish(events);
       await state.storage.setAlarm(Date.now() + 60_000);
     });
-    await evictDurableObject(hub);
+    expect(rx.failCalls).toBe(0);
+    // The runtime resets the hub (its memory, its timers, its back-off are gone).
+    await runInDurableObject(hub, (_h, state) => state.abort("reset by the test")).catch(() => {});
     const deleted = await callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key });
     expect(deleted.status).toBe(200);
     await abortAllDurableObjects();

@@ -11,7 +11,7 @@ import { hubFor } from "../src/events/hub-client";
 import { RETENTION_MS as LOG_RETENTION_MS } from "../src/lib/limits";
 import { STATS_SQL } from "../src/webhooks/courier/stats";
 import { callJson } from "./helpers";
-import { courseEvent, drain, inHub, newSchool, register } from "./webhooks/harness";
+import { courseEvent, drain, inCourier, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";
 
 const HOUR = 3_600_000;
@@ -34,23 +34,27 @@ const stats = async (key: string, id: string, query = "") => {
 const iso = (ms: number) => new Date(ms).toISOString();
 const window = (since: number, until: number, bucket?: string) => `?since=${iso(since)}&until=${iso(until)}${bucket === undefined ? "" : `&bucket=${bucket}`}`;
 
-/** Log rows written straight into the hub's storage, at chosen instants (ms). */
+/** Log rows written straight into the registration's courier's storage, at chosen instants (ms). */
 type Row = { at: number; status: "succeeded" | "failed" | "pending" | "skipped" | "queued" };
 
-async function seed(schoolId: string, webhookId: string, rows: Row[]): Promise<void> {
-  await inHub(schoolId, (_hub, state) => {
+async function seed(webhookId: string, rows: Row[]): Promise<void> {
+  await inCourier(webhookId, (_courier, state) => {
     const sql = state.storage.sql;
     for (const [i, r] of rows.entries()) {
       const eventId = `evt_seed_${i}_${Math.random().toString(36).slice(2, 8)}`;
-      sql.exec(`INSERT INTO events (id, type, body, created_at) VALUES (?, 'course.updated', '{}', ?)`, eventId, r.at);
+      sql.exec(`INSERT INTO events (id, type, body, accepted_at) VALUES (?, 'course.updated', '{}', ?)`, eventId, r.at);
       if (r.status === "queued") {
         // Far in the future, so that no alarm of the test attempts it.
-        sql.exec(`INSERT INTO deliveries (event_id, webhook_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?)`, eventId, webhookId, r.at + 365 * DAY, r.at);
+        sql.exec(
+          `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at) VALUES (?, 'course.updated', 'event', 0, ?, ?)`,
+          eventId,
+          r.at + 365 * DAY,
+          r.at,
+        );
       } else {
         sql.exec(
-          `INSERT INTO attempts (webhook_id, event_id, event_type, attempt, status, response_status, error, attempted_at, next_attempt_at)
-           VALUES (?, ?, 'course.updated', 1, ?, NULL, NULL, ?, NULL)`,
-          webhookId,
+          `INSERT INTO log (event_id, event_type, attempt, status, trigger, response_status, error, attempted_at, next_attempt_at)
+           VALUES (?, 'course.updated', 1, ?, 'event', NULL, NULL, ?, NULL)`,
           eventId,
           r.status,
           r.at,
@@ -82,11 +86,13 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     rx.on(host, 503); // retried: the log says `pending`, the stats count a failed attempt
     await hub.publish([courseEvent(schoolId, "course.updated", 3)]);
     await drain(schoolId);
-    rx.on(host, 410); // no retry: `failed` in both
+    rx.on(host, 410); // no retry: `failed` in both (and the registration is disabled: gone)
     await hub.publish([courseEvent(schoolId, "course.updated", 4)]);
     await drain(schoolId);
     await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { enabled: false } });
     await hub.publish([courseEvent(schoolId, "course.archived", 5)]);
+    // The hand-over to the courier (which logs it skipped) follows the publish.
+    await drain(schoolId);
 
     const result = await stats(key, hook.id);
     // The default window: the last 24 hours, per hour, every hour that overlaps it.
@@ -115,10 +121,10 @@ describe("GET /v3/webhooks/{id}/stats", () => {
   });
 
   it("buckets are aligned on UTC hours and days, oldest first, empty ones included, clipped to the window", async () => {
-    const { schoolId, key } = await newSchool("stb");
+    const { key } = await newSchool("stb");
     const hook = await register(key, "https://stb.example.com/in");
     const h0 = Math.floor(Date.now() / DAY) * DAY - 2 * DAY; // midnight UTC, two days ago
-    await seed(schoolId, hook.id, [
+    await seed(hook.id, [
       { at: h0 + 10 * 60_000, status: "succeeded" }, // 00:10, before the window
       { at: h0 + 30 * 60_000, status: "succeeded" }, // 00:30, in the window and the first bucket
       { at: h0 + 30 * 60_000, status: "pending" },
@@ -151,7 +157,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
   });
 
   it("agrees with an oracle on random logs, windows and bucket sizes (fast-check)", async () => {
-    const { schoolId, key } = await newSchool("stp");
+    const { key } = await newSchool("stp");
     const hook = await register(key, "https://stp.example.com/in");
     const now = Date.now();
     const statuses = ["succeeded", "failed", "pending", "skipped", "queued"] as const;
@@ -160,7 +166,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
       numRuns: 300,
       seed: 17,
     });
-    await seed(schoolId, hook.id, rows);
+    await seed(hook.id, rows);
     const cases = fc.sample(
       fc
         .record({ since: fc.integer({ min: now - 9 * DAY, max: now }), length: fc.integer({ min: 1, max: 7 * DAY }), day: fc.boolean() })
@@ -175,18 +181,19 @@ describe("GET /v3/webhooks/{id}/stats", () => {
   });
 
   it("is served from the log's indexes, never a scan of it (EXPLAIN QUERY PLAN)", async () => {
-    const { schoolId } = await newSchool("stq");
-    const plan = await inHub(schoolId, (_hub, state) =>
+    const { key } = await newSchool("stq");
+    const hook = await register(key, "https://stq.example.com/in");
+    // ?1 unused, ?2 the first bucket's start, ?3 until, ?4 the width, ?5 from.
+    const plan = await inCourier(hook.id, (_courier, state) =>
       state.storage.sql
-        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${STATS_SQL}`, "wh_x", 0, 1, HOUR, 0)
+        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${STATS_SQL}`, null, 0, 1, HOUR, 0)
         .toArray()
         .map((r) => r.detail)
         .join("\n"),
     );
-    expect(plan, plan).toMatch(/SEARCH attempts USING COVERING INDEX attempts_by_webhook_status/);
-    expect(plan, plan).toMatch(/SEARCH attempts USING COVERING INDEX attempts_by_webhook_status \(webhook_id=\? AND attempted_at>\? AND attempted_at<\?\)/);
-    expect(plan, plan).toMatch(/SEARCH d USING INDEX deliveries_unattempted \(webhook_id=\? AND created_at>\? AND created_at<\?\)/);
-    expect(plan, plan).not.toMatch(/SCAN (attempts|deliveries|events|d|e)\b(?! USING)/);
+    expect(plan, plan).toMatch(/SEARCH log USING COVERING INDEX log_time \(attempted_at>\? AND attempted_at<\?\)/);
+    expect(plan, plan).toMatch(/SEARCH queue USING (COVERING )?INDEX queue_unattempted \(created_at>\? AND created_at<\?\)/);
+    expect(plan, plan).not.toMatch(/SCAN (log|queue|events|l|q|e)\b(?! USING)/);
   });
 
   it("refuses a bad window, bucket or parameter in the contract's envelope; unknown or another school's id: 404", async () => {

@@ -26,7 +26,7 @@ const EVENT_DESCRIPTIONS: Record<DeliveredEventType, string> = {
   "course.absences_sent": "A course's `absencesSent` went from false to true.",
   "course.professor_signed": "A professor's `signed` went from false to true (one event per professor); `data.professorId` names them.",
   "webhook.disabled":
-    "The hub disabled a registration after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures; sent to the school's other registrations that subscribe to it. `data.failingSince` is its first failed attempt after its last success.",
+    "The hub disabled a registration: after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures (`reason: \"failing\"`, `data.failingSince` its first failed attempt after its last success), or because its receiver answered 410 (`reason: \"gone\"`, `failingSince: null`). Sent to the school's other registrations that subscribe to it, and in the events feed.",
   "webhook.test": "Sent by POST /v3/webhooks/{id}/test to that registration only; `data.webhookId` names it.",
 };
 
@@ -48,7 +48,7 @@ function eventSchema(type: DeliveredEventType) {
     type === "webhook.test"
       ? z.strictObject({ webhookId: opaqueIdSchema })
       : type === "webhook.disabled"
-        ? z.strictObject({ webhookId: opaqueIdSchema, reason: z.literal("failing"), failingSince: instantOutSchema })
+        ? z.strictObject({ webhookId: opaqueIdSchema, reason: z.enum(["failing", "gone"]), failingSince: instantOutSchema.nullable() })
         : type === "course.professor_signed"
           ? z.strictObject({ course: courseRecordSchema, professorId: opaqueIdSchema.meta({ description: "The professor who signed.", example: "prf_4" }) })
           : z.strictObject({ course: courseRecordSchema });

@@ -26,11 +26,11 @@ export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type)
     body: eventSchemas[type],
     responses: {
       "2XX": "Any 2xx within the timeout (`WEBHOOK_TIMEOUT_MS`, default 15 s, counted from the moment the request is sent): delivered.",
-      410: "Gone: stops the retries of this delivery (it becomes `failed`).",
+      410: 'Gone: the delivery ends `failed` and the registration is disabled (`disabledReason: "gone"`; Standard Webhooks: the receiver asks to be unsubscribed); `webhook.disabled` is published with `reason: "gone"`.',
       429: "Too Many Requests: retried on the schedule, and no earlier than its `Retry-After` (seconds or an HTTP date; at most 24 h), shown in the delivery's `nextAttemptAt`.",
       503: "Service Unavailable: retried like a 429, honouring `Retry-After`.",
       default:
-        "Anything else (or no answer within the timeout) is retried on the schedule (`WEBHOOK_RETRY_SCHEDULE`, default after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h); then the delivery is `failed`.",
+        "Anything else (or no answer within the timeout) is retried on the schedule (`WEBHOOK_RETRY_SCHEDULE`, default after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, each lengthened by a random 0–10 %, counted from the end of the failed attempt); then the delivery is `failed`.",
     },
   };
 });

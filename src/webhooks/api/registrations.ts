@@ -41,7 +41,7 @@ export const registrationOperations: Operation<Env>[] = [
     tag: TAG,
     summary: "Register a webhook",
     description:
-      "The registration receives the school's events of the chosen types from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). The `secret` is shown only in this response.",
+      "The registration receives the school's events of the chosen types (and, with `filter`, of its trainings, groups or professors) from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). `headers` are sent with every attempt; `maxPerSecond` throttles its attempts. The `secret` is shown only in this response.",
     request: {
       headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema }),
       body: { schema: createWebhookSchema, description: "The registration." },
@@ -142,7 +142,7 @@ export const registrationOperations: Operation<Env>[] = [
     tag: TAG,
     summary: "Change, disable or enable a webhook registration",
     description:
-      'Any of `url` (the URL policy applies), `events`, `description` (`null` clears), `enabled`; the id, the secret and the delivery log are kept. `url`: queued deliveries and pending retries go to the new URL from their next attempt; an attempt already in flight finishes and is logged. `events`: deliveries already queued stay; later events follow the new subscription. `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again; skipped ones only by resend or recover.',
+      'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `enabled`; the id, the secret and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers` and `maxPerSecond` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
     request: { params: webhookIdParams, body: { schema: updateWebhookSchema, description: "The fields to change (at least one)." } },
     responses: {
       200: {
