@@ -166,7 +166,10 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   // The hanging registration's attempts time out and stay queued: deliveries = the healthy ones.
   const calls1 = (await platformStats(base)).all.calls;
   const callsSaturation = (calls1 - calls0) / healthyAll;
-  const storage = (await (await api(base, `/__bench/storage?school=${SCHOOL}&hooks=${healthyIds.join(",")}`)).json()) as { hub: number; couriers: Record<string, number> };
+  const storage = (await (await api(base, `/__bench/storage?school=${SCHOOL}&hooks=${healthyIds.join(",")}`)).json()) as {
+    hub: number;
+    couriers: Record<string, number>;
+  };
   const courierBytes = Object.values(storage.couriers);
 
   // 2. Steady: RATE events/s, one per publish request, on a fixed schedule.
@@ -270,7 +273,7 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   );
   const perDelivery = courierBytes.reduce((a, b) => a + b, 0) / healthyAll;
   console.log(
-    `storage:               courier ${(perDelivery * 10_000 / 1e6).toFixed(2)} MB per 10,000 deliveries (${perDelivery.toFixed(0)} B each, log + event copy, 7 days); hub ${((storage.hub / EVENTS) * 10_000 / 1e6).toFixed(2)} MB per 10,000 events (${HEALTHY + 1} registrations); ` +
+    `storage:               courier ${((perDelivery * 10_000) / 1e6).toFixed(2)} MB per 10,000 deliveries (${perDelivery.toFixed(0)} B each, log + event copy, 7 days); hub ${(((storage.hub / EVENTS) * 10_000) / 1e6).toFixed(2)} MB per 10,000 events (${HEALTHY + 1} registrations); ` +
       `under 10 GB: a registration sustains ${(10e9 / (perDelivery * 7 * 86_400)).toFixed(0)} deliveries/s, a hub ${(10e9 / ((storage.hub / EVENTS) * 7 * 86_400)).toFixed(0)} events/s over the 7-day retention`,
   );
   console.log(`CPU, saturation phase: ${cpuSaturation}`);

@@ -8,7 +8,14 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubFor } from "../src/events/hub-client";
-import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, MAX_RETRY_AFTER_MS, parseRetryAfter, parseRetrySchedule, parseTimeoutMs } from "../src/webhooks/delivery/schedule";
+import {
+  DEFAULT_RETRY_SCHEDULE_S,
+  judgeAttempt,
+  MAX_RETRY_AFTER_MS,
+  parseRetryAfter,
+  parseRetrySchedule,
+  parseTimeoutMs,
+} from "../src/webhooks/delivery/schedule";
 import { COURIER_SLOTS, courierFor } from "../src/webhooks/rpc";
 import { call, callJson } from "./helpers";
 import { courseEvent, drain, inCourier, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
@@ -322,7 +329,10 @@ describe("dispatch", () => {
       log: [recent.id],
     });
     // With a log to prune and nothing queued, each alarm stays armed for a later pruning.
-    for (const alarm of [await runInDurableObject(hub, (_h, state) => state.storage.getAlarm()), await inCourier(hook.id, (_c, state) => state.storage.getAlarm())]) {
+    for (const alarm of [
+      await runInDurableObject(hub, (_h, state) => state.storage.getAlarm()),
+      await inCourier(hook.id, (_c, state) => state.storage.getAlarm()),
+    ]) {
       expect(alarm! - Date.now()).toBeGreaterThan(30 * 60_000);
     }
   });

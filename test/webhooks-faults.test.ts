@@ -185,6 +185,7 @@ describe("a reset of a courier", () => {
       headers: {},
       maxPerSecond: null,
       enabled: true,
+      disables: 0,
     });
     expect(late.closed).toBe(true);
     await expectNothingLost(key, ["courierdel-kept.example.com"], events, 0);

@@ -21,7 +21,10 @@ beforeAll(() => {
 });
 afterAll(() => rx.restore());
 
-type Page = { status: number; body: { result: { id: string; type: string }[]; pagination: { limit: number; hasMore: boolean; nextCursor: string }; code?: string } };
+type Page = {
+  status: number;
+  body: { result: { id: string; type: string }[]; pagination: { limit: number; hasMore: boolean; nextCursor: string }; code?: string };
+};
 const feed = (key: string, query = "") => callJson(`/v3/events${query}`, { key }) as Promise<Page & { res: Response }>;
 
 /** Reads the whole feed on from `cursor` (or the start), page by page. */

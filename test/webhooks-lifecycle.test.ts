@@ -1,9 +1,8 @@
 /**
  * The webhook lifecycle (API.md § "Webhook registrations": record, PATCH, disable, secret
  * rotation, resend, recover): driven through the HTTP API and the hub, judged from the
- * simulated receivers' logs and the hub's storage. Time is driven (SQL due times), never slept.
+ * simulated receivers' logs and the objects' storage. Time is driven (SQL due times), never slept.
  */
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";

@@ -7,10 +7,10 @@ import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument } from "../src/api";
 import { hubFor } from "../src/events/hub-client";
-import { parseDisableAfterMs } from "../src/webhooks/delivery/schedule";
 import { type LogFilter, logQuery, RECOVER_SQL } from "../src/webhooks/courier/attempt-log";
-import { call, callJson } from "./helpers";
+import { parseDisableAfterMs } from "../src/webhooks/delivery/schedule";
 import { courierFor } from "../src/webhooks/rpc";
+import { call, callJson } from "./helpers";
 import { courseEvent, drain, inCourier, inHub, makeAllDue, newSchool, register } from "./webhooks/harness";
 import { SimulatedPlatform } from "./webhooks/platform-sim";
 
@@ -202,7 +202,7 @@ describe("GET /v3/event-types", () => {
     expect(disabled.properties.data.required.sort()).toEqual(["failingSince", "reason", "webhookId"]);
     // API.md § "Auto-disable": reason "failing" (failingSince an instant) or "gone" (a 410: failingSince null).
     const values = (schema: any): unknown[] =>
-      schema.const !== undefined ? [schema.const] : schema.enum ?? [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].flatMap(values);
+      schema.const !== undefined ? [schema.const] : (schema.enum ?? [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].flatMap(values));
     const types = (schema: any): unknown[] => [schema.type ?? [], ...[...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].map(types)].flat();
     expect(values(disabled.properties.data.properties.reason).sort()).toEqual(["failing", "gone"]);
     expect(types(disabled.properties.data.properties.failingSince)).toContain("null");

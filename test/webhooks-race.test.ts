@@ -103,8 +103,13 @@ describe("the deregistration promise with couriers", () => {
       headers: {},
       maxPerSecond: null,
       enabled: true,
+      disables: 0,
     };
-    return { config, events: [{ seq: 1_000, id: event.id, type: event.type, body: JSON.stringify(event), acceptedAt: Date.now(), skipped: false }], upTo: 1_000 };
+    return {
+      config,
+      events: [{ seq: 1_000, id: event.id, type: event.type, body: JSON.stringify(event), acceptedAt: Date.now(), skipped: false }],
+      upTo: 1_000,
+    };
   };
 
   it("an attempt still on its way to the courier when the delete closed it is refused, also after a restart", async () => {

@@ -111,7 +111,9 @@ export function applyPatch(before: CourseState, patch: CoursePatch): { after: Co
 export function deriveEvents(schoolId: string, before: CourseState | undefined, after: CourseState, now: number): CourseEvent[] {
   const course = stateToRecord(after);
   const createdAt = formatInstant(now);
-  const previous = before ? { trainingId: before.trainingId, groupIds: [...before.groupIds], professorIds: before.professors.map((p) => p.professorId).sort() } : undefined;
+  const previous = before
+    ? { trainingId: before.trainingId, groupIds: [...before.groupIds], professorIds: before.professors.map((p) => p.professorId).sort() }
+    : undefined;
   const ev = (type: CourseEvent["type"], professorId?: string): CourseEvent => ({
     id: mintId("evt", now),
     type,

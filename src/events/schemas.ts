@@ -26,7 +26,7 @@ const EVENT_DESCRIPTIONS: Record<DeliveredEventType, string> = {
   "course.absences_sent": "A course's `absencesSent` went from false to true.",
   "course.professor_signed": "A professor's `signed` went from false to true (one event per professor); `data.professorId` names them.",
   "webhook.disabled":
-    "The hub disabled a registration: after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures (`reason: \"failing\"`, `data.failingSince` its first failed attempt after its last success), or because its receiver answered 410 (`reason: \"gone\"`, `failingSince: null`). Sent to the school's other registrations that subscribe to it, and in the events feed.",
+    'The hub disabled a registration: after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures (`reason: "failing"`, `data.failingSince` its first failed attempt after its last success), or because its receiver answered 410 (`reason: "gone"`, `failingSince: null`). Sent to the school\'s other registrations that subscribe to it, and in the events feed.',
   "webhook.test": "Sent by POST /v3/webhooks/{id}/test to that registration only; `data.webhookId` names it.",
 };
 

@@ -6,9 +6,8 @@
 
 import type { z } from "zod";
 import type { StoredAnswer } from "../http/respond";
-import type { createdWebhookSchema, deliveryRecordSchema, rotatedSecretSchema, subscriptionSchema, webhookRecordSchema } from "./api/schemas";
-
 import { RETENTION_MS } from "../lib/limits";
+import type { createdWebhookSchema, deliveryRecordSchema, rotatedSecretSchema, subscriptionSchema, webhookRecordSchema } from "./api/schemas";
 
 export { MAX_WEBHOOKS } from "../lib/limits";
 
@@ -115,6 +114,8 @@ export interface CourierConfig {
   /** At most this many attempts start within any one second; `null`: no throttle. */
   maxPerSecond: number | null;
   enabled: boolean;
+  /** How many times the registration was disabled: a courier that sees it grow ends its queue `skipped`, even if it missed the disabled config. */
+  disables: number;
 }
 
 /** One event of the hub's log handed to a courier. */

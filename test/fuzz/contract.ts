@@ -29,7 +29,8 @@ export type Code =
   | "EVENT_NOT_FOUND"
   | "PAYLOAD_TOO_LARGE"
   | "UNSUPPORTED_MEDIA_TYPE"
-  | "RATE_LIMITED";
+  | "RATE_LIMITED"
+  | "CURSOR_EXPIRED";
 
 /** One route of the service (method + path template, `:id` for an id segment). */
 export interface RouteSpec {
@@ -52,6 +53,7 @@ export const ROUTES: RouteSpec[] = [
   { method: "PATCH", path: "/v3/courses/:id", auth: true },
   { method: "POST", path: "/v3/webhooks", auth: true },
   { method: "GET", path: "/v3/webhooks", auth: true },
+  { method: "GET", path: "/v3/webhooks/:id", auth: true },
   { method: "DELETE", path: "/v3/webhooks/:id", auth: true },
   { method: "GET", path: "/v3/webhooks/:id/deliveries", auth: true },
   { method: "GET", path: "/v3/webhooks/:id/stats", auth: true },
@@ -60,6 +62,7 @@ export const ROUTES: RouteSpec[] = [
   { method: "POST", path: "/v3/webhooks/:id/secret/rotate", auth: true },
   { method: "POST", path: "/v3/webhooks/:id/deliveries/:eventId/resend", auth: true },
   { method: "POST", path: "/v3/webhooks/:id/recover", auth: true },
+  { method: "GET", path: "/v3/events", auth: true },
   { method: "GET", path: "/v3/event-types", auth: false },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
@@ -150,7 +153,7 @@ export const WRITE_FIELDS: readonly string[] = [
 ];
 
 /** Fields of POST /v3/webhooks. */
-export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description"];
+export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description", "filter", "headers", "maxPerSecond"];
 
 /** The HTTP status of each code (API.md § "Error codes"). */
 export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {
@@ -177,5 +180,6 @@ export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   RATE_LIMITED: 429,
+  CURSOR_EXPIRED: 410,
   INTERNAL_ERROR: 500,
 };

@@ -1399,17 +1399,18 @@ function deleteWebhook(ctx: FuzzContext) {
  * A read of one registration, `GET /v3/webhooks/:id/<sub>` with `query(invalid)`'s
  * parameters, as the read or the write school (reads change nothing: either may ask).
  */
-function webhookRead(ctx: FuzzContext, sub: "deliveries" | "stats", query: (invalid: boolean) => fc.Arbitrary<Param[]>) {
+function webhookRead(ctx: FuzzContext, sub: "" | "deliveries" | "stats", query: (invalid: boolean) => fc.Arbitrary<Param[]>) {
   const read = pathIdArb(ctx.readWebhookIds, "WEBHOOK_NOT_FOUND");
   const write = pathIdArb(ctx.writeWebhookIds, "WEBHOOK_NOT_FOUND");
   return both((invalid) =>
     fc.tuple(fc.boolean(), read, write, query(invalid)).chain(([readSchool, r, w, params]) =>
       authArb(ctx, readSchool ? ctx.readKey : ctx.writeKey).map((auth) => {
         const id = readSchool ? r : w;
+        const tail = sub === "" ? "" : `/${sub}`;
         return build({
-          route: `GET /v3/webhooks/:id/${sub}`,
+          route: `GET /v3/webhooks/:id${tail}`,
           method: "GET",
-          path: `/v3/webhooks/${id.segment}/${sub}${queryString(params)}`,
+          path: `/v3/webhooks/${id.segment}${tail}${queryString(params)}`,
           auth,
           faults: faultsOf(params),
           success: [200],
@@ -1417,6 +1418,70 @@ function webhookRead(ctx: FuzzContext, sub: "deliveries" | "stats", query: (inva
         });
       }),
     ),
+  );
+}
+
+/** GET /v3/webhooks/{id}: no query parameter. */
+const getWebhook = (ctx: FuzzContext) => webhookRead(ctx, "", noQueryArb);
+
+/**
+ * GET /v3/events: a valid read (a cursor of now, or `since`, `eventType`, `limit`, `wait=0`:
+ * a fuzz run never waits) or one that breaks a rule: a malformed or expired cursor, both
+ * `after` and `since`, an unknown event type, a `limit` or `wait` out of range, an unknown
+ * parameter.
+ */
+function listEvents(ctx: FuzzContext) {
+  const cursor = (atMs: number) => `c1.0.${Math.max(0, atMs).toString(36)}`;
+  const types = [
+    "course.created",
+    "course.updated",
+    "course.archived",
+    "course.unarchived",
+    "course.absences_sent",
+    "course.professor_signed",
+    "webhook.disabled",
+  ];
+  const valid = fc
+    .record({
+      from: fc.oneof(
+        fc.constant([] as Param[]),
+        fc.constant(0).map(() => [param("after", cursor(Date.now()))]),
+        validInstant.map((i) => [param("since", i.text)]),
+      ),
+      type: fc.oneof(
+        fc.constant([] as Param[]),
+        fc.subarray(types, { minLength: 1, maxLength: 3 }).map((t) => [param("eventType", t.join(","))]),
+      ),
+      limit: fc.oneof(
+        fc.constant([] as Param[]),
+        fc.integer({ min: 1, max: 100 }).map((n) => [param("limit", String(n))]),
+      ),
+      wait: fc.oneof(fc.constant([] as Param[]), fc.constant([param("wait", "0")])),
+    })
+    .map((r) => [...r.from, ...r.type, ...r.limit, ...r.wait]);
+  const bad = (name: string, value: string, what: string, code: Code = "INVALID_PARAMETER") => [param(name, value, fault(what, code))];
+  const invalidArb = fc.oneof(
+    fc
+      .oneof(fc.constantFrom("nope", "c1", "c1.x", "c2.1.1", ""), anyText(12))
+      .filter((v) => !/^c1\.[0-9a-z]{1,12}\.[0-9a-z]{1,12}$/.test(v))
+      .map((v) => bad("after", v, `after=${JSON.stringify(v)}`)),
+    fc.constant(0).map(() => bad("after", cursor(Date.now() - 8 * 86_400_000), "a cursor older than 7 days", "CURSOR_EXPIRED")),
+    validInstant.map((i) => [param("after", cursor(Date.now())), ...bad("since", i.text, "after and since")]),
+    fc.constantFrom("course.nope", "webhook.test", "*", "COURSE.CREATED").map((t) => bad("eventType", t, `eventType=${t}`)),
+    fc.constantFrom("0", "101", "-1", "1.5", "x").map((v) => bad("limit", v, `limit=${v}`)),
+    fc.constantFrom("26", "-1", "x", "2.5").map((v) => bad("wait", v, `wait=${v}`)),
+    fc
+      .tuple(unknownParamName(["after", "since", "eventType", "limit", "wait"]), anyText(8))
+      .map(([n, v]) => bad(n, v, `unknown parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER")),
+  );
+  return both((invalid) =>
+    fc
+      .tuple(fc.constantFrom(ctx.readKey, ctx.writeKey), invalid ? invalidArb : valid)
+      .chain(([key, params]) =>
+        authArb(ctx, key).map((auth) =>
+          build({ route: "GET /v3/events", method: "GET", path: `/v3/events${queryString(params)}`, auth, faults: faultsOf(params), success: [200] }),
+        ),
+      ),
   );
 }
 
@@ -1820,6 +1885,7 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "PATCH /v3/courses/:id": patchCourse(ctx),
     "POST /v3/webhooks": createWebhook(ctx),
     "GET /v3/webhooks": listWebhooks(ctx),
+    "GET /v3/webhooks/:id": getWebhook(ctx),
     "DELETE /v3/webhooks/:id": deleteWebhook(ctx),
     "GET /v3/webhooks/:id/deliveries": listDeliveries(ctx),
     "GET /v3/webhooks/:id/stats": webhookStats(ctx),
@@ -1828,6 +1894,7 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "POST /v3/webhooks/:id/secret/rotate": rotateSecret(ctx),
     "POST /v3/webhooks/:id/deliveries/:eventId/resend": resendDelivery(ctx),
     "POST /v3/webhooks/:id/recover": recoverDeliveries(ctx),
+    "GET /v3/events": listEvents(ctx),
     "GET /v3/event-types": eventTypes(ctx),
     "GET /openapi.json": reference(ctx).filter((r) => r.route === "GET /openapi.json"),
     "GET /docs": reference(ctx).filter((r) => r.route === "GET /docs"),
@@ -1847,6 +1914,7 @@ const WEIGHTS: Record<string, number> = {
   "PATCH /v3/courses/:id": 3,
   "POST /v3/webhooks": 3,
   "GET /v3/webhooks": 1,
+  "GET /v3/webhooks/:id": 1,
   "DELETE /v3/webhooks/:id": 1,
   "GET /v3/webhooks/:id/deliveries": 2,
   "GET /v3/webhooks/:id/stats": 1,
@@ -1855,6 +1923,7 @@ const WEIGHTS: Record<string, number> = {
   "POST /v3/webhooks/:id/secret/rotate": 1,
   "POST /v3/webhooks/:id/deliveries/:eventId/resend": 1,
   "POST /v3/webhooks/:id/recover": 1,
+  "GET /v3/events": 2,
   "GET /v3/event-types": 1,
   "GET /openapi.json": 1,
   "GET /docs": 1,

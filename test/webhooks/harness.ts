@@ -86,7 +86,10 @@ async function webhookIds(schoolId: string): Promise<string[]> {
 
 /** Queue rows of a courier due now (in flight ones included). */
 export async function dueCount(webhookId: string): Promise<number> {
-  return inCourier(webhookId, (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE next_attempt_at <= ?`, Date.now()).one().n);
+  return inCourier(
+    webhookId,
+    (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE next_attempt_at <= ?`, Date.now()).one().n,
+  );
 }
 
 /** Queue rows of a courier (deliveries not yet succeeded or failed). */
@@ -109,10 +112,14 @@ export async function drain(schoolId: string): Promise<void> {
       await inCourier(id, (c) => c.whenIdle());
       due += await dueCount(id);
     }
-    const behind = await inHub(schoolId, (_h, state) =>
-      state.storage.sql.exec<{ n: number }>(
-        `SELECT COUNT(*) AS n FROM webhooks w WHERE w.deleted_at IS NULL AND EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id AND t.seq > w.acked_seq)`,
-      ).one().n,
+    const behind = await inHub(
+      schoolId,
+      (_h, state) =>
+        state.storage.sql
+          .exec<{ n: number }>(
+            `SELECT COUNT(*) AS n FROM webhooks w WHERE w.deleted_at IS NULL AND EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id AND t.seq > w.acked_seq)`,
+          )
+          .one().n,
     );
     if (due === 0 && behind === 0) return;
   }

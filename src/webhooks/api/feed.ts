@@ -5,9 +5,9 @@
  * hub's positions into opaque cursors.
  */
 import { z } from "zod";
+import { hubFor } from "../../events/hub-client";
 import { eventSchemas } from "../../events/schemas";
 import { EVENT_TYPES } from "../../events/types";
-import { hubFor } from "../../events/hub-client";
 import { authenticate } from "../../http/auth";
 import { ApiError } from "../../http/errors";
 import type { Operation } from "../../http/operation";
@@ -95,7 +95,9 @@ export const feedOperations: Operation<Env>[] = [
       const schoolId = await authenticate(req, env.DB, rc);
       const query = parseQuery(feedQuerySchema, req);
       if (query.after !== undefined && query.since !== undefined) {
-        throw new ApiError("INVALID_PARAMETER", "Give `after` (a cursor) or `since` (an instant), not both.", [{ parameter: "since", message: "not with after" }]);
+        throw new ApiError("INVALID_PARAMETER", "Give `after` (a cursor) or `since` (an instant), not both.", [
+          { parameter: "since", message: "not with after" },
+        ]);
       }
       const after = query.after === undefined ? undefined : decodeCursor(query.after);
       if (after === null) {

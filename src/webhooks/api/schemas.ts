@@ -75,7 +75,7 @@ const headersSchema = z
   .transform((headers) => Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value])))
   .meta({
     description: `Up to ${MAX_CUSTOM_HEADERS} headers sent with every attempt (tests, resends and recovers included): names are HTTP tokens, case-insensitive, unique, and not \`${RESERVED_HEADER_NAMES.join("`, `")}\`; values 1–${MAX_HEADER_VALUE_LENGTH} printable ASCII characters. Values are never shown again (records carry \`headerNames\`).`,
-    example: { "x-api-key": "k_2b9f…" },
+    example: { "x-api-key": "k_2b9f4c" },
   });
 
 const filterIds = (what: string) =>
@@ -91,18 +91,32 @@ const FILTER_FIELDS = ["trainingId", "groupId", "professorId"] as const;
 /** A registration's filter on the school's dimensions (API.md § "POST /v3/webhooks": `filter`). */
 export const filterSchema = z
   .object(
-    { trainingId: filterIds("`trainingId` equals one of these"), groupId: filterIds("`groupIds` share one of these"), professorId: filterIds("`professorIds` share one of these") },
+    {
+      trainingId: filterIds("`trainingId` equals one of these"),
+      groupId: filterIds("`groupIds` share one of these"),
+      professorId: filterIds("`professorIds` share one of these"),
+    },
     { error: "must be an object { trainingId?, groupId?, professorId? }" },
   )
   .catchall(z.unknown())
   .superRefine((filter, ctx) => {
     for (const key of Object.keys(filter)) {
-      if (!(FILTER_FIELDS as readonly string[]).includes(key)) ctx.addIssue({ code: "custom", path: [key], message: `is not a filter field (${FILTER_FIELDS.join(", ")})` });
+      if (!(FILTER_FIELDS as readonly string[]).includes(key))
+        ctx.addIssue({ code: "custom", path: [key], message: `is not a filter field (${FILTER_FIELDS.join(", ")})` });
     }
     if (!FILTER_FIELDS.some((f) => filter[f] !== undefined)) ctx.addIssue({ code: "custom", message: `must give at least one of ${FILTER_FIELDS.join(", ")}` });
   })
-  .transform((filter) => Object.fromEntries(FILTER_FIELDS.filter((f) => filter[f] !== undefined).map((f) => [f, filter[f]])) as { trainingId?: string[]; groupId?: string[]; professorId?: string[] })
+  .transform(
+    (filter) =>
+      Object.fromEntries(FILTER_FIELDS.filter((f) => filter[f] !== undefined).map((f) => [f, filter[f]])) as {
+        trainingId?: string[];
+        groupId?: string[];
+        professorId?: string[];
+      },
+  )
   .meta({
+    // Other fields are refused (400 VALIDATION_ERROR, checked above rather than by a strict object).
+    additionalProperties: false,
     description:
       "Only course events whose course matches, for every field given, one listed id (`trainingId` equal, `groupIds` or `professorIds` sharing one) — as the event carries it or as it was just before the change, so a course leaving the scope is reported once. Other events always pass. Ids need not exist.",
     example: { trainingId: ["trn_3"] },
@@ -114,7 +128,10 @@ const maxPerSecondSchema = z
   .min(1, "must be an integer from 1 to 1000, or null")
   .max(1000, "must be an integer from 1 to 1000, or null")
   .nullable()
-  .meta({ description: "At most this many attempts start within any one second (1–1,000); waiting is not part of an attempt's timeout. `null`: no throttle.", example: 10 });
+  .meta({
+    description: "At most this many attempts start within any one second (1–1,000); waiting is not part of an attempt's timeout. `null`: no throttle.",
+    example: 10,
+  });
 
 const eventItem = z.enum(["*", ...EVENT_TYPES], { error: `must be "*" or one of ${EVENT_TYPES.join(", ")}` });
 
@@ -331,8 +348,12 @@ export const deliveryRecordSchema = z
     url: z.string().nullable().meta({ description: "The URL this attempt was sent to; `null` when nothing was sent." }),
     responseStatus: z.int().nullable().meta({ description: "HTTP status of the answer; `null` for network errors, timeouts and attempts not made yet." }),
     error: z.string().nullable().meta({ description: "Why the attempt did not succeed (`HTTP 500`, `timed out after 15000 ms`, …); `null` on success." }),
-    durationMs: z.int().min(0).nullable().meta({ description: "Milliseconds from sending the request until its status line arrived, or until the timeout or the error; `null` when nothing was sent." }),
-    responseBody: z.string().nullable().meta({ description: "The first 1,024 bytes of the answer's body, decoded as UTF-8 (invalid bytes replaced); `null` without an answer. The rest is not read." }),
+    durationMs: z.int().min(0).nullable().meta({
+      description: "Milliseconds from sending the request until its status line arrived, or until the timeout or the error; `null` when nothing was sent.",
+    }),
+    responseBody: z.string().nullable().meta({
+      description: "The first 1,024 bytes of the answer's body, decoded as UTF-8 (invalid bytes replaced); `null` without an answer. The rest is not read.",
+    }),
     attemptedAt: instantOutSchema.nullable().meta({ description: "When the attempt started; `null` for a delivery still waiting for its first attempt." }),
     nextAttemptAt: instantOutSchema.nullable().meta({ description: "When the next attempt is due; `null` when none is." }),
   })

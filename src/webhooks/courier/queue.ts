@@ -100,7 +100,9 @@ export function readDue(sql: SqlStorage, now: number, busy: readonly number[], l
 
 /** The earliest due time (ms) among deliveries not `busy`, or `null`. */
 export function nextDueAt(sql: SqlStorage, busy: readonly number[]): number | null {
-  return sql.exec<{ t: number | null }>(`SELECT MIN(next_attempt_at) AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?))`, JSON.stringify(busy)).one().t;
+  return sql
+    .exec<{ t: number | null }>(`SELECT MIN(next_attempt_at) AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?))`, JSON.stringify(busy))
+    .one().t;
 }
 
 /** How many deliveries are due at `now` (ms). */
@@ -164,8 +166,13 @@ export function recordAttempt(
   const changed =
     nextAttemptAt === null
       ? sql.exec(`DELETE FROM queue WHERE id = ? AND attempts = ?`, o.row.id, o.row.attempts).rowsWritten
-      : sql.exec(`UPDATE queue SET attempts = ?3, next_attempt_at = ?4, trigger = 'retry' WHERE id = ?1 AND attempts = ?2`, o.row.id, o.row.attempts, attempt, nextAttemptAt)
-          .rowsWritten;
+      : sql.exec(
+          `UPDATE queue SET attempts = ?3, next_attempt_at = ?4, trigger = 'retry' WHERE id = ?1 AND attempts = ?2`,
+          o.row.id,
+          o.row.attempts,
+          attempt,
+          nextAttemptAt,
+        ).rowsWritten;
   if (changed === 0) return null;
   sql.exec(
     `INSERT INTO log (event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body, attempted_at, next_attempt_at)

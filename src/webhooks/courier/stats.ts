@@ -5,11 +5,11 @@
  * deliveries not attempted yet, by the partial index `queue_unattempted` (queued time).
  * test/webhooks-stats.test.ts checks the plan and the counts against the log.
  */
+
+import { RETENTION_MS } from "../../lib/limits";
 import { formatInstant } from "../../lib/time";
 import type { StatsBucket } from "../api/stats-schemas";
-import { RETENTION_MS } from "../../lib/limits";
 import { STATS_BUCKET_MS, type StatsBucketSize } from "../rpc";
-
 
 /**
  * The grouped statement: ?2 the first bucket's start, ?3 the window's end

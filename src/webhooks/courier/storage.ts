@@ -6,7 +6,6 @@
  */
 import { RETENTION_MS } from "../../lib/limits";
 
-
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
 export const PRUNE_CHUNK = 1_000;
 
@@ -77,7 +76,11 @@ export function migrate(sql: SqlStorage): void {
  */
 export function pruneLog(sql: SqlStorage, now: number): boolean {
   const cutoff = now - RETENTION_MS;
-  const log = sql.exec(`DELETE FROM log WHERE id IN (SELECT id FROM log WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)`, cutoff, PRUNE_CHUNK).rowsWritten;
+  const log = sql.exec(
+    `DELETE FROM log WHERE id IN (SELECT id FROM log WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)`,
+    cutoff,
+    PRUNE_CHUNK,
+  ).rowsWritten;
   const events = sql.exec(
     `DELETE FROM events WHERE id IN (
        SELECT e.id FROM events e WHERE e.accepted_at < ? AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.event_id = e.id)

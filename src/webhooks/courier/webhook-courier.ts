@@ -7,6 +7,7 @@
  * docs/architecture.md § "The deregistration promise".
  */
 import { DurableObject } from "cloudflare:workers";
+import type { StatsBucket } from "../api/stats-schemas";
 import { isSuccess, parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
 import { SigningKeys } from "../delivery/signing";
 import { checkWebhookUrl } from "../delivery/url-policy";
@@ -22,7 +23,6 @@ import {
   type HandoverReceipt,
   type StatsBucketSize,
 } from "../rpc";
-import type { StatsBucket } from "../api/stats-schemas";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
 import { backlog, enqueue, nextDueAt, type Outcome, readDue, recordAttempt, skipQueued, take } from "./queue";
 import { Sender, Throttle } from "./sender";
@@ -241,7 +241,10 @@ export class WebhookCourier extends DurableObject<Env> {
    */
   private pump(): void {
     const config = this.config;
-    if (this.closed || config === null || !config.enabled) return this.rearm();
+    if (this.closed || config === null || !config.enabled) {
+      this.rearm();
+      return;
+    }
     const now = this.platform.now();
     const free = COURIER_SLOTS - this.sender.size;
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
@@ -250,7 +253,10 @@ export class WebhookCourier extends DurableObject<Env> {
       const verdict = checkWebhookUrl(config.url, this.allowInsecure);
       if (!verdict.ok) {
         // The policy in force refuses the URL: nothing is sent, the delivery ends failed.
-        this.finished({ row, url: config.url, sentAt: now, finishedAt: now, durationMs: null, status: null, error: verdict.reason, retryAfter: null, responseBody: null }, true);
+        this.finished(
+          { row, url: config.url, sentAt: now, finishedAt: now, durationMs: null, status: null, error: verdict.reason, retryAfter: null, responseBody: null },
+          true,
+        );
         continue;
       }
       if (config.maxPerSecond !== null) this.throttle.record(now);
@@ -353,10 +359,11 @@ export class WebhookCourier extends DurableObject<Env> {
     if (held !== null && held.version >= config.version) return;
     this.config = config;
     this.ctx.storage.kv.put("config", config);
-    if (!config.enabled) {
+    if (!config.enabled || config.disables > (held?.disables ?? 0)) {
       skipQueued(this.sql, this.sender.busy(), now);
       this.ctx.storage.kv.delete("report");
-    } else if (held !== null && !held.enabled) {
+    }
+    if (config.enabled && held !== null && (!held.enabled || config.disables > held.disables)) {
       this.failingSince = null;
       this.ctx.storage.kv.delete("failingSince");
     }

@@ -9,7 +9,6 @@ import type { SchoolEvent } from "../../events/types";
 import type { HandedEvent, WebhookFilter } from "../rpc";
 import type { WebhookRow } from "./registrations";
 
-
 /** A registration as the accept step needs it (parsed once per change of the set). */
 export interface Audience {
   id: string;
@@ -77,13 +76,7 @@ export interface Accepted {
  * `except` (a registration id) is addressed nothing (its own `webhook.disabled`). Two
  * statements; synchronous.
  */
-export function accept(
-  sql: SqlStorage,
-  audiences: readonly Audience[],
-  events: readonly SchoolEvent[],
-  now: number,
-  except?: string,
-): Accepted {
+export function accept(sql: SqlStorage, audiences: readonly Audience[], events: readonly SchoolEvent[], now: number, except?: string): Accepted {
   const loggable = events.filter((e) => e.type !== "webhook.test");
   const stored = sql
     .exec<{ seq: number; id: string }>(

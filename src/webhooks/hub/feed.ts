@@ -57,6 +57,9 @@ export function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly st
   const last = page.at(-1);
   if (last) return { bodies: page.map((r) => r.body), next: { seq: last.seq, at: last.created_at }, hasMore: rows.length > limit };
   // Nothing matched: read on from the head, past events of other types.
-  const newest = types === null ? null : sql.exec<{ seq: number; created_at: number }>(`SELECT seq, created_at FROM events WHERE seq > ? ORDER BY seq DESC LIMIT 1`, from.seq).toArray()[0];
+  const newest =
+    types === null
+      ? null
+      : sql.exec<{ seq: number; created_at: number }>(`SELECT seq, created_at FROM events WHERE seq > ? ORDER BY seq DESC LIMIT 1`, from.seq).toArray()[0];
   return { bodies: [], next: newest ? { seq: newest.seq, at: newest.created_at } : from, hasMore: false };
 }

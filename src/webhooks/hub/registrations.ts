@@ -27,6 +27,7 @@ export type WebhookRow = {
   deleted_at: number | null;
   version: number;
   enabled_version: number;
+  disables: number;
   courier_version: number;
   acked_seq: number;
   courier: number;
@@ -64,6 +65,7 @@ export function courierConfig(row: WebhookRow, schoolId: string, hubId: string):
     headers: JSON.parse(row.headers) as Record<string, string>,
     maxPerSecond: row.max_per_second,
     enabled: row.enabled === 1,
+    disables: row.disables,
   };
 }
 
@@ -127,6 +129,7 @@ export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate
     put("enabled", 0);
     put("disabled_reason", "manual");
     put("disabled_at", now);
+    set.push("disables = disables + 1");
   }
   if (change.enabled === true && before.enabled === 0) {
     put("enabled", 1);
@@ -150,7 +153,7 @@ export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate
 export function disableWebhook(sql: SqlStorage, id: string, reason: "failing" | "gone", reportVersion: number, now: number): boolean {
   return (
     sql.exec(
-      `UPDATE webhooks SET enabled = 0, disabled_reason = ?2, disabled_at = ?3, updated_at = ?3, version = version + 1
+      `UPDATE webhooks SET enabled = 0, disabled_reason = ?2, disabled_at = ?3, updated_at = ?3, version = version + 1, disables = disables + 1
        WHERE id = ?1 AND deleted_at IS NULL AND enabled = 1 AND enabled_version <= ?4`,
       id,
       reason,

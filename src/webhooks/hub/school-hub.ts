@@ -200,7 +200,8 @@ export class SchoolHub extends DurableObject<Env> {
     const done = this.ctx.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
     this.couriers.mark(done.audiences);
     if (done.seqs.length > 0) this.wakeReaders();
-    return { accepted: done.seqs.length, duplicates: events.length - done.seqs.length, deliveries: done.targets };
+    const loggable = events.filter((e) => e.type !== "webhook.test").length;
+    return { accepted: done.seqs.length, duplicates: loggable - done.seqs.length, deliveries: done.targets };
   }
 
   /**
@@ -215,8 +216,16 @@ export class SchoolHub extends DurableObject<Env> {
     const config = this.usable(id);
     if (!config.ok) return config;
     const now = this.platform.now();
-    const event: SchoolEvent = { id: mintId("evt", now), type: "webhook.test", createdAt: formatInstant(now), schoolId: this.school ?? "", data: { webhookId: id } };
-    return this.couriers.forward(id, (courier) => courier.enqueue(config.value, { id: event.id, type: event.type, body: JSON.stringify(event), acceptedAt: now }));
+    const event: SchoolEvent = {
+      id: mintId("evt", now),
+      type: "webhook.test",
+      createdAt: formatInstant(now),
+      schoolId: this.school ?? "",
+      data: { webhookId: id },
+    };
+    return this.couriers.forward(id, (courier) =>
+      courier.enqueue(config.value, { id: event.id, type: event.type, body: JSON.stringify(event), acceptedAt: now }),
+    );
   }
 
   /**
@@ -337,7 +346,8 @@ export class SchoolHub extends DurableObject<Env> {
         ),
       ),
     );
-    const hasLog = this.sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0 || this.sql.exec(`SELECT 1 FROM idempotency_keys LIMIT 1`).toArray().length > 0;
+    const hasLog =
+      this.sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0 || this.sql.exec(`SELECT 1 FROM idempotency_keys LIMIT 1`).toArray().length > 0;
     if (more) await this.armAlarm(now + 1_000);
     else if (hasLog) await this.armAlarm(now + PRUNE_INTERVAL_MS);
   }

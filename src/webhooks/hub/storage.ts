@@ -7,7 +7,6 @@
  */
 import { RETENTION_MS } from "../../lib/limits";
 
-
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
 export const PRUNE_CHUNK = 1_000;
 
@@ -17,7 +16,8 @@ const MIGRATIONS: string[][] = [
     // Registrations. A deleted one keeps its row (deleted_at set, secrets and header values
     // erased) as a tombstone: its id is never reused and a second delete finds nothing.
     // `version` grows at every change (`enabled_version`: the one of the last enable, older
-    // failure reports are ignored); `courier_version` is the newest config its courier
+    // failure reports are ignored; `disables` counts the disables, so that a courier that
+    // missed one still ends its queue `skipped`); `courier_version` is the newest config its courier
     // acknowledged; `acked_seq` its acknowledged cursor into `events`; `courier` its state
     // (COURIER_NONE / _OPEN / _CLOSED).
     `CREATE TABLE webhooks (
@@ -39,6 +39,7 @@ const MIGRATIONS: string[][] = [
        deleted_at INTEGER,
        version INTEGER NOT NULL DEFAULT 1,
        enabled_version INTEGER NOT NULL DEFAULT 1,
+       disables INTEGER NOT NULL DEFAULT 0,
        courier_version INTEGER NOT NULL DEFAULT 0,
        acked_seq INTEGER NOT NULL DEFAULT 0,
        courier INTEGER NOT NULL DEFAULT 0
