@@ -2,7 +2,7 @@
  * The layers of DESIGN.md § "Layers", checked by `npm run check:deps` (dependency-cruiser):
  * each layer of src/ imports only from the layers below it, and nothing imports in a cycle.
  *
- *   entries (src/index.ts, src/bench.ts, src/api.ts)
+ *   entries (src/index.ts, src/bench/entry.ts, src/api.ts)
  *   src/portal/ > src/openapi/ > src/webhooks/ > src/events/ > src/courses/ > src/db/ > src/http/ > src/lib/
  *
  * Sources are parsed with swc, which keeps type-only imports (a type is a dependency too):
@@ -64,6 +64,13 @@ module.exports = {
       severity: "error",
       from: { path: "^src/webhooks/(delivery|platform)/" },
       to: { path: "^src/webhooks/(api|hub|courier)/" },
+    },
+    {
+      name: "service-never-imports-bench",
+      comment: "The benchmark entry (src/bench/) builds on the service; nothing of the service imports it.",
+      severity: "error",
+      from: { path: "^src/", pathNot: "^src/bench/" },
+      to: { path: "^src/bench/" },
     },
     {
       name: "src-stays-in-src",

@@ -12,11 +12,11 @@
  * answers the SQLite size of the school's hub and of the named registrations' couriers.
  * Never deployed: wrangler.toml's `main` stays src/index.ts.
  */
-import worker from "../src/bench";
+import worker from "../src/bench/entry";
 import { CLOUDFLARE, usePlatform } from "../src/webhooks/platform/platform";
 import { IoContext } from "../test/webhooks/io-context";
 
-export { SchoolHub, WebhookCourier } from "../src/bench";
+export { SchoolHub, WebhookCourier } from "../src/bench/entry";
 
 const contexts: { kind: string; io: IoContext; calls: number }[] = [];
 

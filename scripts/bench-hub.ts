@@ -1,5 +1,5 @@
 /**
- * Event hub benchmark: `npm run bench:hub` (issue 3, "Performance"; issue 13, the platform's
+ * Event hub benchmark: `npm run bench:hub` (delivery throughput and the platform's
  * connection limit). Two modes, each against a local dev server with a throw-away state, one
  * school, and a receiver thread on 127.0.0.1 that verifies a sample of signatures with the
  * `standardwebhooks` package.

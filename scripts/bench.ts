@@ -4,7 +4,7 @@
  * 1. Generates a dataset with the demo generator (default: 10 schools, `sch_demo` with
  *    100,000 courses, ~1,000,000 course↔student rows) and imports it into a fresh local D1
  *    through the import CLI's code, reporting rows per second.
- * 2. Starts `wrangler dev` on that database with the benchmark entry (src/bench.ts: the
+ * 2. Starts `wrangler dev` on that database with the benchmark entry (src/bench/entry.ts: the
  *    Worker plus `GET /__bench/floor`, one `SELECT 1`, and `POST /__bench/publish`).
  * 3. Drives a fixed query mix over the big school with autocannon, at 1 and 16
  *    connections: p50, p99, requests/s, D1 time and D1 round trips (from `Server-Timing`),
@@ -19,7 +19,7 @@
  *    I/O context, 50 ms receivers and a hanging one, `--simulated`).
  *    Then the events feed: a page of 100 events against the floor, the long poll's wake-up
  *    latency over 100 wake-ups, a filter's cost in the hub's accept step (scripts/lib/bench-feed.ts).
- * 5. Runs issue 15's A/B (scripts/lib/bench-ab.ts): a few reads of the mix served as deployed
+ * 5. Runs the sessions-and-rate-limit A/B (scripts/lib/bench-ab.ts): a few reads of the mix served as deployed
  *    (D1 sessions, bookmarks, rate limiter on) and without those steps, interleaved.
  * 6. Writes bench/RESULTS.md and bench/results.json.
  *

@@ -1,5 +1,5 @@
 /**
- * Issue 15's benchmark A/B: the variants the benchmark entry serves (src/bench-ab.ts) — B's
+ * The benchmark's sessions-and-rate-limit A/B: the variants the benchmark entry serves (src/bench/ab-variants.ts) — B's
  * session-less view of D1, the binding-level call counts, the in-isolate limiter — and the
  * report's verdict and place in bench/RESULTS.md (scripts/lib/bench-ab-report.ts).
  */
@@ -15,8 +15,8 @@ import {
   quantile,
   replaceAbSection,
 } from "../scripts/lib/bench-ab-report";
-import benchWorker from "../src/bench";
-import { countingEnv, isolateLimiter, sessionlessD1, variantEnv } from "../src/bench-ab";
+import { countingEnv, isolateLimiter, sessionlessD1, variantEnv } from "../src/bench/ab-variants";
+import benchWorker from "../src/bench/entry";
 import { openSession } from "../src/db/client";
 import { fixture, KEY_A } from "./fixtures";
 import { BASE, loadFixture } from "./helpers";

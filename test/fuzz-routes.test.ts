@@ -1,13 +1,13 @@
 /**
  * The fuzz generators cover the router: every route has one — the API's operations
- * (src/api.ts) and the benchmark entry's /__bench/* routes (src/bench.ts), which the
+ * (src/api.ts) and the benchmark entry's /__bench/* routes (src/bench/entry.ts), which the
  * production Worker answers 404 — (test/fuzz/contract.ts lists them from API.md), and the
  * two fuzz files share them all.
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { operations } from "../src/api";
-import { benchRoutes } from "../src/bench";
+import { benchRoutes } from "../src/bench/entry";
 
 /** Every route, its path written as test/fuzz/contract.ts writes it (`:id`). */
 const routes = [...operations, ...benchRoutes].map((r) => ({ method: r.method, path: r.path.replace(/\{(\w+)\}/g, ":$1") }));

@@ -315,7 +315,7 @@ describe("POST /v3/webhooks/{id}/test and GET /v3/webhooks/{id}/deliveries", () 
 });
 
 describe("POST /__bench/publish", () => {
-  it("is not served by the production Worker (only by the benchmark entry, src/bench.ts)", async () => {
+  it("is not served by the production Worker (only by the benchmark entry, src/bench/entry.ts)", async () => {
     const { key } = await newSchool("bench");
     const { status, body } = await callJson("/__bench/publish", { method: "POST", key, json: { count: 1 } });
     expect([status, body.code]).toEqual([404, "NOT_FOUND"]);

@@ -1,9 +1,9 @@
 /**
- * The figures and the bench/RESULTS.md section of issue 15's A/B (scripts/lib/bench-ab.ts):
+ * The figures and the bench/RESULTS.md section of the sessions-and-rate-limit A/B (scripts/lib/bench-ab.ts):
  * pure functions, no I/O, so that the verdict and the section's place in the file are tested
  * (test/bench-ab.test.ts).
  *
- * Target (issue 15, "Performance"): the bookmark and rate-limit steps add no D1 round trip
+ * Target: the bookmark and rate-limit steps add no D1 round trip
  * (1 per read in A) and move a listing's p50 by no more than 1 ms (A − B ≤ 1 ms).
  */
 
@@ -42,7 +42,7 @@ export interface AbQueryResult {
   /** Whether the query reads courses (the target applies to those; the floor is the reference). */
   listing: boolean;
   a: AbTimings;
-  /** A with the rate limiter's counters in the isolate, as on Cloudflare (src/bench-ab.ts). */
+  /** A with the rate limiter's counters in the isolate, as on Cloudflare (src/bench/ab-variants.ts). */
   m: AbTimings;
   /** The sessions of A without its rate limiter. */
   s: AbTimings;
@@ -153,11 +153,11 @@ export function abSection(results: AbQueryResult[], info: AbRunInfo): string[] {
   const v = abVerdict(results);
   const lines = [
     AB_SECTION_START,
-    "## Issue 15: sessions and rate limit, A/B",
+    "## Sessions and rate limit, A/B",
     "",
     `Run with \`${info.command}\` on ${info.date.slice(0, 10)}: ${info.cpus} CPUs, load average ${fmt(info.load[0], 2)} at the start and ${fmt(info.load[1], 2)} at the end; ${info.courses.toLocaleString("en")} courses in \`sch_demo\`; ${info.server}, 1 connection.`,
     "",
-    `**A** is the Worker as deployed: each course read in a D1 session (\`withSession("first-unconstrained")\`, \`x-d1-bookmark\` on the response) and the rate limiter on (\`RATE_LIMIT_ENABLED=true\`, the binding's limit raised so that it never trips). **B** is the same Worker, same isolate, without those steps: \`DB.withSession()\` hands back the binding itself (no bookmark) and \`RATE_LIMIT_ENABLED=false\` (src/bench-ab.ts, chosen per request by the benchmark entry). **S** is A's sessions without its rate limiter, to tell the two steps' costs apart; **M** is A with the limiter's counters in the isolate (\`isolateLimiter\`), as Cloudflare runs it: locally each \`limit()\` is a call to a Durable Object of miniflare's, while on Cloudflare “the underlying counters are cached on the same machine that your Worker runs in” and \`limit()\` waits on no network request ([Workers docs, Rate Limiting § Performance](https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/#performance)). Each query: ${info.rounds} rounds of sequential requests, one of each variant back to back, the order rotating, after a warm-up. Δ p50 = p50 A − p50 B (= limiter + sessions); paired Δ = median over the rounds of A − B; limiter = p50 A − p50 S (M − S in the isolate); sessions = p50 S − p50 B; M − B = both steps with the limiter as deployed. Counts (per request, \`x-bench-count\`): D1 calls counted at the binding, D1 round trips from \`Server-Timing\`, calls to \`RATE_LIMITER.limit()\`.`,
+    `**A** is the Worker as deployed: each course read in a D1 session (\`withSession("first-unconstrained")\`, \`x-d1-bookmark\` on the response) and the rate limiter on (\`RATE_LIMIT_ENABLED=true\`, the binding's limit raised so that it never trips). **B** is the same Worker, same isolate, without those steps: \`DB.withSession()\` hands back the binding itself (no bookmark) and \`RATE_LIMIT_ENABLED=false\` (src/bench/ab-variants.ts, chosen per request by the benchmark entry). **S** is A's sessions without its rate limiter, to tell the two steps' costs apart; **M** is A with the limiter's counters in the isolate (\`isolateLimiter\`), as Cloudflare runs it: locally each \`limit()\` is a call to a Durable Object of miniflare's, while on Cloudflare “the underlying counters are cached on the same machine that your Worker runs in” and \`limit()\` waits on no network request ([Workers docs, Rate Limiting § Performance](https://developers.cloudflare.com/workers/runtime-apis/bindings/rate-limit/#performance)). Each query: ${info.rounds} rounds of sequential requests, one of each variant back to back, the order rotating, after a warm-up. Δ p50 = p50 A − p50 B (= limiter + sessions); paired Δ = median over the rounds of A − B; limiter = p50 A − p50 S (M − S in the isolate); sessions = p50 S − p50 B; M − B = both steps with the limiter as deployed. Counts (per request, \`x-bench-count\`): D1 calls counted at the binding, D1 round trips from \`Server-Timing\`, calls to \`RATE_LIMITER.limit()\`.`,
     "",
     "| query | p50 A ms | p50 B ms | Δ p50 ms | A / B | paired Δ ms | p50 M ms | p50 S ms | limiter ms | limiter in isolate ms | sessions ms | M − B ms | p90 A ms | p90 B ms | Worker total A ms | Worker total B ms | D1 calls A / B | round trips A / B | limit() calls A / B | bookmark A / B |",
     "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
@@ -172,7 +172,7 @@ export function abSection(results: AbQueryResult[], info: AbRunInfo): string[] {
   const reads = results.filter((q) => q.listing).length;
   lines.push(
     "",
-    `Target (issue 15): every read 1 D1 round trip in A — ${v.tripsMet ? "**met**" : "**NOT met**"}; the p50 of a course read moves by ≤ ${AB_TARGET_DELTA_MS} ms (A − B over ${reads} reads, largest ${signed(v.worst, 2)} ms) — ${v.latencyMet ? "**met**" : "**NOT met**"} here; with the limiter's counters in the isolate as deployed (M − B, largest ${signed(v.deployedWorst, 2)} ms) — ${v.deployedMet ? "**met**" : "**NOT met**"}.`,
+    `Target: every read 1 D1 round trip in A — ${v.tripsMet ? "**met**" : "**NOT met**"}; the p50 of a course read moves by ≤ ${AB_TARGET_DELTA_MS} ms (A − B over ${reads} reads, largest ${signed(v.worst, 2)} ms) — ${v.latencyMet ? "**met**" : "**NOT met**"} here; with the limiter's counters in the isolate as deployed (M − B, largest ${signed(v.deployedWorst, 2)} ms) — ${v.deployedMet ? "**met**" : "**NOT met**"}.`,
     AB_SECTION_END,
   );
   return lines;

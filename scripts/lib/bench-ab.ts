@@ -1,11 +1,11 @@
 /**
- * Issue 15's A/B in `npm run bench` (alone: `npm run bench -- --ab-only`): a few reads of the
+ * The sessions-and-rate-limit A/B in `npm run bench` (alone: `npm run bench -- --ab-only`): a few reads of the
  * mix served by the Worker as deployed (A: D1 sessions, bookmarks, rate limiter on), by the
  * same Worker without those steps (B), with the sessions but not the rate limiter (S, to
  * tell the two costs apart), and as A with the limiter's counters in the isolate as on
- * Cloudflare (M, src/bench-ab.ts `isolateLimiter`), interleaved request by request on one
+ * Cloudflare (M, src/bench/ab-variants.ts `isolateLimiter`), interleaved request by request on one
  * connection, so that drift of this shared machine touches all four alike. Figures and section:
- * scripts/lib/bench-ab-report.ts; the variants: src/bench-ab.ts.
+ * scripts/lib/bench-ab-report.ts; the variants: src/bench/ab-variants.ts.
  *
  * Served by Miniflare directly (scripts/lib/miniflare-server.ts), for two reasons:
  * - The local rate-limiting binding enforces its limit: miniflare counts each `limit()` in a
@@ -140,7 +140,7 @@ export async function runAb(opts: { persistTo: string; port: number; queries: Ab
     ratelimits: { RATE_LIMITER: { namespace_id: "1001", simple: { limit: AB_QUOTA, period: 60 } } },
     port: opts.port,
   });
-  opts.log(`A/B (issue 15) under Miniflare directly on ${mf.base}, ${opts.rounds} rounds per query`);
+  opts.log(`A/B (sessions, rate limit) under Miniflare directly on ${mf.base}, ${opts.rounds} rounds per query`);
   const results: AbQueryResult[] = [];
   try {
     for (const q of opts.queries) {

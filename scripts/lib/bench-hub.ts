@@ -201,7 +201,7 @@ const SERVED_VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "
  * wrangler's dev server API without the devtools inspector (`serveSelf` re-runs the calling
  * script with `--serve`), or with `inspector: true` the `wrangler dev` CLI (which always
  * attaches it, and whose custom-build watcher may reload the Worker mid-run), with
- * `SERVED_VARS`. The Worker is the benchmark entry (src/bench.ts: the
+ * `SERVED_VARS`. The Worker is the benchmark entry (src/bench/entry.ts: the
  * production Worker plus POST /__bench/publish), or `entry` (the simulated platform's,
  * scripts/bench-hub-worker.ts, which wraps it).
  */

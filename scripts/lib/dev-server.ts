@@ -34,7 +34,7 @@ function freePort(): Promise<number> {
  * `port` defaults to a free one.
  *
  * @param opts.entry the Worker's entry instead of wrangler.toml's `main` (the benchmarks
- *   serve `src/bench.ts`, the production Worker with the `/__bench/*` routes).
+ *   serve `src/bench/entry.ts`, the production Worker with the `/__bench/*` routes).
  * @throws Error when wrangler exits early or does not answer in time (its output included).
  */
 export async function startDevServer(opts: {

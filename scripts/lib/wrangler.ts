@@ -12,8 +12,8 @@ import path from "node:path";
 /** The repository root (where wrangler.toml lives); wrangler always runs there. */
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 
-/** The benchmark entry: the Worker plus its `/__bench/*` routes (see src/bench.ts). */
-export const BENCH_ENTRY = "src/bench.ts";
+/** The benchmark entry: the Worker plus its `/__bench/*` routes (see src/bench/entry.ts). */
+export const BENCH_ENTRY = "src/bench/entry.ts";
 
 /** The D1 binding of wrangler.toml that the scripts act on. */
 export const DB_BINDING = "DB";

@@ -66,7 +66,7 @@ export const ROUTES: RouteSpec[] = [
   { method: "GET", path: "/v3/event-types", auth: false },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
-  // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench.ts).
+  // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench/entry.ts).
   { method: "POST", path: "/__bench/publish", auth: true },
   { method: "GET", path: "/__bench/floor", auth: false },
 ];

@@ -1,7 +1,7 @@
 /**
  * POST /__bench/publish — publishes synthetic events without course writes, for
  * `npm run bench:hub` (scripts/bench-hub.ts). Served only by the benchmark entry
- * (src/bench.ts), never by the production Worker.
+ * (src/bench/entry.ts), never by the production Worker.
  *
  * Body `{ "count": 1–1000, "type"?: event type (default "course.updated") }`; answers
  * `{ accepted, duplicates, deliveries }` (`SchoolHub.publish`).

@@ -1,28 +1,28 @@
 /**
- * The benchmark entry (`npm run bench` and `npm run bench:hub` serve `src/bench.ts` with
+ * The benchmark entry (`npm run bench` and `npm run bench:hub` serve `src/bench/entry.ts` with
  * `wrangler dev`): the production Worker (src/index.ts) with two more routes, through the
  * same router, envelope and headers. The production Worker never serves them.
  *
  * - `GET /__bench/floor`: the benchmark's floor, one trivial D1 query (`SELECT 1`) in one
  *   round trip.
  * - `POST /__bench/publish`: synthetic events straight to the school's hub
- *   (src/webhooks/bench.ts).
+ *   (src/bench/publish.ts).
  *
- * And two request headers of issue 15's A/B (src/bench-ab.ts), absent from every other
+ * And two request headers of the sessions-and-rate-limit A/B (src/bench/ab-variants.ts), absent from every other
  * benchmark's requests: `x-bench-variant: b` serves the request without D1 sessions and
  * without the rate limiter (`s`: without the rate limiter only; `m`: with the limiter's
  * counters in the isolate); `x-bench-count: 1` answers the request's D1 and rate-limiter
  * calls, counted at the bindings, in `x-bench-d1-calls` and `x-bench-ratelimit-calls`.
  */
-import { operations } from "./api";
-import { COUNT_HEADER, countingEnv, D1_CALLS_HEADER, RATE_LIMIT_CALLS_HEADER, VARIANT_HEADER, variantEnv } from "./bench-ab";
-import type { RequestContext } from "./http/context";
-import { success } from "./http/respond";
-import type { Route } from "./http/router";
-import { workerOf } from "./index";
-import { benchPublish } from "./webhooks/bench";
+import { operations } from "../api";
+import type { RequestContext } from "../http/context";
+import { success } from "../http/respond";
+import type { Route } from "../http/router";
+import { workerOf } from "../index";
+import { COUNT_HEADER, countingEnv, D1_CALLS_HEADER, RATE_LIMIT_CALLS_HEADER, VARIANT_HEADER, variantEnv } from "./ab-variants";
+import { benchPublish } from "./publish";
 
-export { SchoolHub, WebhookCourier } from "./index";
+export { SchoolHub, WebhookCourier } from "../index";
 
 /** The floor handler: `{ one: 1 }` after one D1 round trip. */
 async function benchFloor(_req: unknown, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {

@@ -1,5 +1,5 @@
 /**
- * The A/B of issue 15's performance clause, served by the benchmark entry (src/bench.ts) only:
+ * The A/B of the sessions and the rate limiter (their cost on a read), served by the benchmark entry (src/bench/entry.ts) only:
  * the production Worker as deployed (A: D1 sessions and bookmarks, rate limiter on) against
  * the same Worker without those steps (B), in one isolate, chosen per request, and the
  * binding-level counts that show what each request costs in D1 and rate-limiter calls.
