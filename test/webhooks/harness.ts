@@ -85,7 +85,7 @@ async function webhookIds(schoolId: string): Promise<string[]> {
 }
 
 /** Queue rows of a courier due now (in flight ones included). */
-export async function dueCount(webhookId: string): Promise<number> {
+async function dueCount(webhookId: string): Promise<number> {
   return inCourier(
     webhookId,
     (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE next_attempt_at <= ?`, Date.now()).one().n,

@@ -29,7 +29,7 @@ const CURSOR_RE = /^c1\.([0-9a-z]{1,12})\.([0-9a-z]{1,12})$/;
 export const encodeCursor = (p: Position): string => `c1.${p.seq.toString(36)}.${Math.max(0, p.at).toString(36)}`;
 
 /** The position of a cursor, or `null` when it is not one this service wrote. */
-export function decodeCursor(cursor: string): Position | null {
+function decodeCursor(cursor: string): Position | null {
   const m = CURSOR_RE.exec(cursor);
   if (!m) return null;
   const seq = Number.parseInt(m[1]!, 36);

@@ -21,7 +21,7 @@ export const EVENT_ID_EXAMPLE = "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0";
 // Requests.
 
 /** Most custom headers a registration may have. */
-export const MAX_CUSTOM_HEADERS = 10;
+const MAX_CUSTOM_HEADERS = 10;
 /** Longest custom header value, in characters. */
 const MAX_HEADER_VALUE_LENGTH = 1000;
 /** Most ids per filter dimension. */
@@ -29,7 +29,7 @@ const MAX_FILTER_IDS = 100;
 /** An HTTP token (RFC 9110 § 5.6.2): what a header name may be. */
 const HTTP_TOKEN_RE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Header names a registration may not set (lower case; `*` ends a prefix): the delivery's own and the platform's. */
-export const RESERVED_HEADER_NAMES = [
+const RESERVED_HEADER_NAMES = [
   "webhook-*",
   "content-type",
   "content-length",
@@ -43,7 +43,7 @@ export const RESERVED_HEADER_NAMES = [
 ] as const;
 
 /** Why header `name` is refused, or `null` (API.md § "POST /v3/webhooks": `headers`). */
-export function headerNameProblem(name: string): string | null {
+function headerNameProblem(name: string): string | null {
   if (!HTTP_TOKEN_RE.test(name)) return "must be an HTTP header name (a token: letters, digits and !#$%&'*+-.^_`|~)";
   const lower = name.toLowerCase();
   const reserved = RESERVED_HEADER_NAMES.find((r) => (r.endsWith("*") ? lower.startsWith(r.slice(0, -1)) : lower === r));
@@ -89,7 +89,7 @@ const filterIds = (what: string) =>
 const FILTER_FIELDS = ["trainingId", "groupId", "professorId"] as const;
 
 /** A registration's filter on the school's dimensions (API.md § "POST /v3/webhooks": `filter`). */
-export const filterSchema = z
+const filterSchema = z
   .object(
     {
       trainingId: filterIds("`trainingId` equals one of these"),

@@ -8,7 +8,7 @@ import { type AttemptVerdict, judgeAttempt, parseRetryAfter } from "../delivery/
 import type { HandedEvent, Trigger } from "../rpc";
 
 /** The log's `error` of a skipped entry (API.md § "Delivery log"). */
-export const SKIPPED_ERROR = "registration disabled";
+const SKIPPED_ERROR = "registration disabled";
 
 /** A due delivery, with its event's body. */
 export type DueRow = {

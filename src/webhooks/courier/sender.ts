@@ -9,7 +9,7 @@ import type { Platform, Timer } from "../platform/platform";
 import type { DueRow, Outcome } from "./queue";
 
 /** How much of an answer's body is kept (API.md § "Delivery log"), in bytes. */
-export const RESPONSE_BODY_BYTES = 1024;
+const RESPONSE_BODY_BYTES = 1024;
 
 /** Why a request was aborted (the abort reason). */
 const TIMEOUT = "webhook-timeout";
@@ -120,6 +120,30 @@ async function readStart(res: Response): Promise<string> {
 export class Throttle {
   /** Start instants (ms) within the last second, oldest first (at most `maxPerSecond`). */
   private starts: number[] = [];
+  private timer: Timer | null = null;
+
+  /** Whether a start waits for the throttle's timer. */
+  get waiting(): boolean {
+    return this.timer !== null;
+  }
+
+  /** Calls `start` once the next attempt may start (one timer at a time), `now` in ms. */
+  wakeLater(platform: Platform, now: number, start: () => void): void {
+    if (this.timer !== null) return;
+    this.timer = platform.setTimer(
+      () => {
+        this.timer = null;
+        start();
+      },
+      Math.max(1, this.nextAt() - now),
+    );
+  }
+
+  /** Drops the pending wake-up (the courier closed). */
+  cancel(): void {
+    this.timer?.cancel();
+    this.timer = null;
+  }
 
   /** How many attempts may start at `now` (ms) under `maxPerSecond` (`null`: no limit). */
   allowance(now: number, maxPerSecond: number | null): number {

@@ -7,7 +7,7 @@
 import { RETENTION_MS } from "../../lib/limits";
 
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
-export const PRUNE_CHUNK = 1_000;
+const PRUNE_CHUNK = 1_000;
 
 /** Schema migrations, applied in order; `meta.schema_version` records how many ran. Append, never edit. */
 const MIGRATIONS: string[][] = [

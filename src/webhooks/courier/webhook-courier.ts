@@ -8,22 +8,17 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { StatsBucket } from "../api/stats-schemas";
-import { isSuccess, parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
+import { parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
 import { SigningKeys } from "../delivery/signing";
 import { checkWebhookUrl } from "../delivery/url-policy";
+import { AlarmClock } from "../platform/alarm-clock";
+import { IdleWaiters } from "../platform/idle-waiters";
 import { ObjectCalls } from "../platform/object-calls";
-import { type Platform, platformFor, type Timer } from "../platform/platform";
-import {
-  COURIER_SLOTS,
-  type CourierConfig,
-  type CourierStep,
-  type DeliveryRecord,
-  type FailingReport,
-  type Handover,
-  type HandoverReceipt,
-  type StatsBucketSize,
-} from "../rpc";
+import { type Platform, platformFor } from "../platform/platform";
+import { COURIER_SLOTS, type CourierConfig, type CourierStep, type DeliveryRecord, type Handover, type HandoverReceipt, type StatsBucketSize } from "../rpc";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
+import { Dispatch } from "./dispatch";
+import { FailureReport } from "./failure-report";
 import { backlog, enqueue, nextDueAt, type Outcome, readDue, recordAttempt, skipQueued, take } from "./queue";
 import { Sender, Throttle } from "./sender";
 import { readStats } from "./stats";
@@ -33,48 +28,41 @@ import { hasRetained, migrate, pruneLog } from "./storage";
 const RECOVER_CHUNK = 200;
 /** A failure report the hub did not take is sent again this much later (ms). */
 const REPORT_RETRY_MS = 10_000;
-/** When idle with a log to prune, the alarm comes back after this long (ms). */
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
-/** While deliveries wait for a slot, the alarm stays armed this far ahead: a new instance picks them up (ms). */
-const WATCHDOG_MS = 60_000;
 
 /** One registration's courier. RPC methods: see each; the hub is its only caller besides reads. */
 export class WebhookCourier extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly platform: Platform;
-  private readonly schedule: number[];
-  private readonly disableAfterMs: number;
-  private readonly allowInsecure: boolean;
-  private readonly keys = new SigningKeys();
-  private readonly sender: Sender;
-  private readonly throttle = new Throttle();
-  private readonly hub: ObjectCalls<ReturnType<Env["SCHOOL_HUB"]["get"]>>;
+  private readonly failures: FailureReport;
+  private readonly dispatch: Dispatch;
   private config: CourierConfig | null;
   private closed: boolean;
   private cursor: number;
-  private failingSince: number | null;
-  private reporting = false;
-  private throttleTimer: Timer | null = null;
-  private alarmAt: number | null | undefined = undefined;
-  private idleWaiters: (() => void)[] = [];
+  private readonly alarms: AlarmClock;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     migrate(this.sql);
     this.platform = platformFor(ctx.id.toString(), "courier");
-    this.schedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE);
-    this.disableAfterMs = parseDisableAfterMs(env.WEBHOOK_DISABLE_AFTER_HOURS);
-    this.allowInsecure = env.WEBHOOK_ALLOW_INSECURE_URLS === "true";
-    this.sender = new Sender(this.platform, parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS), (outcome) => this.finished(outcome));
-    this.hub = new ObjectCalls(this.platform, (hubId) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
+    this.alarms = new AlarmClock(ctx.storage);
+    const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
     const kv = ctx.storage.kv;
+    this.failures = new FailureReport(kv, hubs, parseDisableAfterMs(env.WEBHOOK_DISABLE_AFTER_HOURS), () => {
+      void this.armAlarm(this.platform.now() + REPORT_RETRY_MS);
+    });
+    this.dispatch = new Dispatch(ctx.storage, env, this.platform, this.failures, {
+      config: () => this.config,
+      closed: () => this.closed,
+      armAlarm: (at) => this.armAlarm(at),
+      armedAfter: (now) => this.alarms.armedAfter(now),
+      sooner: (at) => this.alarms.sooner(at),
+    });
     this.closed = kv.get("closed") === true;
     this.config = (kv.get("config") as CourierConfig | undefined) ?? null;
     this.cursor = Number(kv.get("cursor") ?? 0);
-    this.failingSince = (kv.get("failingSince") as number | undefined) ?? null;
     // A new instance: attempts whose outcome was lost are due again, a report may be owed.
-    if (!this.closed && (nextDueAt(this.sql, []) !== null || kv.get("report") !== undefined)) {
+    if (!this.closed && (nextDueAt(this.sql, []) !== null || this.failures.owed)) {
       void ctx.blockConcurrencyWhile(() => this.armAlarm(this.platform.now()));
     }
   }
@@ -99,7 +87,7 @@ export class WebhookCourier extends DurableObject<Env> {
         this.ctx.storage.kv.put("cursor", this.cursor);
       }
     });
-    this.pump();
+    this.dispatch.pump();
     return { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now) };
   }
 
@@ -111,7 +99,7 @@ export class WebhookCourier extends DurableObject<Env> {
     if (this.closed) return { closed: true, cursor: this.cursor, backlog: 0 };
     const now = this.platform.now();
     this.ctx.storage.transactionSync(() => this.apply(config, now));
-    this.pump();
+    this.dispatch.pump();
     return { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now) };
   }
 
@@ -127,15 +115,11 @@ export class WebhookCourier extends DurableObject<Env> {
       const kv = this.ctx.storage.kv;
       kv.put("closed", true);
       kv.delete("config");
-      kv.delete("report");
+      this.failures.disabled();
       this.sql.exec(`DELETE FROM queue`);
     });
-    this.sender.abortAll();
-    this.throttleTimer?.cancel();
-    this.throttleTimer = null;
-    void this.ctx.storage.deleteAlarm();
-    this.alarmAt = null;
-    this.settle();
+    this.dispatch.stop();
+    void this.alarms.clear();
   }
 
   /**
@@ -215,8 +199,7 @@ export class WebhookCourier extends DurableObject<Env> {
 
   /** Resolves when no request is in flight and nothing due could start (tests, benchmark). */
   whenIdle(): Promise<void> {
-    if (this.isIdle()) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.dispatch.idle.wait(this.dispatch.isIdle());
   }
 
   // -------------------------------------------------------------------------------------
@@ -227,128 +210,12 @@ export class WebhookCourier extends DurableObject<Env> {
    * Runs at least once per arming: every step is idempotent.
    */
   override async alarm(): Promise<void> {
-    this.alarmAt = null;
+    this.alarms.fired();
     if (this.closed) return;
     const more = pruneLog(this.sql, this.platform.now());
-    this.sendReport();
-    this.pump();
+    this.failures.send(this.config?.hubId);
+    this.dispatch.pump();
     if (more) await this.armAlarm(this.platform.now() + 1_000);
-  }
-
-  /**
-   * Starts due attempts while slots (and the throttle) allow. Synchronous: each attempt is
-   * started in the same step that found the courier open and enabled.
-   */
-  private pump(): void {
-    const config = this.config;
-    if (this.closed || config === null || !config.enabled) {
-      this.rearm();
-      return;
-    }
-    const now = this.platform.now();
-    const free = COURIER_SLOTS - this.sender.size;
-    const allowed = this.throttle.allowance(now, config.maxPerSecond);
-    const rows = readDue(this.sql, now, this.sender.busy(), Math.min(free, allowed));
-    for (const row of rows) {
-      const verdict = checkWebhookUrl(config.url, this.allowInsecure);
-      if (!verdict.ok) {
-        // The policy in force refuses the URL: nothing is sent, the delivery ends failed.
-        this.finished(
-          { row, url: config.url, sentAt: now, finishedAt: now, durationMs: null, status: null, error: verdict.reason, retryAfter: null, responseBody: null },
-          true,
-        );
-        continue;
-      }
-      if (config.maxPerSecond !== null) this.throttle.record(now);
-      this.sender.start(row, config.url, { ...config.headers, ...this.keys.sign(config, row.event_id, row.body, now) });
-    }
-    if (allowed < free && this.throttleTimer === null && readDue(this.sql, now, this.sender.busy(), 1).length > 0) {
-      this.throttleTimer = this.platform.setTimer(
-        () => {
-          this.throttleTimer = null;
-          this.pump();
-        },
-        Math.max(1, this.throttle.nextAt() - now),
-      );
-    }
-    this.rearm();
-  }
-
-  /** An attempt ended: its outcome recorded in one step (log, queue, failure streak), then the next ones. */
-  private finished(outcome: Outcome, refused = false): void {
-    if (this.closed || this.config === null) return;
-    const config = this.config;
-    const status = this.ctx.storage.transactionSync(() => {
-      const recorded = recordAttempt(this.sql, outcome, this.schedule, Math.random(), refused);
-      if (recorded !== null) this.streak(outcome);
-      if (!config.enabled) skipQueued(this.sql, this.sender.busy(), this.platform.now());
-      return recorded;
-    });
-    if (status !== null) {
-      console.log(
-        JSON.stringify({
-          message: "delivery attempt",
-          webhookId: config.webhookId,
-          eventId: outcome.row.event_id,
-          attempt: outcome.row.attempts + 1,
-          trigger: outcome.row.trigger,
-          status,
-          responseStatus: outcome.status,
-          durationMs: outcome.durationMs,
-        }),
-      );
-    }
-    if (outcome.status === 410 && config.enabled) this.owe({ webhookId: config.webhookId, version: config.version, reason: "gone", failingSince: null });
-    if (!refused) this.pump();
-  }
-
-  /** The failure streak (API.md § "Auto-disable"): a success ends it; a long one is reported. */
-  private streak(outcome: Outcome): void {
-    const kv = this.ctx.storage.kv;
-    if (isSuccess(outcome.status)) {
-      if (this.failingSince !== null) kv.delete("failingSince");
-      this.failingSince = null;
-      return;
-    }
-    if (this.failingSince === null) {
-      this.failingSince = outcome.sentAt;
-      kv.put("failingSince", outcome.sentAt);
-    }
-    const config = this.config!;
-    if (config.enabled && outcome.finishedAt - this.failingSince >= this.disableAfterMs) {
-      this.owe({ webhookId: config.webhookId, version: config.version, reason: "failing", failingSince: this.failingSince });
-    }
-  }
-
-  /** Records a report the hub must hear (durably: a restart sends it still), and sends it. */
-  private owe(report: FailingReport): void {
-    const owed = this.ctx.storage.kv.get("report") as FailingReport | undefined;
-    if (owed?.version === report.version && owed.reason === report.reason) return;
-    this.ctx.storage.kv.put("report", report);
-    this.sendReport();
-  }
-
-  /** Sends the report owed, one call at a time; on failure the alarm tries again. */
-  private sendReport(): void {
-    const report = this.ctx.storage.kv.get("report") as FailingReport | undefined;
-    const hubId = this.config?.hubId;
-    if (this.reporting || report === undefined || hubId === undefined) return;
-    this.reporting = true;
-    this.hub
-      .call(hubId, (hub) => hub.reportFailing(report))
-      .then(
-        () => {
-          const now = this.ctx.storage.kv.get("report") as FailingReport | undefined;
-          if (now?.version === report.version && now.reason === report.reason) this.ctx.storage.kv.delete("report");
-        },
-        (err: unknown) => {
-          console.warn(`WebhookCourier: reporting to the hub failed; retrying in ${REPORT_RETRY_MS} ms`, err instanceof Error ? err.message : err);
-          void this.armAlarm(this.platform.now() + REPORT_RETRY_MS);
-        },
-      )
-      .finally(() => {
-        this.reporting = false;
-      });
   }
 
   // -------------------------------------------------------------------------------------
@@ -360,13 +227,10 @@ export class WebhookCourier extends DurableObject<Env> {
     this.config = config;
     this.ctx.storage.kv.put("config", config);
     if (!config.enabled || config.disables > (held?.disables ?? 0)) {
-      skipQueued(this.sql, this.sender.busy(), now);
-      this.ctx.storage.kv.delete("report");
+      skipQueued(this.sql, this.dispatch.sender.busy(), now);
+      this.failures.disabled();
     }
-    if (config.enabled && held !== null && (!held.enabled || config.disables > held.disables)) {
-      this.failingSince = null;
-      this.ctx.storage.kv.delete("failingSince");
-    }
+    if (config.enabled && held !== null && (!held.enabled || config.disables > held.disables)) this.failures.enabled();
   }
 
   /** Runs a queueing step for test, resend or recover after the courier's own checks. */
@@ -377,50 +241,11 @@ export class WebhookCourier extends DurableObject<Env> {
       if (!this.config!.enabled) return { ok: false, error: "WEBHOOK_DISABLED" };
       return step();
     });
-    this.pump();
+    this.dispatch.pump();
     return result;
   }
 
-  /**
-   * Arms the alarm for what comes next: while every slot is taken, only a watchdog (the
-   * outcomes start what is due); else the next due retry, or the next pruning. Wakes
-   * `whenIdle()` callers when nothing can start.
-   */
-  private rearm(): void {
-    if (this.closed) return;
-    const now = this.platform.now();
-    const armed = this.alarmAt !== undefined && this.alarmAt !== null && this.alarmAt >= now;
-    if (this.sender.size >= COURIER_SLOTS) {
-      if (!armed) void this.armAlarm(now + WATCHDOG_MS);
-      return;
-    }
-    const next = nextDueAt(this.sql, this.sender.busy());
-    let at: number | null;
-    if (next === null) at = hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null;
-    else if (next > now) at = next;
-    // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
-    else at = now + WATCHDOG_MS;
-    if (at !== null && (!armed || at < this.alarmAt!)) void this.armAlarm(at);
-    this.settle();
-  }
-
-  private settle(): void {
-    if (this.idleWaiters.length === 0 || !this.isIdle()) return;
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const wake of waiters) wake();
-  }
-
-  private isIdle(): boolean {
-    if (this.sender.size > 0) return false;
-    if (this.closed || this.config === null || !this.config.enabled) return true;
-    return this.throttleTimer === null && readDue(this.sql, this.platform.now(), [], 1).length === 0;
-  }
-
-  private async armAlarm(at: number): Promise<void> {
-    if (this.alarmAt === undefined) this.alarmAt = await this.ctx.storage.getAlarm();
-    if (this.alarmAt !== null && this.alarmAt <= at && this.alarmAt >= this.platform.now()) return;
-    this.alarmAt = at;
-    await this.ctx.storage.setAlarm(at);
+  private armAlarm(at: number): Promise<void> {
+    return this.alarms.arm(at, this.platform.now());
   }
 }

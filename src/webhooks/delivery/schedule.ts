@@ -97,7 +97,7 @@ export function describeAnswer(status: number, retryAfter: string | null): strin
 export type AttemptVerdict = { status: "succeeded" } | { status: "pending"; retryInMs: number } | { status: "failed" };
 
 /** The largest jitter added to a scheduled wait, as a fraction of it (API.md: 0–10 %). */
-export const MAX_JITTER = 0.1;
+const MAX_JITTER = 0.1;
 
 /**
  * Decides the fate of a delivery after attempt number `attempt` (1-based).

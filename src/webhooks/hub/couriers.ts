@@ -5,6 +5,8 @@
  * these calls counted toward its 6 requests waiting: at most HUB_CALL_SLOTS under way, of
  * which at most HANDOVER_SLOTS hand-overs, so that a DELETE's close finds a slot soon.
  */
+
+import { IdleWaiters } from "../platform/idle-waiters";
 import { isOverloaded, ObjectCalls } from "../platform/object-calls";
 import type { Platform, Timer } from "../platform/platform";
 import { type CourierConfig, courierFor, type Handover, type HandoverReceipt } from "../rpc";
@@ -17,7 +19,7 @@ const HUB_CALL_SLOTS = 6;
 /** Hand-overs under way at once: the sixth slot stays for closes and config pushes. */
 const HANDOVER_SLOTS = HUB_CALL_SLOTS - 1;
 /** Events one hand-over carries at most. */
-export const HANDOVER_BATCH = 500;
+const HANDOVER_BATCH = 500;
 /**
  * While a courier still has this many deliveries due, its next hand-over waits
  * HANDOVER_SPACING_MS: it has work, so fewer, larger hand-overs cost it nothing.
@@ -56,9 +58,7 @@ export class Couriers {
   private wakeTimer: Timer | null = null;
   /** Close calls under way, by registration (a second close joins the first). */
   private readonly closings = new Map<string, Promise<void>>();
-  private idleWaiters: (() => void)[] = [];
-  /** Hand-over calls made by this instance, all told (the benchmark counts them). */
-  handovers = 0;
+  private readonly idleWaiters = new IdleWaiters();
 
   constructor(
     env: Env,
@@ -81,8 +81,7 @@ export class Couriers {
 
   /** Resolves when `idle`. */
   whenIdle(): Promise<void> {
-    if (this.idle) return Promise.resolve();
-    return new Promise((resolve) => this.idleWaiters.push(resolve));
+    return this.idleWaiters.wait(this.idle);
   }
 
   /**
@@ -104,7 +103,7 @@ export class Couriers {
       void this.handOver(id);
     }
     if (soonest < Infinity) this.wakeAt(soonest);
-    this.settle();
+    this.idleWaiters.settle(() => this.idle);
   }
 
   private wakeAt(at: number): void {
@@ -116,13 +115,6 @@ export class Couriers {
       },
       Math.max(0, at - this.host.platform.now()),
     );
-  }
-
-  private settle(): void {
-    if (this.idleWaiters.length === 0 || !this.idle) return;
-    const waiters = this.idleWaiters;
-    this.idleWaiters = [];
-    for (const wake of waiters) wake();
   }
 
   /**
@@ -153,7 +145,6 @@ export class Couriers {
     if (row.courier !== COURIER_OPEN) this.host.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
     this.used += 1;
     this.handing += 1;
-    this.handovers += 1;
     const full = events.length === HANDOVER_BATCH;
     const done = this.calls
       .call(id, (courier) => courier.deliver(handover))

@@ -6,7 +6,9 @@
  */
 import type { CourseKeys } from "../../courses/schemas";
 import type { SchoolEvent } from "../../events/types";
-import type { HandedEvent, WebhookFilter } from "../rpc";
+import { mintId } from "../../lib/ids";
+import { formatInstant } from "../../lib/time";
+import type { FailingReport, HandedEvent, WebhookFilter } from "../rpc";
 import type { WebhookRow } from "./registrations";
 
 /** A registration as the accept step needs it (parsed once per change of the set). */
@@ -34,7 +36,7 @@ export function audiencesOf(rows: readonly WebhookRow[]): Audience[] {
 }
 
 /** Whether a course with `keys` is in `filter`'s scope: for every field given, one id matches. */
-export function inScope(filter: WebhookFilter, keys: CourseKeys): boolean {
+function inScope(filter: WebhookFilter, keys: CourseKeys): boolean {
   if (filter.trainingId && (keys.trainingId === null || !filter.trainingId.includes(keys.trainingId))) return false;
   if (filter.groupId && !keys.groupIds.some((id) => filter.groupId!.includes(id))) return false;
   if (filter.professorId && !keys.professorIds.some((id) => filter.professorId!.includes(id))) return false;
@@ -132,4 +134,23 @@ export function behind(sql: SqlStorage): string[] {
     )
     .toArray()
     .map((r) => r.id);
+}
+
+/**
+ * The `webhook.disabled` event of a registration the hub disabled at `now` (ms) on a
+ * courier's report (API.md § "Auto-disable"): `data: { webhookId, reason, failingSince }`.
+ */
+export function disabledEvent(schoolId: string, report: FailingReport, now: number): SchoolEvent {
+  return {
+    id: mintId("evt", now),
+    type: "webhook.disabled",
+    createdAt: formatInstant(now),
+    schoolId,
+    data: { webhookId: report.webhookId, reason: report.reason, failingSince: report.failingSince === null ? null : formatInstant(report.failingSince) },
+  };
+}
+
+/** A `webhook.test` event for registration `webhookId` at `now` (ms): `data: { webhookId }`. */
+export function testEvent(schoolId: string, webhookId: string, now: number): SchoolEvent {
+  return { id: mintId("evt", now), type: "webhook.test", createdAt: formatInstant(now), schoolId, data: { webhookId } };
 }

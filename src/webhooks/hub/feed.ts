@@ -5,8 +5,11 @@
  * positions are the log's `seq`. Synchronous SQL on the hub's storage.
  */
 
+import { RETENTION_MS } from "../../lib/limits";
+import type { Platform } from "../platform/platform";
+
 /** Where a reader is: after `seq`, an event accepted at `at` (ms; for the retention check). */
-export interface FeedPosition {
+interface FeedPosition {
   seq: number;
   at: number;
 }
@@ -19,20 +22,20 @@ export interface FeedPage {
 }
 
 /** The position just before the first event accepted at or after `since` (ms); the head when none is. */
-export function positionAt(sql: SqlStorage, since: number, now: number): FeedPosition {
+function positionAt(sql: SqlStorage, since: number, now: number): FeedPosition {
   const first = sql.exec<{ seq: number }>(`SELECT seq FROM events WHERE created_at >= ? ORDER BY created_at, seq LIMIT 1`, since).toArray()[0];
   if (first) return { seq: first.seq - 1, at: since };
   return head(sql, now);
 }
 
 /** The position after the newest event (`at` its acceptance, or `now` for an empty log). */
-export function head(sql: SqlStorage, now: number): FeedPosition {
+function head(sql: SqlStorage, now: number): FeedPosition {
   const last = sql.exec<{ seq: number; created_at: number }>(`SELECT seq, created_at FROM events ORDER BY seq DESC LIMIT 1`).toArray()[0];
   return last ? { seq: last.seq, at: last.created_at } : { seq: 0, at: now };
 }
 
 /** The oldest retained position: before the oldest event. */
-export function tail(sql: SqlStorage, now: number): FeedPosition {
+function tail(sql: SqlStorage, now: number): FeedPosition {
   const first = sql.exec<{ seq: number; created_at: number }>(`SELECT seq, created_at FROM events ORDER BY seq LIMIT 1`).toArray()[0];
   return first ? { seq: first.seq - 1, at: first.created_at } : { seq: 0, at: now };
 }
@@ -42,7 +45,7 @@ export function tail(sql: SqlStorage, now: number): FeedPosition {
  * type filter, `next` passes over the events of other types read on the way, so a reader
  * never reads them again.
  */
-export function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] | null, limit: number): FeedPage {
+function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] | null, limit: number): FeedPage {
   const rows = sql
     .exec<{ seq: number; body: string; created_at: number }>(
       types === null
@@ -62,4 +65,65 @@ export function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly st
       ? null
       : sql.exec<{ seq: number; created_at: number }>(`SELECT seq, created_at FROM events WHERE seq > ? ORDER BY seq DESC LIMIT 1`, from.seq).toArray()[0];
   return { bodies: [], next: newest ? { seq: newest.seq, at: newest.created_at } : from, hasMore: false };
+}
+
+/** What GET /v3/events asks the hub (`after` and `since` exclusive; `waitMs` the long poll). */
+export interface FeedQuery {
+  after?: FeedPosition;
+  since?: number;
+  types: string[] | null;
+  limit: number;
+  waitMs: number;
+}
+
+/** The hub's feed readers: pages read, and long polls woken when events are accepted. */
+export class FeedReaders {
+  private readonly waiters = new Set<() => void>();
+
+  constructor(
+    private readonly sql: SqlStorage,
+    private readonly platform: Platform,
+  ) {}
+
+  /**
+   * Events after `after` (a position a previous page returned), or accepted at or after
+   * `since` (ms), or from the oldest retained; of `types` (`null`: all); at most `limit`.
+   * With `waitMs` > 0 and nothing to return, waits until an event is accepted (`wake`, no
+   * polling) or the time is up.
+   *
+   * @returns the page, or `CURSOR_EXPIRED` for a position older than the 7-day retention.
+   */
+  async read(query: FeedQuery): Promise<FeedPage | "CURSOR_EXPIRED"> {
+    const now = this.platform.now();
+    let from: FeedPosition;
+    if (query.after !== undefined) {
+      if (query.after.at < now - RETENTION_MS) return "CURSOR_EXPIRED";
+      from = query.after;
+    } else from = query.since !== undefined ? positionAt(this.sql, query.since, now) : tail(this.sql, now);
+    const deadline = now + query.waitMs;
+    for (;;) {
+      const page = readFeed(this.sql, from, query.types, query.limit);
+      const left = deadline - this.platform.now();
+      if (page.bodies.length > 0 || left <= 0) {
+        // An empty page leaves the reader at the head as of now: nothing before it is missed.
+        if (page.bodies.length === 0) page.next = { seq: page.next.seq, at: Math.max(page.next.at, this.platform.now()) };
+        return page;
+      }
+      from = page.next;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          timer.cancel();
+          this.waiters.delete(wake);
+          resolve();
+        };
+        const timer = this.platform.setTimer(wake, left);
+        this.waiters.add(wake);
+      });
+    }
+  }
+
+  /** Wakes every waiting reader (events were accepted). */
+  wake(): void {
+    for (const wake of [...this.waiters]) wake();
+  }
 }

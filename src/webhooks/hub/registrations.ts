@@ -3,9 +3,23 @@
  * registrations", § "PATCH", § "Secret rotation", § "Auto-disable"), and the config each
  * courier is given. Only the SchoolHub calls these, inside its synchronous steps.
  */
+import { mintId } from "../../lib/ids";
 import { formatInstant } from "../../lib/time";
 import { newSecret } from "../delivery/signing";
-import type { CourierConfig, NewWebhook, RotatedSecret, Subscription, WebhookFilter, WebhookRecord, WebhookUpdate } from "../rpc";
+import {
+  type CourierConfig,
+  type CourierStep,
+  type CreateWebhookResult,
+  MAX_WEBHOOKS,
+  type NewWebhook,
+  type RotatedSecret,
+  type Subscription,
+  type WebhookFilter,
+  type WebhookRecord,
+  type WebhookUpdate,
+} from "../rpc";
+import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
+import { COURIER_OPEN } from "./storage";
 
 /** A `webhooks` row. Instants in ms. */
 export type WebhookRow = {
@@ -80,12 +94,37 @@ export function readWebhooks(sql: SqlStorage): WebhookRow[] {
 }
 
 /** Whether the id was ever used (deleted registrations included: ids are never reused). */
-export function idTaken(sql: SqlStorage, id: string): boolean {
+function idTaken(sql: SqlStorage, id: string): boolean {
   return sql.exec(`SELECT 1 FROM webhooks WHERE id = ?`, id).toArray().length > 0;
 }
 
+/**
+ * POST /v3/webhooks's step at `now` (ms): with an `Idempotency-Key` (`idem`) the key is
+ * looked up, the registration created and the answer stored in this one synchronous step, so
+ * racing requests with one key create one.
+ *
+ * @returns the answer (201, the record with its new secret, `location`) and whether it
+ *   replays an earlier one; or `WEBHOOK_LIMIT_REACHED` (50 registrations already),
+ *   `IDEMPOTENCY_KEY_MISMATCH` (the key was used with another body).
+ */
+export function create(sql: SqlStorage, input: NewWebhook, idem: IdempotencyInput | undefined, now: number): CreateWebhookResult {
+  const found = idem ? lookupKey(sql, idem, now) : { kind: "new" as const };
+  if (found.kind === "replay") return { ok: true, answer: found.answer, replayed: true };
+  if (found.kind === "mismatch") return { ok: false, error: "IDEMPOTENCY_KEY_MISMATCH" };
+  const { n } = sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM webhooks WHERE deleted_at IS NULL`).one();
+  if (n >= MAX_WEBHOOKS) return { ok: false, error: "WEBHOOK_LIMIT_REACHED" };
+  let id = mintId("wh", now);
+  // Never reuse an id, deleted ones included (a collision is astronomically unlikely).
+  while (idTaken(sql, id)) id = mintId("wh", now);
+  const secret = insertWebhook(sql, id, input, now);
+  const webhook = { ...toWebhookRecord(readWebhook(sql, id)!), secret };
+  const answer = { status: 201, body: JSON.stringify({ status: "success", result: webhook }), location: `/v3/webhooks/${id}` };
+  if (idem) storeKey(sql, idem, answer, now);
+  return { ok: true, answer, replayed: false };
+}
+
 /** Stores a new registration `id` at `now` (ms). @returns its secret. */
-export function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
+function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
   const secret = newSecret();
   sql.exec(
     `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at)
@@ -202,4 +241,24 @@ export function tombstone(sql: SqlStorage, id: string, now: number): { found: "d
   );
   sql.exec(`DELETE FROM targets WHERE webhook_id = ?`, id);
   return { found: "deleted", courier: row.courier };
+}
+
+/**
+ * The config of active, enabled registration `id` for a call to its courier (test, resend,
+ * recover), marking the courier in use; or why it cannot be used.
+ */
+export function usable(sql: SqlStorage, id: string, schoolId: string, hubId: string): CourierStep<CourierConfig> {
+  const row = readWebhook(sql, id);
+  if (!row) return { ok: false, error: "WEBHOOK_NOT_FOUND" };
+  if (row.enabled !== 1) return { ok: false, error: "WEBHOOK_DISABLED" };
+  if (row.courier !== COURIER_OPEN) sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
+  return { ok: true, value: courierConfig(row, schoolId, hubId) };
+}
+
+/** Tombstones whose courier is not confirmed closed (a DELETE whose close failed). */
+export function unclosed(sql: SqlStorage): string[] {
+  return sql
+    .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN)
+    .toArray()
+    .map((r) => r.id);
 }

@@ -9,40 +9,33 @@
 import { DurableObject } from "cloudflare:workers";
 import { IDEMPOTENCY_TTL_MS } from "../../db/idempotency";
 import type { SchoolEvent } from "../../events/types";
-import { mintId } from "../../lib/ids";
-import { DEFAULT_GRACE_SECONDS, RETENTION_MS } from "../../lib/limits";
-import { formatInstant } from "../../lib/time";
+import { DEFAULT_GRACE_SECONDS } from "../../lib/limits";
+import { AlarmClock } from "../platform/alarm-clock";
 import { type Platform, platformFor } from "../platform/platform";
-import {
-  type CourierStep,
-  type CreateWebhookResult,
-  type FailingReport,
-  type LifecycleError,
-  MAX_WEBHOOKS,
-  type NewWebhook,
-  type PublishResult,
-  type RotatedSecret,
-  type WebhookRecord,
-  type WebhookUpdate,
+import type {
+  CourierConfig,
+  CourierStep,
+  CreateWebhookResult,
+  FailingReport,
+  NewWebhook,
+  PublishResult,
+  RotatedSecret,
+  WebhookRecord,
+  WebhookUpdate,
 } from "../rpc";
 import { Couriers } from "./couriers";
-import { type Audience, accept, audiencesOf, behind } from "./event-log";
-import { type FeedPage, type FeedPosition, positionAt, readFeed, tail } from "./feed";
-import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
+import { type Audience, accept, audiencesOf, behind, disabledEvent, testEvent } from "./event-log";
+import { type FeedPage, type FeedQuery, FeedReaders } from "./feed";
+import type { IdempotencyInput } from "./idempotency";
 import * as registrations from "./registrations";
-import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, migrate, pruneLog } from "./storage";
+import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, hasRetained, migrate, pruneLog } from "./storage";
 
 /** When idle with a log to prune, the alarm comes back after this long (ms). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** A close or push that failed is tried again by the alarm this much later (ms). */
 const RETRY_MS = 10_000;
 
-/**
- * The school's event hub. RPC methods: `createWebhook`, `listWebhooks`, `getWebhook`,
- * `updateWebhook`, `rotateSecret`, `deleteWebhook`, `publish`, `sendTest`, `resend`,
- * `recover`; `reportFailing` (from couriers); `alarm()` hands over what is behind, retries
- * closes and prunes.
- */
+/** The school's event hub (see the module comment); its public methods are its RPC surface. */
 export class SchoolHub extends DurableObject<Env> {
   private readonly sql: SqlStorage;
   private readonly platform: Platform;
@@ -50,17 +43,18 @@ export class SchoolHub extends DurableObject<Env> {
   /** The active registrations as the accept step reads them (`null`: reload). */
   private audiences: Audience[] | null = null;
   private school: string | null;
-  /** Feed readers waiting for the next accepted event (long poll): woken by `publish`. */
-  private readonly feedWaiters = new Set<() => void>();
-  /** The alarm as this instance last set it (`undefined`: unknown). */
-  private alarmAt: number | null | undefined = undefined;
+  /** Feed readers, some waiting for the next accepted event (long poll): woken by `publish`. */
+  private readonly readers: FeedReaders;
+  private readonly alarms: AlarmClock;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.sql = ctx.storage.sql;
     migrate(this.sql);
     this.platform = platformFor(ctx.id.toString(), "hub");
+    this.alarms = new AlarmClock(ctx.storage);
     this.school = (ctx.storage.kv.get("schoolId") as string | undefined) ?? null;
+    this.readers = new FeedReaders(this.sql, this.platform);
     this.couriers = new Couriers(env, {
       sql: this.sql,
       platform: this.platform,
@@ -69,12 +63,9 @@ export class SchoolHub extends DurableObject<Env> {
       retryAt: (at) => void this.armAlarm(at),
     });
     // A new instance: whatever a lost hand-over, close or push left behind is caught up.
-    const unfinished = behind(this.sql).length > 0 || this.unclosed().length > 0;
+    const unfinished = behind(this.sql).length > 0 || registrations.unclosed(this.sql).length > 0;
     if (unfinished) void ctx.blockConcurrencyWhile(() => this.armAlarm(this.platform.now()));
   }
-
-  // -------------------------------------------------------------------------------------
-  // Registrations
 
   /**
    * Creates a registration (POST /v3/webhooks) of school `schoolId`; the input is validated.
@@ -87,24 +78,13 @@ export class SchoolHub extends DurableObject<Env> {
    */
   createWebhook(schoolId: string, input: NewWebhook, idem?: IdempotencyInput): CreateWebhookResult {
     this.knowSchool(schoolId);
-    return this.ctx.storage.transactionSync((): CreateWebhookResult => {
-      const now = this.platform.now();
-      const found = idem ? lookupKey(this.sql, idem, now) : { kind: "new" as const };
-      if (found.kind === "replay") return { ok: true, answer: found.answer, replayed: true };
-      if (found.kind === "mismatch") return { ok: false, error: "IDEMPOTENCY_KEY_MISMATCH" };
-      const { n } = this.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM webhooks WHERE deleted_at IS NULL`).one();
-      if (n >= MAX_WEBHOOKS) return { ok: false, error: "WEBHOOK_LIMIT_REACHED" };
-      let id = mintId("wh", now);
-      // Never reuse an id, deleted ones included (a collision is astronomically unlikely).
-      while (registrations.idTaken(this.sql, id)) id = mintId("wh", now);
-      const secret = registrations.insertWebhook(this.sql, id, input, now);
+    const now = this.platform.now();
+    const result = this.ctx.storage.transactionSync(() => registrations.create(this.sql, input, idem, now));
+    if (result.ok && !result.replayed) {
       this.audiences = null;
-      const webhook = { ...registrations.toWebhookRecord(registrations.readWebhook(this.sql, id)!), secret };
-      const answer = { status: 201, body: JSON.stringify({ status: "success", result: webhook }), location: `/v3/webhooks/${id}` };
-      if (idem) storeKey(this.sql, idem, answer, now);
       void this.armAlarm(now + IDEMPOTENCY_TTL_MS);
-      return { ok: true, answer, replayed: false };
-    });
+    }
+    return result;
   }
 
   /** The school's registrations, oldest first, without secrets (GET /v3/webhooks). */
@@ -136,10 +116,8 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /**
-   * Rotates the secret (POST /v3/webhooks/{id}/secret/rotate): attempts from now on are signed
-   * with the new secret and, for `graceSeconds` (0–604800), the previous one too. The courier
-   * is given the new secret before the answer when it can be reached (else by the alarm).
-   *
+   * POST /v3/webhooks/{id}/secret/rotate: a new secret, the previous one valid `graceSeconds`
+   * (0–604800) more; the courier holds it before the answer if reachable (else the alarm pushes it).
    * @returns the new secret, or `null` for an unknown or deleted id.
    */
   async rotateSecret(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<RotatedSecret | null> {
@@ -184,57 +162,37 @@ export class SchoolHub extends DurableObject<Env> {
     return true;
   }
 
-  // -------------------------------------------------------------------------------------
-  // Events
-
   /**
-   * Accepts events (the outbox calls it through `hubFor(env, schoolId).publish(events)`).
-   * Idempotent by event id for 7 days (the log's retention), so the outbox sweep may publish
-   * again safely. In one step each new event is appended to the log and addressed to every
-   * registration it concerns at that instant (subscription; filter, on the course as carried
-   * or as it was before the change, `previous`). Resolves once that is durable; hand-overs to
-   * the couriers follow.
+   * Accepts events (the outbox's `hubFor(env, schoolId).publish(events)`), idempotent by id for
+   * the 7-day retention: in one step each new event is appended to the log and addressed to the
+   * registrations it concerns now (subscription, filter). Durable when it answers; hand-overs follow.
    */
   publish(events: SchoolEvent[]): PublishResult {
     if (events[0]) this.knowSchool(events[0].schoolId);
     const done = this.ctx.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
     this.couriers.mark(done.audiences);
-    if (done.seqs.length > 0) this.wakeReaders();
+    if (done.seqs.length > 0) this.readers.wake();
     const loggable = events.filter((e) => e.type !== "webhook.test").length;
     return { accepted: done.seqs.length, duplicates: loggable - done.seqs.length, deliveries: done.targets };
   }
 
-  /**
-   * Sends a `webhook.test` event to this registration only (POST /v3/webhooks/{id}/test),
-   * queued at its courier like any delivery; not in the school's log or feed.
-   *
-   * @returns the event id, or `WEBHOOK_NOT_FOUND` (also when deleted meanwhile) /
-   *   `WEBHOOK_DISABLED`.
-   * @throws if the courier cannot be reached.
-   */
+  // Test, resend and recover: the hub checks the registration, then its courier queues
+  // (after a hand-over of anything it has not taken yet). Each returns the value, or
+  // WEBHOOK_NOT_FOUND / WEBHOOK_DISABLED (/ EVENT_NOT_FOUND), and throws if the courier cannot
+  // be reached.
+
+  /** POST /v3/webhooks/{id}/test: a `webhook.test` event to this registration only (not in the log or feed). */
   async sendTest(id: string): Promise<CourierStep<{ eventId: string }>> {
     const config = this.usable(id);
     if (!config.ok) return config;
     const now = this.platform.now();
-    const event: SchoolEvent = {
-      id: mintId("evt", now),
-      type: "webhook.test",
-      createdAt: formatInstant(now),
-      schoolId: this.school ?? "",
-      data: { webhookId: id },
-    };
+    const event = testEvent(this.school ?? "", id, now);
     return this.couriers.forward(id, (courier) =>
       courier.enqueue(config.value, { id: event.id, type: event.type, body: JSON.stringify(event), acceptedAt: now }),
     );
   }
 
-  /**
-   * Resend (POST /v3/webhooks/{id}/deliveries/{eventId}/resend): the event due now at the
-   * registration's courier (an already queued delivery of it becomes due now).
-   *
-   * @returns `{ eventId }`, or `WEBHOOK_NOT_FOUND` / `WEBHOOK_DISABLED` / `EVENT_NOT_FOUND`.
-   * @throws if the courier cannot be reached.
-   */
+  /** POST …/deliveries/{eventId}/resend: the event due now (an already queued delivery of it becomes due now). */
   async resend(id: string, eventId: string): Promise<CourierStep<{ eventId: string }>> {
     const config = this.usable(id);
     if (!config.ok) return config;
@@ -242,14 +200,7 @@ export class SchoolHub extends DurableObject<Env> {
     return this.couriers.forward(id, (courier) => courier.resend(config.value, eventId));
   }
 
-  /**
-   * Recover (POST /v3/webhooks/{id}/recover): the courier queues again, in acceptance order,
-   * each retained event accepted in [since, until) (ms) whose delivery ended failed or
-   * skipped. The caller checked the range against the retention.
-   *
-   * @returns `{ queued }`, or `WEBHOOK_NOT_FOUND` / `WEBHOOK_DISABLED`.
-   * @throws if the courier cannot be reached.
-   */
+  /** POST …/recover: every retained event accepted in [since, until) (ms) whose delivery ended failed or skipped, again. */
   async recover(id: string, since: number, until: number | null = null): Promise<CourierStep<{ queued: number }>> {
     const config = this.usable(id);
     if (!config.ok) return config;
@@ -269,59 +220,21 @@ export class SchoolHub extends DurableObject<Env> {
       const now = this.platform.now();
       if (!registrations.disableWebhook(this.sql, report.webhookId, report.reason, report.version, now)) return false;
       this.audiences = null;
-      const event: SchoolEvent = {
-        id: mintId("evt", now),
-        type: "webhook.disabled",
-        createdAt: formatInstant(now),
-        schoolId: this.school ?? "",
-        data: {
-          webhookId: report.webhookId,
-          reason: report.reason,
-          failingSince: report.failingSince === null ? null : formatInstant(report.failingSince),
-        },
-      };
+      const event = disabledEvent(this.school ?? "", report, now);
       this.couriers.mark(accept(this.sql, this.readAudiences(), [event], now, report.webhookId).audiences);
-      this.wakeReaders();
+      this.readers.wake();
       return true;
     });
     if (disabled) await this.couriers.configure(report.webhookId).catch(() => {});
   }
 
   /**
-   * A page of the events feed (GET /v3/events): events after `after` (a position a previous
-   * page returned), or accepted at or after `since` (ms), or from the oldest retained; of
-   * `types` (`null`: all); at most `limit`. With `waitMs` > 0 and nothing to return, waits
-   * until an event is accepted (woken by `publish`, no polling) or the time is up.
+   * A page of the events feed (GET /v3/events; see `FeedReaders.read`).
    *
    * @returns the page, or `CURSOR_EXPIRED` for a position older than the 7-day retention.
    */
-  async readFeed(query: { after?: FeedPosition; since?: number; types: string[] | null; limit: number; waitMs: number }): Promise<FeedPage | "CURSOR_EXPIRED"> {
-    const now = this.platform.now();
-    let from: FeedPosition;
-    if (query.after !== undefined) {
-      if (query.after.at < now - RETENTION_MS) return "CURSOR_EXPIRED";
-      from = query.after;
-    } else from = query.since !== undefined ? positionAt(this.sql, query.since, now) : tail(this.sql, now);
-    const deadline = now + query.waitMs;
-    for (;;) {
-      const page = readFeed(this.sql, from, query.types, query.limit);
-      const left = deadline - this.platform.now();
-      if (page.bodies.length > 0 || left <= 0) {
-        // An empty page leaves the reader at the head as of now: nothing before it is missed.
-        if (page.bodies.length === 0) page.next = { seq: page.next.seq, at: Math.max(page.next.at, this.platform.now()) };
-        return page;
-      }
-      from = page.next;
-      await new Promise<void>((resolve) => {
-        const wake = () => {
-          timer.cancel();
-          this.feedWaiters.delete(wake);
-          resolve();
-        };
-        const timer = this.platform.setTimer(wake, left);
-        this.feedWaiters.add(wake);
-      });
-    }
+  readFeed(query: FeedQuery): Promise<FeedPage | "CURSOR_EXPIRED"> {
+    return this.readers.read(query);
   }
 
   // -------------------------------------------------------------------------------------
@@ -333,11 +246,11 @@ export class SchoolHub extends DurableObject<Env> {
    * Runs at least once per arming: every step is idempotent.
    */
   override async alarm(): Promise<void> {
-    this.alarmAt = null;
+    this.alarms.fired();
     const now = this.platform.now();
     const more = pruneLog(this.sql, now, IDEMPOTENCY_TTL_MS);
     this.couriers.mark(behind(this.sql));
-    const unclosed = this.unclosed();
+    const unclosed = registrations.unclosed(this.sql);
     await Promise.all(
       unclosed.map((id) =>
         this.couriers.close(id).then(
@@ -346,10 +259,8 @@ export class SchoolHub extends DurableObject<Env> {
         ),
       ),
     );
-    const hasLog =
-      this.sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0 || this.sql.exec(`SELECT 1 FROM idempotency_keys LIMIT 1`).toArray().length > 0;
     if (more) await this.armAlarm(now + 1_000);
-    else if (hasLog) await this.armAlarm(now + PRUNE_INTERVAL_MS);
+    else if (hasRetained(this.sql)) await this.armAlarm(now + PRUNE_INTERVAL_MS);
   }
 
   /** Resolves when no hand-over is under way or could start now (tests, benchmark). */
@@ -362,38 +273,16 @@ export class SchoolHub extends DurableObject<Env> {
     return this.ctx.storage.sql.databaseSize;
   }
 
-  /** Hand-over calls this instance made (the benchmark counts calls between objects). */
-  handoverCount(): number {
-    return this.couriers.handovers;
-  }
-
   // -------------------------------------------------------------------------------------
 
-  /** The config of active, enabled registration `id`, or why it cannot be used. */
-  private usable(id: string): CourierStep<ReturnType<typeof registrations.courierConfig>> {
-    const row = registrations.readWebhook(this.sql, id);
-    if (!row) return { ok: false, error: "WEBHOOK_NOT_FOUND" as LifecycleError };
-    if (row.enabled !== 1) return { ok: false, error: "WEBHOOK_DISABLED" };
-    if (row.courier !== COURIER_OPEN) this.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
-    return { ok: true, value: registrations.courierConfig(row, this.school ?? "", this.ctx.id.toString()) };
+  /** The config of active, enabled registration `id` (its courier now in use), or why it cannot be used. */
+  private usable(id: string): CourierStep<CourierConfig> {
+    return registrations.usable(this.sql, id, this.school ?? "", this.ctx.id.toString());
   }
 
   private readAudiences(): Audience[] {
     this.audiences ??= audiencesOf(registrations.readWebhooks(this.sql));
     return this.audiences;
-  }
-
-  /** Tombstones whose courier is not confirmed closed. */
-  private unclosed(): string[] {
-    return this.sql
-      .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN)
-      .toArray()
-      .map((r) => r.id);
-  }
-
-  /** Wakes every waiting feed reader (events were accepted). */
-  private wakeReaders(): void {
-    for (const wake of [...this.feedWaiters]) wake();
   }
 
   private knowSchool(schoolId: string): void {
@@ -403,10 +292,7 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /** Arms the alarm for `at` (ms) unless it is already due sooner. */
-  private async armAlarm(at: number): Promise<void> {
-    if (this.alarmAt === undefined) this.alarmAt = await this.ctx.storage.getAlarm();
-    if (this.alarmAt !== null && this.alarmAt <= at) return;
-    this.alarmAt = at;
-    await this.ctx.storage.setAlarm(at);
+  private armAlarm(at: number): Promise<void> {
+    return this.alarms.arm(at, this.platform.now());
   }
 }

@@ -8,7 +8,7 @@
 import { RETENTION_MS } from "../../lib/limits";
 
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
-export const PRUNE_CHUNK = 1_000;
+const PRUNE_CHUNK = 1_000;
 
 /** Schema migrations, applied in order; `meta.schema_version` records how many ran. Append, never edit. */
 const MIGRATIONS: string[][] = [
@@ -119,4 +119,9 @@ export function pruneLog(sql: SqlStorage, now: number, keyTtlMs: number): boolea
     PRUNE_CHUNK,
   ).rowsWritten;
   return more || keys >= PRUNE_CHUNK;
+}
+
+/** Whether anything is left to prune one day (events or idempotency keys). */
+export function hasRetained(sql: SqlStorage): boolean {
+  return sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0 || sql.exec(`SELECT 1 FROM idempotency_keys LIMIT 1`).toArray().length > 0;
 }

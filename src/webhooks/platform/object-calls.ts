@@ -7,10 +7,10 @@
 import type { Platform, Timer } from "./platform";
 
 /** Default timeout of one call between objects, in ms: a stuck object costs a caller this, not the runtime's ~10 s of retries. */
-export const OBJECT_CALL_TIMEOUT_MS = 3_000;
+const OBJECT_CALL_TIMEOUT_MS = 3_000;
 
 /** The error of a call that did not answer within its timeout. */
-export class CallTimeout extends Error {
+class CallTimeout extends Error {
   constructor(ms: number) {
     super(`no answer within ${ms} ms`);
     this.name = "CallTimeout";

@@ -1,0 +1,100 @@
+/**
+ * What a courier tells its hub, and only that (API.md § "Auto-disable", § "Event delivery":
+ * 410): its registration's failure streak reached WEBHOOK_DISABLE_AFTER_HOURS, or a receiver
+ * answered 410. The streak and a report owed are kept in the courier's KV, so a restart
+ * sends a report still owed; the hub decides and answers with a disabled config.
+ */
+import { isSuccess } from "../delivery/schedule";
+import type { ObjectCalls } from "../platform/object-calls";
+import type { CourierConfig, FailingReport } from "../rpc";
+import type { Outcome } from "./queue";
+
+/** One courier's failure streak and the report it owes its hub. */
+export class FailureReport {
+  private failingSince: number | null;
+  private reporting = false;
+
+  /**
+   * @param disableAfterMs WEBHOOK_DISABLE_AFTER_HOURS, in ms.
+   * @param retryLater called when a report could not be delivered (the courier's alarm retries).
+   */
+  constructor(
+    private readonly kv: SyncKvStorage,
+    private readonly hubs: ObjectCalls<ReturnType<Env["SCHOOL_HUB"]["get"]>>,
+    private readonly disableAfterMs: number,
+    private readonly retryLater: () => void,
+  ) {
+    this.failingSince = (kv.get("failingSince") as number | undefined) ?? null;
+  }
+
+  /**
+   * An attempt was recorded (inside the outcome's step): a success ends the streak; a failure
+   * starts one at its `sentAt` if none runs; a streak of `disableAfterMs`, or a 410, is owed to
+   * the hub while `config` is enabled.
+   */
+  recorded(outcome: Outcome, config: CourierConfig): void {
+    if (isSuccess(outcome.status)) {
+      if (this.failingSince !== null) this.kv.delete("failingSince");
+      this.failingSince = null;
+      return;
+    }
+    if (this.failingSince === null) {
+      this.failingSince = outcome.sentAt;
+      this.kv.put("failingSince", outcome.sentAt);
+    }
+    if (!config.enabled) return;
+    if (outcome.status === 410) this.owe({ webhookId: config.webhookId, version: config.version, reason: "gone", failingSince: null });
+    else if (outcome.finishedAt - this.failingSince >= this.disableAfterMs) {
+      this.owe({ webhookId: config.webhookId, version: config.version, reason: "failing", failingSince: this.failingSince });
+    }
+  }
+
+  /** The registration was disabled: nothing is owed any more. */
+  disabled(): void {
+    this.kv.delete("report");
+  }
+
+  /** The registration was enabled again: the streak restarts. */
+  enabled(): void {
+    this.failingSince = null;
+    this.kv.delete("failingSince");
+  }
+
+  /** Whether a report is owed (a restarted courier sends it). */
+  get owed(): boolean {
+    return this.kv.get("report") !== undefined;
+  }
+
+  /** Sends the report owed to hub `hubId`, one call at a time; on failure `retryLater`. */
+  send(hubId: string | undefined): void {
+    const report = this.kv.get("report") as FailingReport | undefined;
+    if (this.reporting || report === undefined || hubId === undefined) return;
+    this.reporting = true;
+    this.hubs
+      .call(hubId, (hub) => hub.reportFailing(report))
+      .then(
+        () => {
+          const now = this.kv.get("report") as FailingReport | undefined;
+          if (now?.version === report.version && now.reason === report.reason) this.kv.delete("report");
+        },
+        (err: unknown) => {
+          console.warn("WebhookCourier: reporting to the hub failed; the alarm retries", err instanceof Error ? err.message : err);
+          this.retryLater();
+        },
+      )
+      .finally(() => {
+        this.reporting = false;
+      });
+  }
+
+  /** Records a report owed (durably), unless the same one is, and the caller sends it. */
+  private owe(report: FailingReport): void {
+    const owed = this.kv.get("report") as FailingReport | undefined;
+    if (owed?.version === report.version && owed.reason === report.reason) return;
+    this.kv.put("report", report);
+    this.pending = true;
+  }
+
+  /** A report was owed during the last step: send it once the step is done. */
+  pending = false;
+}

@@ -1,0 +1,40 @@
+/**
+ * One Durable Object's alarm as its code arms it: never later than what is already due (an
+ * alarm serves everything due, so the earliest wins), with the instant remembered so that
+ * arming again costs no storage call. Alarms run at least once; the handler calls `fired()`.
+ */
+export class AlarmClock {
+  /** The alarm as this instance last set it (`undefined`: not read yet; `null`: none). */
+  private at: number | null | undefined = undefined;
+
+  constructor(private readonly storage: DurableObjectStorage) {}
+
+  /** Arms the alarm for `at` (ms) unless one is due sooner and not past (`now`, ms). */
+  async arm(at: number, now: number): Promise<void> {
+    if (this.at === undefined) this.at = await this.storage.getAlarm();
+    if (this.at !== null && this.at <= at && this.at >= now) return;
+    this.at = at;
+    await this.storage.setAlarm(at);
+  }
+
+  /** Whether an alarm is set for `now` (ms) or later. */
+  armedAfter(now: number): boolean {
+    return this.at !== undefined && this.at !== null && this.at >= now;
+  }
+
+  /** Whether `at` (ms) is sooner than the alarm set (or none is set). */
+  sooner(at: number): boolean {
+    return this.at === undefined || this.at === null || at < this.at;
+  }
+
+  /** The alarm ran (call first thing in the handler). */
+  fired(): void {
+    this.at = null;
+  }
+
+  /** No alarm any more. */
+  async clear(): Promise<void> {
+    this.at = null;
+    await this.storage.deleteAlarm();
+  }
+}
