@@ -11,6 +11,7 @@ import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
+import { portalSessionOperations } from "./portal/operations";
 import { eventWebhooks } from "./webhooks/event-webhooks";
 import { lifecycleOperations } from "./webhooks/lifecycle-operations";
 import { webhookOperations } from "./webhooks/operations";
@@ -20,6 +21,7 @@ export const operations: Operation<Env>[] = [
   ...courseOperations(publishEvents),
   ...webhookOperations,
   ...lifecycleOperations,
+  ...portalSessionOperations,
   ...referenceOperations<Env>(openApiDocument),
 ];
 

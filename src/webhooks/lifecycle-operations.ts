@@ -46,6 +46,7 @@ export const lifecycleOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}",
     operationId: "updateWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Change, disable or enable a webhook registration",
     description:
       'Any of `url` (the URL policy applies), `events`, `description` (`null` clears), `enabled`; the id, the secret and the delivery log are kept. `url`: queued deliveries and pending retries go to the new URL from their next attempt; an attempt already in flight finishes and is logged. `events`: deliveries already queued stay; later events follow the new subscription. `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again; skipped ones only by resend or recover.',
@@ -81,6 +82,7 @@ export const lifecycleOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/secret/rotate",
     operationId: "rotateWebhookSecret",
     tag: TAG,
+    portalTokens: true,
     summary: "Rotate the signing secret",
     description:
       "A new secret (shown only here). Until `previousSecretExpiresAt` every attempt carries two space-separated signatures, `v1,<new> v1,<previous>` (Standard Webhooks), so a receiver can switch at its own pace. A second rotation within the grace keeps only the newest previous secret; `graceSeconds: 0` drops the previous secret at once.",
@@ -105,6 +107,7 @@ export const lifecycleOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/deliveries/{eventId}/resend",
     operationId: "resendWebhookDelivery",
     tag: TAG,
+    portalTokens: true,
     summary: "Resend one event",
     description:
       "Queues the event again for this registration, due now, whatever its last status (same `webhook-id`: receivers deduplicate). A delivery of it already queued becomes due now instead (no second copy).",
@@ -132,6 +135,7 @@ export const lifecycleOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/recover",
     operationId: "recoverWebhookDeliveries",
     tag: TAG,
+    portalTokens: true,
     summary: "Recover missed events after an outage",
     description:
       "Queues again, in acceptance order, every retained event accepted in `[since, until)` whose delivery to this registration ended `failed` or `skipped` (not those succeeded or still pending), each once per call. `since` older than the 7-day retention, or after `until`: 400 INVALID_PARAMETER.",
@@ -165,6 +169,7 @@ export const lifecycleOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/stats",
     operationId: "getWebhookStats",
     tag: TAG,
+    portalTokens: true,
     summary: "Delivery statistics per hour or day",
     description:
       "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): attempts that succeeded and failed (a failed attempt counts as `failed` even when a retry follows; the log shows it `pending`), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",

@@ -43,6 +43,7 @@ export const webhookOperations: Operation<Env>[] = [
     path: "/v3/webhooks",
     operationId: "createWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Register a webhook",
     description:
       "The registration receives the school's events of the chosen types from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). The `secret` is shown only in this response.",
@@ -89,6 +90,7 @@ export const webhookOperations: Operation<Env>[] = [
     path: "/v3/webhooks",
     operationId: "listWebhooks",
     tag: TAG,
+    portalTokens: true,
     summary: "List webhook registrations",
     description: `The school's registrations, oldest first, without secrets. One page holds them all (at most ${MAX_WEBHOOKS}): \`pagination\` is \`{ page: 1, limit: ${MAX_WEBHOOKS}, hasMore: false }\`. No query parameter is defined.`,
     responses: {
@@ -111,6 +113,7 @@ export const webhookOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}",
     operationId: "deleteWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Delete a webhook registration (beta)",
     description:
       "Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404.",
@@ -138,6 +141,7 @@ export const webhookOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/deliveries",
     operationId: "listWebhookDeliveries",
     tag: TAG,
+    portalTokens: true,
     summary: "List delivery attempts",
     description:
       'Delivery attempts of the last 7 days, newest first, filtered by `status` (`skipped` included), `eventType`, `eventId`, `since` and `until` (combined with AND; served from an index). A delivery still waiting for its first attempt is listed once with `attempt: 1`, `status: "pending"`, `attemptedAt: null` and its due time in `nextAttemptAt`.',
@@ -165,6 +169,7 @@ export const webhookOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/test",
     operationId: "testWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Send a test event",
     description:
       "Queues a `webhook.test` event for this registration only (a disabled one: 409 WEBHOOK_DISABLED) and answers at once; the signed POST follows (retried like any delivery) and its outcome appears in the deliveries under `eventId`.",
