@@ -1,7 +1,8 @@
 /**
- * The webhook portal end to end (API.md § "Webhook portal: GET /portal"): an administrator's
- * session in Chromium against `wrangler dev` (seeded with the demo data,
- * WEBHOOK_ALLOW_INSECURE_URLS=true) and a local receiver on 127.0.0.1.
+ * The webhook portal end to end (API.md § "Webhook portal: GET /portal", § "Portal
+ * sessions"): an administrator's session in Chromium against `wrangler dev` (seeded with the
+ * demo data, WEBHOOK_ALLOW_INSECURE_URLS=true) and a local receiver on 127.0.0.1, signed in
+ * with the pasted key; then portal links: sign-in by link, read-only, expiry, revoke-all.
  *
  * The tests are the steps of one session, in order, sharing `state`; each step ends with the
  * page's checks (no CSP violation, no uncaught error) and runs axe-core on every view it
@@ -13,13 +14,14 @@
  * path: the detail view after the recovery — with the outage, the disable and the recovery in
  * its chart and log — is saved there; `npm run docs:screenshot` writes docs/portal.png).
  */
+import { createHash } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_API_KEY } from "../scripts/dataset/build";
 import { type DevServer, startDevServer } from "../scripts/lib/dev-server";
-import { applyMigrations, ROOT } from "../scripts/lib/wrangler";
+import { applyMigrations, d1Query, ROOT } from "../scripts/lib/wrangler";
 import { seedDemo } from "../scripts/seed-demo";
 import { PORTAL_CSP } from "../src/portal/headers";
 import { axeViolations, launchBrowser, type PortalBrowser } from "./browser";
@@ -535,10 +537,147 @@ describe("the webhook portal, one administrator's session", () => {
 
   it("a stored key the API refuses later (revoked) signs the tab out with the API's message", async () => {
     const refused = await api("GET", "/v3/webhooks", undefined, "sk_test_revoked_meanwhile");
-    await page.evaluate(() => sessionStorage.setItem("webhook-portal.api-key", "sk_test_revoked_meanwhile"));
+    await page.evaluate(() => sessionStorage.setItem("webhook-portal.credential", "sk_test_revoked_meanwhile"));
     await page.reload();
     await view("Sign in");
     await says("alert", refused.body.message);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+});
+
+describe("portal links (API.md § Portal sessions)", () => {
+  /** A portal session of the demo school, minted with its API key. */
+  async function mintSession(body: { expiresInSeconds?: number; readOnly?: boolean } = {}) {
+    const res = await api("POST", "/v3/portal-sessions", body);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    return res.body.result as { token: string; url: string; expiresAt: string; readOnly: boolean };
+  }
+
+  /** The session's end as the top bar shows it (its `<time datetime>`). */
+  const shownEnd = () => page.locator("#session-info time").getAttribute("datetime");
+
+  it("signs in by a link: the token leaves the address bar at once and stays in the tab; the page shows when the session ends", async () => {
+    const session = await mintSession({ expiresInSeconds: 3600 });
+    expect(session.url).toBe(`${server.base}/portal#token=${session.token}`);
+    await page.goto(session.url);
+    await view("Webhook endpoints");
+    expect(page.url()).toBe(`${server.base}/portal`);
+    expect(await page.evaluate(() => location.hash)).toBe("");
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toContain(session.token);
+    expect(await shownEnd()).toBe(session.expiresAt);
+    await shown(page.getByText(/Portal session ends/));
+    expect(await page.getByText("Read-only", { exact: true }).count()).toBe(0);
+    // The school's registrations, and the actions of a full session.
+    await shown(page.locator(`a[href="#/webhooks/${state.controlId}"]`));
+    await shown(page.getByRole("link", { name: "Add endpoint" }));
+    await expectAccessible("list, signed in by a portal link");
+    // The token stays in this tab across a reload, and is never put back in the address.
+    await page.reload();
+    await view("Webhook endpoints");
+    expect(page.url()).not.toContain(session.token);
+    // Sign-out forgets it.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await says("status", "Signed out");
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it("a read-only link offers no action that changes anything; the API refuses a change with it (403)", async () => {
+    const session = await mintSession({ readOnly: true });
+    await page.goto(session.url);
+    await view("Webhook endpoints");
+    await shown(page.getByText("Read-only", { exact: true }));
+    expect(await page.getByRole("link", { name: "Add endpoint" }).count()).toBe(0);
+    await expectAccessible("list, read-only");
+
+    await page.locator(`a[href="#/webhooks/${state.controlId}"]`).click();
+    await shown(page.getByRole("heading", { name: "Delivery log" }));
+    // The control registration got course events: the log has rows to (not) resend.
+    await shown(page.locator("table.log tbody tr").first());
+    await shown(page.locator(".chart canvas").first());
+    for (const name of ["Send test event", "Disable", "Enable", "Rotate secret…", "Delete…", "Recover"]) {
+      expect(await page.getByRole("button", { name, exact: true }).count(), name).toBe(0);
+    }
+    expect(await page.getByRole("link", { name: "Edit", exact: true }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: /^Resend / }).count()).toBe(0);
+    expect(await page.getByRole("region", { name: "Recover after an outage" }).count()).toBe(0);
+    // Reading goes on: filters and paging are not changes.
+    await shown(page.getByRole("button", { name: "Apply filters" }));
+    await expectAccessible("endpoint detail, read-only");
+
+    // The forms are not offered either, even by address.
+    for (const hash of ["#/new", `#/webhooks/${state.controlId}/edit`]) {
+      await page.evaluate((h) => {
+        location.hash = h;
+      }, hash);
+      await view("Read-only access");
+    }
+    await expectAccessible("read-only notice");
+    const refused = await api("PATCH", `/v3/webhooks/${state.controlId}`, { enabled: false }, session.token);
+    expect([refused.status, refused.body.code]).toEqual([403, "FORBIDDEN"]);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await says("status", "Signed out");
+  });
+
+  it("a session ends by itself: at its end the page signs out, and a token whose end passed is refused by the API", async () => {
+    // The page's own clock: Chromium's clock is run 61 s ahead (the shortest session is 60 s).
+    const session = await mintSession({ expiresInSeconds: 60 });
+    const other = await launchBrowser(server.base);
+    try {
+      await other.page.clock.install();
+      await other.page.goto(session.url);
+      await other.page.getByRole("heading", { level: 1, name: "Webhook endpoints", exact: true }).waitFor();
+      expect(await other.page.locator("#session-info time").getAttribute("datetime")).toBe(session.expiresAt);
+      await other.page.clock.fastForward(61_000);
+      await other.page.getByRole("heading", { level: 1, name: "Sign in", exact: true }).waitFor();
+      await other.page.getByRole("alert").filter({ hasText: "Your portal session ended at" }).waitFor();
+      expect(await other.page.evaluate(() => sessionStorage.length)).toBe(0);
+      expect(await other.cspViolations()).toEqual([]);
+      expect(other.pageErrors).toEqual([]);
+    } finally {
+      await other.close();
+    }
+
+    // The service's clock: the stored end of a signed-in session is moved into the past (the
+    // test does not wait 60 s); the page's next call is refused and signs it out, saying why.
+    const ending = await mintSession({ expiresInSeconds: 60 });
+    await page.goto(ending.url);
+    await view("Webhook endpoints");
+    const hash = createHash("sha256").update(ending.token).digest("hex");
+    await d1Query(`UPDATE portal_sessions SET expires_at = ${Date.now() - 1000} WHERE token_hash = '${hash}'`, "local", persistTo);
+    const refused = await api("GET", "/v3/webhooks", undefined, ending.token);
+    expect([refused.status, refused.body.code]).toEqual([401, "UNAUTHORIZED"]);
+    expect(refused.body.message).toContain("ended at");
+    await page.locator(`a[href="#/webhooks/${state.controlId}"]`).click();
+    await view("Sign in");
+    await says("alert", refused.body.message);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await expectAccessible("signed out, session ended");
+  });
+
+  it("revoke-all: DELETE /v3/portal-sessions signs every open tab out with the API's message; pasting the key still works", async () => {
+    const session = await mintSession();
+    await page.goto(session.url);
+    await view("Webhook endpoints");
+    const revoked = await api("DELETE", "/v3/portal-sessions");
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.result.revoked).toBeGreaterThanOrEqual(1);
+    const refused = await api("GET", "/v3/webhooks", undefined, session.token);
+    expect([refused.status, refused.body.code]).toEqual([401, "UNAUTHORIZED"]);
+    await page.locator(`a[href="#/webhooks/${state.controlId}"]`).click();
+    await view("Sign in");
+    await says("alert", refused.body.message);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    // The link cannot be used again either.
+    await page.goto(session.url);
+    await view("Sign in");
+    await says("alert", refused.body.message);
+    expect(page.url()).not.toContain(session.token);
+    // The pasted key is unaffected.
+    const keyField = page.getByLabel("API key");
+    await keyField.fill(DEMO_API_KEY);
+    await keyField.press("Enter");
+    await view("Webhook endpoints");
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([DEMO_API_KEY]);
+    expect(await page.locator("#session-info").count()).toBe(0);
   });
 });

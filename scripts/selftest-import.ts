@@ -7,21 +7,24 @@
  * (b) a small generated file imported twice gives identical table counts and fingerprints,
  *     equal to what the file holds; a re-import with a shorter student list replaces the
  *     stored list; versions: every new course at 1, unchanged by the second import, +1 for
- *     the edited course only.
+ *     the edited course only;
+ * (c) a revoked key stays revoked when its file is imported again;
+ * (d) a file listing a key stored for another school exits non-zero, reports the key's JSON
+ *     path, and writes nothing (not even its other rows).
  *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
-import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows } from "./import";
-import { applyMigrations, completion, d1Query, ROOT } from "./lib/wrangler";
+import { check, runScript, runSelfTest } from "./lib/selftest";
+import { applyMigrations, d1Query } from "./lib/wrangler";
 
 const TABLES = [
   "schools",
@@ -38,22 +41,8 @@ const TABLES = [
   "course_survey_templates",
 ];
 
-let failures = 0;
-function check(ok: boolean, name: string, detail = ""): void {
-  if (!ok) failures++;
-  console.log(`${ok ? "ok" : "not ok"} - ${name}${!ok && detail ? `\n  ${detail.replace(/\n/g, "\n  ")}` : ""}`);
-}
-
 /** Runs `tsx scripts/import.ts <args>`; resolves with its exit code and output. */
-function runImport(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const tsx = createRequire(path.join(ROOT, "package.json")).resolve("tsx/cli");
-  const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", "import.ts"), ...args], {
-    cwd: ROOT,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, INIT_CWD: ROOT },
-  });
-  return completion(child);
-}
+const runImport = (args: string[]) => runScript("import.ts", args);
 
 /** Row count of every table, plus sums that change when a stored value changes. */
 async function snapshot(persistTo: string): Promise<Record<string, number>> {
@@ -62,6 +51,7 @@ async function snapshot(persistTo: string): Promise<Record<string, number>> {
     "(SELECT total(start_ms) + total(end_ms) + total(created_at) + total(updated_at) + total(archived) + total(absences_sent) + total(length(name)) + total(length(classroom)) FROM courses) AS course_sum",
     "(SELECT total(co_teacher) * 1000000 + total(signed) FROM course_professors) AS professor_sum",
     "(SELECT total(created_at) FROM api_keys) AS key_created_sum",
+    "(SELECT total(revoked_at) FROM api_keys) AS key_revoked_sum",
     "(SELECT total(version) FROM courses) AS version_sum",
     "(SELECT count(*) FROM courses WHERE version <> 1) AS versions_not_1",
   );
@@ -190,16 +180,43 @@ async function main(): Promise<void> {
       "re-import of one changed course raises its version by one, and no other",
       JSON.stringify(s3),
     );
+
+    // (c) API keys already stored keep their state: a re-import never un-revokes one.
+    const key = data.schools![0]!.apiKeys![0]!;
+    const hash = createHash("sha256").update(key).digest("hex");
+    await d1Query(`UPDATE api_keys SET revoked_at = 1234 WHERE key_hash = '${hash}'`, "local", persist);
+    const keyRow = async () => (await d1Query(`SELECT school_id, id, revoked_at FROM api_keys WHERE key_hash = '${hash}'`, "local", persist))[0];
+    const revoked = await keyRow();
+    const fourth = await runImport([file, "--persist-to", persist, "--quiet"]);
+    check(
+      fourth.code === 0 && JSON.stringify(await keyRow()) === JSON.stringify(revoked),
+      "re-import keeps a revoked key revoked (and its id)",
+      JSON.stringify(await keyRow()),
+    );
+
+    // (d) A key stored for another school refuses the whole file, with its JSON path.
+    const s4 = await snapshot(persist);
+    const stolen = {
+      schools: [{ id: "sch_thief", name: "Autre lycée", apiKeys: ["sk_test_selftest_fresh", key] }],
+      trainings: [{ id: "trn_thief", schoolId: "sch_thief", name: "BTS" }],
+    };
+    const stolenFile = path.join(dir, "stolen.json");
+    await writeFile(stolenFile, JSON.stringify(stolen));
+    const fifth = await runImport([stolenFile, "--persist-to", persist, "--quiet"]);
+    check(
+      fifth.code === 2 &&
+        fifth.stderr.split("\n").some((line) => line.trimStart().startsWith("schools[0].apiKeys[1]: ") && line.includes(data.schools![0]!.id)),
+      "a key stored for another school: exit 2, reported with its JSON path and the school",
+      `exit ${fifth.code}\n${fifth.stderr}`,
+    );
+    check(
+      JSON.stringify(await snapshot(persist)) === JSON.stringify(s4),
+      "a key stored for another school: nothing written",
+      JSON.stringify(await snapshot(persist)),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-try {
-  await main();
-} catch (err) {
-  failures++;
-  console.log(`not ok - unexpected error: ${(err as Error).stack ?? String(err)}`);
-}
-console.log(failures === 0 ? "# import self-test passed" : `# import self-test: ${failures} failure(s)`);
-process.exitCode = failures === 0 ? 0 : 1;
+await runSelfTest("import", main);

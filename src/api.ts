@@ -11,6 +11,7 @@ import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
+import { portalSessionOperations } from "./portal/operations";
 import { deliveryOperations } from "./webhooks/api/deliveries";
 import { catalogOperations, eventWebhooks } from "./webhooks/api/event-catalog";
 import { feedOperations } from "./webhooks/api/feed";
@@ -23,6 +24,7 @@ export const operations: Operation<Env>[] = [
   ...deliveryOperations,
   ...feedOperations,
   ...catalogOperations,
+  ...portalSessionOperations,
   ...referenceOperations<Env>(openApiDocument),
 ];
 

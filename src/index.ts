@@ -11,6 +11,7 @@ import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
 import { buildRouter, errorResponse, type Route } from "./http/router";
 import { servePortal } from "./portal/serve";
+import { prunePortalSessions } from "./portal/sessions";
 
 export { WebhookCourier } from "./webhooks/courier/webhook-courier";
 export { SchoolHub } from "./webhooks/hub/school-hub";
@@ -34,12 +35,14 @@ export function workerOf(routes: readonly Route<Env>[]) {
     },
     /**
      * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
-     * ones, prune idempotency keys older than 24 h (on the primary); once an hour also `PRAGMA optimize`, which refreshes the query planner's
+     * ones, prune idempotency keys older than 24 h and portal sessions expired for a day (on
+     * the primary); once an hour also `PRAGMA optimize`, which refreshes the query planner's
      * statistics (D1 runs ANALYZE on the tables that need it).
      */
     async scheduled(controller, env, exec): Promise<void> {
       exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
       exec.waitUntil(pruneIdempotencyKeys(openSession(env.DB, "write").d1).then((n) => console.log("idempotency keys pruned", n)));
+      exec.waitUntil(prunePortalSessions(env.DB).then((n) => console.log("portal sessions pruned", n)));
       if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
     },
   } satisfies ExportedHandler<Env>;

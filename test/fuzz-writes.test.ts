@@ -1,6 +1,7 @@
 /**
- * Fuzz suite, writes (test/fuzz/requests.ts): course writes and every webhook route. Valid
- * writes go to a school of their own; the read school must end unchanged.
+ * Fuzz suite, writes (test/fuzz/requests.ts): course writes, every webhook route and the
+ * portal sessions. Valid writes go to a school of their own; the read school must end
+ * unchanged.
  */
 import { fuzzSuite } from "./fuzz/suite";
 
@@ -20,6 +21,8 @@ fuzzSuite(
     "POST /v3/webhooks/:id/deliveries/:eventId/resend",
     "POST /v3/webhooks/:id/recover",
     "GET /v3/events",
+    "POST /v3/portal-sessions",
+    "DELETE /v3/portal-sessions",
   ],
   2000,
   20260911,

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument, operations } from "../src/api";
 import type { ErrorCode } from "../src/http/error-catalogue";
 import { OPENAPI_PATH, SCALAR_CONFIGURATION, SCALAR_SCRIPT_PATH } from "../src/openapi/docs-page";
-import { FALLBACK_RESPONSES_KEY, SECURITY_SCHEME } from "../src/openapi/document";
+import { FALLBACK_RESPONSES_KEY, PORTAL_SECURITY_SCHEME, SECURITY_SCHEME } from "../src/openapi/document";
 import { BASE, call, callJson, loadFixture } from "./helpers";
 import { checkResponse, problemsAt } from "./openapi-check";
 import { Receivers } from "./webhooks/receivers";
@@ -60,11 +60,12 @@ const COURSE_WRITE_400: ErrorCode[] = [
  * operation's INTERNAL_ERROR.
  */
 const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
-  "GET /v3/courses": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"], 401: ["UNAUTHORIZED"] },
+  "GET /v3/courses": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"] },
   "POST /v3/courses:search": {
     200: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"],
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
   },
@@ -72,15 +73,17 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     201: [],
     400: COURSE_WRITE_400,
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     422: ["IDEMPOTENCY_KEY_MISMATCH"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
   },
-  "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["COURSE_NOT_FOUND"] },
+  "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["COURSE_NOT_FOUND"] },
   "PATCH /v3/courses/{id}": {
     200: [],
     400: COURSE_WRITE_400,
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     404: ["COURSE_NOT_FOUND"],
     412: ["PRECONDITION_FAILED"],
     413: ["PAYLOAD_TOO_LARGE"],
@@ -90,6 +93,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     201: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL", "INVALID_PARAMETER"],
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     409: ["WEBHOOK_LIMIT_REACHED"],
     422: ["IDEMPOTENCY_KEY_MISMATCH"],
     413: ["PAYLOAD_TOO_LARGE"],
@@ -98,13 +102,14 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   "GET /v3/webhooks": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"] },
   "GET /v3/webhooks/{id}": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
   "GET /v3/events": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 410: ["CURSOR_EXPIRED"] },
-  "DELETE /v3/webhooks/{id}": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
+  "DELETE /v3/webhooks/{id}": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["WEBHOOK_NOT_FOUND"] },
   "GET /v3/webhooks/{id}/deliveries": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
   "GET /v3/webhooks/{id}/stats": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
   "POST /v3/webhooks/{id}/test": {
     202: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     404: ["WEBHOOK_NOT_FOUND"],
     409: ["WEBHOOK_DISABLED"],
     413: ["PAYLOAD_TOO_LARGE"],
@@ -114,6 +119,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     200: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL"],
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     404: ["WEBHOOK_NOT_FOUND"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
@@ -122,6 +128,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     200: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     404: ["WEBHOOK_NOT_FOUND"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
@@ -130,6 +137,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     202: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     404: ["WEBHOOK_NOT_FOUND", "EVENT_NOT_FOUND"],
     409: ["WEBHOOK_DISABLED"],
     413: ["PAYLOAD_TOO_LARGE"],
@@ -139,12 +147,22 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     202: [],
     400: ["INVALID_PARAMETER", "VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
     401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
     404: ["WEBHOOK_NOT_FOUND"],
     409: ["WEBHOOK_DISABLED"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
   },
   "GET /v3/event-types": { 200: [], 400: ["UNKNOWN_PARAMETER"] },
+  "POST /v3/portal-sessions": {
+    201: [],
+    400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+    401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
+    413: ["PAYLOAD_TOO_LARGE"],
+    415: ["UNSUPPORTED_MEDIA_TYPE"],
+  },
+  "DELETE /v3/portal-sessions": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"] },
   "GET /openapi.json": { 200: [] },
   "GET /docs": { 200: [] },
 };
@@ -238,13 +256,26 @@ describe("the document covers the route table and the contract", () => {
     expect(failures).toEqual([]);
   });
 
-  it("documents the bearer scheme (sk_… keys) for every API operation; the reference routes need none", () => {
+  it("documents the bearer schemes: sk_… keys for every API operation, ps_… portal tokens for the webhook ones; the reference routes need none", () => {
     expect(doc.components.securitySchemes[SECURITY_SCHEME]).toMatchObject({ type: "http", scheme: "bearer", bearerFormat: "sk_…" });
+    expect(doc.components.securitySchemes[PORTAL_SECURITY_SCHEME]).toMatchObject({ type: "http", scheme: "bearer", bearerFormat: "ps_…" });
     expect(doc.security).toEqual([{ [SECURITY_SCHEME]: [] }]);
     for (const key of ROUTE_KEYS) {
       const op = operation(key);
       if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs") || key === "GET /v3/event-types") expect(op.security, key).toEqual([]);
+      // API.md § "Conventions": portal tokens may use only /v3/webhooks… (and /v3/events, /v3/event-types).
+      else if (/^[A-Z]+ \/v3\/(webhooks|events)/.test(key)) expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }]);
       else expect(op.security, key).toBeUndefined();
+    }
+  });
+
+  it("documents the portal session headers on every answer of the operations that take portal tokens, and only there", () => {
+    for (const key of ROUTE_KEYS) {
+      const portal = operation(key).security?.length === 2;
+      for (const [status, response] of Object.entries(operation(key).responses as Json)) {
+        const names = Object.keys(response.headers ?? {});
+        expect(names.includes("x-portal-session-expires-at") && names.includes("x-portal-session-read-only"), `${key} ${status}`).toBe(portal);
+      }
     }
   });
 
@@ -413,6 +444,9 @@ describe("every documented status and code is one the code answers", () => {
   let deletedHookId: string;
   let disabledHookId: string;
   let testEventId: string;
+  /** Portal session tokens of the school: one that may change, one read-only. */
+  let fullToken: string;
+  let readOnlyToken: string;
   const seen = new Set<string>();
 
   beforeAll(async () => {
@@ -437,6 +471,8 @@ describe("every documented status and code is one the code answers", () => {
     await callJson(`/v3/webhooks/${disabledHookId}`, { method: "PATCH", key: KEY, json: { enabled: false } });
     testEventId = (await callJson(`/v3/webhooks/${hookId}/test`, { method: "POST", key: KEY })).body.result.eventId;
     for (let i = 0; i < 50; i++) await callJson("/v3/webhooks", { method: "POST", key: `${KEY}_full`, json: { url: `https://hooks.example.com/${i}` } });
+    fullToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY })).body.result.token;
+    readOnlyToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY, json: { readOnly: true } })).body.result.token;
   });
   afterAll(() => rx.restore());
 
@@ -740,6 +776,30 @@ describe("every documented status and code is one the code answers", () => {
     ["DELETE /v3/webhooks/{id}", 401, "UNAUTHORIZED", () => `/v3/webhooks/${hookId}`, () => ({ method: "DELETE" })],
     ["DELETE /v3/webhooks/{id}", 200, null, () => `/v3/webhooks/${hookId}`, () => ({ method: "DELETE", key: KEY })],
     ["DELETE /v3/webhooks/{id}", 404, "WEBHOOK_NOT_FOUND", () => `/v3/webhooks/${hookId}`, () => ({ method: "DELETE", key: KEY })],
+    ["POST /v3/portal-sessions", 201, null, () => "/v3/portal-sessions", post({ expiresInSeconds: 600, readOnly: true })],
+    ["POST /v3/portal-sessions", 400, "VALIDATION_ERROR", () => "/v3/portal-sessions", post({ expiresInSeconds: 30 })],
+    ["POST /v3/portal-sessions", 400, "UNKNOWN_PARAMETER", () => "/v3/portal-sessions", post({ readonly: true })],
+    ["POST /v3/portal-sessions", 400, "INVALID_JSON", () => "/v3/portal-sessions", raw("POST", "{")],
+    ["POST /v3/portal-sessions", 401, "UNAUTHORIZED", () => "/v3/portal-sessions", () => ({ method: "POST" })],
+    ["POST /v3/portal-sessions", 413, "PAYLOAD_TOO_LARGE", () => "/v3/portal-sessions", raw("POST", big)],
+    ["POST /v3/portal-sessions", 415, "UNSUPPORTED_MEDIA_TYPE", () => "/v3/portal-sessions", raw("POST", "{}", "text/plain")],
+    ["DELETE /v3/portal-sessions", 400, "UNKNOWN_PARAMETER", () => "/v3/portal-sessions?all=1", () => ({ method: "DELETE", key: KEY })],
+    ["DELETE /v3/portal-sessions", 401, "UNAUTHORIZED", () => "/v3/portal-sessions", () => ({ method: "DELETE" })],
+    // A valid portal token outside its scope (API.md § "Conventions"), on every operation that
+    // can refuse one: those that take API keys only, and the changes of a read-only token.
+    ...operations
+      .filter((op) => !op.public && !(op.portalTokens && op.method === "GET"))
+      .map(
+        (op): Case => [
+          `${op.method} ${op.path}`,
+          403,
+          "FORBIDDEN",
+          () => op.path.replace("{id}", op.path.startsWith("/v3/webhooks") ? hookId : courseId).replace("{eventId}", testEventId),
+          () => ({ method: op.method, key: op.portalTokens ? readOnlyToken : fullToken, ...(op.method === "GET" ? {} : { json: {} }) }),
+        ],
+      ),
+    // Last: it revokes the tokens of the cases above.
+    ["DELETE /v3/portal-sessions", 200, null, () => "/v3/portal-sessions", () => ({ method: "DELETE", key: KEY })],
     ["GET /openapi.json", 200, null, () => "/openapi.json", anon()],
     ["GET /docs", 200, null, () => "/docs", anon()],
   ];

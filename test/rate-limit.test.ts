@@ -9,6 +9,7 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import worker from "../src/index";
+import { sha256Hex } from "../src/lib/crypto";
 import { fixture, KEY_A, KEY_B } from "./fixtures";
 import { BASE, loadFixture } from "./helpers";
 import { checkResponse } from "./openapi-check";
@@ -67,6 +68,19 @@ describe("rate limit", () => {
     // Another IP is unaffected; the exhausted IP is limited on every route.
     expect((await send("/v3/courses", { "cf-connecting-ip": "203.0.113.8" })).status).toBe(401);
     expect((await send("/openapi.json", ip)).status).toBe(429);
+  });
+
+  it("a portal session token is a credential of its own: counted apart from its school's key", async () => {
+    const token = "ps_rate_limit_test_token_0123456789abcdefghijklmnop";
+    await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, 'sch_b', ?, ?)")
+      .bind(await sha256Hex(token), Date.now(), Date.now() + 3600_000)
+      .run();
+    const t = { authorization: `Bearer ${token}` };
+    for (let i = 0; i < LIMIT; i++) expect((await send("/v3/webhooks", t)).status).toBe(200);
+    const over = await send("/v3/webhooks", t);
+    expect(over.status).toBe(429);
+    expect(((await over.json()) as { message: string }).message).toContain("portal session");
+    expect((await send("/v3/courses?limit=1", { authorization: `Bearer ${KEY_B}` })).status).toBe(200);
   });
 
   it("RATE_LIMIT_ENABLED=false turns it off: no 429, no RateLimit-Policy", async () => {

@@ -1,29 +1,75 @@
 /**
  * The portal's client of the API (../shared/API.md § "Webhook registrations", § "Delivery
- * statistics"): same-origin `fetch` with the pasted key as `Authorization: Bearer`, JSON in
- * and out, and every error envelope turned into an {@link ApiError} that carries the API's
- * own `message`, so that a view always has a sentence to show.
+ * statistics", § "Portal sessions"): same-origin `fetch` with the tab's credential as
+ * `Authorization: Bearer`, JSON in and out, and every error envelope turned into an
+ * {@link ApiError} that carries the API's own `message`, so that a view always has a
+ * sentence to show.
  *
- * The key lives only in this tab's sessionStorage (never in a URL, never in localStorage):
- * closing the tab forgets it.
+ * The credential is a pasted API key (`sk_…`) or the token of a portal link (`ps_…`). It
+ * lives only in this tab's sessionStorage (never in a URL, never in localStorage): closing
+ * the tab forgets it. For a token, the API's answers say when its session ends and whether
+ * it is read-only (`x-portal-session-expires-at`, `x-portal-session-read-only`); the portal
+ * keeps that beside it.
  */
 
-/** sessionStorage entry holding the API key. */
-const KEY_ENTRY = "webhook-portal.api-key";
+/** sessionStorage entry holding the credential (API key or portal token). */
+const CREDENTIAL_ENTRY = "webhook-portal.credential";
+/** sessionStorage entry holding the portal session of a token (JSON of {@link PortalSession}). */
+const SESSION_ENTRY = "webhook-portal.session";
 
-/** The key of this tab, or null when signed out. */
-export function storedKey(): string | null {
+/** What the API says of a portal token's session. */
+export interface PortalSession {
+  /** ISO 8601 instant. */
+  expiresAt: string;
+  readOnly: boolean;
+}
+
+/** What the tab signs in with: the credential, and its session when it is a portal token. */
+export interface Credential {
+  secret: string;
+  session: PortalSession | null;
+}
+
+/** The credential of this tab, or null when signed out. */
+export function storedCredential(): Credential | null {
   try {
-    return sessionStorage.getItem(KEY_ENTRY);
+    const secret = sessionStorage.getItem(CREDENTIAL_ENTRY);
+    if (secret === null) return null;
+    const session = sessionStorage.getItem(SESSION_ENTRY);
+    return { secret, session: session === null ? null : (JSON.parse(session) as PortalSession) };
   } catch {
     return null;
   }
 }
 
-/** Keeps `key` for this tab (`null` forgets it: sign-out). */
-export function storeKey(key: string | null): void {
-  if (key === null) sessionStorage.removeItem(KEY_ENTRY);
-  else sessionStorage.setItem(KEY_ENTRY, key);
+/** Keeps `credential` for this tab (`null` forgets it: sign-out). */
+export function storeCredential(credential: Credential | null): void {
+  if (credential === null) {
+    sessionStorage.removeItem(CREDENTIAL_ENTRY);
+    sessionStorage.removeItem(SESSION_ENTRY);
+    return;
+  }
+  sessionStorage.setItem(CREDENTIAL_ENTRY, credential.secret);
+  if (credential.session) sessionStorage.setItem(SESSION_ENTRY, JSON.stringify(credential.session));
+  else sessionStorage.removeItem(SESSION_ENTRY);
+}
+
+/**
+ * The token of a portal link (`/portal#token=ps_…`), taken out of the address bar at once
+ * (`history.replaceState`, no new history entry) so that it is neither bookmarked, shared
+ * with the page's address nor left in the history. Null when the address has none.
+ */
+export function takeLinkToken(): string | null {
+  const m = /^#token=(ps_[A-Za-z0-9_-]+)$/.exec(location.hash);
+  if (!m) return null;
+  history.replaceState(history.state, "", `${location.pathname}${location.search}`);
+  return m[1]!;
+}
+
+/** The portal session an answer describes, or null (an answer to an API key). */
+function sessionOf(res: Response): PortalSession | null {
+  const expiresAt = res.headers.get("x-portal-session-expires-at");
+  return expiresAt ? { expiresAt, readOnly: res.headers.get("x-portal-session-read-only") === "true" } : null;
 }
 
 /** One entry of an error envelope's `details`. */
@@ -50,12 +96,20 @@ export class ApiError extends Error {
   }
 }
 
-/** Called when the API refuses the stored key with a 401 (set by the app: it signs out). */
+/** Called when the API refuses the stored credential with a 401 (set by the app: it signs out). */
 let onUnauthorized: (err: ApiError) => void = () => {};
 
 /** Registers what happens on a 401 (the app signs out and shows the message). */
 export function setUnauthorizedHandler(handler: (err: ApiError) => void): void {
   onUnauthorized = handler;
+}
+
+/** Called with the session each answer to the stored token describes (set by the app: it keeps it current). */
+let onSession: (session: PortalSession) => void = () => {};
+
+/** Registers what happens when an answer describes the stored token's session. */
+export function setSessionHandler(handler: (session: PortalSession) => void): void {
+  onSession = handler;
 }
 
 /** A successful list answer: the items and the contract's `pagination`. */
@@ -67,16 +121,16 @@ export interface Page<T> {
 }
 
 /**
- * Calls the API. Resolves with the parsed JSON body of a 2xx answer; rejects with an
- * {@link ApiError} otherwise. `key` defaults to the stored key; `query` entries that are
- * `undefined` or `""` are left out.
+ * Calls the API. Resolves with the parsed JSON body of a 2xx answer and the portal session
+ * the answer describes; rejects with an {@link ApiError} otherwise. `key` defaults to the
+ * stored credential; `query` entries that are `undefined` or `""` are left out.
  */
-async function request<T = unknown>(
+async function exchange<T>(
   method: string,
   path: string,
   opts: { body?: unknown; query?: Record<string, string | number | undefined>; key?: string; headers?: Record<string, string> } = {},
-): Promise<T> {
-  const key = opts.key ?? storedKey();
+): Promise<{ json: T; session: PortalSession | null }> {
+  const key = opts.key ?? storedCredential()?.secret;
   const headers: Record<string, string> = { accept: "application/json", ...opts.headers };
   if (key) headers.authorization = `Bearer ${key}`;
   if (opts.body !== undefined) headers["content-type"] = "application/json";
@@ -100,14 +154,25 @@ async function request<T = unknown>(
   } catch {
     /* not JSON: handled below */
   }
-  if (res.ok && json?.status === "success") return json as unknown as T;
+  const session = sessionOf(res);
+  // Only about the tab's current credential: not one being tried (sign-in), nor one the tab
+  // left while this call was on its way.
+  const current = opts.key === undefined && key !== undefined && storedCredential()?.secret === key;
+  // The stored token's session as the API sees it now.
+  if (session && current) onSession(session);
+  if (res.ok && json?.status === "success") return { json: json as unknown as T, session };
   if (json?.status === "error" && typeof json.message === "string") {
     const err = new ApiError(res.status, String(json.code), json.message, Array.isArray(json.details) ? json.details : [], json.requestId ?? null);
-    // The stored key refused (revoked meanwhile): sign out. A key being tried (sign-in) is not stored.
-    if (res.status === 401 && key && opts.key === undefined) onUnauthorized(err);
+    // The stored credential refused (revoked or expired meanwhile): sign out.
+    if (res.status === 401 && current) onUnauthorized(err);
     throw err;
   }
   throw new ApiError(res.status, "UNEXPECTED_RESPONSE", `The API answered ${res.status} ${res.statusText || ""} without a readable body.`.replace(/ +/g, " "));
+}
+
+/** {@link exchange}, for the body alone. */
+async function request<T = unknown>(method: string, path: string, opts: Parameters<typeof exchange>[2] = {}): Promise<T> {
+  return (await exchange<T>(method, path, opts)).json;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -173,9 +238,16 @@ const enc = encodeURIComponent;
 
 /** The webhook endpoints the portal calls, one function each. */
 export const api = {
-  /** GET /v3/webhooks (also how a pasted key is checked: 401 when refused). */
-  async listWebhooks(key?: string): Promise<Webhook[]> {
-    return (await request<{ result: Webhook[] }>("GET", "/v3/webhooks", { key })).result;
+  /** GET /v3/webhooks. */
+  async listWebhooks(): Promise<Webhook[]> {
+    return (await request<{ result: Webhook[] }>("GET", "/v3/webhooks")).result;
+  },
+  /**
+   * Checks a credential before it is kept (GET /v3/webhooks: 401 when refused) and returns
+   * it with its portal session (a token's end and mode), null for an API key.
+   */
+  async checkCredential(secret: string): Promise<Credential> {
+    return { secret, session: (await exchange("GET", "/v3/webhooks", { key: secret })).session };
   },
   /** POST /v3/webhooks with an `Idempotency-Key`, so a double submit creates one registration. */
   async createWebhook(body: { url: string; events: string[]; description?: string }, idempotencyKey: string): Promise<CreatedWebhook> {

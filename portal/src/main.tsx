@@ -2,14 +2,17 @@
  * The webhook portal (API.md § "Webhook portal: GET /portal"): a single-page application
  * served by the Worker at /portal. Views are chosen by the URL's hash (`#/`, `#/new`,
  * `#/webhooks/{id}`, `#/webhooks/{id}/edit`), so the browser's back button works and no
- * server route is needed; the API key never appears in a URL.
+ * server route is needed. A portal link (`/portal#token=ps_…`) signs the tab in with its
+ * token, which leaves the address bar at once; no credential ever stays in a URL.
  */
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { type ApiError, setUnauthorizedHandler, storedKey, storeKey } from "./api";
-import { ErrorAlert } from "./components";
+import { ReadOnlyProvider } from "./access";
+import { api, type Credential, type PortalSession, setSessionHandler, setUnauthorizedHandler, storeCredential, storedCredential, takeLinkToken } from "./api";
+import { ErrorAlert, type Problem } from "./components";
+import { formatInstant } from "./format";
 import type { Flash } from "./navigation";
 import { SignIn } from "./views/SignIn";
 import { WebhookDetail } from "./views/WebhookDetail";
@@ -33,30 +36,91 @@ export function navigate(hash: string): void {
   else location.hash = hash;
 }
 
-function App() {
-  const [key, setKey] = useState<string | null>(storedKey());
+/** Why the tab is signed out, shown above the sign-in form. */
+type SignedOut = { error: Problem; title: string } | null;
+
+/** The longest delay `setTimeout` takes (ms); a session ends within 7 days, well below it. */
+const MAX_TIMEOUT_MS = 2 ** 31 - 1;
+
+function App({ linkToken }: { linkToken: string | null }) {
+  const [credential, setCredential] = useState<Credential | null>(linkToken ? null : storedCredential());
+  const [checkingLink, setCheckingLink] = useState(linkToken !== null);
   const [route, setRoute] = useState<Route>(parseRoute(location.hash));
   const [flash, setFlash] = useState<Flash>(null);
-  const [signedOutBecause, setSignedOutBecause] = useState<ApiError | null>(null);
+  const [signedOut, setSignedOut] = useState<SignedOut>(null);
   const firstRender = useRef(true);
   // The sentence `go` asked to show after its navigation; any other navigation clears the flash.
   const pendingFlash = useRef<Flash>(null);
 
+  const signIn = (c: Credential) => {
+    storeCredential(c);
+    setSignedOut(null);
+    setFlash(null);
+    setCredential(c);
+  };
+  const dropCredential = (why: SignedOut) => {
+    storeCredential(null);
+    setCredential(null);
+    setSignedOut(why);
+  };
+  /** Signs in with a portal link's token, once the API accepts it (a refused link says why). */
+  const openLink = async (token: string) => {
+    storeCredential(null);
+    setCredential(null);
+    setCheckingLink(true);
+    try {
+      signIn(await api.checkCredential(token));
+    } catch (err) {
+      dropCredential({ error: err as Problem, title: "The portal link could not be used" });
+    } finally {
+      setCheckingLink(false);
+    }
+  };
+
   useEffect(() => {
+    if (linkToken) void openLink(linkToken);
     const onHash = () => {
-      setFlash(pendingFlash.current);
+      // A portal link opened in a tab that already shows the portal.
+      const token = takeLinkToken();
+      setFlash(token ? null : pendingFlash.current);
       pendingFlash.current = null;
+      // A link leads to the list (its fragment is gone from the address by now).
       setRoute(parseRoute(location.hash));
+      if (token) void openLink(token);
     };
     window.addEventListener("hashchange", onHash);
-    // A key refused later (revoked while the tab was open): back to the sign-in form, saying why.
-    setUnauthorizedHandler((err) => {
-      storeKey(null);
-      setKey(null);
-      setSignedOutBecause(err);
-    });
+    // A credential refused later (revoked or expired while the tab was open): back to the
+    // sign-in form, saying why.
+    setUnauthorizedHandler((err) => dropCredential({ error: err, title: "You were signed out" }));
+    // The API says how the token's session stands on each answer: keep the page in step.
+    setSessionHandler((session: PortalSession) =>
+      setCredential((c) => {
+        if (!c || (c.session?.expiresAt === session.expiresAt && c.session.readOnly === session.readOnly)) return c;
+        const next = { ...c, session };
+        storeCredential(next);
+        return next;
+      }),
+    );
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
+
+  // A portal session ends on its own: sign out at that instant, without waiting for a refusal.
+  const expiresAt = credential?.session?.expiresAt;
+  useEffect(() => {
+    if (!expiresAt) return;
+    const end = () =>
+      dropCredential({
+        error: new Error(`Your portal session ended at ${formatInstant(expiresAt)}. Ask your school's administrator for a new portal link.`),
+        title: "Session ended",
+      });
+    const left = Date.parse(expiresAt) - Date.now();
+    if (left <= 0) {
+      end();
+      return;
+    }
+    const timer = setTimeout(end, Math.min(left, MAX_TIMEOUT_MS));
+    return () => clearTimeout(timer);
+  }, [expiresAt]);
 
   // Each view change moves the focus to the new view's heading, so keyboard and screen reader
   // users start reading where the content changed.
@@ -66,23 +130,20 @@ function App() {
       return;
     }
     document.getElementById("view-title")?.focus();
-  }, [route, key]);
+  }, [route, credential?.secret]);
 
-  const signIn = (k: string) => {
-    storeKey(k);
-    setSignedOutBecause(null);
-    setFlash(null);
-    setKey(k);
-  };
   const go = (hash: string, message: Flash = null) => {
     pendingFlash.current = message;
     navigate(hash);
   };
   const signOut = () => {
-    storeKey(null);
-    setKey(null);
-    go("#/", { text: "Signed out. The key was removed from this tab.", kind: "ok" });
+    const what = credential?.session ? "The portal link's token was" : "The key was";
+    storeCredential(null);
+    setCredential(null);
+    go("#/", { text: `Signed out. ${what} removed from this tab.`, kind: "ok" });
   };
+  const session = credential?.session ?? null;
+  const readOnly = session?.readOnly ?? false;
 
   return (
     <>
@@ -90,33 +151,62 @@ function App() {
         <p class="brand">
           <a href="#/">School webhooks</a> <span class="muted">portal</span>
         </p>
-        {key && (
-          <button type="button" class="secondary" onClick={signOut}>
-            Sign out
-          </button>
+        {credential && (
+          <div class="account">
+            {session && (
+              <p class="session" id="session-info">
+                {readOnly && <span class="badge badge-off">Read-only</span>} Portal session ends{" "}
+                <time dateTime={session.expiresAt}>{formatInstant(session.expiresAt)}</time>
+              </p>
+            )}
+            <button type="button" class="secondary" onClick={signOut}>
+              Sign out
+            </button>
+          </div>
         )}
       </header>
       <main id="main">
         <div role="status" class={flash?.kind === "error" ? "flash flash-error" : "flash"}>
           {flash?.text ?? ""}
         </div>
-        {!key ? (
-          <>
-            <ErrorAlert error={signedOutBecause} title="You were signed out" />
-            <SignIn onSignedIn={signIn} />
-          </>
-        ) : route.view === "new" ? (
-          <CreateWebhook />
-        ) : route.view === "detail" ? (
-          <WebhookDetail id={route.id} go={go} />
-        ) : route.view === "edit" ? (
-          <EditWebhook id={route.id} go={go} />
-        ) : (
-          <WebhookList />
-        )}
+        <ReadOnlyProvider value={readOnly}>
+          {checkingLink ? (
+            <p aria-busy="true">Signing in with the portal link…</p>
+          ) : !credential ? (
+            <>
+              <ErrorAlert error={signedOut?.error ?? null} title={signedOut?.title} />
+              <SignIn onSignedIn={signIn} />
+            </>
+          ) : (route.view === "new" || route.view === "edit") && readOnly ? (
+            <ReadOnlyView />
+          ) : route.view === "new" ? (
+            <CreateWebhook />
+          ) : route.view === "detail" ? (
+            <WebhookDetail id={route.id} go={go} />
+          ) : route.view === "edit" ? (
+            <EditWebhook id={route.id} go={go} />
+          ) : (
+            <WebhookList />
+          )}
+        </ReadOnlyProvider>
       </main>
     </>
   );
 }
 
-render(<App />, document.getElementById("app")!);
+/** What a read-only token sees instead of a form that would change something. */
+function ReadOnlyView() {
+  return (
+    <section aria-labelledby="view-title" class="narrow">
+      <h1 id="view-title" tabIndex={-1}>
+        Read-only access
+      </h1>
+      <p>This portal link lets you look at the school's endpoints, their deliveries and statistics; it cannot change them.</p>
+      <a href="#/">All endpoints</a>
+    </section>
+  );
+}
+
+// Taken before the first render, so that the token leaves the address bar at once.
+const linkToken = takeLinkToken();
+render(<App linkToken={linkToken} />, document.getElementById("app")!);

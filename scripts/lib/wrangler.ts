@@ -114,14 +114,25 @@ export function targetArgs(target: "local" | "remote", persistTo?: string): stri
 }
 
 /**
+ * What to do when wrangler's `output` says the database lacks a table or column (its
+ * migrations are not applied): a line that starts with a newline, or `""`.
+ */
+export function migrationHint(output: string, target: "local" | "remote", persistTo?: string): string {
+  return /no such (table|column)/i.test(output)
+    ? `\nhint: apply the migrations first: npx wrangler d1 migrations apply ${DB_BINDING} ${targetArgs(target, persistTo).join(" ")}`
+    : "";
+}
+
+/**
  * Runs one SQL query with `wrangler d1 execute DB --command … --json` and returns the rows
  * of its (last) statement.
  *
- * @throws Error with wrangler's output when wrangler fails or prints no JSON.
+ * @throws Error with wrangler's output (and `migrationHint`) when wrangler fails or prints no JSON.
  */
 export async function d1Query<T = Record<string, unknown>>(sql: string, target: "local" | "remote" = "local", persistTo?: string): Promise<T[]> {
   const r = await runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
-  if (r.code !== 0) throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
+  if (r.code !== 0)
+    throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}${migrationHint(`${r.stdout}${r.stderr}`, target, persistTo)}`);
   const start = r.stdout.indexOf("[");
   let parsed: { results: T[] }[];
   try {

@@ -154,7 +154,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"],
       },
       async handler(req, env, _exec, rc) {
-        const keyHash = await apiKeyHash(req);
+        const keyHash = await apiKeyHash(req, env.DB, rc);
         const q = await parseAuthenticated(env, rc, keyHash, () => parseListQuery(queryOf(req)));
         return inSession(req, env, rc, "read", (s) => answerPage(s, rc, keyHash, q));
       },
@@ -178,7 +178,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"],
       },
       async handler(req, env, _exec, rc) {
-        const keyHash = await apiKeyHash(req);
+        const keyHash = await apiKeyHash(req, env.DB, rc);
         const q = await parseAuthenticated(env, rc, keyHash, async () => {
           const names = [...new Set(queryOf(req).keys())];
           if (names.length > 0) {
@@ -279,7 +279,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         404: ["COURSE_NOT_FOUND"],
       },
       async handler(req, env, _exec, rc) {
-        const keyHash = await apiKeyHash(req);
+        const keyHash = await apiKeyHash(req, env.DB, rc);
         const id = pathParam(req);
         const include = await parseAuthenticated(env, rc, keyHash, () => parseIncludeQuery(queryOf(req)));
         return inSession(req, env, rc, "read", async (s) => {

@@ -2,7 +2,8 @@
  * What an import writes (API.md § "Data import (operators)"), as one row model: upserts by
  * id (per school) and the replacement of each imported course's relation lists, in
  * dependency order. Running them twice leaves the database as once. API keys are stored
- * only as SHA-256 hashes.
+ * only as SHA-256 hashes (with a key id and their last 4 characters, as `npm run keys`
+ * stores them); a key already stored keeps its state.
  *
  * The model is rendered two ways, from the same steps: `renderBound` (statements with `?`
  * parameters, at most D1's 100 per statement: the tests' D1 batch) and `renderLiteral` (SQL
@@ -10,8 +11,9 @@
  * caller allows). Neither reads SQL back.
  */
 import { sha256Hex } from "../lib/crypto";
+import { mintId } from "../lib/ids";
 import { fold } from "../lib/text";
-import type { ImportCourse, ImportFile } from "./import";
+import type { ImportCourse, ImportFile, ImportProblem } from "./import";
 
 /** A value of a row. */
 type Value = string | number | null;
@@ -58,7 +60,7 @@ const upsert = (table: string, columns: readonly string[], rows: Value[][], conf
  */
 export async function importSteps(file: ImportFile, now = Date.now()): Promise<ImportStep[]> {
   const keyRows: Value[][] = [];
-  for (const s of file.schools) for (const k of s.apiKeys) keyRows.push([await sha256Hex(k), s.id, now]);
+  for (const k of await importedKeys(file)) keyRows.push([k.hash, k.schoolId, now, mintId("key", now), k.last4]);
   // Folded keys (`fold()`) are written beside the names they fold: the page statement orders
   // included people and survey templates by them (src/courses/query.ts).
   const named = (table: string, rows: { id: string; schoolId: string; name: string }[]) =>
@@ -88,11 +90,14 @@ export async function importSteps(file: ImportFile, now = Date.now()): Promise<I
       file.schools.map((s) => [s.id, s.name]),
       "ON CONFLICT(id) DO UPDATE SET name = excluded.name",
     ),
+    // A stored key keeps its school, id, label and state: importing it again never revokes
+    // or un-revokes it (a key of another school refuses the whole file before this runs:
+    // `keyOwnershipProblems`). Only the last 4 characters of a key stored without them are filled.
     upsert(
       "api_keys",
-      ["key_hash", "school_id", "created_at"],
+      ["key_hash", "school_id", "created_at", "id", "last4"],
       keyRows,
-      "ON CONFLICT(key_hash) DO UPDATE SET school_id = excluded.school_id, revoked_at = NULL",
+      "ON CONFLICT(key_hash) DO UPDATE SET last4 = coalesce(api_keys.last4, excluded.last4) WHERE api_keys.school_id = excluded.school_id",
     ),
     named("trainings", file.trainings),
     named("groups", file.groups),
@@ -101,6 +106,59 @@ export async function importSteps(file: ImportFile, now = Date.now()): Promise<I
     people("professors", file.professors),
     ...courseSteps(file.courses, now),
   ];
+}
+
+/** An API key of an import file: where the file lists it, its school, hash and last 4 characters. */
+export interface ImportedKey {
+  /** JSON path in the file (`schools[0].apiKeys[1]`). */
+  path: string;
+  schoolId: string;
+  /** Lowercase hex SHA-256 of the key. */
+  hash: string;
+  last4: string;
+}
+
+/** The file's API keys, in file order. */
+export async function importedKeys(file: ImportFile): Promise<ImportedKey[]> {
+  const keys: ImportedKey[] = [];
+  for (const [i, s] of file.schools.entries()) {
+    for (const [j, k] of s.apiKeys.entries()) keys.push({ path: `schools[${i}].apiKeys[${j}]`, schoolId: s.id, hash: await sha256Hex(k), last4: k.slice(-4) });
+  }
+  return keys;
+}
+
+/** Hashes per ownership query: one JSON parameter, and a literal statement far below D1's 100 KB. */
+const HASHES_PER_QUERY = 500;
+
+/**
+ * The statements that read which school stores each of `hashes` already (rows
+ * `{ key_hash, school_id }`), for `keyOwnershipProblems`; each list travels as one JSON
+ * parameter (`json_each`).
+ */
+export function storedKeyOwners(hashes: readonly string[]): ImportStep[] {
+  const steps: ImportStep[] = [];
+  for (let i = 0; i < hashes.length; i += HASHES_PER_QUERY) {
+    const list = JSON.stringify(hashes.slice(i, i + HASHES_PER_QUERY));
+    steps.push({ kind: "command", sql: (v) => `SELECT key_hash, school_id FROM api_keys WHERE key_hash IN (SELECT value FROM json_each(${v(list)}))` });
+  }
+  return steps;
+}
+
+/**
+ * The import's rule for keys already stored (API.md § "Data import"): a key that belongs to
+ * another school is an error, and the whole file is refused.
+ *
+ * @param stored the rows `storedKeyOwners` read.
+ * @returns one problem per such key, with its JSON path (empty: the file may be imported).
+ */
+export function keyOwnershipProblems(keys: readonly ImportedKey[], stored: readonly { key_hash: string; school_id: string }[]): ImportProblem[] {
+  const owner = new Map(stored.map((r) => [r.key_hash, r.school_id]));
+  return keys
+    .filter((k) => owner.has(k.hash) && owner.get(k.hash) !== k.schoolId)
+    .map((k) => ({
+      path: k.path,
+      message: `this API key is already stored for school "${owner.get(k.hash)}": a key belongs to exactly one school`,
+    }));
 }
 
 const COURSE_COLUMNS = [

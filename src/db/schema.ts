@@ -17,7 +17,7 @@
  */
 
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** A school: the tenant. */
 export const schools = sqliteTable("schools", {
@@ -25,7 +25,11 @@ export const schools = sqliteTable("schools", {
   name: text("name").notNull(),
 });
 
-/** API keys, stored only as lowercase hex SHA-256 of the key. A key belongs to one school. */
+/**
+ * API keys, stored only as lowercase hex SHA-256 of the key. A key belongs to one school.
+ * Operators manage them with `npm run keys` (scripts/keys.ts, rows of src/db/api-keys.ts) or
+ * the import (src/db/import-rows.ts).
+ */
 export const apiKeys = sqliteTable(
   "api_keys",
   {
@@ -34,8 +38,44 @@ export const apiKeys = sqliteTable(
     createdAt: integer("created_at").notNull(),
     /** ms since epoch; non-null means the key no longer authenticates. */
     revokedAt: integer("revoked_at"),
+    /**
+     * The key's id (`key_…`), what operators name it by. Nullable only because SQLite cannot
+     * add a NOT NULL column without a constant default: migration 0009 gives every existing
+     * row one, and every write path sets it.
+     */
+    id: text("id"),
+    /** The operator's note (`--label`); null when none was given or for imported keys. */
+    label: text("label"),
+    /** The key's last 4 characters, so that a listing can tell keys apart; null for keys stored before it was kept. */
+    last4: text("last4"),
   },
-  (t) => [index("api_keys_school_idx").on(t.schoolId)],
+  (t) => [index("api_keys_school_idx").on(t.schoolId), uniqueIndex("api_keys_id_idx").on(t.id)],
+);
+
+/**
+ * Portal session tokens (API.md § "Portal sessions"), stored only as lowercase hex SHA-256
+ * of the token: short-lived credentials of one school limited to the webhook operations.
+ */
+export const portalSessions = sqliteTable(
+  "portal_sessions",
+  {
+    tokenHash: text("token_hash").primaryKey(),
+    schoolId: text("school_id").notNull(),
+    /** ms since epoch. */
+    createdAt: integer("created_at").notNull(),
+    /** ms since epoch; from this instant on the token is refused (401). */
+    expiresAt: integer("expires_at").notNull(),
+    /** Only the GET operations of its scope. */
+    readOnly: integer("read_only", { mode: "boolean" }).notNull().default(false),
+    /** ms since epoch; non-null means revoked (DELETE /v3/portal-sessions). */
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [
+    // DELETE /v3/portal-sessions: the school's tokens still alive.
+    index("portal_sessions_school_idx").on(t.schoolId, t.expiresAt),
+    // The cron's pruning of ended sessions.
+    index("portal_sessions_expires_idx").on(t.expiresAt),
+  ],
 );
 
 const namedColumns = () => ({

@@ -1,23 +1,56 @@
 /**
- * Authentication (API.md § "Conventions"): `Authorization: Bearer <api key>`, keys start
- * with `sk_`; a key belongs to exactly one school. Keys are stored only as SHA-256 hashes.
+ * Authentication and scope (API.md § "Conventions", § "Portal sessions"):
+ * `Authorization: Bearer <credential>`, where the credential is
+ * - an API key `sk_…`: every operation of its school;
+ * - a portal session token `ps_…`: only the operations whose declaration sets
+ *   `portalTokens` (src/http/operation.ts; the router copies it into the request context),
+ *   and with a read-only token only their GETs; any other operation: 403 FORBIDDEN.
+ *
+ * Both kinds are stored only as SHA-256 hashes and belong to exactly one school. The scope
+ * lives in the operations' declarations, never in paths: this module only compares.
  */
 import { sha256Hex } from "../lib/crypto";
-import { API_KEY_PATTERN } from "../lib/ids";
+import { API_KEY_PATTERN, PORTAL_TOKEN_PATTERN } from "../lib/ids";
+import { formatInstant } from "../lib/time";
 import type { RequestContext } from "./context";
-import { errors } from "./errors";
+import { ApiError, errors } from "./errors";
 
-const BEARER_RE = new RegExp(`^Bearer\\s+(${API_KEY_PATTERN})\\s*$`);
+const BEARER_RE = new RegExp(`^Bearer\\s+(${API_KEY_PATTERN}|${PORTAL_TOKEN_PATTERN})\\s*$`);
+
+/** Where to get a new portal token, for the 401 messages of ended sessions. */
+const NEW_LINK = "ask your school's administrator for a new portal link";
 
 /**
- * The SHA-256 hex of the request's API key.
- *
- * @throws ApiError 401 UNAUTHORIZED when the header is missing or malformed.
+ * The well-formed credential of a request's `Authorization` header (an `sk_` key or a `ps_`
+ * token), or `undefined`. No D1 read: the rate limiter counts by it before anyone knows
+ * whether it exists.
  */
-export async function apiKeyHash(request: Request): Promise<string> {
-  const match = BEARER_RE.exec(request.headers.get("authorization") ?? "");
-  if (!match) throw errors.unauthorized();
-  return sha256Hex(match[1]!);
+export function bearerCredential(request: Request): string | undefined {
+  return BEARER_RE.exec(request.headers.get("authorization") ?? "")?.[1];
+}
+
+/** The request's credential, hashed, and its kind. @throws ApiError 401 when missing or malformed. */
+async function credentialOf(request: Request): Promise<{ kind: "key" | "portal"; hash: string }> {
+  const credential = bearerCredential(request);
+  if (credential === undefined) throw errors.unauthorized();
+  return { kind: credential.startsWith("ps_") ? "portal" : "key", hash: await sha256Hex(credential) };
+}
+
+/**
+ * The SHA-256 hex of the request's API key, for operations that resolve the key inside
+ * their own statements (the course reads: one D1 round trip). Those operations take API
+ * keys only, so a portal token is resolved here instead, one D1 query, and refused.
+ *
+ * @throws ApiError 401 UNAUTHORIZED when the header is missing or malformed, or the token
+ *   unknown, expired or revoked; 403 FORBIDDEN for a valid portal token.
+ */
+export async function apiKeyHash(request: Request, db: D1Database, rc: RequestContext): Promise<string> {
+  const { kind, hash } = await credentialOf(request);
+  if (kind === "key") return hash;
+  await schoolOfPortalToken(request, db, rc, hash);
+  // Only an operation declared with `portalTokens` gets here, and such an operation must
+  // resolve its credential with `authenticate`.
+  throw new Error("an operation that resolves API keys in its own statements cannot take portal tokens");
 }
 
 /**
@@ -34,10 +67,48 @@ export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: s
 }
 
 /**
- * Shorthand: the school of the request's API key (header check + one D1 query).
+ * Resolves a portal token's hash (one D1 query) and checks it against the operation being
+ * served (`rc.portalTokens`) and the request's method. Within the operation's scope, the
+ * session is recorded in `rc.portalSession` (the router sends it as response headers), the
+ * read-only check included.
  *
- * @throws ApiError 401 UNAUTHORIZED.
+ * @returns the token's school id.
+ * @throws ApiError 401 UNAUTHORIZED (unknown, expired or revoked token), 403 FORBIDDEN
+ *   (an operation that takes API keys only, or a change with a read-only token).
+ */
+async function schoolOfPortalToken(request: Request, db: D1Database, rc: RequestContext, tokenHash: string): Promise<string> {
+  const row = await rc.db(() =>
+    db
+      .prepare("SELECT school_id, expires_at, read_only, revoked_at FROM portal_sessions WHERE token_hash = ?")
+      .bind(tokenHash)
+      .first<{ school_id: string; expires_at: number; read_only: number; revoked_at: number | null }>(),
+  );
+  if (!row) throw errors.unauthorized();
+  // Only the holder of the token learns why it no longer works: say so, the portal shows it.
+  if (row.revoked_at !== null) throw new ApiError("UNAUTHORIZED", `This portal session was revoked; ${NEW_LINK}.`);
+  if (row.expires_at <= Date.now()) throw new ApiError("UNAUTHORIZED", `This portal session ended at ${formatInstant(row.expires_at)}; ${NEW_LINK}.`);
+  if (!rc.portalTokens) {
+    throw new ApiError(
+      "FORBIDDEN",
+      "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types); use an API key for this one.",
+    );
+  }
+  const readOnly = row.read_only === 1;
+  rc.portalSession = { expiresAt: row.expires_at, readOnly };
+  if (readOnly && request.method !== "GET") {
+    throw new ApiError("FORBIDDEN", "This portal session is read-only: it can read the webhooks, their deliveries and statistics, and change nothing.");
+  }
+  return row.school_id;
+}
+
+/**
+ * The school of the request's credential (header check + one D1 query), in the scope of the
+ * operation being served: API keys everywhere, portal tokens where the declaration allows.
+ *
+ * @throws ApiError 401 UNAUTHORIZED (missing, malformed, unknown, expired or revoked), 403
+ *   FORBIDDEN (a valid portal token outside its scope).
  */
 export async function authenticate(request: Request, db: D1Database, rc: RequestContext): Promise<string> {
-  return schoolOfKey(db, rc, await apiKeyHash(request));
+  const { kind, hash } = await credentialOf(request);
+  return kind === "key" ? schoolOfKey(db, rc, hash) : schoolOfPortalToken(request, db, rc, hash);
 }

@@ -20,6 +20,17 @@ export class RequestContext {
   dbMs = 0;
   /** Number of D1 round trips of this request (the benchmark checks it is 1 for reads). */
   dbRoundTrips = 0;
+  /**
+   * Whether the operation being served takes portal session tokens (its declaration's
+   * `portalTokens`, set by the router before the handler runs; API keys only by default).
+   */
+  portalTokens = false;
+  /**
+   * The portal session of the request's token, once the token is known valid for the
+   * operation (src/http/auth.ts): the router sends it back as response headers. `expiresAt`
+   * in ms since the epoch.
+   */
+  portalSession: { expiresAt: number; readOnly: boolean } | null = null;
 
   constructor(incomingId?: string | null) {
     this.requestId = incomingId && /^[A-Za-z0-9_.:-]{1,128}$/.test(incomingId) ? incomingId : mintId("req");

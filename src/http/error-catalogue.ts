@@ -64,8 +64,15 @@ export const ERRORS = {
   },
   UNAUTHORIZED: {
     status: 401,
-    when: "no valid API key (missing, malformed, unknown or revoked)",
-    message: "A valid API key is required: send `Authorization: Bearer sk_…`.",
+    when: "no valid credential: the API key or portal session token is missing, malformed, unknown, expired or revoked",
+    message: "A valid API key or portal session token is required: send `Authorization: Bearer sk_…` (or `Bearer ps_…` from a portal link).",
+  },
+  FORBIDDEN: {
+    status: 403,
+    when: "a valid portal session token (`ps_…`) used outside its scope: an operation other than the webhook ones, or a change with a read-only token",
+    example: {
+      message: "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types); use an API key for this one.",
+    },
   },
   NOT_FOUND: { status: 404, when: "no such route" },
   COURSE_NOT_FOUND: {

@@ -59,6 +59,13 @@ export interface Operation<E> {
   description: string;
   /** Answers without authentication (`security: []` in the document). */
   public?: boolean;
+  /**
+   * Portal session tokens (`ps_…`) may call it besides API keys, read-only ones only when
+   * `method` is GET (API.md § "Conventions"). Absent: API keys only, and a valid portal
+   * token answers 403 FORBIDDEN. The one place the scope is stated: src/http/auth.ts and
+   * the document read it here.
+   */
+  portalTokens?: boolean;
   /** The schemas the handler validates with (`params` documents the path segments). */
   request?: {
     params?: z.ZodObject;
@@ -83,20 +90,60 @@ export interface Operation<E> {
 }
 
 /**
+ * Whether a valid portal session token can be refused by `op` (403 FORBIDDEN): every
+ * operation that needs a credential, but the GETs that portal tokens may call.
+ */
+function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens" | "method">): boolean {
+  return !op.public && !(op.portalTokens && op.method === "GET");
+}
+
+/**
  * An operation's responses with those it shares with every operation of its kind: 401
- * UNAUTHORIZED unless it is public, 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when
- * it reads a JSON body (`readJson`), 429 RATE_LIMITED and 500 INTERNAL_ERROR always (the
- * rate limit of src/http/rate-limit.ts runs before every operation).
+ * UNAUTHORIZED unless it is public, 403 FORBIDDEN when a valid portal token can be out of its
+ * scope (`refusesPortalTokens`), 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when it
+ * reads a JSON body (`readJson`), 429 RATE_LIMITED and 500 INTERNAL_ERROR always (the rate
+ * limit of src/http/rate-limit.ts runs before every operation).
  */
 export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
   const shared: Record<number, ErrorResponse> = {
-    429: { codes: ["RATE_LIMITED"], lead: "The limit is counted per API key, or per client IP for requests without a valid key." },
+    429: { codes: ["RATE_LIMITED"], lead: "The limit is counted per credential (API key or portal token), or per client IP for requests without a valid one." },
     500: ["INTERNAL_ERROR"],
   };
   if (!op.public) shared[401] = ["UNAUTHORIZED"];
+  if (refusesPortalTokens(op)) {
+    shared[403] = {
+      codes: ["FORBIDDEN"],
+      lead: op.portalTokens
+        ? "A read-only portal session token: it may call only the GET operations of its scope."
+        : "A portal session token (`ps_…`): this operation takes API keys only.",
+    };
+  }
   if (op.request?.body) Object.assign(shared, { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] });
   return { ...shared, ...op.responses };
 }
+
+/** Response header: when the request's portal session ends (ISO 8601 UTC instant). */
+export const PORTAL_SESSION_EXPIRES_HEADER = "x-portal-session-expires-at";
+/** Response header: whether the request's portal session is read-only (`true` / `false`). */
+export const PORTAL_SESSION_READ_ONLY_HEADER = "x-portal-session-read-only";
+
+/**
+ * The headers of every response to a request made with a portal session token in the
+ * operation's scope (src/http/router.ts sets them), for the document.
+ */
+export const portalSessionHeaders: Record<string, HeaderDoc> = {
+  [PORTAL_SESSION_EXPIRES_HEADER]: {
+    description:
+      "Only for a request made with a portal session token (`ps_…`): when the session ends (ISO 8601 UTC). A portal link carries only the token; the portal page shows this instant.",
+    schema: { type: "string", format: "date-time" },
+    example: "2026-09-07T09:00:00.000Z",
+  },
+  [PORTAL_SESSION_READ_ONLY_HEADER]: {
+    description: "Only for a request made with a portal session token: `true` when the session is read-only (GET operations only).",
+    schema: { type: "string", enum: ["true", "false"] },
+    example: "false",
+  },
+};
 
 /** The `location` header of a 201. */
 export const locationHeader = (example: string): Record<string, HeaderDoc> => ({

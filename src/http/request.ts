@@ -148,6 +148,18 @@ export async function readJson(request: Request): Promise<unknown> {
 }
 
 /**
+ * The JSON body of an operation whose fields are all optional: `{}` when the request has no
+ * body (or an empty one), else what `readJson` reads.
+ *
+ * @throws ApiError as `readJson` (415, 413, 400 INVALID_JSON).
+ */
+export async function readOptionalJson(request: Request): Promise<unknown> {
+  const length = request.headers.get("content-length");
+  const present = length !== null ? Number(length) > 0 : request.body !== null;
+  return present ? readJson(request) : {};
+}
+
+/**
  * The body's bytes, read chunk by chunk and given up past `limit`: a body sent without
  * `content-length` (chunked) is not buffered whole before its size is known.
  *

@@ -4,9 +4,10 @@
  * the same list, and the `x-request-id` and `Server-Timing` headers on every response.
  */
 import { type IRequest, type RouteEntry, Router } from "itty-router";
+import { formatInstant } from "../lib/time";
 import type { RequestContext } from "./context";
 import { errors, toErrorBody } from "./errors";
-import type { Operation } from "./operation";
+import { type Operation, PORTAL_SESSION_EXPIRES_HEADER, PORTAL_SESSION_READ_ONLY_HEADER } from "./operation";
 import { jsonResponse } from "./respond";
 
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
@@ -25,7 +26,7 @@ function pathPattern(path: string): RegExp {
 }
 
 /** What the router needs of an operation (a benchmark-only route declares no more). */
-export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler">;
+export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens">;
 
 /** Builds the fetch function of a list of operations. */
 export function buildRouter<E>(operations: readonly Route<E>[]) {
@@ -37,7 +38,14 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
     },
   });
   const routes = router.routes as RouteEntry[];
-  for (const op of operations) routes.push([op.method, pathPattern(op.path), [op.handler], op.path]);
+  for (const op of operations) {
+    // The operation's scope, for src/http/auth.ts: set before its handler authenticates.
+    const portalTokens = op.portalTokens === true;
+    const scope = (_req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
+      rc.portalTokens = portalTokens;
+    };
+    routes.push([op.method, pathPattern(op.path), [scope, op.handler], op.path]);
+  }
   // Fallback: 405 when another method matches the path, else 404.
   router.all("*", (req: IRequest) => {
     const path = new URL(req.url).pathname;
@@ -54,14 +62,23 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
  * no other CORS header (a cross-origin browser client needs an origin policy in front of it);
  * this one names what such a client would read once allowed.
  */
-const EXPOSED_HEADERS = "x-request-id, x-d1-bookmark, ETag, Retry-After, RateLimit-Policy, Idempotent-Replayed, Location";
+const EXPOSED_HEADERS = `x-request-id, x-d1-bookmark, ETag, Retry-After, RateLimit-Policy, Idempotent-Replayed, Location, ${PORTAL_SESSION_EXPIRES_HEADER}, ${PORTAL_SESSION_READ_ONLY_HEADER}`;
 
-/** `response` with the headers of every response: `x-request-id`, `Server-Timing`, `Access-Control-Expose-Headers`. */
+/**
+ * `response` with the headers of every response: `x-request-id`, `Server-Timing`,
+ * `Access-Control-Expose-Headers`; and, for a request made with a portal session token that
+ * the operation takes, the session's end and read-only flag (API.md § "Webhook portal": a
+ * portal link carries only the token, the page learns the rest from any answer).
+ */
 function finish(response: Response, rc: RequestContext): Response {
   const headers = new Headers(response.headers);
   headers.set("access-control-expose-headers", EXPOSED_HEADERS);
   headers.set("x-request-id", rc.requestId);
   headers.set("server-timing", rc.serverTiming());
+  if (rc.portalSession) {
+    headers.set(PORTAL_SESSION_EXPIRES_HEADER, formatInstant(rc.portalSession.expiresAt));
+    headers.set(PORTAL_SESSION_READ_ONLY_HEADER, String(rc.portalSession.readOnly));
+  }
   return new Response(response.body, { status: response.status, statusText: response.statusText, headers });
 }
 

@@ -10,10 +10,13 @@ export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 /** An API key (API.md § "Conventions": keys start with `sk_`), as a pattern source. */
 export const API_KEY_PATTERN = "sk_[A-Za-z0-9_-]{1,200}";
 
+/** A portal session token (API.md § "Portal sessions": tokens start with `ps_`), as a pattern source. */
+export const PORTAL_TOKEN_PATTERN = "ps_[A-Za-z0-9_-]{1,200}";
+
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-/** Mints `prefix_` + 26 chars (10 time chars, 16 random chars). `prefix` like `crs`, `wh`, `evt`. */
-export function mintId(prefix: "crs" | "wh" | "evt" | "req", now = Date.now()): string {
+/** Mints `prefix_` + 26 chars (10 time chars, 16 random chars). `prefix` like `crs`, `wh`, `evt`, `key` (API keys). */
+export function mintId(prefix: "crs" | "wh" | "evt" | "req" | "key", now = Date.now()): string {
   let time = "";
   let t = now;
   for (let i = 0; i < 10; i++) {

@@ -18,7 +18,16 @@ import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteCo
 import type { z } from "zod";
 import { errorEnvelope } from "../http/envelopes";
 import { ERROR_CODES, ERRORS, type ErrorCode } from "../http/error-catalogue";
-import { allResponses, type ErrorResponse, type Operation, type OutgoingRequest, type SuccessResponse } from "../http/operation";
+import {
+  allResponses,
+  type ErrorResponse,
+  type Operation,
+  type OutgoingRequest,
+  PORTAL_SESSION_EXPIRES_HEADER,
+  PORTAL_SESSION_READ_ONLY_HEADER,
+  portalSessionHeaders,
+  type SuccessResponse,
+} from "../http/operation";
 import { RATE_LIMIT_WINDOW_S } from "../http/rate-limit";
 import { conventions } from "./conventions";
 
@@ -31,8 +40,11 @@ export const API_TITLE = "School courses & webhooks API";
 /** The `info.version` of the document. */
 export const API_VERSION = "3.0.0";
 
-/** The name of the bearer security scheme (`components.securitySchemes`). */
+/** The name of the bearer security scheme of API keys (`components.securitySchemes`). */
 export const SECURITY_SCHEME = "bearerAuth";
+
+/** The name of the bearer security scheme of portal session tokens: the operations that take them list it. */
+export const PORTAL_SECURITY_SCHEME = "portalToken";
 
 /**
  * Root extension of the document: the responses of a request that matches no operation
@@ -79,6 +91,12 @@ const headerRefs = {
   "RateLimit-Policy": { $ref: "#/components/headers/RateLimitPolicy" },
 };
 
+/** `components.headers` names of the portal session headers (`portalSessionHeaders`). */
+const PORTAL_HEADER_COMPONENTS: Record<string, string> = {
+  [PORTAL_SESSION_EXPIRES_HEADER]: "PortalSessionExpiresAt",
+  [PORTAL_SESSION_READ_ONLY_HEADER]: "PortalSessionReadOnly",
+};
+
 /** When `code` is answered, as a sentence of the document. */
 const when = (code: ErrorCode) => ERRORS[code].when;
 
@@ -91,7 +109,8 @@ function errorExample(code: ErrorCode) {
 
 /** Error envelopes shared by many operations, named in `components.schemas`. */
 const sharedErrors = {
-  401: errorEnvelope(["UNAUTHORIZED"], { id: "UnauthorizedError", description: "401: no valid API key." }),
+  401: errorEnvelope(["UNAUTHORIZED"], { id: "UnauthorizedError", description: "401: no valid credential (API key or portal session token)." }),
+  403: errorEnvelope(["FORBIDDEN"], { id: "ForbiddenError", description: "403: a valid portal session token outside its scope." }),
   413: errorEnvelope(["PAYLOAD_TOO_LARGE"], { id: "PayloadTooLargeError", description: "413: the body is over 1 MiB." }),
   415: errorEnvelope(["UNSUPPORTED_MEDIA_TYPE"], { id: "UnsupportedMediaTypeError", description: "415: the body is not `application/json`." }),
   500: errorEnvelope(["INTERNAL_ERROR"], { id: "InternalError", description: "500: a bug; quote the request id." }),
@@ -144,6 +163,12 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
         }
       : {}),
   };
+  const responses = Object.entries(allResponses(op)).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)] as const);
+  // Every answer to a portal token in scope carries the session headers (src/http/router.ts).
+  if (op.portalTokens) {
+    const portal = Object.fromEntries(Object.entries(PORTAL_HEADER_COMPONENTS).map(([name, id]) => [name, { $ref: `#/components/headers/${id}` }]));
+    for (const [, response] of responses) response.headers = { ...response.headers, ...portal } as ResponseConfig["headers"];
+  }
   return {
     method: op.method.toLowerCase() as RouteConfig["method"],
     path: op.path,
@@ -151,9 +176,9 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
     tags: [op.tag.name],
     summary: op.summary,
     description: op.description,
-    ...(op.public ? { security: [] } : {}),
+    ...(op.public ? { security: [] } : op.portalTokens ? { security: [{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }] } : {}),
     ...(op.request ? { request } : {}),
-    responses: Object.fromEntries(Object.entries(allResponses(op)).map(([status, r]) => [status, isError(r) ? fail(r) : ok(r)])),
+    responses: Object.fromEntries(responses),
     parameters: [{ $ref: "#/components/parameters/RequestIdHeader" }],
   };
 }
@@ -197,9 +222,18 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     type: "http",
     scheme: "bearer",
     bearerFormat: "sk_…",
-    description: "An API key of the school: `Authorization: Bearer sk_…` (with `npm start`, the demo key `sk_test_demo_…` printed at start-up).",
+    description:
+      "An API key of the school: `Authorization: Bearer sk_…` (with `npm start`, the demo key `sk_test_demo_…` printed at start-up). Every operation of the school.",
+  });
+  registry.registerComponent("securitySchemes", PORTAL_SECURITY_SCHEME, {
+    type: "http",
+    scheme: "bearer",
+    bearerFormat: "ps_…",
+    description:
+      "A portal session token of the school (`POST /v3/portal-sessions`, the `#token=` of a portal link): `Authorization: Bearer ps_…`. Only the operations that list this scheme; a read-only token only their GETs. Any other operation answers `403 FORBIDDEN`. Responses to it carry `x-portal-session-expires-at` and `x-portal-session-read-only`.",
   });
   for (const [name, header] of Object.entries(COMMON_HEADERS)) registry.registerComponent("headers", name, header as never);
+  for (const [name, id] of Object.entries(PORTAL_HEADER_COMPONENTS)) registry.registerComponent("headers", id, portalSessionHeaders[name] as never);
   registry.registerComponent("parameters", "RequestIdHeader", {
     name: "x-request-id",
     in: "header",

@@ -20,6 +20,7 @@ export type Code =
   | "SURVEY_TEMPLATES_NOT_FOUND"
   | "INVALID_WEBHOOK_URL"
   | "UNAUTHORIZED"
+  | "FORBIDDEN"
   | "NOT_FOUND"
   | "COURSE_NOT_FOUND"
   | "WEBHOOK_NOT_FOUND"
@@ -64,6 +65,8 @@ export const ROUTES: RouteSpec[] = [
   { method: "POST", path: "/v3/webhooks/:id/recover", auth: true },
   { method: "GET", path: "/v3/events", auth: true },
   { method: "GET", path: "/v3/event-types", auth: false },
+  { method: "POST", path: "/v3/portal-sessions", auth: true },
+  { method: "DELETE", path: "/v3/portal-sessions", auth: true },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
   // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench/entry.ts).
@@ -104,6 +107,9 @@ export const C = {
   maxUrl: 2048,
   /** Registrations per school. */
   maxWebhooks: 50,
+  /** A portal session's `expiresInSeconds`: 60 to 604,800 (7 days). */
+  minSessionSeconds: 60,
+  maxSessionSeconds: 604_800,
   /** Sort keys of a search: at most one per sortable field (OpenAPI `maxItems`). */
   sortFields: ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"] as const,
   eventTypes: [
@@ -170,6 +176,7 @@ export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {
   SURVEY_TEMPLATES_NOT_FOUND: 400,
   INVALID_WEBHOOK_URL: 400,
   UNAUTHORIZED: 401,
+  FORBIDDEN: 403,
   NOT_FOUND: 404,
   COURSE_NOT_FOUND: 404,
   WEBHOOK_NOT_FOUND: 404,

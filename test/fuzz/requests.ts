@@ -1726,6 +1726,62 @@ function recoverDeliveries(ctx: FuzzContext) {
   );
 }
 
+/** POST /v3/portal-sessions: `{ expiresInSeconds?, readOnly? }` or no body; a valid one mints a token of the write school. */
+function createPortalSession(ctx: FuzzContext) {
+  const fields: FieldGens = {
+    valid: {
+      expiresInSeconds: fc.integer({ min: C.minSessionSeconds, max: C.maxSessionSeconds }).map((value) => ({ value })),
+      readOnly: fc.boolean().map((value) => ({ value })),
+    },
+    invalid: {
+      expiresInSeconds: fc
+        .oneof(
+          fc.constantFrom(0, C.minSessionSeconds - 1, C.maxSessionSeconds + 1, 90.5, "3600", null, true, [], {}),
+          fc.integer({ min: -1_000_000, max: C.minSessionSeconds - 1 }),
+        )
+        .map((value) => withFaults(value, schemaFault(`expiresInSeconds: ${JSON.stringify(value)}`))),
+      readOnly: notBoolean.map((value) => withFaults(value, schemaFault(`readOnly: ${JSON.stringify(value)}`))),
+    },
+    required: [],
+    accepted: ["expiresInSeconds", "readOnly"],
+  };
+  return both((invalid) =>
+    fc.tuple(schoolFor(ctx, invalid), optionalObject(fields, invalid), maybeQueryFaults(invalid)).chain(([school, body, query]) =>
+      authArb(ctx, school.key).map((auth) =>
+        build({
+          route: "POST /v3/portal-sessions",
+          method: "POST",
+          path: `/v3/portal-sessions${queryString(query)}`,
+          auth,
+          body,
+          faults: faultsOf(query),
+          success: [201],
+          writes: true,
+        }),
+      ),
+    ),
+  );
+}
+
+/** DELETE /v3/portal-sessions: no query parameter; a valid one revokes the write school's tokens. */
+function revokePortalSessions(ctx: FuzzContext) {
+  return both((invalid) =>
+    fc.tuple(schoolFor(ctx, invalid), noQueryArb(invalid)).chain(([school, params]) =>
+      authArb(ctx, school.key).map((auth) =>
+        build({
+          route: "DELETE /v3/portal-sessions",
+          method: "DELETE",
+          path: `/v3/portal-sessions${queryString(params)}`,
+          auth,
+          faults: faultsOf(params),
+          success: [200],
+          writes: true,
+        }),
+      ),
+    ),
+  );
+}
+
 /** GET /v3/event-types: no key needed; no query parameter defined. */
 function eventTypes(ctx: FuzzContext) {
   return both((invalid) =>
@@ -1896,6 +1952,8 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "POST /v3/webhooks/:id/recover": recoverDeliveries(ctx),
     "GET /v3/events": listEvents(ctx),
     "GET /v3/event-types": eventTypes(ctx),
+    "POST /v3/portal-sessions": createPortalSession(ctx),
+    "DELETE /v3/portal-sessions": revokePortalSessions(ctx),
     "GET /openapi.json": reference(ctx).filter((r) => r.route === "GET /openapi.json"),
     "GET /docs": reference(ctx).filter((r) => r.route === "GET /docs"),
     "POST /__bench/publish": bench(ctx).filter((r) => r.route === "POST /__bench/publish"),
@@ -1925,6 +1983,8 @@ const WEIGHTS: Record<string, number> = {
   "POST /v3/webhooks/:id/recover": 1,
   "GET /v3/events": 2,
   "GET /v3/event-types": 1,
+  "POST /v3/portal-sessions": 1,
+  "DELETE /v3/portal-sessions": 1,
   "GET /openapi.json": 1,
   "GET /docs": 1,
   "POST /__bench/publish": 1,

@@ -110,10 +110,10 @@ export async function setUpSchools(): Promise<FuzzContext> {
   };
 }
 
-/** Row counts and a hash of every D1 row of `schoolId` (courses, relations, outbox). */
+/** Row counts and a hash of every D1 row of `schoolId` (courses, relations, outbox, portal sessions). */
 export async function d1Fingerprint(schoolId: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
-  for (const table of ["courses", "course_groups", "course_students", "course_professors", "course_survey_templates", "outbox"]) {
+  for (const table of ["courses", "course_groups", "course_students", "course_professors", "course_survey_templates", "outbox", "portal_sessions"]) {
     const { results } = await env.DB.prepare(`SELECT * FROM ${table} WHERE school_id = ? ORDER BY 1, 2, 3`).bind(schoolId).all();
     const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(results)));
     out[table] = `${results.length} rows, ${[...new Uint8Array(digest)]

@@ -1,9 +1,11 @@
 /**
  * The delivery log of one registration (GET /v3/webhooks/{id}/deliveries): filters
  * (status, event type, event id, since, until), pages, each attempt's status code and error,
- * and a resend button per event. Only the filters that are set are sent.
+ * and a resend button per event (not in a read-only tab). Only the filters that are set are
+ * sent.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
+import { useReadOnly } from "../access";
 import { api, type Delivery, type DeliveryFilters, type Page } from "../api";
 import { ErrorAlert, type Problem } from "../components";
 import { formatInstant, localInputToIso } from "../format";
@@ -40,6 +42,7 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
   const [tick, setTick] = useState(0);
   const [resendOutcome, setResendOutcome] = useState<{ text: string } | { error: Problem } | null>(null);
   const polls = useRef(0);
+  const readOnly = useReadOnly();
 
   useEffect(() => {
     let live = true;
@@ -173,9 +176,11 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
                 <th scope="col">Error</th>
                 <th scope="col">Attempted</th>
                 <th scope="col">Next attempt</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
+                {!readOnly && (
+                  <th scope="col">
+                    <span class="visually-hidden">Actions</span>
+                  </th>
+                )}
               </tr>
             </thead>
             <tbody>
@@ -194,11 +199,13 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
                   <td>{d.error ?? "—"}</td>
                   <td>{formatInstant(d.attemptedAt)}</td>
                   <td>{formatInstant(d.nextAttemptAt)}</td>
-                  <td>
-                    <button type="button" class="secondary small" onClick={() => resend(d.eventId)} aria-label={`Resend ${d.eventId}`}>
-                      Resend
-                    </button>
-                  </td>
+                  {!readOnly && (
+                    <td>
+                      <button type="button" class="secondary small" onClick={() => resend(d.eventId)} aria-label={`Resend ${d.eventId}`}>
+                        Resend
+                      </button>
+                    </td>
+                  )}
                 </tr>
               ))}
             </tbody>

@@ -1,13 +1,14 @@
 /**
- * Sign-in: the administrator pastes a school API key. The key is checked with
- * GET /v3/webhooks before it is kept (sessionStorage, this tab only); a refused key shows
- * the API's 401 message and is not kept.
+ * Sign-in: the administrator pastes a school API key, or opens a portal link (the shell
+ * takes its token, see main.tsx). A pasted key is checked with GET /v3/webhooks before it
+ * is kept (sessionStorage, this tab only); a refused key shows the API's 401 message and is
+ * not kept.
  */
 import { useState } from "preact/hooks";
-import { api } from "../api";
+import { api, type Credential } from "../api";
 import { ErrorAlert, type Problem } from "../components";
 
-export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
+export function SignIn({ onSignedIn }: { onSignedIn: (credential: Credential) => void }) {
   const [key, setKey] = useState("");
   const [error, setError] = useState<Problem | null>(null);
   const [busy, setBusy] = useState(false);
@@ -16,8 +17,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
     setBusy(true);
     setError(null);
     try {
-      await api.listWebhooks(key.trim());
-      onSignedIn(key.trim());
+      onSignedIn(await api.checkCredential(key.trim()));
     } catch (err) {
       setError(err as Problem);
     } finally {
@@ -30,7 +30,8 @@ export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
         Sign in
       </h1>
       <p>
-        Paste your school's API key (it starts with <code>sk_</code>). It stays in this browser tab only and is forgotten when you sign out or close the tab.
+        Open the portal link your school sent you, or paste your school's API key (it starts with <code>sk_</code>). Either stays in this browser tab only and
+        is forgotten when you sign out or close the tab.
       </p>
       <form onSubmit={submit} noValidate>
         <div class="field">

@@ -2,9 +2,11 @@
  * `#/webhooks/{id}`: one registration — its record and status, the actions of the contract
  * (send a test, edit, disable/enable, rotate the secret, delete), recover since an instant,
  * the stats chart and the delivery log. Each part loads and fails on its own: an endpoint
- * the server does not offer (404/405) shows the API's message in its part only.
+ * the server does not offer (404/405) shows the API's message in its part only. A read-only
+ * tab gets the record, the chart and the log, and no action.
  */
 import { useEffect, useState } from "preact/hooks";
+import { useReadOnly } from "../access";
 import { api, type Webhook } from "../api";
 import { Dialog, ErrorAlert, eventsText, type Problem, SecretReveal, StatusBadge } from "../components";
 import { formatInstant, localInputToIso } from "../format";
@@ -27,6 +29,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
   const [watch, setWatch] = useState<string | null>(null);
   /** Bumped each time the log loads: the chart reloads with it. */
   const [logLoads, setLogLoads] = useState(0);
+  const readOnly = useReadOnly();
 
   const load = () => api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
   useEffect(() => {
@@ -107,23 +110,25 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         )}
       </dl>
 
-      <fieldset class="toolbar" aria-label="Endpoint actions">
-        <button type="button" onClick={sendTest} disabled={busy}>
-          Send test event
-        </button>
-        <a class="button secondary" href={`#/webhooks/${id}/edit`}>
-          Edit
-        </a>
-        <button type="button" class="secondary" onClick={() => setEnabled(!enabled)} disabled={busy}>
-          {enabled ? "Disable" : "Enable"}
-        </button>
-        <button type="button" class="secondary" onClick={() => setDialog("rotate")} disabled={busy}>
-          Rotate secret…
-        </button>
-        <button type="button" class="danger" onClick={() => setDialog("delete")} disabled={busy}>
-          Delete…
-        </button>
-      </fieldset>
+      {!readOnly && (
+        <fieldset class="toolbar" aria-label="Endpoint actions">
+          <button type="button" onClick={sendTest} disabled={busy}>
+            Send test event
+          </button>
+          <a class="button secondary" href={`#/webhooks/${id}/edit`}>
+            Edit
+          </a>
+          <button type="button" class="secondary" onClick={() => setEnabled(!enabled)} disabled={busy}>
+            {enabled ? "Disable" : "Enable"}
+          </button>
+          <button type="button" class="secondary" onClick={() => setDialog("rotate")} disabled={busy}>
+            Rotate secret…
+          </button>
+          <button type="button" class="danger" onClick={() => setDialog("delete")} disabled={busy}>
+            Delete…
+          </button>
+        </fieldset>
+      )}
       <div role="status" class="outcome">
         {outcome && "text" in outcome ? outcome.text : ""}
       </div>
@@ -140,7 +145,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
 
       <StatsChart id={id} refresh={logLoads} />
       <DeliveryLog id={id} refresh={refresh} watch={watch} onQueued={() => setRefresh((n) => n + 1)} onLoaded={() => setLogLoads((n) => n + 1)} />
-      <RecoverForm id={id} onQueued={() => setRefresh((n) => n + 1)} />
+      {!readOnly && <RecoverForm id={id} onQueued={() => setRefresh((n) => n + 1)} />}
     </section>
   );
 }

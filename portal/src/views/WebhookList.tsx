@@ -1,5 +1,9 @@
-/** The school's registrations (GET /v3/webhooks), oldest first, each with its status. */
+/**
+ * The school's registrations (GET /v3/webhooks), oldest first, each with its status; "Add
+ * endpoint" unless the tab is read-only.
+ */
 import { useEffect, useState } from "preact/hooks";
+import { useReadOnly } from "../access";
 import { api, type Webhook } from "../api";
 import { ErrorAlert, eventsText, type Problem, StatusBadge } from "../components";
 import { formatInstant } from "../format";
@@ -7,6 +11,7 @@ import { formatInstant } from "../format";
 export function WebhookList() {
   const [list, setList] = useState<Webhook[] | null>(null);
   const [error, setError] = useState<Problem | null>(null);
+  const readOnly = useReadOnly();
   useEffect(() => {
     api.listWebhooks().then(setList, setError);
   }, []);
@@ -16,13 +21,16 @@ export function WebhookList() {
         <h1 id="view-title" tabIndex={-1}>
           Webhook endpoints
         </h1>
-        <a class="button" href="#/new">
-          Add endpoint
-        </a>
+        {!readOnly && (
+          <a class="button" href="#/new">
+            Add endpoint
+          </a>
+        )}
       </div>
+      {readOnly && <p class="hint">This portal link is read-only: you can look at the endpoints, their deliveries and statistics, not change them.</p>}
       <ErrorAlert error={error} title="The endpoints could not be listed" />
       {list === null && !error && <p aria-busy="true">Loading…</p>}
-      {list?.length === 0 && <p>No endpoint yet. Add one to receive the school's course events.</p>}
+      {list?.length === 0 && <p>No endpoint yet.{readOnly ? "" : " Add one to receive the school's course events."}</p>}
       {list && list.length > 0 && (
         <table>
           <caption class="visually-hidden">The school's webhook endpoints, oldest first</caption>

@@ -39,6 +39,7 @@ export const deliveryOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/deliveries",
     operationId: "listWebhookDeliveries",
     tag: TAG,
+    portalTokens: true,
     summary: "List delivery attempts",
     description:
       'Delivery attempts of the last 7 days, newest first, filtered by `status` (`skipped` included), `eventType`, `eventId`, `since` and `until` (combined with AND; served from an index). A delivery still waiting for its first attempt is listed once with `attempt: 1`, `status: "pending"`, `attemptedAt: null` and its due time in `nextAttemptAt`.',
@@ -66,6 +67,7 @@ export const deliveryOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/stats",
     operationId: "getWebhookStats",
     tag: TAG,
+    portalTokens: true,
     summary: "Delivery statistics per hour or day",
     description:
       "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): attempts that succeeded and failed (a failed attempt counts as `failed` even when a retry follows; the log shows it `pending`), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
@@ -99,6 +101,7 @@ export const deliveryOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/test",
     operationId: "testWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Send a test event",
     description:
       "Queues a `webhook.test` event for this registration only (a disabled one: 409 WEBHOOK_DISABLED) and answers at once; the signed POST follows (retried like any delivery) and its outcome appears in the deliveries under `eventId`.",
@@ -129,6 +132,7 @@ export const deliveryOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/deliveries/{eventId}/resend",
     operationId: "resendWebhookDelivery",
     tag: TAG,
+    portalTokens: true,
     summary: "Resend one event",
     description:
       "Queues the event again for this registration, due now, whatever its last status (same `webhook-id`: receivers deduplicate). A delivery of it already queued becomes due now instead (no second copy).",
@@ -156,6 +160,7 @@ export const deliveryOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/recover",
     operationId: "recoverWebhookDeliveries",
     tag: TAG,
+    portalTokens: true,
     summary: "Recover missed events after an outage",
     description:
       "Queues again, in acceptance order, every retained event accepted in `[since, until)` whose delivery to this registration ended `failed` or `skipped` (not those succeeded or still pending), each once per call. `since` older than the 7-day retention, or after `until`: 400 INVALID_PARAMETER.",

@@ -78,6 +78,7 @@ export const feedOperations: Operation<Env>[] = [
     path: "/v3/events",
     operationId: "listEvents",
     tag: TAG,
+    portalTokens: true,
     summary: "Read the school's events (feed)",
     description:
       "The school's events in the order they were accepted — the same events registrations receive, each item exactly the JSON body a registration gets (`webhook.test` events excepted) — for systems that cannot expose an HTTPS endpoint. Retained 7 days. Read on with `after` = `nextCursor`: every later event comes exactly once, in order, with no gap, across restarts of the service. With `wait`, an empty answer waits for the next event (long poll). Neither `after` nor `since`: from the oldest retained event.",

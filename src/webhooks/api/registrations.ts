@@ -39,6 +39,7 @@ export const registrationOperations: Operation<Env>[] = [
     path: "/v3/webhooks",
     operationId: "createWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Register a webhook",
     description:
       "The registration receives the school's events of the chosen types (and, with `filter`, of its trainings, groups or professors) from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). `headers` are sent with every attempt; `maxPerSecond` throttles its attempts. The `secret` is shown only in this response.",
@@ -96,6 +97,7 @@ export const registrationOperations: Operation<Env>[] = [
     path: "/v3/webhooks",
     operationId: "listWebhooks",
     tag: TAG,
+    portalTokens: true,
     summary: "List webhook registrations",
     description: `The school's registrations, oldest first, without secrets. One page holds them all (at most ${MAX_WEBHOOKS}): \`pagination\` is \`{ page: 1, limit: ${MAX_WEBHOOKS}, hasMore: false }\`. No query parameter is defined.`,
     responses: {
@@ -118,6 +120,7 @@ export const registrationOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}",
     operationId: "getWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Read one webhook registration",
     description: "The registration's record, without its secret or header values (`headerNames` only).",
     request: { params: webhookIdParams },
@@ -140,6 +143,7 @@ export const registrationOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}",
     operationId: "updateWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Change, disable or enable a webhook registration",
     description:
       'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `enabled`; the id, the secret and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers` and `maxPerSecond` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
@@ -178,6 +182,7 @@ export const registrationOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}/secret/rotate",
     operationId: "rotateWebhookSecret",
     tag: TAG,
+    portalTokens: true,
     summary: "Rotate the signing secret",
     description:
       "A new secret (shown only here). Until `previousSecretExpiresAt` every attempt carries two space-separated signatures, `v1,<new> v1,<previous>` (Standard Webhooks), so a receiver can switch at its own pace. A second rotation within the grace keeps only the newest previous secret; `graceSeconds: 0` drops the previous secret at once.",
@@ -202,6 +207,7 @@ export const registrationOperations: Operation<Env>[] = [
     path: "/v3/webhooks/{id}",
     operationId: "deleteWebhook",
     tag: TAG,
+    portalTokens: true,
     summary: "Delete a webhook registration (beta)",
     description:
       "Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404.",

@@ -5,6 +5,7 @@
  * resend and recover) and, in its KV, its config, cursor, failure streak and closed flag.
  */
 import { RETENTION_MS } from "../../lib/limits";
+import { applyMigrations } from "../platform/sqlite-migrations";
 
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
 const PRUNE_CHUNK = 1_000;
@@ -58,14 +59,7 @@ const MIGRATIONS: string[][] = [
 
 /** Applies pending MIGRATIONS (synchronous; call it in the constructor). */
 export function migrate(sql: SqlStorage): void {
-  sql.exec(`CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)`);
-  const row = sql.exec<{ value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`).toArray()[0];
-  let version = row ? Number(row.value) : 0;
-  while (version < MIGRATIONS.length) {
-    for (const statement of MIGRATIONS[version]!) sql.exec(statement);
-    version += 1;
-    sql.exec(`INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)`, String(version));
-  }
+  applyMigrations(sql, MIGRATIONS);
 }
 
 /**

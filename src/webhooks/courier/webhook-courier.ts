@@ -42,10 +42,10 @@ export class WebhookCourier extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.sql = ctx.storage.sql;
-    migrate(this.sql);
     this.platform = platformFor(ctx.id.toString(), "courier");
     this.alarms = new AlarmClock(ctx.storage);
+    this.sql = ctx.storage.sql;
+    migrate(this.sql);
     const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
     const kv = ctx.storage.kv;
     this.failures = new FailureReport(kv, hubs, parseDisableAfterMs(env.WEBHOOK_DISABLE_AFTER_HOURS), () => {

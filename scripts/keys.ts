@@ -1,0 +1,172 @@
+/**
+ * `npm run keys -- create --school ID [--label TEXT] | list --school ID | revoke KEY_ID`
+ * `[--local | --remote] [--persist-to DIR] [--json]`
+ *
+ * The operators' API keys (API.md § "Operating the service"), in the D1 database of
+ * wrangler.toml (binding DB), local by default, through `wrangler d1 execute` like the
+ * import (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's.
+ *
+ * - `create` mints a `sk_live_…` key for the school and prints it once, with its key id;
+ *   only its SHA-256 hash is stored (with the id, the label and the last 4 characters).
+ * - `list` prints the school's keys, oldest first: id, label, last 4 characters, createdAt
+ *   and revokedAt — never the key.
+ * - `revoke` revokes a key by its id: from then on it is refused (401). Revoking a revoked
+ *   key keeps its first revocation.
+ *
+ * Text on stdout (tab-free, aligned), or JSON with `--json`. Errors on stderr. Exit status:
+ * 0 done, 1 wrangler failed, 2 bad usage or an unknown school or key id.
+ */
+import { type ApiKeyListing, insertKey, type KeyListRow, keyListing, labelProblem, listKeys, newApiKey, revokeKey } from "../src/db/api-keys";
+import { renderLiteral } from "../src/db/import-rows";
+import { ID_RE } from "../src/lib/ids";
+import { formatInstant } from "../src/lib/time";
+import { parseCli } from "./lib/args";
+import { runIfMain } from "./lib/cli";
+import { d1Query, userPath } from "./lib/wrangler";
+
+const USAGE = `usage: npm run keys -- <command> [--local | --remote] [--persist-to DIR] [--json]
+
+commands:
+  create --school ID [--label TEXT]  mint a new sk_live_ key for the school: printed once, with its key id
+  list --school ID                   the school's keys: id, label, last 4 characters, createdAt, revokedAt (never the key)
+  revoke KEY_ID                      revoke the key: from then on it is refused (401)
+
+options:
+  --local           the local D1 database of wrangler dev (default)
+  --remote          the remote D1 database of wrangler.toml
+  --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
+  --json            print JSON instead of text`;
+
+/** Where the statements run. */
+interface Target {
+  target: "local" | "remote";
+  persistTo?: string;
+}
+
+/** Runs one statement of src/db/api-keys.ts through wrangler and returns its rows. */
+async function run<T>(step: Parameters<typeof renderLiteral>[0][number], where: Target): Promise<T[]> {
+  const [sql] = renderLiteral([step], Number.POSITIVE_INFINITY);
+  return d1Query<T>(sql!, where.target, where.persistTo);
+}
+
+const instant = (ms: number | null) => (ms === null ? null : formatInstant(ms));
+
+/** A listing as `--json` prints it (instants in ISO 8601 UTC). */
+const listingJson = (k: ApiKeyListing) => ({ id: k.id, label: k.label, last4: k.last4, createdAt: instant(k.createdAt), revokedAt: instant(k.revokedAt) });
+
+/** Rows of text as aligned columns (two spaces between), the header first. */
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
+}
+
+/**
+ * `create`: stores a new key of `schoolId`.
+ *
+ * @returns the exit status (2 when the school is unknown: nothing written).
+ */
+async function create(schoolId: string, label: string | null, json: boolean, where: Target): Promise<number> {
+  const key = await newApiKey(schoolId, label);
+  const rows = await run<{ id: string }>(insertKey(key), where);
+  if (rows.length === 0) {
+    console.error(`no school "${schoolId}" in the ${where.target} database: nothing created (import the school first: npm run import)`);
+    return 2;
+  }
+  if (json) {
+    console.log(JSON.stringify({ id: key.id, schoolId, label, last4: key.last4, createdAt: formatInstant(key.createdAt), key: key.key }, null, 2));
+  } else {
+    console.log(
+      `${table(
+        ["id", "school", "label", "createdAt"],
+        [[key.id, schoolId, label ?? "—", formatInstant(key.createdAt)]],
+      )}\n\nkey: ${key.key}\n\nThis is the only time the key is shown: only its SHA-256 hash is stored. Revoke it with: npm run keys -- revoke ${key.id}`,
+    );
+  }
+  return 0;
+}
+
+/** `list`: the keys of `schoolId`. @returns the exit status (2 when the school is unknown). */
+async function list(schoolId: string, json: boolean, where: Target): Promise<number> {
+  const keys = keyListing(await run<KeyListRow>(listKeys(schoolId), where));
+  if (keys === null) {
+    console.error(`no school "${schoolId}" in the ${where.target} database`);
+    return 2;
+  }
+  if (json) console.log(JSON.stringify(keys.map(listingJson), null, 2));
+  else if (keys.length === 0) console.log(`school "${schoolId}" has no API key (create one: npm run keys -- create --school ${schoolId})`);
+  else {
+    const rows = keys.map((k) => [
+      k.id,
+      k.label ?? "—",
+      k.last4 ? `…${k.last4}` : "—",
+      formatInstant(k.createdAt),
+      k.revokedAt === null ? "—" : formatInstant(k.revokedAt),
+    ]);
+    console.log(table(["id", "label", "last4", "createdAt", "revokedAt"], rows));
+  }
+  return 0;
+}
+
+/** `revoke`: revokes key `id`. @returns the exit status (2 when no key has this id). */
+async function revoke(id: string, json: boolean, where: Target): Promise<number> {
+  const now = Date.now();
+  const [row] = await run<{ id: string; school_id: string; revoked_at: number }>(revokeKey(id, now), where);
+  if (!row) {
+    console.error(`no API key with id "${id}" in the ${where.target} database (list a school's keys: npm run keys -- list --school ID)`);
+    return 2;
+  }
+  const already = row.revoked_at !== now;
+  if (json) console.log(JSON.stringify({ id, schoolId: row.school_id, revokedAt: formatInstant(row.revoked_at), alreadyRevoked: already }, null, 2));
+  else if (already) console.log(`key ${id} (school ${row.school_id}) was already revoked at ${formatInstant(row.revoked_at)}`);
+  else console.log(`key ${id} (school ${row.school_id}) revoked at ${formatInstant(row.revoked_at)}: it is refused (401) from now on`);
+  return 0;
+}
+
+/** CLI entry point. Returns the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const args = parseCli(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        school: { type: "string" },
+        label: { type: "string" },
+        local: { type: "boolean" },
+        remote: { type: "boolean" },
+        "persist-to": { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    },
+    USAGE,
+  );
+  if (typeof args === "number") return args;
+  const { values: v, positionals } = args;
+  const usage = (problem: string) => {
+    console.error(`${problem}\n${USAGE}`);
+    return 2;
+  };
+  const [command, ...rest] = positionals;
+  if (v.local && v.remote) return usage("--local and --remote are exclusive");
+  if (v.remote && v["persist-to"]) return usage("--persist-to works only with --local");
+  const where: Target = { target: v.remote ? "remote" : "local", persistTo: v["persist-to"] === undefined ? undefined : userPath(v["persist-to"]) };
+  const json = v.json === true;
+  if (command === "create" || command === "list") {
+    if (rest.length > 0) return usage(`${command} takes no argument besides its options (got ${rest.join(" ")})`);
+    if (v.school === undefined) return usage(`${command} needs --school ID`);
+    if (!ID_RE.test(v.school)) return usage(`--school: "${v.school}" is not a school id (1–64 characters [A-Za-z0-9_-])`);
+    if (command === "list") return v.label === undefined ? list(v.school, json, where) : usage("list takes no --label");
+    const problem = v.label === undefined ? null : labelProblem(v.label);
+    if (problem) return usage(`--label ${problem}`);
+    return create(v.school, v.label ?? null, json, where);
+  }
+  if (command === "revoke") {
+    if (rest.length !== 1) return usage("revoke needs one KEY_ID");
+    if (v.school !== undefined || v.label !== undefined) return usage("revoke takes a KEY_ID only (no --school, no --label)");
+    if (!ID_RE.test(rest[0]!)) return usage(`"${rest[0]}" is not a key id (key_…)`);
+    return revoke(rest[0]!, json, where);
+  }
+  return usage(command === undefined ? "a command is needed" : `unknown command "${command}"`);
+}
+
+await runIfMain(import.meta.url, main);

@@ -1,0 +1,46 @@
+/**
+ * What the CLI self-tests share (`npm run test:import`, `npm run test:keys`): TAP-like
+ * `ok` / `not ok` lines, the run of an operator script as a child process, and the summary
+ * with the exit status.
+ */
+import { spawn } from "node:child_process";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { completion, ROOT, type WranglerResult } from "./wrangler";
+
+let failures = 0;
+
+/** Prints `ok - name`, or `not ok - name` with `detail` indented below, and counts failures. */
+export function check(ok: boolean, name: string, detail = ""): void {
+  if (!ok) failures++;
+  console.log(`${ok ? "ok" : "not ok"} - ${name}${!ok && detail ? `\n  ${detail.replace(/\n/g, "\n  ")}` : ""}`);
+}
+
+/**
+ * Runs `tsx scripts/<script> <args>` from the repository root (relative paths resolve there);
+ * resolves with its exit code and output.
+ */
+export function runScript(script: string, args: string[]): Promise<WranglerResult> {
+  const tsx = createRequire(path.join(ROOT, "package.json")).resolve("tsx/cli");
+  const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", script), ...args], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, INIT_CWD: ROOT },
+  });
+  return completion(child);
+}
+
+/**
+ * Runs a self-test's `main` (an unexpected error is one more failure), prints the summary
+ * line (`# <name> self-test passed`) and sets the exit status: 1 when a check failed.
+ */
+export async function runSelfTest(name: string, main: () => Promise<void>): Promise<void> {
+  try {
+    await main();
+  } catch (err) {
+    failures++;
+    console.log(`not ok - unexpected error: ${(err as Error).stack ?? String(err)}`);
+  }
+  console.log(failures === 0 ? `# ${name} self-test passed` : `# ${name} self-test: ${failures} failure(s)`);
+  process.exitCode = failures === 0 ? 0 : 1;
+}

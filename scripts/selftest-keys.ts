@@ -1,0 +1,131 @@
+/**
+ * Self-test of the keys CLI (`npm run test:keys`, about 30–60 s), run by Node against a
+ * throw-away local D1 directory (`--persist-to`), never the developer's .wrangler/state, and
+ * `wrangler dev` serving that same directory:
+ *
+ * (a) usage errors exit 2 and write nothing;
+ * (b) `create` prints a new `sk_live_` key once with its key id; D1 holds only its hash (with
+ *     the id, label and last 4 characters); an unknown school exits 2 and writes nothing;
+ * (c) `list` shows id, label, last 4 characters, createdAt and revokedAt, never a key;
+ * (d) the new key authenticates against the running Worker; after `revoke KEY_ID` it is
+ *     refused (401) from then on, the school's other keys still work; a second revoke keeps
+ *     the first instant; an unknown id exits 2.
+ *
+ * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
+ */
+import { createHash } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { type DevServer, startDevServer } from "./lib/dev-server";
+import { check, runScript, runSelfTest } from "./lib/selftest";
+import { applyMigrations, d1Query } from "./lib/wrangler";
+
+const SCHOOL = "sch_keys_selftest";
+const IMPORTED_KEY = "sk_test_keys_selftest_imported";
+
+async function main(): Promise<void> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "keys-selftest-"));
+  const persist = path.join(dir, "state");
+  const keys = (...args: string[]) => runScript("keys.ts", [...args, "--persist-to", persist]);
+  const count = async () => (await d1Query<{ n: number }>("SELECT count(*) AS n FROM api_keys", "local", persist))[0]!.n;
+  let server: DevServer | undefined;
+  try {
+    await applyMigrations("local", persist, { quiet: true });
+    const file = path.join(dir, "school.json");
+    await writeFile(file, JSON.stringify({ schools: [{ id: SCHOOL, name: "Keys self-test", apiKeys: [IMPORTED_KEY] }] }));
+    const imported = await runScript("import.ts", [file, "--persist-to", persist, "--quiet"]);
+    if (imported.code !== 0) throw new Error(`import failed:\n${imported.stdout}${imported.stderr}`);
+
+    // (a) Usage errors: exit 2, nothing written.
+    for (const [name, args] of [
+      ["no command", []],
+      ["unknown command", ["mint", "--school", SCHOOL]],
+      ["create without --school", ["create"]],
+      ["create with a malformed school id", ["create", "--school", "sch one"]],
+      ["create with a control character in --label", ["create", "--school", SCHOOL, "--label", "a\nb"]],
+      ["revoke without KEY_ID", ["revoke"]],
+      ["--local with --remote", ["list", "--school", SCHOOL, "--local", "--remote"]],
+    ] as const) {
+      const r = await keys(...args);
+      check(r.code === 2 && r.stderr.includes("usage: npm run keys"), `usage error (${name}): exit 2 with the usage`, `exit ${r.code}\n${r.stderr}`);
+    }
+    check((await count()) === 1, "usage errors write nothing");
+
+    // (b) create.
+    const created = await keys("create", "--school", SCHOOL, "--label", "ERP sync", "--json");
+    check(created.code === 0, "create: exit 0", `${created.stdout}${created.stderr}`);
+    const made = JSON.parse(created.stdout) as { id: string; schoolId: string; label: string; last4: string; createdAt: string; key: string };
+    check(/^sk_live_[A-Za-z0-9_-]{43}$/.test(made.key), "create: prints a sk_live_ key", made.key);
+    check(
+      /^key_[0-9A-Z]{26}$/.test(made.id) && made.schoolId === SCHOOL && made.label === "ERP sync",
+      "create: with its key id, school and label",
+      created.stdout,
+    );
+    check(created.stdout.split(made.key).length === 2, "create: the key is printed once");
+    const rows = await d1Query<Record<string, unknown>>(`SELECT * FROM api_keys WHERE school_id = '${SCHOOL}'`, "local", persist);
+    const stored = rows.find((r) => r.id === made.id);
+    check(
+      stored?.key_hash === createHash("sha256").update(made.key).digest("hex") && stored.last4 === made.key.slice(-4) && stored.label === "ERP sync",
+      "create: D1 holds the key's SHA-256 hash, id, label and last 4 characters",
+      JSON.stringify(stored),
+    );
+    check(!JSON.stringify(rows).includes(made.key.slice(8, -4)), "create: the key itself is nowhere in D1");
+    const text = await keys("create", "--school", SCHOOL);
+    check(
+      text.code === 0 && /key: sk_live_\S{43}\n/.test(text.stdout) && /key_[0-9A-Z]{26}/.test(text.stdout),
+      "create (text): the key and its id",
+      text.stdout,
+    );
+    const before = await count();
+    const unknown = await keys("create", "--school", "sch_nowhere");
+    check(unknown.code === 2 && /no school "sch_nowhere"/.test(unknown.stderr), "create for an unknown school: exit 2, saying so", unknown.stderr);
+    check((await count()) === before, "create for an unknown school writes nothing");
+
+    // (c) list.
+    const listed = await keys("list", "--school", SCHOOL, "--json");
+    const listing = JSON.parse(listed.stdout) as Record<string, unknown>[];
+    check(listed.code === 0 && listing.length === 3, "list: every key of the school", listed.stdout);
+    check(
+      listing.every((k) => JSON.stringify(Object.keys(k).sort()) === JSON.stringify(["createdAt", "id", "label", "last4", "revokedAt"])),
+      "list: id, label, last4, createdAt, revokedAt for each",
+      listed.stdout,
+    );
+    check(
+      JSON.stringify(listing.find((k) => k.id === made.id)) ===
+        JSON.stringify({ id: made.id, label: "ERP sync", last4: made.last4, createdAt: made.createdAt, revokedAt: null }),
+      "list: the new key as created",
+      listed.stdout,
+    );
+    const table = await keys("list", "--school", SCHOOL);
+    check(
+      table.code === 0 && /^id\s+label\s+last4\s+createdAt\s+revokedAt$/m.test(table.stdout) && table.stdout.includes(`…${made.last4}`),
+      "list (text): a table with the last 4 characters",
+      table.stdout,
+    );
+    check(![listed.stdout, table.stdout].some((out) => out.includes(made.key) || out.includes(IMPORTED_KEY)), "list: never a key");
+    const nowhere = await keys("list", "--school", "sch_nowhere");
+    check(nowhere.code === 2, "list of an unknown school: exit 2", `${nowhere.stdout}${nowhere.stderr}`);
+
+    // (d) The key against the Worker, then revoked.
+    server = await startDevServer({ persistTo: persist, vars: { RATE_LIMIT_ENABLED: "false" }, quiet: true, timeoutMs: 120_000 });
+    const status = async (key: string) => (await fetch(`${server!.base}/v3/webhooks`, { headers: { authorization: `Bearer ${key}` } })).status;
+    check((await status(made.key)) === 200, "the new key authenticates (200)");
+    const revoked = await keys("revoke", made.id, "--json");
+    const revokedAt = (JSON.parse(revoked.stdout || "{}") as { revokedAt?: string }).revokedAt;
+    check(revoked.code === 0 && typeof revokedAt === "string", "revoke: exit 0, with the instant", `${revoked.stdout}${revoked.stderr}`);
+    check((await status(made.key)) === 401, "revoke: the key is refused from then on (401)");
+    check((await status(IMPORTED_KEY)) === 200, "revoke: the school's other keys still work");
+    const again = await keys("revoke", made.id);
+    check(again.code === 0 && again.stdout.includes(`already revoked at ${revokedAt}`), "revoke twice: the first instant is kept", again.stdout);
+    const after = JSON.parse((await keys("list", "--school", SCHOOL, "--json")).stdout) as { id: string; revokedAt: string | null }[];
+    check(after.find((k) => k.id === made.id)?.revokedAt === revokedAt, "list: shows when the key was revoked", JSON.stringify(after));
+    const missing = await keys("revoke", "key_00000000000000000000000000");
+    check(missing.code === 2 && /no API key with id/.test(missing.stderr), "revoke of an unknown id: exit 2, saying so", missing.stderr);
+  } finally {
+    await server?.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+await runSelfTest("keys", main);

@@ -1,0 +1,115 @@
+/**
+ * API keys as operators manage them (API.md § "Operating the service"): the statements of
+ * `npm run keys -- create | list | revoke` (scripts/keys.ts). They are import steps
+ * (src/db/import-rows.ts), so that the same renderers write them for `wrangler d1 execute`
+ * (literal) and for a D1 binding (bound, the tests). A key is stored only as its SHA-256
+ * hash, with its id, the operator's label and its last 4 characters.
+ *
+ * Runs in Node and in workerd (Web Crypto only).
+ */
+import { randomCredential, sha256Hex } from "../lib/crypto";
+import { mintId } from "../lib/ids";
+import type { ImportStep } from "./import-rows";
+
+/** The prefix of the keys operators mint (API.md § "Conventions": `sk_live_…`). */
+const LIVE_KEY_PREFIX = "sk_live_";
+
+/** Longest `--label`, in characters. */
+const MAX_LABEL_LENGTH = 200;
+
+/** A new key: the only moment its plaintext exists outside the operator's hands. */
+export interface NewApiKey {
+  /** `sk_live_` + 43 characters; printed once, never stored. */
+  key: string;
+  /** `key_…`, what operators name the key by. */
+  id: string;
+  schoolId: string;
+  label: string | null;
+  last4: string;
+  /** ms since the epoch. */
+  createdAt: number;
+  /** Lowercase hex SHA-256 of `key`: what is stored. */
+  hash: string;
+}
+
+/** A stored key as `list` shows it: never the key itself. */
+export interface ApiKeyListing {
+  id: string;
+  label: string | null;
+  /** null for a key stored before the last 4 characters were kept. */
+  last4: string | null;
+  /** ms since the epoch. */
+  createdAt: number;
+  /** ms since the epoch; null while the key works. */
+  revokedAt: number | null;
+}
+
+/**
+ * Why a label cannot be stored, or null when it can: 1–200 characters, no control
+ * character (it is printed in a terminal's table).
+ */
+export function labelProblem(label: string): string | null {
+  if (label.length === 0 || label.length > MAX_LABEL_LENGTH) return `must be 1 to ${MAX_LABEL_LENGTH} characters`;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters refused.
+  if (/[\u0000-\u001f\u007f]/.test(label)) return "must not contain control characters";
+  return null;
+}
+
+/** Mints a key for `schoolId` (not stored yet: see `insertKey`). */
+export async function newApiKey(schoolId: string, label: string | null, now = Date.now()): Promise<NewApiKey> {
+  const key = randomCredential(LIVE_KEY_PREFIX);
+  return { key, id: mintId("key", now), schoolId, label, last4: key.slice(-4), createdAt: now, hash: await sha256Hex(key) };
+}
+
+/**
+ * Stores `k` if its school exists. Its rows (`RETURNING id`): one when stored, none when the
+ * school is unknown (nothing written).
+ */
+export function insertKey(k: NewApiKey): ImportStep {
+  return {
+    kind: "command",
+    sql: (v) =>
+      `INSERT INTO api_keys (key_hash, school_id, created_at, id, label, last4) SELECT ${v(k.hash)}, ${v(k.schoolId)}, ${v(k.createdAt)}, ${v(k.id)}, ${v(k.label)}, ${v(k.last4)} WHERE EXISTS (SELECT 1 FROM schools WHERE id = ${v(k.schoolId)}) RETURNING id`,
+  };
+}
+
+/**
+ * Reads the keys of `schoolId`, oldest first. Its rows: none when the school is unknown; one
+ * with `id` null for a school without keys; else one per key (`school_id, id, label, last4,
+ * created_at, revoked_at`): read them with `keyListing`.
+ */
+export function listKeys(schoolId: string): ImportStep {
+  return {
+    kind: "command",
+    sql: (v) =>
+      `SELECT s.id AS school_id, k.id, k.label, k.last4, k.created_at, k.revoked_at FROM schools s LEFT JOIN api_keys k ON k.school_id = s.id WHERE s.id = ${v(schoolId)} ORDER BY k.created_at, k.id`,
+  };
+}
+
+/** A row of `listKeys`. */
+export interface KeyListRow {
+  school_id: string;
+  id: string | null;
+  label: string | null;
+  last4: string | null;
+  created_at: number | null;
+  revoked_at: number | null;
+}
+
+/** The rows of `listKeys` as listings; `null` when the school is unknown. */
+export function keyListing(rows: readonly KeyListRow[]): ApiKeyListing[] | null {
+  if (rows.length === 0) return null;
+  return rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, label: r.label, last4: r.last4, createdAt: r.created_at!, revokedAt: r.revoked_at }));
+}
+
+/**
+ * Revokes the key `id` at `now` (a key revoked already keeps its first revocation). Its rows
+ * (`RETURNING id, school_id, revoked_at`): none when no key has this id; `revoked_at` other
+ * than `now` when it was revoked before. Revoking is for good: nothing un-revokes a key.
+ */
+export function revokeKey(id: string, now = Date.now()): ImportStep {
+  return {
+    kind: "command",
+    sql: (v) => `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${v(now)}) WHERE id = ${v(id)} RETURNING id, school_id, revoked_at`,
+  };
+}

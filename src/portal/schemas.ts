@@ -1,0 +1,82 @@
+/**
+ * Portal sessions as zod schemas (API.md § "Portal sessions"): the body of POST
+ * /v3/portal-sessions and the answers of both operations. The document is generated from
+ * them; objects forbid undocumented fields.
+ */
+import { z } from "zod";
+import { successEnvelope } from "../http/envelopes";
+import { instantOutSchema } from "../lib/fields";
+
+/** Shortest portal session, in seconds. */
+const MIN_SESSION_SECONDS = 60;
+/** Longest portal session, in seconds (7 days). */
+const MAX_SESSION_SECONDS = 604_800;
+/** A portal session's length when the body does not say, in seconds (1 h). */
+export const DEFAULT_SESSION_SECONDS = 3600;
+
+const TOKEN_EXAMPLE = "ps_Hq3k2vTz8Jw5Yc1LmN0pQrStUvWxYzAbCdEfGhIjKlM";
+
+/** The body of POST /v3/portal-sessions (every field optional; the body may be absent). */
+export const createPortalSessionSchema = z
+  .strictObject({
+    expiresInSeconds: z
+      .int({ error: `must be an integer from ${MIN_SESSION_SECONDS} to ${MAX_SESSION_SECONDS}` })
+      .min(MIN_SESSION_SECONDS, `must be an integer from ${MIN_SESSION_SECONDS} to ${MAX_SESSION_SECONDS}`)
+      .max(MAX_SESSION_SECONDS, `must be an integer from ${MIN_SESSION_SECONDS} to ${MAX_SESSION_SECONDS}`)
+      .optional()
+      .meta({
+        description: `How long the token works, in seconds: ${MIN_SESSION_SECONDS} to ${MAX_SESSION_SECONDS} (7 days), default ${DEFAULT_SESSION_SECONDS}.`,
+        example: 3600,
+      }),
+    readOnly: z
+      .boolean({ error: "must be true or false" })
+      .optional()
+      .meta({ description: "`true`: the token may only read (the GET operations of its scope). Default `false`.", example: false }),
+  })
+  .meta({
+    id: "PortalSessionCreate",
+    description: "A new portal session. Unknown fields are a 400 UNKNOWN_PARAMETER.",
+    example: { expiresInSeconds: 3600, readOnly: false },
+  });
+
+/** A new portal session: the token (shown only here), the link to the portal, when it ends. */
+const portalSessionSchema = z
+  .strictObject({
+    token: z
+      .string()
+      .regex(/^ps_[A-Za-z0-9_-]{43}$/)
+      .meta({ description: "The token (`ps_` + 43 characters), shown only in this response; the service keeps only its SHA-256 hash." }),
+    url: z.string().meta({
+      format: "uri",
+      description: "The portal link: `<origin>/portal#token=<token>`. The fragment never reaches a server; the page removes it from the address bar.",
+    }),
+    expiresAt: instantOutSchema.meta({ description: "When the token stops working (401 from then on)." }),
+    readOnly: z.boolean().meta({ description: "Whether the token may only read." }),
+  })
+  .meta({
+    id: "PortalSession",
+    description: "A portal session token and its link.",
+    example: {
+      token: TOKEN_EXAMPLE,
+      url: `https://api.example.com/portal#token=${TOKEN_EXAMPLE}`,
+      expiresAt: "2026-09-07T09:00:00.000Z",
+      readOnly: false,
+    },
+  });
+
+/** The 201 of POST /v3/portal-sessions. */
+export const portalSessionResponseSchema = successEnvelope("PortalSessionResponse", portalSessionSchema, "The new portal session.");
+
+/** The 200 of DELETE /v3/portal-sessions. */
+export const revokedPortalSessionsResponseSchema = successEnvelope(
+  "PortalSessionsRevokedResponse",
+  z
+    .strictObject({
+      revoked: z.int().min(0).meta({ description: "How many of the school's tokens were still valid (neither expired nor revoked) and are now revoked." }),
+    })
+    .meta({ id: "PortalSessionsRevoked", example: { revoked: 2 } }),
+  "Every token of the school is revoked.",
+);
+
+/** The example of POST /v3/portal-sessions's answer. */
+export const PORTAL_SESSION_EXAMPLE = portalSessionSchema.meta()!.example;
