@@ -1,7 +1,8 @@
 /**
  * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts) and the webhook portal
- * (src/portal/), `scheduled` sweeps the outbox, and the SchoolHub and WebhookCourier Durable
- * Object classes are exported for their bindings.
+ * (src/portal/) and writes one log line per request (src/lib/log.ts), `scheduled` sweeps the
+ * outbox, and the SchoolHub and WebhookCourier Durable Object classes are exported for their
+ * bindings.
  */
 import { operations } from "./api";
 import { openSession } from "./db/client";
@@ -10,6 +11,7 @@ import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
 import { buildRouter, errorResponse, type Route } from "./http/router";
+import { describeError, logPrune, logRequest, logSweep } from "./lib/log";
 import { servePortal } from "./portal/serve";
 
 export { WebhookCourier } from "./webhooks/courier";
@@ -21,16 +23,29 @@ export function workerOf(routes: readonly Route<Env>[]) {
   return {
     async fetch(request, env, exec): Promise<Response> {
       const rc = new RequestContext(request.headers.get("x-request-id"));
+      let response: Response;
       try {
-        return await withRateLimit(request, env, async () => {
+        response = await withRateLimit(request, env, async () => {
           // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
           const portal = await servePortal(request, env, rc);
           if (portal) return portal;
           return handle(request, env, exec, rc);
         });
       } catch (err) {
-        return errorResponse(err, rc);
+        response = errorResponse(err, rc);
       }
+      logRequest({
+        requestId: rc.requestId,
+        schoolId: rc.schoolId,
+        operationId: rc.operationId,
+        method: request.method,
+        path: new URL(request.url).pathname.slice(0, 200),
+        status: response.status,
+        durationMs: rc.elapsedMs(),
+        dbMs: rc.dbMs,
+        ...(rc.internalError === undefined ? {} : describeError(rc.internalError)),
+      });
+      return response;
     },
     /**
      * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
@@ -38,8 +53,9 @@ export function workerOf(routes: readonly Route<Env>[]) {
      * statistics (D1 runs ANALYZE on the tables that need it).
      */
     async scheduled(controller, env, exec): Promise<void> {
-      exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
-      exec.waitUntil(pruneIdempotencyKeys(openSession(env.DB, "write").d1).then((n) => console.log("idempotency keys pruned", n)));
+      const started = Date.now();
+      exec.waitUntil(sweepOutbox(env).then((r) => logSweep({ ...r, durationMs: Date.now() - started })));
+      exec.waitUntil(pruneIdempotencyKeys(openSession(env.DB, "write").d1).then((n) => logPrune({ idempotencyKeys: n })));
       if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
     },
   } satisfies ExportedHandler<Env>;

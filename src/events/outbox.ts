@@ -6,6 +6,7 @@
  */
 import { openSession } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
+import { describeError, logPublishFailure } from "../lib/log";
 import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";
 
@@ -28,7 +29,7 @@ export async function publishEvents(env: Env, schoolId: string, events: SchoolEv
   try {
     await hubFor(env, schoolId).publish(events);
   } catch (err) {
-    console.warn(`outbox: publish of ${events.length} event(s) for ${schoolId} failed; the sweep will retry`, err);
+    logPublishFailure({ schoolId, events: events.length, ...describeError(err) });
     return false;
   }
   await timed(() =>

@@ -21,6 +21,20 @@ export async function apiKeyHash(request: Request): Promise<string> {
 }
 
 /**
+ * The verdict of a credential lookup: every lookup ends here, so that the request's context
+ * learns its school (the log line) and that its credential is valid.
+ *
+ * @param schoolId the school the lookup found for the request's credential, `undefined` for none.
+ * @returns `schoolId`.
+ * @throws ApiError 401 UNAUTHORIZED when `schoolId` is `undefined`.
+ */
+export function verifiedSchool(rc: RequestContext, schoolId: string | undefined): string {
+  if (schoolId === undefined) throw errors.unauthorized();
+  rc.schoolId = schoolId;
+  return schoolId;
+}
+
+/**
  * Resolves a key hash to its school id with one D1 query.
  *
  * @throws ApiError 401 UNAUTHORIZED for unknown or revoked keys.
@@ -29,8 +43,7 @@ export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: s
   const row = await rc.db(() =>
     db.prepare("SELECT school_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL").bind(keyHash).first<{ school_id: string }>(),
   );
-  if (!row) throw errors.unauthorized();
-  return row.school_id;
+  return verifiedSchool(rc, row?.school_id);
 }
 
 /**

@@ -24,20 +24,28 @@ function pathPattern(path: string): RegExp {
   return new RegExp(`^${source}/*$`);
 }
 
-/** What the router needs of an operation (a benchmark-only route declares no more). */
-export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler">;
+/** What the router needs of an operation (a benchmark-only route may have no `operationId`). */
+export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler"> & Partial<Pick<Operation<E>, "operationId">>;
 
 /** Builds the fetch function of a list of operations. */
 export function buildRouter<E>(operations: readonly Route<E>[]) {
   const router = Router<IRequest, [E, ExecutionContext, RequestContext]>({
-    catch: (err: unknown, req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
+    catch: (err: unknown, _req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
       const { status, body, headers } = toErrorBody(err, rc.requestId);
-      if (status === 500) console.error(`[${rc.requestId}] ${req.method} ${req.url}`, err);
+      // The request's log line (src/index.ts) carries it; the client never sees it.
+      if (status === 500) rc.internalError = err;
       return jsonResponse(body, status, headers);
     },
   });
   const routes = router.routes as RouteEntry[];
-  for (const op of operations) routes.push([op.method, pathPattern(op.path), [op.handler], op.path]);
+  for (const op of operations) {
+    // Names the matched operation for the request's log line, then hands over (itty-router
+    // runs the next handler when one returns nothing).
+    const name = (_req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
+      rc.operationId = op.operationId;
+    };
+    routes.push([op.method, pathPattern(op.path), [name, op.handler], op.path]);
+  }
   // Fallback: 405 when another method matches the path, else 404.
   router.all("*", (req: IRequest) => {
     const path = new URL(req.url).pathname;
@@ -68,5 +76,6 @@ function finish(response: Response, rc: RequestContext): Response {
 /** The error envelope of `err` as a complete response (for errors thrown outside the router). */
 export function errorResponse(err: unknown, rc: RequestContext): Response {
   const { status, body, headers } = toErrorBody(err, rc.requestId);
+  if (status === 500) rc.internalError = err;
   return finish(jsonResponse(body, status, headers), rc);
 }
