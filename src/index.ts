@@ -25,7 +25,7 @@ export function workerOf(routes: readonly Route<Env>[]) {
       const rc = new RequestContext(request.headers.get("x-request-id"));
       let response: Response;
       try {
-        response = await withRateLimit(request, env, async () => {
+        response = await withRateLimit(request, env, rc, async () => {
           // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
           const portal = await servePortal(request, env, rc);
           if (portal) return portal;

@@ -169,11 +169,13 @@ describe("the document covers the route table and the contract", () => {
     }
   });
 
-  it("describes the unmatched paths and methods (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED with allow)", () => {
+  it("describes the unmatched paths and methods (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED with allow, 429 RATE_LIMITED with Retry-After)", () => {
     const fallback = doc[FALLBACK_RESPONSES_KEY];
     expect(codesOf(fallback[404])).toEqual(["NOT_FOUND"]);
     expect(codesOf(fallback[405])).toEqual(["METHOD_NOT_ALLOWED"]);
     expect(fallback[405].headers.allow.required).toBe(true);
+    expect(codesOf(fallback[429])).toEqual(["RATE_LIMITED"]);
+    expect(fallback[429].headers["Retry-After"]).toBeDefined();
   });
 
   it("every operation has an id, a summary, a tag, the request id header parameter, and every response carries x-request-id and Server-Timing", () => {

@@ -10,19 +10,28 @@ import { errors } from "./errors";
 const BEARER_RE = new RegExp(`^Bearer\\s+(${API_KEY_PATTERN})\\s*$`);
 
 /**
+ * The credential the request presents (the token of a well-formed `Authorization: Bearer
+ * <credential>`), not yet verified; `undefined` without one. The rate limit counts by it.
+ */
+export function bearerCredential(request: Request): string | undefined {
+  return BEARER_RE.exec(request.headers.get("authorization") ?? "")?.[1];
+}
+
+/**
  * The SHA-256 hex of the request's API key.
  *
  * @throws ApiError 401 UNAUTHORIZED when the header is missing or malformed.
  */
 export async function apiKeyHash(request: Request): Promise<string> {
-  const match = BEARER_RE.exec(request.headers.get("authorization") ?? "");
-  if (!match) throw errors.unauthorized();
-  return sha256Hex(match[1]!);
+  const credential = bearerCredential(request);
+  if (credential === undefined) throw errors.unauthorized();
+  return sha256Hex(credential);
 }
 
 /**
  * The verdict of a credential lookup: every lookup ends here, so that the request's context
- * learns its school (the log line) and that its credential is valid.
+ * learns its school (the log line) and that its credential is valid (the rate limit then
+ * counts that credential by itself, src/http/rate-limit.ts).
  *
  * @param schoolId the school the lookup found for the request's credential, `undefined` for none.
  * @returns `schoolId`.

@@ -90,7 +90,10 @@ export interface Operation<E> {
  */
 export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
   const shared: Record<number, ErrorResponse> = {
-    429: { codes: ["RATE_LIMITED"], lead: "The limit is counted per API key, or per client IP for requests without a valid key." },
+    429: {
+      codes: ["RATE_LIMITED"],
+      lead: "The limit is counted per credential, or per client IP for requests without a valid one. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.",
+    },
     500: ["INTERNAL_ERROR"],
   };
   if (!op.public) shared[401] = ["UNAUTHORIZED"];
