@@ -48,9 +48,10 @@ export function workerOf(routes: readonly Route<Env>[]) {
       return response;
     },
     /**
-     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
-     * ones, prune idempotency keys older than 24 h (on the primary); once an hour also `PRAGMA optimize`, which refreshes the query planner's
-     * statistics (D1 runs ANALYZE on the tables that need it).
+     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows, fairly per
+     * school, and prune old ones; prune idempotency keys older than 24 h (on the primary);
+     * once an hour also `PRAGMA optimize`, which refreshes the query planner's statistics
+     * (D1 runs ANALYZE on the tables that need it). Each writes its log line.
      */
     async scheduled(controller, env, exec): Promise<void> {
       const started = Date.now();

@@ -57,6 +57,8 @@ export interface PublishFailureLine {
 
 /** One line per cron sweep of the outbox (src/events/outbox.ts). */
 export interface SweepLine {
+  /** Schools with due rows handled by this sweep. */
+  schools: number;
   republished: number;
   /** Rows whose hub failed, timed out or was not reached within the sweep's budget. */
   failed: number;
@@ -105,7 +107,7 @@ const FIELDS: { [K in keyof Lines]: Record<keyof Lines[K], Form> } = {
     error: "text",
   },
   outbox_publish_failed: { schoolId: "id", events: "int", error: "text" },
-  outbox_sweep: { republished: "int", failed: "int", pruned: "int", durationMs: "ms" },
+  outbox_sweep: { schools: "int", republished: "int", failed: "int", pruned: "int", durationMs: "ms" },
   idempotency_prune: { idempotencyKeys: "int" },
 };
 
