@@ -11,6 +11,7 @@ import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
+import { DOCS_HEADERS } from "./portal/headers";
 import { eventWebhooks } from "./webhooks/event-webhooks";
 import { lifecycleOperations } from "./webhooks/lifecycle-operations";
 import { webhookOperations } from "./webhooks/operations";
@@ -20,7 +21,7 @@ export const operations: Operation<Env>[] = [
   ...courseOperations(publishEvents),
   ...webhookOperations,
   ...lifecycleOperations,
-  ...referenceOperations<Env>(openApiDocument),
+  ...referenceOperations<Env>(openApiDocument, DOCS_HEADERS),
 ];
 
 let cached: OpenApiDocument | undefined;

@@ -12,7 +12,7 @@ import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
 import { buildRouter, errorResponse, type Route } from "./http/router";
 import { describeError, logPrune, logRequest, logSweep } from "./lib/log";
-import { servePortal } from "./portal/serve";
+import { serveStatic } from "./portal/serve";
 
 export { WebhookCourier } from "./webhooks/courier";
 export { SchoolHub } from "./webhooks/hub";
@@ -26,9 +26,9 @@ export function workerOf(routes: readonly Route<Env>[]) {
       let response: Response;
       try {
         response = await withRateLimit(request, env, rc, async () => {
-          // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
-          const portal = await servePortal(request, env, rc);
-          if (portal) return portal;
+          // The portal's and the API reference's static files, with their CSP (wrangler.toml run_worker_first).
+          const file = await serveStatic(request, env, rc);
+          if (file) return file;
           return handle(request, env, exec, rc);
         });
       } catch (err) {
