@@ -38,6 +38,9 @@ export default defineConfig(async () => {
       // file being isolated (and vitest 5 prints an `isolate: false` hint unless it is set).
       isolate: true,
       testTimeout: 30_000,
+      // The service's routine log lines (src/lib/log.ts: one per request) would bury the
+      // report; warnings and errors (stderr) are still shown.
+      onConsoleLog: (log: string, type: "stdout" | "stderr") => !(type === "stdout" && log.startsWith('{"kind":')),
     },
   };
 });

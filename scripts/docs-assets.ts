@@ -16,7 +16,7 @@
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { SCALAR_SCRIPT_PATH } from "../src/openapi/docs-page.ts";
+import { SCALAR_SCRIPT_PATH, SCALAR_SETUP_PATH, SCALAR_SETUP_SCRIPT } from "../src/openapi/docs-page.ts";
 
 /** The repository root (this file lives in scripts/). */
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -27,9 +27,18 @@ export const ASSETS_DIR = "dist/assets";
 /** Where the bundle comes from, relative to the repository root. */
 const SOURCE = "node_modules/@scalar/api-reference/dist/browser/standalone.js";
 
+/** Writes the page's setup script (`SCALAR_SETUP_PATH`) unless it is already there as it should be. */
+function writeSetupScript(root: string): void {
+  const setup = path.join(root, ASSETS_DIR, SCALAR_SETUP_PATH);
+  if (existsSync(setup) && readFileSync(setup, "utf8") === SCALAR_SETUP_SCRIPT) return;
+  mkdirSync(path.dirname(setup), { recursive: true });
+  writeFileSync(setup, SCALAR_SETUP_SCRIPT);
+}
+
 /**
  * Makes sure `dist/assets/docs/scalar-api-reference.js` is a copy of the installed Scalar
- * bundle (without its `sourceMappingURL` comment: the map is not shipped).
+ * bundle (without its `sourceMappingURL` comment: the map is not shipped), and that the
+ * page's setup script (`SCALAR_SETUP_PATH`) is there beside it.
  *
  * @param root the repository root (default: this checkout).
  * @returns the destination path, the Scalar version, and whether a copy was written.
@@ -42,6 +51,7 @@ export function ensureDocsAssets(root = ROOT): { file: string; version: string; 
   const file = path.join(root, ASSETS_DIR, SCALAR_SCRIPT_PATH);
   const stamp = `${file}.version`;
   const expected = `${version} ${statSync(source).size}`;
+  writeSetupScript(root);
   if (existsSync(file) && existsSync(stamp) && readFileSync(stamp, "utf8") === expected) return { file, version, copied: false };
   mkdirSync(path.dirname(file), { recursive: true });
   const text = readFileSync(source, "utf8").replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n");

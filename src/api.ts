@@ -11,6 +11,7 @@ import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
 import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
+import { DOCS_HEADERS } from "./portal/headers";
 import { portalSessionOperations } from "./portal/operations";
 import { deliveryOperations } from "./webhooks/api/deliveries";
 import { catalogOperations, eventWebhooks } from "./webhooks/api/event-catalog";
@@ -25,7 +26,7 @@ export const operations: Operation<Env>[] = [
   ...feedOperations,
   ...catalogOperations,
   ...portalSessionOperations,
-  ...referenceOperations<Env>(openApiDocument),
+  ...referenceOperations<Env>(openApiDocument, DOCS_HEADERS),
 ];
 
 let cached: OpenApiDocument | undefined;

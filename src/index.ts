@@ -1,7 +1,8 @@
 /**
  * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts) and the webhook portal
- * (src/portal/), `scheduled` sweeps the outbox, and the SchoolHub and WebhookCourier Durable
- * Object classes are exported for their bindings.
+ * (src/portal/) and writes one log line per request (src/lib/log.ts), `scheduled` sweeps the
+ * outbox, and the SchoolHub and WebhookCourier Durable Object classes are exported for their
+ * bindings.
  */
 import { operations } from "./api";
 import { openSession } from "./db/client";
@@ -10,7 +11,8 @@ import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
 import { buildRouter, errorResponse, type Route } from "./http/router";
-import { servePortal } from "./portal/serve";
+import { describeError, logPrune, logRequest, logSweep } from "./lib/log";
+import { serveStatic } from "./portal/serve";
 import { prunePortalSessions } from "./portal/sessions";
 
 export { WebhookCourier } from "./webhooks/courier/webhook-courier";
@@ -22,27 +24,41 @@ export function workerOf(routes: readonly Route<Env>[]) {
   return {
     async fetch(request, env, exec): Promise<Response> {
       const rc = new RequestContext(request.headers.get("x-request-id"));
+      let response: Response;
       try {
-        return await withRateLimit(request, env, async () => {
-          // The webhook portal's static files, with its CSP (wrangler.toml run_worker_first).
-          const portal = await servePortal(request, env, rc);
-          if (portal) return portal;
+        response = await withRateLimit(request, env, rc, async () => {
+          // The portal's and the API reference's static files, with their CSP (wrangler.toml run_worker_first).
+          const file = await serveStatic(request, env, rc);
+          if (file) return file;
           return handle(request, env, exec, rc);
         });
       } catch (err) {
-        return errorResponse(err, rc);
+        response = errorResponse(err, rc);
       }
+      logRequest({
+        requestId: rc.requestId,
+        schoolId: rc.schoolId,
+        operationId: rc.operationId,
+        method: request.method,
+        path: new URL(request.url).pathname.slice(0, 200),
+        status: response.status,
+        durationMs: rc.elapsedMs(),
+        dbMs: rc.dbMs,
+        ...(rc.internalError === undefined ? {} : describeError(rc.internalError)),
+      });
+      return response;
     },
     /**
-     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows and prune old
-     * ones, prune idempotency keys older than 24 h and portal sessions expired for a day (on
-     * the primary); once an hour also `PRAGMA optimize`, which refreshes the query planner's
-     * statistics (D1 runs ANALYZE on the tables that need it).
+     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows, fairly per
+     * school, and prune old ones; prune idempotency keys older than 24 h and portal sessions expired for a day (on the primary);
+     * once an hour also `PRAGMA optimize`, which refreshes the query planner's statistics
+     * (D1 runs ANALYZE on the tables that need it). Each writes its log line.
      */
     async scheduled(controller, env, exec): Promise<void> {
-      exec.waitUntil(sweepOutbox(env).then((r) => console.log("outbox sweep", JSON.stringify(r))));
-      exec.waitUntil(pruneIdempotencyKeys(openSession(env.DB, "write").d1).then((n) => console.log("idempotency keys pruned", n)));
-      exec.waitUntil(prunePortalSessions(env.DB).then((n) => console.log("portal sessions pruned", n)));
+      const started = Date.now();
+      exec.waitUntil(sweepOutbox(env).then((r) => logSweep({ ...r, durationMs: Date.now() - started })));
+      exec.waitUntil(pruneIdempotencyKeys(openSession(env.DB, "write").d1).then((n) => logPrune({ idempotencyKeys: n })));
+      exec.waitUntil(prunePortalSessions(env.DB).then((n) => logPrune({ portalSessions: n })));
       if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
     },
   } satisfies ExportedHandler<Env>;

@@ -38,6 +38,9 @@ async function read(variant: string, count = true) {
 
 describe("the variants of the benchmark entry", () => {
   it("A: one D1 call counted at the binding, one limit() call, the bookmark and the policy", async () => {
+    // The key's first request in this isolate is charged to the client IP, then (once
+    // verified) recorded against the key: two limit() calls (src/http/rate-limit.ts).
+    expect((await read("a")).headers.get("x-bench-ratelimit-calls")).toBe("2");
     const res = await read("a");
     expect(res.status).toBe(200);
     expect(res.headers.get("x-bench-d1-calls")).toBe("1");

@@ -9,7 +9,7 @@
  * forbid undocumented fields: `additionalProperties: false`); documented required headers
  * (`x-request-id`, `Server-Timing`, `location`, `allow`) must be present and match their
  * patterns. A request that matches no operation is checked against the document's
- * `x-fallback-responses` (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED).
+ * `x-fallback-responses` (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED, 429 RATE_LIMITED).
  *
  * A mismatch throws an Error naming the request, the status, the document location of the
  * schema and the JSON path of each problem.

@@ -7,11 +7,13 @@
  * `npm run lint:openapi` (scripts/lint-openapi.ts), which `npm test` runs first.
  */
 import { env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument, operations } from "../src/api";
 import type { ErrorCode } from "../src/http/error-catalogue";
-import { OPENAPI_PATH, SCALAR_CONFIGURATION, SCALAR_SCRIPT_PATH } from "../src/openapi/docs-page";
+import { OPENAPI_PATH, SCALAR_CONFIGURATION, SCALAR_SCRIPT_PATH, SCALAR_SETUP_PATH, SCALAR_SETUP_SCRIPT } from "../src/openapi/docs-page";
 import { FALLBACK_RESPONSES_KEY, PORTAL_SECURITY_SCHEME, SECURITY_SCHEME } from "../src/openapi/document";
+import { DOCS_CSP, DOCS_HEADERS, PORTAL_HEADERS } from "../src/portal/headers";
 import { BASE, call, callJson, loadFixture } from "./helpers";
 import { checkResponse, problemsAt } from "./openapi-check";
 import { Receivers } from "./webhooks/receivers";
@@ -189,11 +191,13 @@ describe("the document covers the route table and the contract", () => {
     }
   });
 
-  it("describes the unmatched paths and methods (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED with allow)", () => {
+  it("describes the unmatched paths and methods (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED with allow, 429 RATE_LIMITED with Retry-After)", () => {
     const fallback = doc[FALLBACK_RESPONSES_KEY];
     expect(codesOf(fallback[404])).toEqual(["NOT_FOUND"]);
     expect(codesOf(fallback[405])).toEqual(["METHOD_NOT_ALLOWED"]);
     expect(fallback[405].headers.allow.required).toBe(true);
+    expect(codesOf(fallback[429])).toEqual(["RATE_LIMITED"]);
+    expect(fallback[429].headers["Retry-After"]).toBeDefined();
   });
 
   it("every operation has an id, a summary, a tag, the request id header parameter, and every response carries x-request-id and Server-Timing", () => {
@@ -361,11 +365,48 @@ describe("GET /openapi.json and GET /docs", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("text/html; charset=utf-8");
     const html = await res.text();
-    expect(html).toContain(`<script src="${SCALAR_SCRIPT_PATH}"></script>`);
-    expect(html).toContain(`"url":"${OPENAPI_PATH}"`);
+    expect(html).toContain(`<script src="${SCALAR_SETUP_PATH}"></script>\n    <script src="${SCALAR_SCRIPT_PATH}"></script>`);
+    // The configuration is a data block's attribute, HTML-escaped; the page reads it back whole.
+    const attribute = /<script id="api-reference" type="application\/json" data-configuration="([^"]*)"><\/script>/.exec(html)?.[1];
+    const decoded = attribute?.replace(/&#(\d+);/g, (_, code) => String.fromCharCode(Number(code)));
+    expect(JSON.parse(decoded ?? "null")).toEqual(SCALAR_CONFIGURATION);
+    expect(SCALAR_CONFIGURATION.url).toBe(OPENAPI_PATH);
     // Nothing from another origin: no absolute URL in the page.
     expect(html).not.toMatch(/(src|href)="(https?:)?\/\//);
-    expect(SCALAR_CONFIGURATION).toMatchObject({ withDefaultFonts: false, telemetry: false });
+    expect(SCALAR_CONFIGURATION).toMatchObject({ withDefaultFonts: false, telemetry: false, hideClientButton: true });
+  });
+
+  it("serves /docs with a CSP of this origin only (inline styles aside), frame-ancestors 'none', nosniff and no-referrer", async () => {
+    const res = await call("/docs");
+    for (const [name, value] of Object.entries(DOCS_HEADERS)) expect(res.headers.get(name), name).toBe(value);
+    const directives = new Map(DOCS_CSP.split("; ").map((d) => [d.split(" ")[0]!, d.split(" ").slice(1)]));
+    expect(directives.get("frame-ancestors")).toEqual(["'none'"]);
+    expect(directives.get("script-src")).toEqual(["'self'"]);
+    expect(directives.get("style-src")).toEqual(["'self'", "'unsafe-inline'"]);
+    // Nothing else is allowed anywhere: no host, scheme, wildcard, data:, nonce or other 'unsafe-*'.
+    for (const [name, values] of directives) if (name !== "style-src") for (const v of values) expect(["'self'", "'none'"], name).toContain(v);
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+    // One home: the portal's companions are the same headers.
+    const { "content-security-policy": _docs, ...docsCompanions } = DOCS_HEADERS;
+    const { "content-security-policy": _portal, ...portalCompanions } = PORTAL_HEADERS;
+    expect(docsCompanions).toEqual(portalCompanions);
+    // The page itself needs no inline code: every executable script has a src, no inline style.
+    const html = await res.text();
+    for (const tag of html.match(/<script\b[^>]*>/g) ?? []) expect(tag).toMatch(/\bsrc="|type="application\/json"/);
+    expect(html).not.toMatch(/<style\b|\sstyle="|\son[a-z]+="/i);
+  });
+
+  it("serves the scripts under /docs/ through the Worker with the same headers", async () => {
+    for (const path of [SCALAR_SETUP_PATH, SCALAR_SCRIPT_PATH]) {
+      const res = await exports.default.fetch(new Request(`${BASE}${path}`));
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).toMatch(/javascript/);
+      for (const [name, value] of Object.entries(DOCS_HEADERS)) expect(res.headers.get(name), `${path} ${name}`).toBe(value);
+      expect(res.headers.get("x-request-id"), path).toMatch(/^req_/);
+      const text = await res.text();
+      if (path === SCALAR_SETUP_PATH) expect(text).toBe(SCALAR_SETUP_SCRIPT);
+    }
   });
 
   it("the Scalar bundle is a static asset of the Worker", async () => {

@@ -1,7 +1,8 @@
 /**
  * Course writes → outbox → hub → receiver (API.md § "Event delivery", DESIGN.md outbox):
  * events checked at a receiver in the contract's order; the cron sweep re-publishes exactly
- * once when the hub call failed; a duplicate publish delivers nothing twice.
+ * once when the hub call failed; a duplicate publish delivers nothing twice; the sweep is
+ * fair per school: a failing or hanging hub holds up only its own school's events.
  */
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
@@ -12,7 +13,7 @@ import type { SchoolEvent } from "../src/events/types";
 import worker from "../src/index";
 import { callJson } from "./helpers";
 import { checkEvent, checkResponse } from "./openapi-check";
-import { drain, newSchool, register } from "./webhooks/harness";
+import { courseEvent, drain, newSchool, register } from "./webhooks/harness";
 import { Receivers } from "./webhooks/receivers";
 
 const receivers = new Receivers();
@@ -115,5 +116,107 @@ describe("the outbox sweep", () => {
     expect((await sweepOutbox(env)).pruned).toBe(1);
     const left = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = 'sch_x'").all<{ event_id: string }>();
     expect(left.results.map((r) => r.event_id)).toEqual(["evt_recent"]);
+  });
+});
+
+/** Puts `events` of `schoolId` in the outbox, unpublished, created from `createdAt` on (1 ms apart, in order). */
+async function queueUnpublished(schoolId: string, events: SchoolEvent[], createdAt: number): Promise<void> {
+  await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT json_extract(value, '$.id'), ?, value, ? + key FROM json_each(?)")
+    .bind(schoolId, createdAt, JSON.stringify(events))
+    .run();
+}
+
+async function unpublishedIds(schoolId: string): Promise<string[]> {
+  const { results } = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at")
+    .bind(schoolId)
+    .all<{ event_id: string }>();
+  return results.map((r) => r.event_id);
+}
+
+const eventsOf = (schoolId: string, n: number) => Array.from({ length: n }, (_, i) => courseEvent(schoolId, "course.updated", i));
+
+type Hub = { publish(events: SchoolEvent[]): Promise<unknown> };
+
+/**
+ * `env` whose hubs are `hubs[schoolId]` where given (the real SchoolHub otherwise), counting
+ * the stubs taken per school: the sweep must take a fresh one per call.
+ */
+function envWithHubs(hubs: Record<string, Hub>) {
+  const stubsTaken = new Map<string, number>();
+  const SCHOOL_HUB = {
+    idFromName: (name: string) => ({ name }),
+    get: ({ name }: { name: string }) => {
+      stubsTaken.set(name, (stubsTaken.get(name) ?? 0) + 1);
+      return hubs[name] ?? env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromName(name));
+    },
+  };
+  return { env: { ...env, SCHOOL_HUB } as unknown as typeof env, stubsTaken };
+}
+
+describe("the outbox sweep is fair per school", () => {
+  const later = Date.now() + SWEEP_AFTER_MS + 60_000;
+  const hour = 3_600_000;
+
+  it("a failing hub and a hanging hub hold up only their own school; the others' events are published", async () => {
+    const [failing, hanging, healthy] = [await newSchool("fail"), await newSchool("hang"), await newSchool("ok")];
+    // The failing school's backlog is older and larger than a batch: a sweep that took the
+    // oldest rows of all schools together would leave the healthy school's events behind it.
+    await queueUnpublished(failing.schoolId, eventsOf(failing.schoolId, 600), later - 3 * hour);
+    await queueUnpublished(hanging.schoolId, eventsOf(hanging.schoolId, 3), later - 2 * hour);
+    const healthyEvents = eventsOf(healthy.schoolId, 2);
+    await queueUnpublished(healthy.schoolId, healthyEvents, later - hour);
+
+    const { env: flaky, stubsTaken } = envWithHubs({
+      [failing.schoolId]: { publish: () => Promise.reject(new Error("hub overloaded")) },
+      [hanging.schoolId]: { publish: () => new Promise(() => {}) },
+    });
+    // A short publish timeout, so that the hanging hub is given up on quickly.
+    const result = await sweepOutbox(flaky, later, { publishTimeoutMs: 50 });
+    expect(result).toMatchObject({ schools: 3, republished: 2, failed: 100 + 3 });
+    expect(await unpublishedIds(healthy.schoolId)).toEqual([]);
+    expect(await unpublishedIds(hanging.schoolId)).toHaveLength(3);
+    expect(await unpublishedIds(failing.schoolId)).toHaveLength(600);
+    // One stub per call: the failing school's hub was called once (its first batch failed).
+    expect(stubsTaken.get(failing.schoolId)).toBe(1);
+    // The healthy school's hub holds its events (a second publish is all duplicates).
+    expect(await hubFor(env, healthy.schoolId).publish(healthyEvents)).toMatchObject({ accepted: 0, duplicates: 2 });
+
+    // Once the hubs answer again, the next sweep publishes the rest, a fresh stub per call.
+    const { env: recovered } = envWithHubs({ [failing.schoolId]: { publish: async () => ({}) }, [hanging.schoolId]: { publish: async () => ({}) } });
+    expect(await sweepOutbox(recovered, later)).toMatchObject({ schools: 2, republished: 603, failed: 0 });
+    expect([...(await unpublishedIds(failing.schoolId)), ...(await unpublishedIds(hanging.schoolId))]).toEqual([]);
+  });
+
+  it("drains a healthy school's backlog beyond one batch in one sweep, oldest first", async () => {
+    const { schoolId } = await newSchool("backlog");
+    const events = eventsOf(schoolId, 250);
+    await queueUnpublished(schoolId, events, later - hour);
+    const published: string[] = [];
+    const { env: recording } = envWithHubs({
+      [schoolId]: {
+        publish: async (batch) => {
+          published.push(...batch.map((e) => e.id));
+          return {};
+        },
+      },
+    });
+    expect(await sweepOutbox(recording, later, { batch: 100 })).toMatchObject({ schools: 1, republished: 250, failed: 0 });
+    expect(published).toEqual(events.map((e) => e.id));
+  });
+
+  it("handles at most `schools` schools per sweep, those with the oldest due rows first; rows younger than 30 s wait", async () => {
+    const schools = [await newSchool("a"), await newSchool("b"), await newSchool("c"), await newSchool("d")];
+    const [newest, oldest, middle, young] = schools.map((s) => s.schoolId) as [string, string, string, string];
+    await queueUnpublished(newest, eventsOf(newest, 1), later - 1 * hour);
+    await queueUnpublished(oldest, eventsOf(oldest, 1), later - 3 * hour);
+    await queueUnpublished(middle, eventsOf(middle, 1), later - 2 * hour);
+    await queueUnpublished(young, eventsOf(young, 1), later - 1_000);
+    const ok = { publish: async () => ({}) };
+    const { env: fake } = envWithHubs(Object.fromEntries(schools.map((s) => [s.schoolId, ok])));
+    expect(await sweepOutbox(fake, later, { schools: 2 })).toMatchObject({ schools: 2, republished: 2 });
+    expect(await Promise.all([oldest, middle, newest, young].map(async (id) => (await unpublishedIds(id)).length))).toEqual([0, 0, 1, 1]);
+    expect(await sweepOutbox(fake, later, { schools: 2 })).toMatchObject({ schools: 1, republished: 1 });
+    expect(await unpublishedIds(young)).toHaveLength(1);
+    await env.DB.prepare("DELETE FROM outbox WHERE school_id = ?").bind(young).run();
   });
 });

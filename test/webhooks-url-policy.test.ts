@@ -1,9 +1,10 @@
 /**
- * URL policy (API.md § "Error codes" INVALID_WEBHOOK_URL; WEBHOOK_ALLOW_INSECURE_URLS),
- * case by case on the pure function, then through POST /v3/webhooks.
+ * URL policy (API.md § "POST /v3/webhooks" URL policy, § "Error codes" INVALID_WEBHOOK_URL;
+ * WEBHOOK_ALLOW_INSECURE_URLS), case by case on the pure function, the courier's check before
+ * sending, then through POST /v3/webhooks.
  */
 import { beforeAll, describe, expect, it } from "vitest";
-import { checkWebhookUrl } from "../src/webhooks/delivery/url-policy";
+import { checkWebhookUrl, sendRefusal } from "../src/webhooks/delivery/url-policy";
 import { callJson } from "./helpers";
 import { newSchool } from "./webhooks/harness";
 
@@ -47,7 +48,7 @@ const rejected: [string, RegExp][] = [
   ["https://192.0.0.8/hook", /IETF/],
   ["https://198.18.0.1/hook", /benchmarking/],
   ["https://224.0.0.1/hook", /multicast/],
-  ["https://255.255.255.255/hook", /reserved or broadcast/],
+  ["https://255.255.255.255/hook", /broadcast/],
   ["https://192.0.2.10/hook", /documentation/],
   // IPv6
   ["https://[::1]/hook", /loopback \(::1\)/],
@@ -59,8 +60,9 @@ const rejected: [string, RegExp][] = [
   ["https://[::ffff:10.1.2.3]/hook", /IPv4-mapped private/],
   ["https://[::ffff:169.254.169.254]/hook", /IPv4-mapped link-local/],
   ["https://[::127.0.0.1]/hook", /IPv4-compatible|loopback/],
-  ["https://[64:ff9b::10.0.0.1]/hook", /NAT64-mapped private/],
-  ["https://[2002:7f00:1::]/hook", /6to4-mapped loopback/],
+  ["https://[64:ff9b::10.0.0.1]/hook", /NAT64/],
+  ["https://[64:ff9b::8.8.8.8]/hook", /NAT64/],
+  ["https://[2002:7f00:1::]/hook", /6to4/],
   ["https://[fc00::1]/hook", /unique-local/],
   ["https://[fd12:3456:789a::1]/hook", /unique-local/],
   ["https://[fe80::1]/hook", /link-local/],
@@ -103,6 +105,32 @@ const rejected: [string, RegExp][] = [
   ["https://a..example.com/hook", /empty label/],
 ];
 
+/**
+ * IP literals outside public unicast, as ipaddr.js's `range()` names them from the IANA
+ * special-purpose address registries, and the exceptions the policy adds to it.
+ */
+const specialPurpose: [string, RegExp][] = [
+  ["https://[::ffff:0:127.0.0.1]/", /IPv4-translated/],
+  ["https://[64:ff9b:1::a9fe:a9fe]/", /IPv4\/IPv6 translation/],
+  ["https://[2001::1]/", /Teredo/],
+  ["https://[100::1]/", /discard-only/],
+  ["https://[3fff::1]/", /documentation/],
+  ["https://[5f00::1]/", /SRv6/],
+  ["https://198.18.0.1/", /benchmarking/],
+  ["https://224.0.0.1/", /multicast/],
+  ["https://255.255.255.255/", /broadcast/],
+  ["https://192.0.0.192/", /IETF protocol assignments/],
+  ["https://240.0.0.1/", /future use/],
+  ["https://192.0.2.1/", /documentation/],
+  ["https://192.31.196.1/", /AS112/],
+  ["https://[2001:2::1]/", /IETF protocol assignments|benchmarking/],
+  ["https://[::ffff:100.64.0.1]/", /IPv4-mapped carrier-grade NAT/],
+  // The exceptions: ipaddr.js 2.5 calls these `unicast`.
+  ["https://[100:0:0:1::1]/", /dummy IPv6 prefix/],
+  ["https://[::8.8.8.8]/", /IPv4-compatible/],
+  ["https://[4000::1]/", /outside the global unicast space/],
+];
+
 const accepted: [string, string][] = [
   ["https://example.com/hook", "https://example.com/hook"],
   ["https://Hooks.Example.COM:8443/a/b?x=1", "https://hooks.example.com:8443/a/b?x=1"],
@@ -114,6 +142,8 @@ const accepted: [string, string][] = [
   ["https://100.128.0.1/hook", "https://100.128.0.1/hook"],
   ["https://[2606:4700:4700::1111]/hook", "https://[2606:4700:4700::1111]/hook"],
   ["https://[::ffff:8.8.8.8]/hook", "https://[::ffff:808:808]/hook"],
+  ["https://[2a00:1450:4007:80e::200e]/hook", "https://[2a00:1450:4007:80e::200e]/hook"],
+  ["https://1.1.1.1/hook", "https://1.1.1.1/hook"],
   ["https://localhost.example.com/hook", "https://localhost.example.com/hook"],
   ["https://xn--bcher-kva.example.com/hook", "https://xn--bcher-kva.example.com/hook"],
   ["https://bücher.example.com/hook", "https://xn--bcher-kva.example.com/hook"],
@@ -131,8 +161,27 @@ describe("checkWebhookUrl (strict)", () => {
     if (!verdict.ok) expect(verdict.reason).toMatch(reason);
   });
 
+  it.each(specialPurpose)("refuses the special-purpose address %s", (url, reason) => {
+    const verdict = checkWebhookUrl(url, false);
+    expect(verdict).toMatchObject({ ok: false, liftable: true });
+    if (!verdict.ok) expect(verdict.reason).toMatch(reason);
+  });
+
   it.each(accepted)("accepts %s as %s", (url, normalized) => {
     expect(checkWebhookUrl(url, false)).toEqual({ ok: true, url: normalized });
+  });
+});
+
+describe("sendRefusal (the courier's check before each attempt)", () => {
+  it("refuses, with the reason, a stored URL the current policy refuses", () => {
+    expect(sendRefusal("https://[::ffff:7f00:1]/hook", false)).toMatch(/^refused by the URL policy: .*IPv4-mapped loopback/);
+    expect(sendRefusal("http://127.0.0.1:9000/hook", false)).toMatch(/must use https/);
+  });
+
+  it("lets through what the policy accepts, and everything but a bad scheme with WEBHOOK_ALLOW_INSECURE_URLS=true", () => {
+    expect(sendRefusal("https://hooks.example.com/in", false)).toBeNull();
+    expect(sendRefusal("http://127.0.0.1:9000/hook", true)).toBeNull();
+    expect(sendRefusal("ftp://127.0.0.1/x", true)).toMatch(/scheme "ftp"/);
   });
 });
 
@@ -179,11 +228,22 @@ describe("POST /v3/webhooks applies the policy", () => {
     "https://user:pass@example.com/",
     "https://hooks.example/",
     "https://localhost/",
+    "https://[2001::1]/",
+    "https://[64:ff9b:1::a9fe:a9fe]/",
   ])("400 INVALID_WEBHOOK_URL for %s", async (url) => {
     const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, json: { url } });
     expect(status).toBe(400);
     expect(body.code).toBe("INVALID_WEBHOOK_URL");
     expect(body.details).toEqual([{ path: "url", message: expect.any(String) }]);
+  });
+
+  it("names WEBHOOK_ALLOW_INSECURE_URLS as the local-development switch, where it would lift the refusal", async () => {
+    const local = await callJson("/v3/webhooks", { method: "POST", key, json: { url: "http://127.0.0.1:9000/hook" } });
+    expect(local.body.message).toBe(
+      "The webhook URL is not accepted: the URL must use https. For local development, WEBHOOK_ALLOW_INSECURE_URLS=true lifts this policy.",
+    );
+    const malformed = await callJson("/v3/webhooks", { method: "POST", key, json: { url: "not a url" } });
+    expect(malformed.body.message).not.toMatch(/WEBHOOK_ALLOW_INSECURE_URLS/);
   });
 
   it("stores the normalized URL of an accepted one", async () => {

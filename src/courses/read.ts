@@ -6,8 +6,8 @@
 import { and, eq, isNull } from "drizzle-orm";
 import type { DbSession } from "../db/client";
 import { apiKeys } from "../db/schema";
+import { verifiedSchool } from "../http/auth";
 import type { RequestContext } from "../http/context";
-import { errors } from "../http/errors";
 import { type CourseQuery, toCourseQuery } from "./filters";
 import { type CourseRow, selectCoursePage } from "./query";
 import { courseNotFound } from "./schemas";
@@ -36,7 +36,7 @@ export async function readCoursePage(
       selectCoursePage(db, { keyHash }, q),
     ]),
   );
-  if (keyRows.length === 0) throw errors.unauthorized();
+  verifiedSchool(rc, keyRows[0]?.schoolId);
   return { rows: rows.slice(0, q.limit), hasMore: rows.length > q.limit };
 }
 

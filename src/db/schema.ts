@@ -229,7 +229,9 @@ export const courseSurveyTemplates = sqliteTable(
 
 /**
  * Transactional outbox (DESIGN.md): events written in the same D1 batch as the course
- * write, marked `published_at` once the school's hub acknowledged them.
+ * write, marked `published_at` once the school's hub acknowledged them. The sweep finds the
+ * schools with unpublished rows, and each one's oldest, through the partial index of
+ * unpublished rows by school (src/events/outbox.ts).
  */
 export const outbox = sqliteTable(
   "outbox",
@@ -241,7 +243,10 @@ export const outbox = sqliteTable(
     createdAt: integer("created_at").notNull(),
     publishedAt: integer("published_at"),
   },
-  (t) => [index("outbox_pending_idx").on(t.publishedAt, t.createdAt)],
+  (t) => [
+    index("outbox_pending_idx").on(t.publishedAt, t.createdAt),
+    index("outbox_unpublished_school_idx").on(t.schoolId, t.createdAt, t.eventId).where(sql`${t.publishedAt} IS NULL`),
+  ],
 );
 
 /**

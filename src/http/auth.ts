@@ -62,8 +62,22 @@ export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: s
   const row = await rc.db(() =>
     db.prepare("SELECT school_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL").bind(keyHash).first<{ school_id: string }>(),
   );
-  if (!row) throw errors.unauthorized();
-  return row.school_id;
+  return verifiedSchool(rc, row?.school_id);
+}
+
+/**
+ * The verdict of a credential lookup: every lookup ends here, so that the request's context
+ * learns its school (the log line) and that its credential is valid (the rate limit then
+ * counts that credential by itself, src/http/rate-limit.ts).
+ *
+ * @param schoolId the school the lookup found for the request's credential, `undefined` for none.
+ * @returns `schoolId`.
+ * @throws ApiError 401 UNAUTHORIZED when `schoolId` is `undefined`.
+ */
+export function verifiedSchool(rc: RequestContext, schoolId: string | undefined): string {
+  if (schoolId === undefined) throw errors.unauthorized();
+  rc.schoolId = schoolId;
+  return schoolId;
 }
 
 /**
@@ -87,6 +101,7 @@ async function schoolOfPortalToken(request: Request, db: D1Database, rc: Request
   // Only the holder of the token learns why it no longer works: say so, the portal shows it.
   if (row.revoked_at !== null) throw new ApiError("UNAUTHORIZED", `This portal session was revoked; ${NEW_LINK}.`);
   if (row.expires_at <= Date.now()) throw new ApiError("UNAUTHORIZED", `This portal session ended at ${formatInstant(row.expires_at)}; ${NEW_LINK}.`);
+  verifiedSchool(rc, row.school_id);
   if (!rc.portalTokens) {
     throw new ApiError(
       "FORBIDDEN",

@@ -31,6 +31,16 @@ export class RequestContext {
    * in ms since the epoch.
    */
   portalSession: { expiresAt: number; readOnly: boolean } | null = null;
+  /**
+   * The school of the request's credential, set once the credential is verified
+   * (src/http/auth.ts): the log line's `schoolId`, and the sign for the rate limit that the
+   * credential is valid (src/http/rate-limit.ts).
+   */
+  schoolId: string | undefined = undefined;
+  /** The `operationId` of the operation the router matched (the log line's). */
+  operationId: string | undefined = undefined;
+  /** What a 500 threw (the log line's `error` and `stack`; never sent to the client). */
+  internalError: unknown = undefined;
 
   constructor(incomingId?: string | null) {
     this.requestId = incomingId && /^[A-Za-z0-9_.:-]{1,128}$/.test(incomingId) ? incomingId : mintId("req");
@@ -47,9 +57,14 @@ export class RequestContext {
     }
   }
 
+  /** ms since the request arrived. */
+  elapsedMs(): number {
+    return performance.now() - this.startedAt;
+  }
+
   /** The `Server-Timing` header value. */
   serverTiming(): string {
-    const total = performance.now() - this.startedAt;
+    const total = this.elapsedMs();
     return `db;dur=${this.dbMs.toFixed(1)};desc="D1 round trips: ${this.dbRoundTrips}", total;dur=${total.toFixed(1)}`;
   }
 }

@@ -59,8 +59,11 @@ export const ERRORS = {
   SURVEY_TEMPLATES_NOT_FOUND: { status: 400, when: "the write references survey templates that do not exist in the school (`details` lists them)" },
   INVALID_WEBHOOK_URL: {
     status: 400,
-    when: "the URL is not https, carries credentials, or targets a private, loopback, link-local or reserved address, a single-label host or a special-use or internal name",
-    example: { message: "The webhook URL is not accepted: the URL must use https.", details: [{ path: "url", message: "the URL must use https" }] },
+    when: "the URL is not https, carries credentials, or targets an IP address that is not globally reachable unicast (private, loopback, link-local, or any other range of the IANA special-purpose address registries), a single-label host or a special-use or internal name; the message names WEBHOOK_ALLOW_INSECURE_URLS, the deployment's local-development switch, where it would lift the refusal",
+    example: {
+      message: "The webhook URL is not accepted: the URL must use https. For local development, WEBHOOK_ALLOW_INSECURE_URLS=true lifts this policy.",
+      details: [{ path: "url", message: "the URL must use https" }],
+    },
   },
   UNAUTHORIZED: {
     status: 401,

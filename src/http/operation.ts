@@ -106,7 +106,10 @@ function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens"
  */
 export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
   const shared: Record<number, ErrorResponse> = {
-    429: { codes: ["RATE_LIMITED"], lead: "The limit is counted per credential (API key or portal token), or per client IP for requests without a valid one." },
+    429: {
+      codes: ["RATE_LIMITED"],
+      lead: "The limit is counted per credential (API key or portal token), or per client IP for requests without a valid one. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.",
+    },
     500: ["INTERNAL_ERROR"],
   };
   if (!op.public) shared[401] = ["UNAUTHORIZED"];

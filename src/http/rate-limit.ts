@@ -1,17 +1,23 @@
 /**
  * The rate limit (API.md § "Conventions", § "Deployment settings"): the Workers
- * rate-limiting binding `RATE_LIMITER` counts requests per credential — API key or portal
- * session token — (its SHA-256), and per client IP (`cf-connecting-ip`) for requests without
- * a valid one, so that guessing credentials is throttled too. Beyond the limit: 429 RATE_LIMITED with `Retry-After`. While enabled, every
- * response carries `RateLimit-Policy: "default";q=<limit>;w=60`.
+ * rate-limiting binding `RATE_LIMITER` counts each valid credential by its SHA-256, and
+ * every other request — no credential, public routes, unknown paths, unknown keys — by its
+ * client IP (`cf-connecting-ip`). Beyond the limit: 429 RATE_LIMITED with `Retry-After`.
+ * While enabled, every response carries `RateLimit-Policy: "default";q=<limit>;w=60`.
  *
- * No D1 round trip: a well-formed credential is counted by its hash before anyone knows
- * whether it exists; a request that then answers 401 is counted against its IP as well (one
- * more call to the binding, on the 401 path only).
+ * Guessing keys costs the service nothing: whether a credential is valid is known only
+ * after its D1 lookup, so a credential this isolate has not recently verified is counted
+ * against the client IP before the request runs, and an IP over its limit answers 429
+ * before any D1 read. A credential verified recently (`RecentlyVerified`, an in-isolate set
+ * of credential hashes, bounded in size and age) is counted against itself, so a valid
+ * client keeps working from an IP that others exhaust. A correct client pays no extra D1
+ * read: the verdict comes from the lookup its request makes anyway (src/http/auth.ts sets
+ * `rc.schoolId`).
  */
 
 import { sha256Hex } from "../lib/crypto";
 import { bearerCredential } from "./auth";
+import type { RequestContext } from "./context";
 import { ApiError } from "./errors";
 
 /** The window of the binding's `simple.period` (s); the contract's `w`. */
@@ -26,6 +32,57 @@ export interface RateLimitEnv {
   RATE_LIMIT_QUOTA: string;
 }
 
+/**
+ * Hashes of credentials verified recently in this isolate (SHA-256 hex of the bearer token,
+ * whatever its kind: API key or portal token). Bounded: at most `maxEntries` (the least
+ * recently verified leaves first) and `maxAgeMs` since the last verification. Not a cache of
+ * the verdict itself: every request still looks its credential up (a revoked key is 401 at
+ * once); this only decides which counter a request is charged to before that lookup.
+ */
+export class RecentlyVerified {
+  /** Hash → ms of the last verification; Map order is verification order (oldest first). */
+  private readonly verifiedAt = new Map<string, number>();
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly maxAgeMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Whether `hash` was verified less than `maxAgeMs` ago (and is still kept). */
+  has(hash: string): boolean {
+    const at = this.verifiedAt.get(hash);
+    if (at === undefined) return false;
+    if (this.now() - at < this.maxAgeMs) return true;
+    this.verifiedAt.delete(hash);
+    return false;
+  }
+
+  /** Records a verification of `hash` now, evicting the least recently verified beyond `maxEntries`. */
+  remember(hash: string): void {
+    this.verifiedAt.delete(hash);
+    this.verifiedAt.set(hash, this.now());
+    if (this.verifiedAt.size > this.maxEntries) this.verifiedAt.delete(this.verifiedAt.keys().next().value!);
+  }
+
+  /** Drops `hash` (its lookup just failed: unknown, revoked or expired). */
+  forget(hash: string): void {
+    this.verifiedAt.delete(hash);
+  }
+
+  /** Number of hashes kept (tests). */
+  get size(): number {
+    return this.verifiedAt.size;
+  }
+}
+
+/**
+ * This isolate's verified credentials: 10,000 hashes (about 1 MB) and 10 minutes. An active
+ * client is verified again by each of its requests, so it stays; the age bounds how long an
+ * idle or revoked credential keeps its own counter here.
+ */
+const recentlyVerified = new RecentlyVerified(10_000, 10 * 60_000);
+
 const rateLimited = (subject: string) =>
   new ApiError("RATE_LIMITED", `Too many requests for this ${subject}; retry after ${RATE_LIMIT_WINDOW_S} seconds (see Retry-After).`, undefined, {
     "retry-after": String(RATE_LIMIT_WINDOW_S),
@@ -34,22 +91,42 @@ const rateLimited = (subject: string) =>
 /**
  * Runs `next` under the rate limit.
  *
+ * A credential verified recently is charged to its own counter (`cred:<sha256>`); any other
+ * request to its client IP's (`ip:<address>`), before `next` runs. After `next`: a credential
+ * its request verified (`rc.schoolId` set) is remembered, and charged to its own counter too
+ * when it was not yet (so that each valid credential's 600 per 60 s counts all its requests;
+ * that request itself is not refused after the fact); a credential that ended 401 is
+ * forgotten, and charged to the IP when it had been charged to itself.
+ *
+ * @param verified the set of recently verified credentials (this isolate's by default).
  * @returns `next`'s response with `RateLimit-Policy` set (when enabled).
  * @throws ApiError 429 RATE_LIMITED (with `retry-after` in its headers: the window, in
  *   seconds, an upper bound of the wait) when the credential or IP is over its limit.
  */
-export async function withRateLimit(request: Request, env: RateLimitEnv, next: () => Promise<Response>): Promise<Response> {
+export async function withRateLimit(
+  request: Request,
+  env: RateLimitEnv,
+  rc: RequestContext,
+  next: () => Promise<Response>,
+  verified: RecentlyVerified = recentlyVerified,
+): Promise<Response> {
   if (env.RATE_LIMIT_ENABLED === "false") return next();
   const policy = `"default";q=${env.RATE_LIMIT_QUOTA};w=${RATE_LIMIT_WINDOW_S}`;
-  const ip = request.headers.get("cf-connecting-ip") ?? "unknown";
-  const key = bearerCredential(request);
+  const ipKey = `ip:${request.headers.get("cf-connecting-ip") ?? "unknown"}`;
+  const credential = bearerCredential(request);
+  const hash = credential === undefined ? undefined : await sha256Hex(credential);
+  const ownKey = `cred:${hash}`;
+  const known = hash !== undefined && verified.has(hash);
   try {
-    const subject = key === undefined ? "client IP" : key.startsWith("ps_") ? "portal session" : "API key";
-    const counted = key === undefined ? `ip:${ip}` : `key:${await sha256Hex(key)}`;
-    if (!(await env.RATE_LIMITER.limit({ key: counted })).success) throw rateLimited(subject);
+    if (!(await env.RATE_LIMITER.limit({ key: known ? ownKey : ipKey })).success) throw rateLimited(known ? "credential" : "client IP");
     const res = await next();
-    // An unknown credential counts against the IP too: guessing them is throttled.
-    if (res.status === 401 && key !== undefined && !(await env.RATE_LIMITER.limit({ key: `ip:${ip}` })).success) throw rateLimited("client IP");
+    if (hash !== undefined && rc.schoolId !== undefined) {
+      verified.remember(hash);
+      if (!known) await env.RATE_LIMITER.limit({ key: ownKey });
+    } else if (hash !== undefined && res.status === 401) {
+      verified.forget(hash);
+      if (known && !(await env.RATE_LIMITER.limit({ key: ipKey })).success) throw rateLimited("client IP");
+    }
     const out = new Response(res.body, res);
     out.headers.set("ratelimit-policy", policy);
     return out;

@@ -26,22 +26,26 @@ function pathPattern(path: string): RegExp {
 }
 
 /** What the router needs of an operation (a benchmark-only route declares no more). */
-export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens">;
+export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> & Partial<Pick<Operation<E>, "operationId">>;
 
 /** Builds the fetch function of a list of operations. */
 export function buildRouter<E>(operations: readonly Route<E>[]) {
   const router = Router<IRequest, [E, ExecutionContext, RequestContext]>({
-    catch: (err: unknown, req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
+    catch: (err: unknown, _req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
       const { status, body, headers } = toErrorBody(err, rc.requestId);
-      if (status === 500) console.error(`[${rc.requestId}] ${req.method} ${req.url}`, err);
+      // The request's log line (src/index.ts) carries it; the client never sees it.
+      if (status === 500) rc.internalError = err;
       return jsonResponse(body, status, headers);
     },
   });
   const routes = router.routes as RouteEntry[];
   for (const op of operations) {
-    // The operation's scope, for src/http/auth.ts: set before its handler authenticates.
+    // Names the matched operation for the request's log line and sets its scope for
+    // src/http/auth.ts, before its handler authenticates (itty-router runs the next handler
+    // when one returns nothing).
     const portalTokens = op.portalTokens === true;
     const scope = (_req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
+      rc.operationId = op.operationId;
       rc.portalTokens = portalTokens;
     };
     routes.push([op.method, pathPattern(op.path), [scope, op.handler], op.path]);
@@ -85,5 +89,6 @@ function finish(response: Response, rc: RequestContext): Response {
 /** The error envelope of `err` as a complete response (for errors thrown outside the router). */
 export function errorResponse(err: unknown, rc: RequestContext): Response {
   const { status, body, headers } = toErrorBody(err, rc.requestId);
+  if (status === 500) rc.internalError = err;
   return finish(jsonResponse(body, status, headers), rc);
 }

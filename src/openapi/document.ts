@@ -49,7 +49,7 @@ export const PORTAL_SECURITY_SCHEME = "portalToken";
 /**
  * Root extension of the document: the responses of a request that matches no operation
  * (404 NOT_FOUND for an unknown path, 405 METHOD_NOT_ALLOWED with `allow` for a known path
- * and another method). OpenAPI has no place for them; the test helper reads them here.
+ * and another method, 429 RATE_LIMITED when its client IP is over its limit). OpenAPI has no place for them; the test helper reads them here.
  */
 export const FALLBACK_RESPONSES_KEY = "x-fallback-responses";
 
@@ -72,7 +72,7 @@ const COMMON_HEADERS = {
     example: 'db;dur=3.2;desc="D1 round trips: 1", total;dur=4.8',
   },
   RateLimitPolicy: {
-    description: `While the rate limit is enabled (every deployment unless \`RATE_LIMIT_ENABLED=false\`): \`"default";q=<requests>;w=${RATE_LIMIT_WINDOW_S}\`, the requests allowed per API key (per client IP without a valid key) in a ${RATE_LIMIT_WINDOW_S} s window.`,
+    description: `While the rate limit is enabled (every deployment unless \`RATE_LIMIT_ENABLED=false\`): \`"default";q=<requests>;w=${RATE_LIMIT_WINDOW_S}\`, the requests allowed per credential (per client IP for requests without a valid one) in a ${RATE_LIMIT_WINDOW_S} s window.`,
     required: false,
     schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[0-9]+$' },
     example: `"default";q=600;w=${RATE_LIMIT_WINDOW_S}`,
@@ -288,6 +288,11 @@ function postProcess(doc: OpenApiDocument): OpenApiDocument {
         allow: { description: "The methods of this path, comma-separated.", required: true, schema: { type: "string" }, example: "GET, POST" },
       },
       content: { "application/json": { schema: envelopeWith("METHOD_NOT_ALLOWED"), example: errorExample("METHOD_NOT_ALLOWED") } },
+    },
+    429: {
+      description: "`RATE_LIMITED`: the client IP is over its rate limit (requests to unknown paths count against it too).",
+      headers: { ...headerRefs, "Retry-After": { $ref: "#/components/headers/RetryAfter" } },
+      content: { "application/json": { schema: envelopeWith("RATE_LIMITED"), example: errorExample("RATE_LIMITED") } },
     },
   };
   type Parameter = { description?: string; required?: boolean; schema?: { description?: string; example?: unknown }; examples?: unknown };

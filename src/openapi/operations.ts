@@ -19,8 +19,10 @@ const TAG = { name: "Reference", description: "This document and its interactive
  * The reference operations.
  *
  * @param document the document of every operation (built once per isolate; not mutated here).
+ * @param pageHeaders the security headers of the /docs page (its CSP and companions), owned by
+ *   src/portal/headers.ts with the portal's (injected by src/api.ts: that layer sits above this one).
  */
-export function referenceOperations<E>(document: () => OpenApiDocument): Operation<E>[] {
+export function referenceOperations<E>(document: () => OpenApiDocument, pageHeaders: Record<string, string>): Operation<E>[] {
   const serialized = new Map<string, string>();
   /** The document as JSON with `servers: [{ url: origin }]` (cached per origin). */
   const documentJson = (origin: string): string => {
@@ -63,15 +65,15 @@ export function referenceOperations<E>(document: () => OpenApiDocument): Operati
       tag: TAG,
       summary: "Interactive API reference",
       description:
-        "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication.",
+        "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication. Served with a Content-Security-Policy that allows nothing from another origin (inline styles only, for Scalar), `frame-ancestors 'none'`, `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.",
       public: true,
       responses: {
         200: { description: "The page.", mediaType: "text/html", schema: { type: "string" }, example: "<!doctype html>…" },
       },
-      /** 200 `text/html; charset=utf-8` (the query string is ignored). */
+      /** 200 `text/html; charset=utf-8` with `pageHeaders` (the query string is ignored). */
       async handler() {
         page ??= docsPageHtml(document().info.title);
-        return new Response(page, { headers: headers("text/html") });
+        return new Response(page, { headers: { ...headers("text/html"), ...pageHeaders } });
       },
     },
   ];

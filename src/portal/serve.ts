@@ -1,40 +1,43 @@
 /**
- * GET /portal (API.md § "Webhook portal: GET /portal"): the webhook portal's static files
- * (built by scripts/portal-assets.ts into `dist/assets/portal/`), served through the Worker
- * so that each response carries the portal's security headers — above all a
- * Content-Security-Policy that lets the page load and call nothing but this Worker's own
- * origin.
+ * The static files the Worker serves itself, each with its pages' security headers
+ * (src/portal/headers.ts): GET /portal (API.md § "Webhook portal: GET /portal"), the webhook
+ * portal built by scripts/portal-assets.ts into `dist/assets/portal/`, and the API
+ * reference's script under /docs/ (copied by scripts/docs-assets.ts; the /docs page itself
+ * is an operation, src/openapi/operations.ts). Above all a Content-Security-Policy that lets
+ * the pages load and call nothing but this Worker's own origin.
  *
- * wrangler.toml lists `/portal` and `/portal/*` in `[assets] run_worker_first`, so these
- * requests reach the Worker's `fetch` (src/index.ts) before the assets; the files are then
- * read through the `ASSETS` binding. A `_headers` file in the assets directory would work too
- * (Workers static assets honour it, wrangler 4.86 included), but only on the asset router's
- * path: serving through the Worker keeps the policy one constant in code, applied alike by
- * `wrangler dev`, a deployment and the tests' direct calls to the Worker, and lets the page
- * answer at /portal itself, without the assets' trailing-slash redirect.
+ * wrangler.toml lists `/portal`, `/portal/*` and `/docs/*` in `[assets] run_worker_first`, so
+ * these requests reach the Worker's `fetch` (src/index.ts) before the assets; the files are
+ * then read through the `ASSETS` binding. A `_headers` file in the assets directory would
+ * work too (Workers static assets honour it, wrangler 4.86 included), but only on the asset
+ * router's path: serving through the Worker keeps each policy one constant in code, applied
+ * alike by `wrangler dev`, a deployment and the tests' direct calls to the Worker, and lets
+ * the portal answer at /portal itself, without the assets' trailing-slash redirect.
  */
 import type { RequestContext } from "../http/context";
-import { isPortalPath, PORTAL_HEADERS, PORTAL_PATH } from "./headers";
+import { DOCS_ASSETS_PREFIX, DOCS_HEADERS, isPortalPath, PORTAL_HEADERS, PORTAL_PATH } from "./headers";
 
 /**
- * Serves a GET or HEAD under /portal from the static assets with {@link PORTAL_HEADERS},
- * and `x-request-id` and `Server-Timing` like every response of the Worker (API.md
- * conventions). `/portal` and `/portal/` are the page itself (index.html); the hashed files
- * under `/portal/assets/` are cacheable for a year, the page is revalidated on every load.
+ * Serves a GET or HEAD under /portal or /docs/ from the static assets with the headers of
+ * its pages ({@link PORTAL_HEADERS}, {@link DOCS_HEADERS}), and `x-request-id` and
+ * `Server-Timing` like every response of the Worker (API.md conventions). `/portal` and
+ * `/portal/` are the portal's page (index.html); the hashed files under `/portal/assets/`
+ * are cacheable for a year, anything else is revalidated on every load.
  *
- * @returns the response, or `null` when the request is not the portal's (another method, no
- *   such file): the API's router then answers (404 NOT_FOUND …).
+ * @returns the response, or `null` when the request is not for these files (another method,
+ *   another path, no such file): the API's router then answers (404 NOT_FOUND …).
  */
-export async function servePortal(request: Request, env: Env, rc: RequestContext): Promise<Response | null> {
+export async function serveStatic(request: Request, env: Env, rc: RequestContext): Promise<Response | null> {
   if (request.method !== "GET" && request.method !== "HEAD") return null;
   const url = new URL(request.url);
-  if (!isPortalPath(url.pathname)) return null;
-  // The page answers at /portal itself, without the assets' trailing-slash redirect.
+  const pageHeaders = isPortalPath(url.pathname) ? PORTAL_HEADERS : url.pathname.startsWith(DOCS_ASSETS_PREFIX) ? DOCS_HEADERS : null;
+  if (!pageHeaders) return null;
+  // The portal answers at /portal itself, without the assets' trailing-slash redirect.
   const assetUrl = new URL(url.pathname === PORTAL_PATH ? `${PORTAL_PATH}/` : url.pathname, url);
   const asset = await env.ASSETS.fetch(new Request(assetUrl, { method: request.method, headers: request.headers }));
   if (asset.status === 404) return null;
   const headers = new Headers(asset.headers);
-  for (const [name, value] of Object.entries(PORTAL_HEADERS)) headers.set(name, value);
+  for (const [name, value] of Object.entries(pageHeaders)) headers.set(name, value);
   if (url.pathname.startsWith(`${PORTAL_PATH}/assets/`) && asset.status === 200) headers.set("cache-control", "public, max-age=31536000, immutable");
   else headers.set("cache-control", "no-cache");
   headers.set("x-request-id", rc.requestId);

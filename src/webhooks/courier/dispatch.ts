@@ -3,9 +3,11 @@
  * synchronous step that found the courier open and enabled — recording each outcome in one
  * step (log, queue, failure streak), and keeping the alarm armed for what comes next.
  */
+
+import { logDeliveryAttempt } from "../../lib/log";
 import { parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
 import { SigningKeys } from "../delivery/signing";
-import { checkWebhookUrl } from "../delivery/url-policy";
+import { sendRefusal } from "../delivery/url-policy";
 import { IdleWaiters } from "../platform/idle-waiters";
 import type { Platform } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig } from "../rpc";
@@ -74,11 +76,11 @@ export class Dispatch {
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
     const rows = readDue(this.sql, now, this.sender.busy(), Math.min(free, allowed));
     for (const row of rows) {
-      const verdict = checkWebhookUrl(config.url, this.allowInsecure);
-      if (!verdict.ok) {
+      const refusal = sendRefusal(config.url, this.allowInsecure);
+      if (refusal !== null) {
         // The policy in force refuses the URL: nothing is sent, the delivery ends failed.
         this.finished(
-          { row, url: config.url, sentAt: now, finishedAt: now, durationMs: null, status: null, error: verdict.reason, retryAfter: null, responseBody: null },
+          { row, url: config.url, sentAt: now, finishedAt: now, durationMs: null, status: null, error: refusal, retryAfter: null, responseBody: null },
           true,
         );
         continue;
@@ -101,18 +103,16 @@ export class Dispatch {
       return recorded;
     });
     if (status !== null) {
-      console.log(
-        JSON.stringify({
-          message: "delivery attempt",
-          webhookId: config.webhookId,
-          eventId: outcome.row.event_id,
-          attempt: outcome.row.attempts + 1,
-          trigger: outcome.row.trigger,
-          status,
-          responseStatus: outcome.status,
-          durationMs: outcome.durationMs,
-        }),
-      );
+      logDeliveryAttempt({
+        webhookId: config.webhookId,
+        eventId: outcome.row.event_id,
+        attempt: outcome.row.attempts + 1,
+        trigger: outcome.row.trigger,
+        status,
+        responseStatus: outcome.status,
+        durationMs: outcome.durationMs,
+        ...(outcome.error === null ? {} : { error: outcome.error }),
+      });
     }
     if (this.failures.pending) {
       this.failures.pending = false;

@@ -4,10 +4,14 @@
  * answered 410. The streak and a report owed are kept in the courier's KV, so a restart
  * sends a report still owed; the hub decides and answers with a disabled config.
  */
+import { describeError, logObjectCallFailure } from "../../lib/log";
 import { isSuccess } from "../delivery/schedule";
 import type { ObjectCalls } from "../platform/object-calls";
 import type { CourierConfig, FailingReport } from "../rpc";
 import type { Outcome } from "./queue";
+
+/** A report the hub did not take is sent again this much later, by the courier's alarm (ms). */
+export const REPORT_RETRY_MS = 10_000;
 
 /** One courier's failure streak and the report it owes its hub. */
 export class FailureReport {
@@ -78,7 +82,14 @@ export class FailureReport {
           if (now?.version === report.version && now.reason === report.reason) this.kv.delete("report");
         },
         (err: unknown) => {
-          console.warn("WebhookCourier: reporting to the hub failed; the alarm retries", err instanceof Error ? err.message : err);
+          logObjectCallFailure({
+            from: "courier",
+            webhookId: report.webhookId,
+            call: "report",
+            failures: 1,
+            retryInMs: REPORT_RETRY_MS,
+            error: describeError(err).error,
+          });
           this.retryLater();
         },
       )

@@ -8,26 +8,20 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { StatsBucket } from "../api/stats-schemas";
-import { parseDisableAfterMs, parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
-import { SigningKeys } from "../delivery/signing";
-import { checkWebhookUrl } from "../delivery/url-policy";
+import { parseDisableAfterMs } from "../delivery/schedule";
 import { AlarmClock } from "../platform/alarm-clock";
-import { IdleWaiters } from "../platform/idle-waiters";
 import { ObjectCalls } from "../platform/object-calls";
 import { type Platform, platformFor } from "../platform/platform";
-import { COURIER_SLOTS, type CourierConfig, type CourierStep, type DeliveryRecord, type Handover, type HandoverReceipt, type StatsBucketSize } from "../rpc";
+import type { CourierConfig, CourierStep, DeliveryRecord, Handover, HandoverReceipt, StatsBucketSize } from "../rpc";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
 import { Dispatch } from "./dispatch";
-import { FailureReport } from "./failure-report";
-import { backlog, enqueue, nextDueAt, type Outcome, readDue, recordAttempt, skipQueued, take } from "./queue";
-import { Sender, Throttle } from "./sender";
+import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
+import { backlog, enqueue, nextDueAt, skipQueued, take } from "./queue";
 import { readStats } from "./stats";
-import { hasRetained, migrate, pruneLog } from "./storage";
+import { migrate, pruneLog } from "./storage";
 
 /** Events a recover queues per synchronous step (other calls interleave between two). */
 const RECOVER_CHUNK = 200;
-/** A failure report the hub did not take is sent again this much later (ms). */
-const REPORT_RETRY_MS = 10_000;
 
 /** One registration's courier. RPC methods: see each; the hub is its only caller besides reads. */
 export class WebhookCourier extends DurableObject<Env> {

@@ -1,114 +1,122 @@
 /**
  * Webhook URL policy (API.md § "POST /v3/webhooks" URL policy, § "Error codes"
  * INVALID_WEBHOOK_URL, § "Deployment settings" WEBHOOK_ALLOW_INSECURE_URLS). One function,
- * `checkWebhookUrl`, judges every URL a registration may take (POST, and PATCH when it
- * exists).
+ * `checkWebhookUrl`, judges every URL a registration may take (POST and PATCH), and the
+ * courier asks `sendRefusal` again before each attempt, so a URL stored under an older or
+ * laxer policy is not sent to.
  *
  * A pure function: no DNS, no I/O. The URL is parsed with the WHATWG parser first, so every
  * spelling of an IPv4 address (`0x7f000001`, `2130706433`, `127.1`, `0177.0.0.1`,
  * `127.0.0.1.`) is judged in its canonical dotted form, and IPv6 literals in their
- * canonical bracketed form (`[::ffff:127.0.0.1]` becomes `[::ffff:7f00:1]`).
+ * canonical bracketed form (`[::ffff:127.0.0.1]` becomes `[::ffff:7f00:1]`). IP literals are
+ * then judged by ipaddr.js's implementation of the IANA special-purpose address registries:
+ * only its `unicast` passes, with the exceptions of `V6_UNICAST_EXCEPTIONS`.
  *
  * Host names are not resolved: a public name that resolves to a private address is not
  * caught here (the Workers runtime itself refuses private destinations in production).
  */
+import ipaddr from "ipaddr.js";
 import { ApiError } from "../../http/errors";
 
-/** The verdict on a URL: the normalized URL to store, or a sentence saying why not. */
-export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string };
+/**
+ * The verdict on a URL: the normalized URL to store, or a sentence saying why not.
+ * `liftable` tells whether WEBHOOK_ALLOW_INSECURE_URLS=true would have accepted it.
+ */
+export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string; liftable: boolean };
 
 /** Longest accepted webhook URL, in characters. */
 const MAX_URL_LENGTH = 2048;
 
-/** IPv4 ranges a webhook may not target: [network address, prefix length, name]. */
-const BLOCKED_V4: ReadonlyArray<readonly [string, number, string]> = [
-  ["0.0.0.0", 8, "unspecified (0.0.0.0/8)"],
-  ["10.0.0.0", 8, "private (10.0.0.0/8)"],
-  ["100.64.0.0", 10, "carrier-grade NAT (100.64.0.0/10)"],
-  ["127.0.0.0", 8, "loopback (127.0.0.0/8)"],
-  ["169.254.0.0", 16, "link-local (169.254.0.0/16)"],
-  ["172.16.0.0", 12, "private (172.16.0.0/12)"],
-  ["192.0.0.0", 24, "IETF protocol assignments (192.0.0.0/24)"],
-  ["192.0.2.0", 24, "documentation (192.0.2.0/24)"],
-  ["192.168.0.0", 16, "private (192.168.0.0/16)"],
-  ["198.18.0.0", 15, "benchmarking (198.18.0.0/15)"],
-  ["198.51.100.0", 24, "documentation (198.51.100.0/24)"],
-  ["203.0.113.0", 24, "documentation (203.0.113.0/24)"],
-  ["224.0.0.0", 4, "multicast (224.0.0.0/4)"],
-  ["240.0.0.0", 4, "reserved or broadcast (240.0.0.0/4)"],
+/**
+ * What each of ipaddr.js's `range()` names means, for the reason sentence. ipaddr.js (2.5)
+ * implements the IANA IPv4 and IPv6 Special-Purpose Address Registries (RFC 6890, RFC 8190)
+ * plus multicast; only `unicast` passes. A name missing here (a newer ipaddr.js) is refused
+ * all the same, under its own name.
+ */
+const V4_RANGES: Record<string, string> = {
+  unspecified: "unspecified (0.0.0.0/8)",
+  broadcast: "broadcast (255.255.255.255)",
+  multicast: "multicast (224.0.0.0/4)",
+  linkLocal: "link-local (169.254.0.0/16)",
+  loopback: "loopback (127.0.0.0/8)",
+  carrierGradeNat: "carrier-grade NAT (100.64.0.0/10)",
+  private: "private (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16)",
+  reserved: "reserved (IETF protocol assignments 192.0.0.0/24, documentation, benchmarking 198.18.0.0/15 or future use 240.0.0.0/4)",
+  as112: "an AS112 DNS sink (192.31.196.0/24, 192.175.48.0/24)",
+  amt: "AMT relay anycast (192.52.193.0/24)",
+};
+
+const V6_RANGES: Record<string, string> = {
+  unspecified: "unspecified (::)",
+  loopback: "loopback (::1)",
+  linkLocal: "link-local (fe80::/10)",
+  multicast: "multicast (ff00::/8)",
+  uniqueLocal: "unique-local (fc00::/7)",
+  deprecatedSiteLocal: "site-local (fec0::/10, deprecated)",
+  discard: "discard-only (100::/64)",
+  rfc6145: "IPv4-translated (::ffff:0:0:0/96)",
+  rfc6052: "IPv4/IPv6 translation (NAT64: 64:ff9b::/96, 64:ff9b:1::/48)",
+  "6to4": "6to4 (2002::/16)",
+  teredo: "Teredo (2001::/32)",
+  benchmarking: "benchmarking (2001:2::/48)",
+  amt: "AMT (2001:3::/32)",
+  as112v6: "an AS112 DNS sink (2001:4:112::/48, 2620:4f:8000::/48)",
+  deprecatedOrchid: "ORCHID (2001:10::/28, deprecated)",
+  orchid2: "ORCHIDv2 (2001:20::/28)",
+  droneRemoteIdProtocolEntityTags: "drone remote ID entity tags (2001:30::/28)",
+  segmentRouting: "SRv6 segment identifiers (5f00::/16)",
+  reserved: "reserved (IETF protocol assignments 2001::/23, documentation 2001:db8::/32 or 3fff::/20)",
+};
+
+/**
+ * The exceptions, in one place: IPv6 addresses ipaddr.js 2.5 calls `unicast` that are not
+ * globally reachable, each refused with its reason. (Its IPv4 table covers every IPv4 block
+ * the IANA registry marks not globally reachable; no exception there.)
+ * - `100:0:0:1::/64`, the dummy IPv6 prefix (RFC 9780): in the IANA IPv6 Special-Purpose
+ *   Address Registry, globally reachable: false; not yet in ipaddr.js's table.
+ * - `::/96`, IPv4-compatible addresses (deprecated by RFC 4291 § 2.5.5.1; `[::127.0.0.1]`).
+ * - anything else outside `2000::/3`, the only block of the IANA IPv6 Address Space registry
+ *   allocated to global unicast (the rest is reserved by the IETF).
+ */
+const V6_UNICAST_EXCEPTIONS: ReadonlyArray<readonly [ipaddr.IPv6, number, string]> = [
+  [ipaddr.IPv6.parse("100:0:0:1::"), 64, "the dummy IPv6 prefix (100:0:0:1::/64, RFC 9780)"],
+  [ipaddr.IPv6.parse("::"), 96, "IPv4-compatible (::/96, deprecated)"],
 ];
+const V6_GLOBAL_UNICAST: readonly [ipaddr.IPv6, number] = [ipaddr.IPv6.parse("2000::"), 3];
 
-const v4ToInt = (dotted: string): number => dotted.split(".").reduce((acc, part) => acc * 256 + Number(part), 0);
-
-const BLOCKED_V4_INT = BLOCKED_V4.map(([base, bits, name]) => {
-  const size = 2 ** (32 - bits);
-  return { start: v4ToInt(base), size, name };
-});
-
-/** The name of the blocked IPv4 range holding `addr` (a 32-bit unsigned integer), if any. */
-function blockedV4(addr: number): string | undefined {
-  for (const range of BLOCKED_V4_INT) {
-    if (addr >= range.start && addr < range.start + range.size) return range.name;
+/**
+ * Why an IP literal (the WHATWG-serialized host: dotted IPv4, or bracketed IPv6) is refused,
+ * if it is. IPv4-mapped IPv6 (`[::ffff:a.b.c.d]`) is judged by its IPv4 address.
+ */
+function blockedAddress(host: string): string | undefined {
+  const v6 = host.startsWith("[");
+  let addr: ipaddr.IPv4 | ipaddr.IPv6;
+  try {
+    addr = ipaddr.parse(v6 ? host.slice(1, -1) : host);
+  } catch {
+    return `the address ${host} is not a valid IP address`;
   }
-  return undefined;
+  if (addr.kind() === "ipv6" && (addr as ipaddr.IPv6).isIPv4MappedAddress()) {
+    const inner = blockedV4((addr as ipaddr.IPv6).toIPv4Address());
+    return inner ? `the address ${host} is IPv4-mapped ${inner}` : undefined;
+  }
+  const range = addr.kind() === "ipv4" ? blockedV4(addr as ipaddr.IPv4) : blockedV6(addr as ipaddr.IPv6);
+  return range ? `the address ${host} is ${range}` : undefined;
 }
 
-/** Parses a canonical (WHATWG-serialized) IPv6 literal without brackets into 8 16-bit groups. */
-function parseV6(text: string): number[] | undefined {
-  const halves = text.split("::");
-  if (halves.length > 2) return undefined;
-  const part = (s: string) => (s === "" ? [] : s.split(":"));
-  const head = part(halves[0]!);
-  const tail = halves.length === 2 ? part(halves[1]!) : [];
-  // The serializer never emits an embedded dotted quad, but accept one to stay safe.
-  const expand = (groups: string[]): number[] | undefined => {
-    const out: number[] = [];
-    for (const g of groups) {
-      if (/^\d+\.\d+\.\d+\.\d+$/.test(g)) {
-        const n = v4ToInt(g);
-        out.push(Math.floor(n / 65536), n % 65536);
-      } else if (/^[0-9a-f]{1,4}$/i.test(g)) {
-        out.push(parseInt(g, 16));
-      } else {
-        return undefined;
-      }
-    }
-    return out;
-  };
-  const h = expand(head);
-  const t = expand(tail);
-  if (!h || !t) return undefined;
-  const missing = 8 - h.length - t.length;
-  if (halves.length === 1 ? missing !== 0 : missing < 0) return undefined;
-  return [...h, ...new Array<number>(missing).fill(0), ...t];
+/** The description of the range holding an IPv4 address, unless it is public unicast. */
+function blockedV4(addr: ipaddr.IPv4): string | undefined {
+  const range = addr.range();
+  return range === "unicast" ? undefined : (V4_RANGES[range] ?? `reserved (${range})`);
 }
 
-/** The reason an IPv6 address (8 groups) is blocked, if it is. */
-function blockedV6(g: number[]): string | undefined {
-  const embeddedV4 = (hi: number, lo: number) => hi * 65536 + lo;
-  const allZero = (from: number, to: number) => g.slice(from, to).every((x) => x === 0);
-  if (allZero(0, 8)) return "unspecified (::)";
-  if (allZero(0, 7) && g[7] === 1) return "loopback (::1)";
-  // ::ffff:a.b.c.d (IPv4-mapped) and ::a.b.c.d (IPv4-compatible): judge the IPv4 address.
-  if (allZero(0, 5) && (g[5] === 0xffff || g[5] === 0)) {
-    const v4 = blockedV4(embeddedV4(g[6]!, g[7]!));
-    return v4 ? `IPv4-mapped ${v4}` : g[5] === 0 ? "IPv4-compatible (::/96)" : undefined;
-  }
-  // 64:ff9b::/96 (NAT64) embeds an IPv4 address in its last 32 bits.
-  if (g[0] === 0x64 && g[1] === 0xff9b && allZero(2, 6)) {
-    const v4 = blockedV4(embeddedV4(g[6]!, g[7]!));
-    if (v4) return `NAT64-mapped ${v4}`;
-  }
-  // 2002::/16 (6to4) embeds an IPv4 address in bits 16–47.
-  if (g[0] === 0x2002) {
-    const v4 = blockedV4(embeddedV4(g[1]!, g[2]!));
-    if (v4) return `6to4-mapped ${v4}`;
-  }
-  if ((g[0]! & 0xfe00) === 0xfc00) return "unique-local (fc00::/7)";
-  if ((g[0]! & 0xffc0) === 0xfe80) return "link-local (fe80::/10)";
-  if ((g[0]! & 0xffc0) === 0xfec0) return "site-local (fec0::/10)";
-  if ((g[0]! & 0xff00) === 0xff00) return "multicast (ff00::/8)";
-  if (g[0] === 0x2001 && g[1] === 0x0db8) return "documentation (2001:db8::/32)";
+/** The description of the range holding an IPv6 address, unless it is public unicast. */
+function blockedV6(addr: ipaddr.IPv6): string | undefined {
+  const range = addr.range();
+  if (range !== "unicast") return V6_RANGES[range] ?? `reserved (${range})`;
+  const exception = V6_UNICAST_EXCEPTIONS.find(([net, bits]) => addr.match(net, bits));
+  if (exception) return exception[2];
+  if (!addr.match(...V6_GLOBAL_UNICAST)) return "outside the global unicast space (2000::/3)";
   return undefined;
 }
 
@@ -139,9 +147,10 @@ function blockedName(host: string): string | undefined {
  * Rules (all lifted, except "must parse as an http(s) URL", when `allowInsecure`):
  * - the scheme is `https:`;
  * - no userinfo (`https://user:pass@host/`);
- * - the host is not an IP literal in a loopback, private, link-local, unique-local,
- *   unspecified, carrier-grade NAT, multicast, reserved or documentation range, IPv4 or
- *   IPv6 (IPv4-mapped, IPv4-compatible, NAT64 and 6to4 forms judged by their IPv4 part);
+ * - an IP literal is a globally reachable unicast address: ipaddr.js's `range()` (the IANA
+ *   IPv4 and IPv6 special-purpose address registries, and multicast) says `unicast`, and it
+ *   is none of `V6_UNICAST_EXCEPTIONS` and, for IPv6, within 2000::/3; an IPv4-mapped IPv6
+ *   address (`[::ffff:10.0.0.1]`) is judged by its IPv4 address;
  * - a host name is not single-label (`https://metadata/`), has no empty label, and is not a
  *   special-use or internal name (`RESERVED_NAME_SUFFIXES`: `localhost`, `*.internal`,
  *   `*.local`, …), whatever its case and with or without a trailing dot.
@@ -150,41 +159,47 @@ function blockedName(host: string): string | undefined {
  *
  * @param raw the URL as the client sent it.
  * @param allowInsecure `true` when WEBHOOK_ALLOW_INSECURE_URLS is `"true"` (local development).
- * @returns `{ ok: true, url }` with the WHATWG-normalized URL (what the hub will POST to), or
- *   `{ ok: false, reason }` with a sentence for the INVALID_WEBHOOK_URL message.
+ * @returns `{ ok: true, url }` with the WHATWG-normalized URL (what the courier will POST
+ *   to), or `{ ok: false, reason, liftable }` with a sentence for the INVALID_WEBHOOK_URL
+ *   message, `liftable` when WEBHOOK_ALLOW_INSECURE_URLS=true would accept the URL.
  */
 export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict {
-  if (raw.length > MAX_URL_LENGTH) return { ok: false, reason: `the URL is longer than ${MAX_URL_LENGTH} characters` };
+  const refuse = (reason: string, liftable = false): UrlVerdict => ({ ok: false, reason, liftable });
+  if (raw.length > MAX_URL_LENGTH) return refuse(`the URL is longer than ${MAX_URL_LENGTH} characters`);
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    return { ok: false, reason: "the URL cannot be parsed; send an absolute URL such as https://example.com/hooks" };
+    return refuse("the URL cannot be parsed; send an absolute URL such as https://example.com/hooks");
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    return { ok: false, reason: `the scheme "${url.protocol.slice(0, -1)}" is not allowed; use https` };
-  }
-  if (url.hostname === "") return { ok: false, reason: "the URL has no host" };
+  if (url.protocol !== "https:" && url.protocol !== "http:") return refuse(`the scheme "${url.protocol.slice(0, -1)}" is not allowed; use https`);
+  if (url.hostname === "") return refuse("the URL has no host");
   if (allowInsecure) return { ok: true, url: url.href };
-  if (url.protocol !== "https:") return { ok: false, reason: "the URL must use https" };
-  if (url.username !== "" || url.password !== "") return { ok: false, reason: "the URL must not carry credentials (user:pass@)" };
+  if (url.protocol !== "https:") return refuse("the URL must use https", true);
+  if (url.username !== "" || url.password !== "") return refuse("the URL must not carry credentials (user:pass@)", true);
 
   // The WHATWG parser has already lower-cased the host, decoded %-escapes and mapped
-  // Unicode (IDNA), so `LOCALHOST`, `local%68ost` and full-width letters arrive as `localhost`.
+  // Unicode (IDNA), so `LOCALHOST`, `local%68ost` and full-width letters arrive as `localhost`;
+  // a host whose last label is numeric is always parsed as IPv4 (or the URL fails to parse).
   const host = url.hostname.toLowerCase();
-  if (/^\d+\.\d+\.\d+\.\d+$/.test(host)) {
-    const range = blockedV4(v4ToInt(host));
-    if (range) return { ok: false, reason: `the address ${host} is ${range}` };
-  } else if (host.startsWith("[") && host.endsWith("]")) {
-    const groups = parseV6(host.slice(1, -1));
-    if (!groups) return { ok: false, reason: `the address ${host} is not a valid IPv6 address` };
-    const range = blockedV6(groups);
-    if (range) return { ok: false, reason: `the address ${host} is ${range}` };
-  } else {
-    const reason = blockedName(host);
-    if (reason) return { ok: false, reason };
-  }
-  return { ok: true, url: url.href };
+  const isIp = /^\d+\.\d+\.\d+\.\d+$/.test(host) || (host.startsWith("[") && host.endsWith("]"));
+  const reason = isIp ? blockedAddress(host) : blockedName(host);
+  return reason ? refuse(reason, true) : { ok: true, url: url.href };
+}
+
+/**
+ * Whether the courier may send an attempt to `url` under the current policy (API.md § "POST
+ * /v3/webhooks" URL policy): the same judgement as `checkWebhookUrl`, for a URL already
+ * stored, so that an attempt to a URL the policy now refuses (WEBHOOK_ALLOW_INSECURE_URLS
+ * turned off since, or a range refused since) is not sent.
+ *
+ * @param url the registration's stored URL.
+ * @param allowInsecure `env.WEBHOOK_ALLOW_INSECURE_URLS === "true"`.
+ * @returns the reason (a sentence, for the attempt log's `error`), or `null` when it may be sent.
+ */
+export function sendRefusal(url: string, allowInsecure: boolean): string | null {
+  const verdict = checkWebhookUrl(url, allowInsecure);
+  return verdict.ok ? null : `refused by the URL policy: ${verdict.reason}`;
 }
 
 /**
@@ -198,7 +213,9 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
 export function requireWebhookUrl(raw: string, allowInsecure: boolean): string {
   const verdict = checkWebhookUrl(raw, allowInsecure);
   if (!verdict.ok) {
-    throw new ApiError("INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.`, [{ path: "url", message: verdict.reason }]);
+    // Name the switch only where it would help: it does not make a malformed URL acceptable.
+    const hint = verdict.liftable ? " For local development, WEBHOOK_ALLOW_INSECURE_URLS=true lifts this policy." : "";
+    throw new ApiError("INVALID_WEBHOOK_URL", `The webhook URL is not accepted: ${verdict.reason}.${hint}`, [{ path: "url", message: verdict.reason }]);
   }
   return verdict.url;
 }

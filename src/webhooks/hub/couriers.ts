@@ -6,6 +6,7 @@
  * which at most HANDOVER_SLOTS hand-overs, so that a DELETE's close finds a slot soon.
  */
 
+import { describeError, logObjectCallFailure } from "../../lib/log";
 import { IdleWaiters } from "../platform/idle-waiters";
 import { isOverloaded, ObjectCalls } from "../platform/object-calls";
 import type { Platform, Timer } from "../platform/platform";
@@ -187,7 +188,7 @@ export class Couriers {
     this.notBefore.set(id, at);
     this.dirty.add(id);
     this.host.retryAt(at);
-    console.warn(`SchoolHub: a call to courier ${id} failed (${n} in a row); retrying in ${wait} ms`, err instanceof Error ? err.message : err);
+    logObjectCallFailure({ from: "hub", webhookId: id, call: "courier", failures: n, retryInMs: wait, error: describeError(err).error });
   }
 
   /**
