@@ -20,20 +20,20 @@ export default defineConfig(async () => {
             WEBHOOK_ALLOW_INSECURE_URLS: "false",
             // A short attempt timeout so the webhook timeout test does not wait 15 s.
             WEBHOOK_TIMEOUT_MS: "1000",
-            // Off for the suite; test/rate-limit.test.ts turns it on with the small limit below.
+            // Off for the suite; test/http/rate-limit.test.ts turns it on with the small limit below.
             RATE_LIMIT_ENABLED: "false",
             RATE_LIMIT_QUOTA: "5",
           },
           // A limit small enough to cross in a test (wrangler.toml: 600 per 60 s).
           ratelimits: { RATE_LIMITER: { namespace_id: "1001", simple: { limit: 5, period: 60 } } },
-          // The simulated read replica of test/replica-sim.ts (the local runtime has none).
+          // The simulated read replica of test/support/replica-sim.ts (the local runtime has none).
           d1Databases: { TEST_REPLICA: "test-replica" },
         },
       }),
     ],
     test: {
       include: ["test/**/*.test.ts"],
-      setupFiles: ["./test/setup.ts"],
+      setupFiles: ["./test/support/setup.ts"],
       // One worker per test file, the default, stated: the tests rely on the storage of each
       // file being isolated (and vitest 5 prints an `isolate: false` hint unless it is set).
       isolate: true,

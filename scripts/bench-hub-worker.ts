@@ -3,7 +3,7 @@
  * routes, same SchoolHub and WebhookCourier classes) with the webhook objects on a platform
  * that enforces, around the real `fetch` and the real Durable Object calls, Cloudflare's
  * limit of 6 requests waiting for response headers per I/O context — one context per object
- * instance, further requests queued in order (test/webhooks/io-context.ts, which cites the
+ * instance, further requests queued in order (test/support/webhooks/io-context.ts, which cites the
  * documentation it follows). `wrangler dev` alone does not enforce it.
  *
  * `GET /__bench/platform` answers what the contexts went through: how many, the calls
@@ -14,7 +14,7 @@
  */
 import worker from "../src/bench/entry";
 import { CLOUDFLARE, usePlatform } from "../src/webhooks/platform/platform";
-import { IoContext } from "../test/webhooks/io-context";
+import { IoContext } from "../test/support/webhooks/io-context";
 
 export { SchoolHub, WebhookCourier } from "../src/bench/entry";
 

@@ -1,7 +1,7 @@
 /**
  * The figures and the bench/RESULTS.md section of the sessions-and-rate-limit A/B (scripts/lib/bench-ab.ts):
  * pure functions, no I/O, so that the verdict and the section's place in the file are tested
- * (test/bench-ab.test.ts).
+ * (test/http/bench-ab.test.ts).
  *
  * Target: the bookmark and rate-limit steps add no D1 round trip
  * (1 per read in A) and move a listing's p50 by no more than 1 ms (A − B ≤ 1 ms).

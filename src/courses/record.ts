@@ -5,7 +5,7 @@
  * the Worker parsing, sorting or serializing a record (src/http/respond.ts `successRaw`).
  *
  * The same record is built in JS from a course's state by `stateToRecord`
- * (src/courses/change.ts) for write responses and events; test/record-sql.test.ts holds both
+ * (src/courses/change.ts) for write responses and events; test/courses/record-sql.test.ts holds both
  * to the same shape.
  */
 import { type SQL, sql } from "drizzle-orm";
@@ -49,7 +49,7 @@ const list = (item: string, from: string, order: string) =>
  * A course's ids of a relation table, ascending, as a JSON array. The ORDER BY sits in a
  * subquery that SQLite does not flatten into the aggregate: the primary key (school_id,
  * course_id, <column>) yields the rows in that order, so nothing is sorted (an aggregate
- * ORDER BY would sort them again: test/query-plan.test.ts refuses any temp B-tree).
+ * ORDER BY would sort them again: test/courses/query-plan.test.ts refuses any temp B-tree).
  */
 const ids = (table: string, column: string) =>
   `(SELECT concat('[', group_concat(${value(column)}, ','), ']') FROM (SELECT ${column} FROM ${table} r WHERE ${ofCourse} ORDER BY ${column}))`;

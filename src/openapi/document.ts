@@ -12,7 +12,7 @@
  * with a zone. zod-to-openapi reads a `.transform()` / `.pipe()` by its input side.
  *
  * Served by GET /openapi.json (src/openapi/operations.ts); the tests validate every response
- * of the suite against it (test/openapi-check.ts).
+ * of the suite against it (test/support/openapi-check.ts).
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import type { z } from "zod";

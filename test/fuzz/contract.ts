@@ -43,7 +43,7 @@ export interface RouteSpec {
 
 /**
  * Every route of the router (the operations of src/api.ts, plus the bench entry's).
- * test/fuzz-routes.test.ts checks that this list and the router's table are the same, so a
+ * test/fuzz/routes.test.ts checks that this list and the router's table are the same, so a
  * new route cannot go unfuzzed.
  */
 export const ROUTES: RouteSpec[] = [

@@ -4,7 +4,7 @@
  * - `judge`: the problems of one answer — a 5xx; no `x-request-id`; a body out of the
  *   envelope (`{ status: "error", code, message, requestId }` with a code of API.md's
  *   catalogue and its HTTP status); a response the OpenAPI document does not describe
- *   (test/openapi-check.ts); and against the request's expectation, a valid request that
+ *   (test/support/openapi-check.ts); and against the request's expectation, a valid request that
  *   got neither its success nor a state-dependent code, or an invalid one that got a 2xx or
  *   a code outside its faults' family.
  * - `Tally`: counts of requests, 5xx and off-contract answers, by route.
@@ -12,7 +12,7 @@
  *   include, every registration and its deliveries), to show a run changed nothing.
  */
 import fc from "fast-check";
-import { checkResponse } from "../openapi-check";
+import { checkResponse } from "../support/openapi-check";
 import { type Code, STATUS_OF } from "./contract";
 import type { FuzzRequest } from "./requests";
 

@@ -3,7 +3,7 @@
  * stopping at the first off-contract answer), and the read school's data unchanged after it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Receivers } from "../webhooks/receivers";
+import { Receivers } from "../support/webhooks/receivers";
 import { fuzz, snapshotSchool, Tally } from "./oracle";
 import { type FuzzContext, requestArb } from "./requests";
 import { d1Fingerprint, send, setUpSchools } from "./workerd";

@@ -1,7 +1,7 @@
 /**
  * The fuzz suite's runner inside workerd (vitest): a read school (the fixture's school A)
  * and a write school with reference data, courses and registrations; `send`, which calls the
- * Worker's `fetch` on an env whose D1 enforces production's limits (test/d1-limits.ts); and
+ * Worker's `fetch` on an env whose D1 enforces production's limits (test/support/d1-limits.ts); and
  * a D1-level fingerprint of a school's rows.
  *
  * Requests go to the Worker's default export directly, not through `exports.default.fetch`:
@@ -11,9 +11,9 @@
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import worker from "../../src/index";
-import { limitedD1 } from "../d1-limits";
-import { fixture, KEY_A, REVOKED_KEY } from "../fixtures";
-import { loadFixture } from "../helpers";
+import { limitedD1 } from "../support/d1-limits";
+import { fixture, KEY_A, REVOKED_KEY } from "../support/fixtures";
+import { loadFixture } from "../support/helpers";
 import type { Send } from "./oracle";
 import type { FuzzContext } from "./requests";
 

@@ -3,7 +3,7 @@
  * of one registration counted per hour or per day, as one grouped SQL statement on its
  * courier's storage, served by the covering index `log_time` (time, status) and, for
  * deliveries not attempted yet, by the partial index `queue_unattempted` (queued time).
- * test/webhooks-stats.test.ts checks the plan and the counts against the log.
+ * test/webhooks/stats.test.ts checks the plan and the counts against the log.
  */
 
 import { RETENTION_MS } from "../../lib/limits";

@@ -6,7 +6,7 @@
  * RPC call as made). The seam exists so that the tests and the benchmark can run the same
  * objects on a simulated platform that enforces what the local runtime does not: at most 6
  * requests waiting for response headers per I/O context (Workers limits, "Simultaneous open
- * connections"), with latencies, hangs and a virtual clock (test/webhooks/platform-sim.ts).
+ * connections"), with latencies, hangs and a virtual clock (test/support/webhooks/platform-sim.ts).
  * Production code never installs another provider; only tests and the benchmark's own Worker
  * entry (scripts/bench-hub-worker.ts) call `usePlatform`.
  */

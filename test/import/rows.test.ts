@@ -1,0 +1,64 @@
+/**
+ * The import row model (src/db/import-rows.ts): its two renderings — bound (the tests' D1
+ * batch) and literal (`npm run import`'s SQL files) — write the same rows, and each keeps to
+ * its limit (D1's 100 bound parameters; the longest INSERT asked for).
+ */
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { importFileSchema } from "../../src/db/import";
+import { importSteps, renderBound, renderLiteral, rowCount } from "../../src/db/import-rows";
+import { fixture } from "../support/fixtures";
+import { IMPORT_TABLES as TABLES } from "../support/helpers";
+
+const NOW = Date.parse("2026-08-01T00:00:00Z");
+
+async function snapshot(): Promise<Record<string, unknown[]>> {
+  const out: Record<string, unknown[]> = {};
+  for (const t of TABLES) {
+    const { results } = await env.DB.prepare(`SELECT * FROM ${t}`).all();
+    out[t] = results.map((r) => JSON.stringify(r)).sort();
+  }
+  return out;
+}
+
+async function clear(): Promise<void> {
+  await env.DB.batch(TABLES.map((t) => env.DB.prepare(`DELETE FROM ${t}`)));
+}
+
+describe("the import row model", () => {
+  it("bound and literal renderings write the same rows, and as many as rowCount says", async () => {
+    const steps = await importSteps(importFileSchema.parse(fixture), NOW);
+    await clear();
+    await env.DB.batch(renderBound(steps).map((s) => env.DB.prepare(s.sql).bind(...s.params)));
+    const bound = await snapshot();
+    await clear();
+    // A short limit, so that every upsert is cut into several INSERTs.
+    for (const sql of renderLiteral(steps, 300)) await env.DB.prepare(sql).run();
+    const literal = await snapshot();
+    expect(literal).toEqual(bound);
+    expect(Object.values(bound).reduce((n, rows) => n + rows.length, 0)).toBe(rowCount(steps));
+  });
+
+  it("keeps each rendering within its limit", async () => {
+    const steps = await importSteps(importFileSchema.parse(fixture), NOW);
+    for (const s of renderBound(steps)) expect(s.params.length).toBeLessThanOrEqual(100);
+    const literal = renderLiteral(steps, 300);
+    // An INSERT of several rows stays within the limit (a single row may not fit in it).
+    for (const sql of literal) if (sql.includes("), (")) expect(sql.length).toBeLessThanOrEqual(300);
+    expect(literal.filter((sql) => sql.startsWith("INSERT INTO course_students ")).length).toBeGreaterThan(1);
+    expect(literal.every((sql) => sql.endsWith(";"))).toBe(true);
+  });
+
+  it("renders quotes and NULL as SQL literals", async () => {
+    const file = importFileSchema.parse({
+      schools: [{ id: "sch_q", name: "L'école", apiKeys: [] }],
+      courses: [
+        { id: "crs_q", schoolId: "sch_q", name: "Cours d'été", startDateTime: "2026-09-07T08:00:00Z", endDateTime: "2026-09-07T10:00:00Z", classroom: null },
+      ],
+    });
+    const sql = renderLiteral(await importSteps(file, NOW), 10_000).join("\n");
+    expect(sql).toContain("'L''école'");
+    expect(sql).toContain("'Cours d''été', 'cours d''ete'");
+    expect(sql).toMatch(/'cours d''ete', 1788768000000, 1788775200000, NULL, NULL, NULL, NULL, 0, 0,/);
+  });
+});

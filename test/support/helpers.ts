@@ -1,0 +1,82 @@
+/**
+ * Test helpers: calls into the Worker's own `fetch`, and fixture loading through the same
+ * import model as `npm run import`.
+ *
+ * Every response that goes through `call` (and so `callJson`) is checked against the
+ * OpenAPI document (`checkResponse`, test/support/openapi-check.ts): an undocumented operation,
+ * status, header or body field fails the test that made the request.
+ */
+import { env } from "cloudflare:test";
+import { exports } from "cloudflare:workers";
+import { expect } from "vitest";
+import { importFileSchema } from "../../src/db/import";
+import { importSteps, renderBound } from "../../src/db/import-rows";
+import { checkResponse } from "./openapi-check";
+
+export const BASE = "http://api.test";
+
+/**
+ * Calls the Worker. `key` adds `Authorization: Bearer <key>`; a `json` body is sent as JSON.
+ * The response is checked against the OpenAPI document before it is returned (its body is
+ * read from a clone, so the caller can still read it).
+ *
+ * @throws Error when the response is not as documented (see `checkResponse`).
+ */
+export async function call(
+  path: string,
+  init: { method?: string; key?: string; json?: unknown; headers?: Record<string, string>; body?: BodyInit } = {},
+): Promise<Response> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (init.key) headers.authorization = `Bearer ${init.key}`;
+  let body = init.body;
+  if (init.json !== undefined) {
+    body = JSON.stringify(init.json);
+    headers["content-type"] ??= "application/json";
+  }
+  const method = init.method ?? "GET";
+  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  await checkResponse(method, `${BASE}${path}`, res);
+  return res;
+}
+
+/** Calls the Worker and decodes the JSON body, checking the envelope's shape and headers. */
+export async function callJson<T = any>(path: string, init: Parameters<typeof call>[1] = {}): Promise<{ status: number; body: T; res: Response }> {
+  const res = await call(path, init);
+  expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
+  expect(res.headers.get("x-request-id")).toBeTruthy();
+  expect(res.headers.get("server-timing")).toMatch(/db;dur=[\d.]+.*total;dur=[\d.]+/);
+  const body = (await res.json()) as any;
+  if (res.status >= 400) {
+    expect(body.status).toBe("error");
+    expect(body.code).toMatch(/^[A-Z_]+$/);
+    expect(typeof body.message).toBe("string");
+    expect(body.requestId).toBe(res.headers.get("x-request-id"));
+  } else {
+    expect(body.status).toBe("success");
+  }
+  return { status: res.status, body, res };
+}
+
+/** Loads an import file (API.md § "Data import") into the test D1 database, in one batch. */
+export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z"), db: D1Database = env.DB): Promise<void> {
+  const file = importFileSchema.parse(data);
+  const statements = renderBound(await importSteps(file, now));
+  if (statements.length === 0) return;
+  await db.batch(statements.map((s) => db.prepare(s.sql).bind(...s.params)));
+}
+
+/** Every table the import model writes, in dependency order (API.md § "Data import"). */
+export const IMPORT_TABLES = [
+  "schools",
+  "api_keys",
+  "trainings",
+  "groups",
+  "students",
+  "professors",
+  "survey_templates",
+  "courses",
+  "course_groups",
+  "course_students",
+  "course_professors",
+  "course_survey_templates",
+];

@@ -1,0 +1,136 @@
+/**
+ * Test harness for the webhook objects: schools with API keys, registrations through the
+ * HTTP API, synthetic events, and `drain()`, which runs the hub's alarm and every courier's
+ * until nothing is due.
+ */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import { hubFor } from "../../../src/events/hub-client";
+import type { SchoolEvent } from "../../../src/events/types";
+import { mintId } from "../../../src/lib/ids";
+import type { WebhookCourier } from "../../../src/webhooks/courier/webhook-courier";
+import type { SchoolHub } from "../../../src/webhooks/hub/school-hub";
+import { type CreatedWebhook, courierFor } from "../../../src/webhooks/rpc";
+import { callJson, loadFixture } from "../helpers";
+
+let schools = 0;
+
+/** A fresh school (its own hub) with one API key; returns `{ schoolId, key }`. */
+export async function newSchool(label = "s"): Promise<{ schoolId: string; key: string }> {
+  schools += 1;
+  const schoolId = `sch_${label}${schools}_${Math.random().toString(36).slice(2, 8)}`;
+  const key = `sk_test_${schoolId}`;
+  await loadFixture({ schools: [{ id: schoolId, name: `School ${schoolId}`, apiKeys: [key] }] });
+  return { schoolId, key };
+}
+
+/** Registers a webhook through POST /v3/webhooks and returns the 201 result. */
+export async function register(key: string, url: string, extra: Record<string, unknown> = {}): Promise<CreatedWebhook> {
+  const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, json: { url, ...extra } });
+  expect(status, JSON.stringify(body)).toBe(201);
+  return body.result as CreatedWebhook;
+}
+
+/** A synthetic course event of `schoolId`. */
+export function courseEvent(schoolId: string, type: SchoolEvent["type"] = "course.updated", n = 0): SchoolEvent {
+  const now = new Date().toISOString();
+  return {
+    id: mintId("evt"),
+    type,
+    createdAt: now,
+    schoolId,
+    data: {
+      course: {
+        id: `crs_${n}`,
+        name: `Cours ${n}`,
+        startDateTime: "2026-09-07T08:00:00.000Z",
+        endDateTime: "2026-09-07T10:00:00.000Z",
+        classroom: null,
+        creatorId: null,
+        trainingId: null,
+        version: 1,
+        groupIds: [],
+        professorIds: [],
+        archived: false,
+        absencesSent: false,
+        createdAt: now,
+        updatedAt: now,
+      },
+    },
+  };
+}
+
+/**
+ * Runs `fn` inside the school's hub (runInDurableObject), typed as a SchoolHub: its `env` is
+ * the Worker's Env, which the test runtime's Cloudflare.Env extends.
+ */
+export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableObjectState) => R | Promise<R>): Promise<R> {
+  return runInDurableObject(hubFor(env, schoolId), (instance, state) => fn(instance as unknown as SchoolHub, state));
+}
+
+/** Runs `fn` inside registration `webhookId`'s courier, typed as a WebhookCourier. */
+export function inCourier<R>(webhookId: string, fn: (courier: WebhookCourier, state: DurableObjectState) => R | Promise<R>): Promise<R> {
+  return runInDurableObject(courierFor(env, webhookId), (instance, state) => fn(instance as unknown as WebhookCourier, state));
+}
+
+/** Every registration id the hub knows, deleted ones included. */
+async function webhookIds(schoolId: string): Promise<string[]> {
+  return inHub(schoolId, (_hub, state) =>
+    state.storage.sql
+      .exec<{ id: string }>(`SELECT id FROM webhooks`)
+      .toArray()
+      .map((r) => r.id),
+  );
+}
+
+/** Queue rows of a courier due now (in flight ones included). */
+async function dueCount(webhookId: string): Promise<number> {
+  return inCourier(
+    webhookId,
+    (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE next_attempt_at <= ?`, Date.now()).one().n,
+  );
+}
+
+/** Queue rows of a courier (deliveries not yet succeeded or failed). */
+export async function queuedCount(webhookId: string): Promise<number> {
+  return inCourier(webhookId, (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue`).one().n);
+}
+
+/**
+ * Runs the hub's alarm (its hand-overs) and each courier's alarm (and waits for their
+ * attempts) until nothing is due now. Deliveries scheduled in the future (retries) stay queued.
+ */
+export async function drain(schoolId: string): Promise<void> {
+  const hub = hubFor(env, schoolId);
+  for (let i = 0; i < 200; i++) {
+    await runDurableObjectAlarm(hub);
+    await inHub(schoolId, (h) => h.whenIdle());
+    let due = 0;
+    for (const id of await webhookIds(schoolId)) {
+      await runDurableObjectAlarm(courierFor(env, id));
+      await inCourier(id, (c) => c.whenIdle());
+      due += await dueCount(id);
+    }
+    const behind = await inHub(
+      schoolId,
+      (_h, state) =>
+        state.storage.sql
+          .exec<{ n: number }>(
+            `SELECT COUNT(*) AS n FROM webhooks w WHERE w.deleted_at IS NULL AND EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id AND t.seq > w.acked_seq)`,
+          )
+          .one().n,
+    );
+    if (due === 0 && behind === 0) return;
+  }
+  throw new Error("drain: deliveries still due after 200 rounds");
+}
+
+/** Makes every queued delivery of the school's couriers due now (as if the clock had reached its retry time). */
+export async function makeAllDue(schoolId: string): Promise<void> {
+  for (const id of await webhookIds(schoolId)) {
+    await inCourier(id, (_c, state) => {
+      state.storage.sql.exec(`UPDATE queue SET next_attempt_at = ?`, Date.now());
+    });
+  }
+}

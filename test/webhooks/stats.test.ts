@@ -1,0 +1,241 @@
+/**
+ * Delivery statistics (API.md § "Delivery statistics: GET /v3/webhooks/{id}/stats"): the
+ * window and its defaults, buckets aligned on UTC hours and days with empty ones included,
+ * counts that agree with the delivery log, a property test against an oracle written here,
+ * the query plan, and every refusal in the contract's envelope.
+ */
+import { env } from "cloudflare:workers";
+import fc from "fast-check";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { hubFor } from "../../src/events/hub-client";
+import { RETENTION_MS as LOG_RETENTION_MS } from "../../src/lib/limits";
+import { STATS_SQL } from "../../src/webhooks/courier/stats";
+import { callJson } from "../support/helpers";
+import { courseEvent, drain, inCourier, newSchool, register } from "../support/webhooks/harness";
+import { SimulatedPlatform } from "../support/webhooks/platform-sim";
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+const rx = new SimulatedPlatform();
+beforeAll(() => rx.install());
+afterAll(() => rx.restore());
+afterEach(() => rx.expectWithinLimit());
+
+type Bucket = { start: string; succeeded: number; failed: number; pending: number; skipped: number };
+type Stats = { since: string; until: string; bucket: "hour" | "day"; buckets: Bucket[] };
+
+const stats = async (key: string, id: string, query = "") => {
+  const { status, body } = await callJson(`/v3/webhooks/${id}/stats${query}`, { key });
+  expect(status, JSON.stringify(body)).toBe(200);
+  return body.result as Stats;
+};
+
+const iso = (ms: number) => new Date(ms).toISOString();
+const window = (since: number, until: number, bucket?: string) => `?since=${iso(since)}&until=${iso(until)}${bucket === undefined ? "" : `&bucket=${bucket}`}`;
+
+/** Log rows written straight into the registration's courier's storage, at chosen instants (ms). */
+type Row = { at: number; status: "succeeded" | "failed" | "pending" | "skipped" | "queued" };
+
+async function seed(webhookId: string, rows: Row[]): Promise<void> {
+  await inCourier(webhookId, (_courier, state) => {
+    const sql = state.storage.sql;
+    for (const [i, r] of rows.entries()) {
+      const eventId = `evt_seed_${i}_${Math.random().toString(36).slice(2, 8)}`;
+      sql.exec(`INSERT INTO events (id, type, body, accepted_at) VALUES (?, 'course.updated', '{}', ?)`, eventId, r.at);
+      if (r.status === "queued") {
+        // Far in the future, so that no alarm of the test attempts it.
+        sql.exec(
+          `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at) VALUES (?, 'course.updated', 'event', 0, ?, ?)`,
+          eventId,
+          r.at + 365 * DAY,
+          r.at,
+        );
+      } else {
+        sql.exec(
+          `INSERT INTO log (event_id, event_type, attempt, status, trigger, response_status, error, attempted_at, next_attempt_at)
+           VALUES (?, 'course.updated', 1, ?, 'event', NULL, NULL, ?, NULL)`,
+          eventId,
+          r.status,
+          r.at,
+        );
+      }
+    }
+  });
+}
+
+/** The oracle: the contract's buckets of `rows` over [since, until), computed the obvious way. */
+function expected(rows: Row[], since: number, until: number, width: number, now: number): Bucket[] {
+  const out: Bucket[] = [];
+  for (let start = Math.floor(since / width) * width; start < until; start += width) {
+    const inside = rows.filter((r) => r.at >= Math.max(start, since, now - LOG_RETENTION_MS) && r.at < Math.min(start + width, until));
+    const n = (...s: Row["status"][]) => inside.filter((r) => s.includes(r.status)).length;
+    out.push({ start: iso(start), succeeded: n("succeeded"), failed: n("failed", "pending"), pending: n("queued"), skipped: n("skipped") });
+  }
+  return out;
+}
+
+describe("GET /v3/webhooks/{id}/stats", () => {
+  it("counts real deliveries the way the log shows them: succeeded, failed (retried or not), skipped", async () => {
+    const { schoolId, key } = await newSchool("sta");
+    const host = "sta.example.com";
+    const hook = await register(key, `https://${host}/in`);
+    const hub = hubFor(env, schoolId);
+    await hub.publish([courseEvent(schoolId, "course.created", 1), courseEvent(schoolId, "course.created", 2)]);
+    await drain(schoolId);
+    rx.on(host, 503); // retried: the log says `pending`, the stats count a failed attempt
+    await hub.publish([courseEvent(schoolId, "course.updated", 3)]);
+    await drain(schoolId);
+    rx.on(host, 410); // no retry: `failed` in both (and the registration is disabled: gone)
+    await hub.publish([courseEvent(schoolId, "course.updated", 4)]);
+    await drain(schoolId);
+    await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { enabled: false } });
+    await hub.publish([courseEvent(schoolId, "course.archived", 5)]);
+    // The hand-over to the courier (which logs it skipped) follows the publish.
+    await drain(schoolId);
+
+    const result = await stats(key, hook.id);
+    // The default window: the last 24 hours, per hour, every hour that overlaps it.
+    expect(result.bucket).toBe("hour");
+    const since = Date.parse(result.since);
+    const until = Date.parse(result.until);
+    expect(until - since).toBe(DAY);
+    expect(Math.abs(until - Date.now())).toBeLessThan(60_000);
+    expect(result.buckets).toHaveLength(Math.ceil((until - Math.floor(since / HOUR) * HOUR) / HOUR));
+    expect(result.buckets.map((b) => Date.parse(b.start) % HOUR)).toEqual(result.buckets.map(() => 0));
+    const total = (k: keyof Omit<Bucket, "start">) => result.buckets.reduce((n, b) => n + b[k], 0);
+    expect({ succeeded: total("succeeded"), failed: total("failed"), pending: total("pending"), skipped: total("skipped") }).toEqual({
+      succeeded: 2,
+      failed: 2,
+      pending: 0,
+      skipped: 2, // the archived event, and the retry of the 503 that the disable dropped
+    });
+    const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result as { status: string }[];
+    const logged = (s: string) => log.filter((e) => e.status === s).length;
+    expect(total("succeeded")).toBe(logged("succeeded"));
+    expect(total("failed")).toBe(logged("failed") + logged("pending"));
+    expect(total("skipped")).toBe(logged("skipped"));
+    // Everything happened now: in the last bucket (or the one before, had the hour turned meanwhile).
+    const recent = result.buckets.slice(-2).reduce((n, b) => n + b.succeeded + b.failed + b.pending + b.skipped, 0);
+    expect(recent).toBe(6);
+  });
+
+  it("buckets are aligned on UTC hours and days, oldest first, empty ones included, clipped to the window", async () => {
+    const { key } = await newSchool("stb");
+    const hook = await register(key, "https://stb.example.com/in");
+    const h0 = Math.floor(Date.now() / DAY) * DAY - 2 * DAY; // midnight UTC, two days ago
+    await seed(hook.id, [
+      { at: h0 + 10 * 60_000, status: "succeeded" }, // 00:10, before the window
+      { at: h0 + 30 * 60_000, status: "succeeded" }, // 00:30, in the window and the first bucket
+      { at: h0 + 30 * 60_000, status: "pending" },
+      { at: h0 + 2 * HOUR, status: "failed" },
+      { at: h0 + 2 * HOUR + 59 * 60_000, status: "skipped" },
+      { at: h0 + 3 * HOUR, status: "queued" }, // at `until`: outside
+      { at: h0 + 2 * DAY - 1, status: "succeeded" },
+    ]);
+    const hourly = await stats(key, hook.id, window(h0 + 30 * 60_000, h0 + 3 * HOUR));
+    expect(hourly).toEqual({
+      since: iso(h0 + 30 * 60_000),
+      until: iso(h0 + 3 * HOUR),
+      bucket: "hour",
+      buckets: [
+        { start: iso(h0), succeeded: 1, failed: 1, pending: 0, skipped: 0 },
+        { start: iso(h0 + HOUR), succeeded: 0, failed: 0, pending: 0, skipped: 0 },
+        { start: iso(h0 + 2 * HOUR), succeeded: 0, failed: 1, pending: 0, skipped: 1 },
+      ],
+    });
+    const daily = await stats(key, hook.id, window(h0 + HOUR, h0 + 2 * DAY + HOUR, "day"));
+    expect(daily.buckets).toEqual([
+      { start: iso(h0), succeeded: 0, failed: 1, pending: 1, skipped: 1 },
+      { start: iso(h0 + DAY), succeeded: 1, failed: 0, pending: 0, skipped: 0 },
+      { start: iso(h0 + 2 * DAY), succeeded: 0, failed: 0, pending: 0, skipped: 0 },
+    ]);
+    // Seven days per day: 7 or 8 buckets; seven days per hour: 168 or 169.
+    const now = Date.now();
+    expect((await stats(key, hook.id, window(now - 7 * DAY, now, "day"))).buckets.length).toBe(now % DAY === 0 ? 7 : 8);
+    expect((await stats(key, hook.id, window(now - 7 * DAY, now))).buckets.length).toBe(now % HOUR === 0 ? 168 : 169);
+  });
+
+  it("agrees with an oracle on random logs, windows and bucket sizes (fast-check)", async () => {
+    const { key } = await newSchool("stp");
+    const hook = await register(key, "https://stp.example.com/in");
+    const now = Date.now();
+    const statuses = ["succeeded", "failed", "pending", "skipped", "queued"] as const;
+    // Rows over the last 9 days (some beyond the retention, which the stats must not count).
+    const rows = fc.sample(fc.record({ at: fc.integer({ min: now - 9 * DAY, max: now }), status: fc.constantFrom(...statuses) }), {
+      numRuns: 300,
+      seed: 17,
+    });
+    await seed(hook.id, rows);
+    const cases = fc.sample(
+      fc
+        .record({ since: fc.integer({ min: now - 9 * DAY, max: now }), length: fc.integer({ min: 1, max: 7 * DAY }), day: fc.boolean() })
+        .map((c) => ({ ...c, until: c.since + c.length })),
+      { numRuns: 25, seed: 42 },
+    );
+    for (const c of cases) {
+      const got = await stats(key, hook.id, window(c.since, c.until, c.day ? "day" : "hour"));
+      // The hub reads its clock a little after `now`: only rows at the retention's edge could differ, and none is that close.
+      expect(got.buckets, JSON.stringify(c)).toEqual(expected(rows, c.since, c.until, c.day ? DAY : HOUR, Date.now()));
+    }
+  });
+
+  it("is served from the log's indexes, never a scan of it (EXPLAIN QUERY PLAN)", async () => {
+    const { key } = await newSchool("stq");
+    const hook = await register(key, "https://stq.example.com/in");
+    // ?1 unused, ?2 the first bucket's start, ?3 until, ?4 the width, ?5 from.
+    const plan = await inCourier(hook.id, (_courier, state) =>
+      state.storage.sql
+        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${STATS_SQL}`, null, 0, 1, HOUR, 0)
+        .toArray()
+        .map((r) => r.detail)
+        .join("\n"),
+    );
+    expect(plan, plan).toMatch(/SEARCH log USING COVERING INDEX log_time \(attempted_at>\? AND attempted_at<\?\)/);
+    expect(plan, plan).toMatch(/SEARCH queue USING (COVERING )?INDEX queue_unattempted \(created_at>\? AND created_at<\?\)/);
+    expect(plan, plan).not.toMatch(/SCAN (log|queue|events|l|q|e)\b(?! USING)/);
+  });
+
+  it("refuses a bad window, bucket or parameter in the contract's envelope; unknown or another school's id: 404", async () => {
+    const { key } = await newSchool("str");
+    const other = await newSchool("strx");
+    const hook = await register(key, "https://str.example.com/in");
+    const now = Date.now();
+    const refused: [string, number, string][] = [
+      [window(now, now), 400, "INVALID_PARAMETER"],
+      [window(now, now - HOUR), 400, "INVALID_PARAMETER"],
+      [window(now - 7 * DAY - 1, now), 400, "INVALID_PARAMETER"],
+      [`?since=${iso(now + HOUR)}`, 400, "INVALID_PARAMETER"],
+      ["?bucket=week", 400, "INVALID_PARAMETER"],
+      ["?since=yesterday", 400, "INVALID_PARAMETER"],
+      ["?since=2026-09-07T08:00:00", 400, "INVALID_PARAMETER"],
+      ["?step=hour", 400, "UNKNOWN_PARAMETER"],
+    ];
+    for (const [query, status, code] of refused) {
+      const res = await callJson(`/v3/webhooks/${hook.id}/stats${query}`, { key });
+      expect([res.status, res.body.status, res.body.code], query).toEqual([status, "error", code]);
+      expect(res.body.message, query).toEqual(expect.any(String));
+    }
+    // Only `since`: until is now (or 7 days later, if that comes first).
+    const eightDaysAgo = await stats(key, hook.id, `?since=${iso(now - 8 * DAY)}`);
+    expect(Date.parse(eightDaysAgo.until) - Date.parse(eightDaysAgo.since)).toBe(7 * DAY);
+    // Only `until`, in the first day of year 0000: the window starts at 0000-01-01, never before.
+    const earliest = await stats(key, hook.id, `?until=0000-01-01T06:00:00Z`);
+    expect([earliest.since, earliest.buckets.length, earliest.buckets[0]!.start]).toEqual(["0000-01-01T00:00:00.000Z", 6, "0000-01-01T00:00:00.000Z"]);
+    expect((await callJson(`/v3/webhooks/${hook.id}/stats?until=0000-01-01T00:00:00Z`, { key })).body.code).toBe("INVALID_PARAMETER");
+    // Only `until`: the 24 hours before it.
+    const onlyUntil = await stats(key, hook.id, `?until=${iso(now - DAY)}&bucket=day`);
+    expect(onlyUntil.since).toBe(iso(now - 2 * DAY));
+    for (const [id, k] of [
+      ["wh_unknown", key],
+      [hook.id, other.key],
+      ["not an id!", key],
+    ]) {
+      const res = await callJson(`/v3/webhooks/${encodeURIComponent(id!)}/stats`, { key: k });
+      expect([res.status, res.body.code]).toEqual([404, "WEBHOOK_NOT_FOUND"]);
+    }
+    await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key });
+    expect((await callJson(`/v3/webhooks/${hook.id}/stats`, { key })).status).toBe(404);
+    expect((await callJson(`/v3/webhooks/${hook.id}/stats`, {})).status).toBe(401);
+  });
+});
