@@ -16,18 +16,14 @@ import { MAX_PAGE_SIZE, RETENTION_MS } from "../../lib/limits";
 import { FIRST_INSTANT_MS, formatInstant } from "../../lib/time";
 import { courierFor, STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "../rpc";
 import { lifecycleError, optionalBody, TAG, webhookId, webhookNotFound } from "./parts";
+import { deliveriesQuerySchema, emptyBodySchema, recoverSchema, resendParams, webhookIdParams } from "./request-schemas";
 import {
-  deliveriesQuerySchema,
   deliveryListResponseSchema,
   deliveryRecordSchema,
   EVENT_ID_EXAMPLE,
-  emptyBodySchema,
   recoverResponseSchema,
-  recoverSchema,
-  resendParams,
   resendResponseSchema,
   WEBHOOK_ID_EXAMPLE,
-  webhookIdParams,
   webhookTestResponseSchema,
 } from "./schemas";
 import { statsQuerySchema, statsResponseSchema, statsSchema } from "./stats-schemas";

@@ -16,17 +16,14 @@ import { replayedHeader, storedAnswer, success } from "../../http/respond";
 import { DEFAULT_GRACE_SECONDS, MAX_WEBHOOKS } from "../../lib/limits";
 import { requireWebhookUrl } from "../delivery/url-policy";
 import { optionalBody, subscriptionOf, TAG, webhookId, webhookNotFound } from "./parts";
+import { createWebhookSchema, rotateSchema, updateWebhookSchema, webhookIdParams } from "./request-schemas";
 import {
   createdWebhookResponseSchema,
   createdWebhookSchema,
-  createWebhookSchema,
   deletedWebhookResponseSchema,
   rotatedSecretResponseSchema,
   rotatedSecretSchema,
-  rotateSchema,
-  updateWebhookSchema,
   WEBHOOK_ID_EXAMPLE,
-  webhookIdParams,
   webhookListResponseSchema,
   webhookRecordSchema,
   webhookResponseSchema,
