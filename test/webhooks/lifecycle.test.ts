@@ -219,6 +219,33 @@ describe("disabled registrations", () => {
   });
 });
 
+describe("a change its courier cannot hear at once", () => {
+  it("a disable whose push fails answers 500; the repeated PATCH pushes it before its 200, and nothing is sent after", async () => {
+    const { schoolId, key } = await newSchool("pushfail");
+    const host = "pushfail.example.com";
+    const hook = await register(key, `https://${host}/in`);
+    rx.on(host, 500);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(rx.to(host)).toHaveLength(1);
+    // The config push fails (an outage): the change is made, the 200 is not given.
+    rx.failCalls = 1;
+    const failed = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { enabled: false } });
+    expect([failed.status, failed.body.code]).toEqual([500, "INTERNAL_ERROR"]);
+    expect(rx.failCalls).toBe(0);
+    const repeated = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { enabled: false } });
+    expect([repeated.status, repeated.body.result.enabled, repeated.body.result.disabledReason]).toEqual([200, false, "manual"]);
+    // The courier holds the disable: its pending retry ended skipped, and the clock reaching
+    // the retry time sends nothing.
+    const mark = rx.mark();
+    await makeAllDue(schoolId);
+    await drain(schoolId);
+    expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
+    const skipped = await callJson(`/v3/webhooks/${hook.id}/deliveries?status=skipped`, { key });
+    expect(skipped.body.result).toHaveLength(1);
+  });
+});
+
 describe("secret rotation", () => {
   it("during the grace both signatures verify; a second rotation keeps only the newest previous; after the grace the old one fails", async () => {
     const { schoolId, key } = await newSchool("rot");
