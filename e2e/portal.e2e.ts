@@ -41,6 +41,11 @@ const state: {
   skippedEvent?: string;
   /** A second registration (course.created and course.updated, /control) that shows events still flow. */
   controlId?: string;
+  /** The registration with a filter, a custom header and a throttle (/filtered), its URL and secret, and the training it filters on. */
+  filteredId?: string;
+  filteredUrl?: string;
+  filteredSecret?: string;
+  trainingId?: string;
 } = { path: "/portal-a" };
 
 let receiver: Receiver;
@@ -97,6 +102,9 @@ async function logRow(eventId: string, status: string) {
   await shown(row, 30_000);
   return row;
 }
+
+/** A cell of a log row by its column (`data-col`: trigger, response, duration, error, …), or an element in it. */
+const cell = (row: Locator, col: string, inner?: string) => row.locator(`td[data-col="${col}"]${inner ? ` ${inner}` : ""}`);
 
 /**
  * The stats chart's totals for the period shown, by series ("Delivered", "Failed",
@@ -276,7 +284,8 @@ describe("the webhook portal, one administrator's session", () => {
     const eventId = await sendTest();
 
     const row = await logRow(eventId, "succeeded");
-    expect(await row.locator("td").nth(3).textContent()).toBe("204");
+    expect(await cell(row, "response", ".response-status").textContent()).toBe("204");
+    expect(await cell(row, "trigger").textContent()).toBe("test");
     const delivery = await receiver.waitFor((r) => r.path === "/portal-a" && r.headers["webhook-id"] === eventId);
     expect(verifyDelivery(delivery, state.secret!)).toMatchObject({ id: eventId, type: "webhook.test" });
     // The chart panel shows the stats, the delivery counted.
@@ -346,7 +355,7 @@ describe("the webhook portal, one administrator's session", () => {
     // WEBHOOK_RETRY_SCHEDULE=1,1,1: the immediate attempt and three retries, then `failed`.
     const row = page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="failed"]`);
     await refreshUntil(row);
-    expect(await row.locator("td").nth(3).textContent()).toBe("503");
+    expect(await cell(row, "response", ".response-status").textContent()).toBe("503");
     expect(await page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="pending"]`).count()).toBe(3);
     expect(receiver.at(state.path).filter((r) => r.headers["webhook-id"] === state.failedEvent)).toHaveLength(4);
     // Every failed attempt counts, the retried ones too (API.md § "Delivery statistics").
@@ -366,7 +375,9 @@ describe("the webhook portal, one administrator's session", () => {
     state.skippedEvent = (await api("GET", `/v3/webhooks/${state.id}/deliveries?status=skipped`)).body.result[0].eventId;
     const row = page.locator(`tr[data-event-id="${state.skippedEvent}"][data-status="skipped"]`);
     await refreshUntil(row);
-    expect(await row.locator("td").nth(4).textContent()).toBe("registration disabled");
+    expect(await cell(row, "error").textContent()).toBe("registration disabled");
+    // Nothing was sent: no duration.
+    expect(await cell(row, "duration").textContent()).toBe("—");
     await expect.poll(async () => (await chartTotals()).Skipped, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
 
     const refused = await api("POST", `/v3/webhooks/${state.id}/test`);
@@ -525,6 +536,195 @@ describe("the webhook portal, one administrator's session", () => {
     expect((await api("GET", "/v3/webhooks")).body.result.map((w: { id: string }) => w.id)).not.toContain(state.id);
   });
 
+  it("creates a registration with a filter, a custom header and a throttle: the API's refusal names the field, the header reaches the receiver", async () => {
+    // A training of the demo school, for a course that passes the filter.
+    const courses = await api("GET", "/v3/courses?limit=100");
+    const trainingId = (courses.body.result as { trainingId: string | null }[]).find((c) => c.trainingId)?.trainingId;
+    expect(trainingId, "a demo course with a training").toBeTruthy();
+    state.trainingId = trainingId!;
+
+    await page.goto(`${server.base}/portal#/`);
+    await page.getByRole("link", { name: "Add endpoint" }).click();
+    await view("Add an endpoint");
+    state.filteredUrl = receiver.url("/filtered");
+    await page.getByLabel("Endpoint URL").fill(state.filteredUrl);
+    // Ids separated by a comma and a new line.
+    await page.getByLabel("Training ids").fill(`${trainingId}, trn_e2e_none\ntrn_e2e_other`);
+    // "Add a header" by keyboard: the new row's name field takes the focus.
+    await page.getByRole("button", { name: "Add a header" }).focus();
+    await page.keyboard.press("Enter");
+    const header1 = page.getByRole("group", { name: "Header 1", exact: true });
+    await shown(header1);
+    await expect.poll(() => focused(header1.getByLabel("Name"))).toBe(true);
+    await page.keyboard.type("Content-Type");
+    await header1.getByLabel("Value").fill("text/plain");
+    await page.getByLabel("Most attempts per second (optional)").fill("5");
+    await expectAccessible("create, with filter, header and throttle");
+
+    // A reserved header name: the API's 400 VALIDATION_ERROR, its details naming the field.
+    const refused = await api("POST", "/v3/webhooks", { url: state.filteredUrl, headers: { "Content-Type": "text/plain" } });
+    expect([refused.status, refused.body.code]).toEqual([400, "VALIDATION_ERROR"]);
+    await page.getByRole("button", { name: "Create endpoint" }).click();
+    await says("alert", refused.body.message);
+    const alert = page.getByRole("alert").filter({ hasText: refused.body.message });
+    for (const d of refused.body.details as { path?: string; message: string }[]) await shown(alert.getByText(d.message).first());
+    await expectAccessible("create, refused header");
+
+    await header1.getByLabel("Name").fill("X-Api-Key");
+    await header1.getByLabel("Value").fill("e2e-header-secret-1");
+    await page.getByRole("button", { name: "Create endpoint" }).click();
+    await view("Endpoint created");
+    state.filteredSecret = await page.getByLabel("Signing secret", { exact: true }).inputValue();
+    const created = (await api("GET", "/v3/webhooks")).body.result.find((w: { url: string }) => w.url === state.filteredUrl);
+    expect(created).toMatchObject({
+      filter: { trainingId: [trainingId, "trn_e2e_none", "trn_e2e_other"] },
+      headerNames: ["x-api-key"],
+      maxPerSecond: 5,
+    });
+    state.filteredId = created.id;
+
+    // The detail page: the filter, the header's name (never its value) and the throttle.
+    await page.getByRole("link", { name: /open the endpoint/ }).click();
+    await shown(page.getByRole("heading", { name: "Delivery log" }));
+    const record = page.locator("dl.record");
+    await shown(record.getByText(`Trainings: ${trainingId}, trn_e2e_none, trn_e2e_other`));
+    await shown(record.locator("code", { hasText: /^x-api-key$/ }));
+    await shown(record.getByText("At most 5 attempts per second"));
+    expect(await page.content()).not.toContain("e2e-header-secret-1");
+    await expectAccessible("endpoint detail with filter, header and throttle");
+
+    // The receiver answers with a body, markup included: the log shows it as text.
+    receiver.answer("/filtered", { status: 200, body: `{"received":true,"note":"<b>not markup</b>","pad":"${"x".repeat(1200)}"}` });
+    const eventId = await sendTest();
+    const row = await logRow(eventId, "succeeded");
+    const delivery = await receiver.waitFor((r) => r.path === "/filtered" && r.headers["webhook-id"] === eventId);
+    expect(delivery.headers["x-api-key"]).toBe("e2e-header-secret-1");
+    expect(await cell(row, "trigger").textContent()).toBe("test");
+    expect(await cell(row, "response", ".response-status").textContent()).toBe("200");
+    expect(await cell(row, "duration").textContent()).toMatch(/^\d+ ms$/);
+    expect(await cell(row, "response", ".body-start").textContent()).toMatch(/^\{"received":true,"note":"<b>not markup<\/b>"/);
+    // The whole start (1,024 bytes) and the URL behind the disclosure, opened by keyboard.
+    await cell(row, "response", "summary").focus();
+    await page.keyboard.press("Enter");
+    const body = cell(row, "response", "pre.body");
+    await shown(body);
+    expect((await body.textContent())!.length).toBe(1024);
+    await shown(cell(row, "response").getByText(state.filteredUrl));
+    expect(await row.locator("b").count()).toBe(0);
+    await expectAccessible("delivery log with trigger, duration and body");
+
+    // The filter: a course of the training reaches it (with the header); one without does not.
+    const inScope = await api("POST", "/v3/courses", {
+      name: "Portal e2e filtered course",
+      startDateTime: "2026-12-02T08:00:00.000Z",
+      endDateTime: "2026-12-02T10:00:00.000Z",
+      trainingId,
+    });
+    expect(inScope.status, JSON.stringify(inScope.body)).toBe(201);
+    const passed = await courseDelivery("/filtered", inScope.body.result.id);
+    expect(passed.headers["x-api-key"]).toBe("e2e-header-secret-1");
+    expect(verifyDelivery(passed, state.filteredSecret!).type).toBe("course.created");
+    const outOfScope = await createCourse("Portal e2e course outside the filter");
+    const skipped = (await courseDelivery("/control", outOfScope)).headers["webhook-id"];
+    expect((await api("GET", `/v3/webhooks/${state.filteredId}/deliveries?eventId=${skipped}`)).body.result).toEqual([]);
+    const trigger = page.locator(`tr[data-event-id="${passed.headers["webhook-id"]}"][data-status="succeeded"] td[data-col="trigger"]`);
+    await refreshUntil(trigger);
+    expect(await trigger.first().textContent()).toBe("event");
+  });
+
+  it("edits the filter, the headers and the throttle: untouched headers are kept, only changed fields are sent; a 410 disables it", async () => {
+    const patchBody = () => page.waitForRequest((r) => r.method() === "PATCH" && r.url().endsWith(`/v3/webhooks/${state.filteredId}`));
+    await page.getByRole("link", { name: "Edit" }).click();
+    await view("Edit the endpoint");
+    expect(await page.getByLabel("Training ids").inputValue()).toBe(`${state.trainingId}, trn_e2e_none, trn_e2e_other`);
+    expect(await page.getByLabel("Most attempts per second (optional)").inputValue()).toBe("5");
+    const header1 = page.getByRole("group", { name: "Header 1", exact: true });
+    expect(await header1.getByLabel("Name").inputValue()).toBe("x-api-key");
+    // The value is write-only: blank, with the rule in words.
+    expect(await header1.getByLabel("Value").inputValue()).toBe("");
+    await shown(page.getByText("Leave them untouched to keep them as they are"));
+    await expectAccessible("edit, saved headers");
+
+    // Only the throttle changes: the PATCH carries it alone, and the header is kept.
+    await page.getByLabel("Most attempts per second (optional)").fill("");
+    let sent = patchBody();
+    await page.getByRole("button", { name: "Save changes" }).click();
+    expect((await sent).postDataJSON()).toEqual({ maxPerSecond: null });
+    await says("status", "Changes saved.");
+    await shown(page.locator("dl.record").getByText("None", { exact: true }).first());
+    const eventId = await sendTest();
+    await logRow(eventId, "succeeded");
+    expect((await receiver.waitFor((r) => r.path === "/filtered" && r.headers["webhook-id"] === eventId)).headers["x-api-key"]).toBe("e2e-header-secret-1");
+
+    // New values: the whole set is replaced; a named header without a value is refused first.
+    await page.getByRole("link", { name: "Edit" }).click();
+    await view("Edit the endpoint");
+    await page.getByRole("button", { name: "Add a header" }).click();
+    const header2 = page.getByRole("group", { name: "Header 2", exact: true });
+    await header2.getByLabel("Name").fill("X-Tenant");
+    await header2.getByLabel("Value").fill("school-1");
+    await shown(page.getByText("Saving replaces the whole set of headers"));
+    await page.getByRole("button", { name: "Save changes" }).click();
+    await says("alert", 'Enter a value for "x-api-key"');
+    await header1.getByLabel("Value").fill("e2e-header-secret-2");
+    await page.getByLabel("Group ids").fill("grp_e2e_1");
+    await expectAccessible("edit, headers replaced");
+    sent = patchBody();
+    await page.getByRole("button", { name: "Save changes" }).click();
+    expect((await sent).postDataJSON()).toEqual({
+      filter: { trainingId: [state.trainingId, "trn_e2e_none", "trn_e2e_other"], groupId: ["grp_e2e_1"] },
+      headers: { "x-api-key": "e2e-header-secret-2", "X-Tenant": "school-1" },
+    });
+    await says("status", "Changes saved.");
+    const record = page.locator("dl.record");
+    await shown(record.getByText("Groups: grp_e2e_1"));
+    expect(await record.locator("ul.names code").allTextContents()).toEqual([
+      state.trainingId,
+      "trn_e2e_none",
+      "trn_e2e_other",
+      "grp_e2e_1",
+      "x-api-key",
+      "x-tenant",
+    ]);
+    expect(await page.content()).not.toContain("e2e-header-secret-2");
+    const second = await sendTest();
+    await logRow(second, "succeeded");
+    const delivery = await receiver.waitFor((r) => r.path === "/filtered" && r.headers["webhook-id"] === second);
+    expect([delivery.headers["x-api-key"], delivery.headers["x-tenant"]]).toEqual(["e2e-header-secret-2", "school-1"]);
+
+    // No filter, no header: both cleared with null; the record says None.
+    await page.getByRole("link", { name: "Edit" }).click();
+    await view("Edit the endpoint");
+    await page.getByLabel("Training ids").fill("");
+    await page.getByLabel("Group ids").fill("");
+    await page.getByRole("button", { name: "Remove all headers" }).click();
+    await says("status", "Every custom header will be removed when you save.");
+    expect(await focused(page.getByRole("button", { name: "Add a header" }))).toBe(true);
+    sent = patchBody();
+    await page.getByRole("button", { name: "Save changes" }).click();
+    expect((await sent).postDataJSON()).toEqual({ filter: null, headers: null });
+    await says("status", "Changes saved.");
+    await shown(record.getByText("None: every event subscribed to"));
+    expect(await api("GET", `/v3/webhooks/${state.filteredId}`).then((r) => r.body.result)).toMatchObject({
+      filter: null,
+      headerNames: [],
+      maxPerSecond: null,
+    });
+
+    // The receiver answers 410 Gone: the registration is disabled, and the page says why.
+    receiver.answer("/filtered", { status: 410, body: "unsubscribe me" });
+    const gone = await sendTest();
+    await logRow(gone, "failed");
+    await expect.poll(async () => (await api("GET", `/v3/webhooks/${state.filteredId}`)).body.result.disabledReason, { timeout: 15_000 }).toBe("gone");
+    await page.reload();
+    await shown(page.getByText("Disabled (receiver gone)"));
+    await shown(page.getByText("The receiver answered 410 Gone"));
+    await expectAccessible("endpoint detail, receiver gone");
+    receiver.answer("/filtered", null);
+    // Out of the way of the steps that follow.
+    expect((await api("DELETE", `/v3/webhooks/${state.filteredId}`)).status).toBe(200);
+  });
+
   it("signs out: the key leaves the tab", async () => {
     await page.getByRole("button", { name: "Sign out" }).click();
     await view("Sign in");
@@ -600,6 +800,8 @@ describe("portal links (API.md § Portal sessions)", () => {
     expect(await page.getByRole("link", { name: "Edit", exact: true }).count()).toBe(0);
     expect(await page.getByRole("button", { name: /^Resend / }).count()).toBe(0);
     expect(await page.getByRole("region", { name: "Recover after an outage" }).count()).toBe(0);
+    // The filter, header names and throttle are shown, read-only.
+    for (const term of ["Filter", "Custom headers", "Throttle"]) await shown(page.locator("dl.record dt").getByText(term, { exact: true }));
     // Reading goes on: filters and paging are not changes.
     await shown(page.getByRole("button", { name: "Apply filters" }));
     await expectAccessible("endpoint detail, read-only");

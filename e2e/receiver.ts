@@ -1,7 +1,8 @@
 /**
  * A local webhook receiver for the end-to-end tests: a Node HTTP server on 127.0.0.1 that
  * records every request (path, headers, raw body, time) and answers 204, or — switched with
- * {@link Receiver.fail} — a chosen error status, to play an outage.
+ * {@link Receiver.fail} — a chosen error status, to play an outage, or — set with
+ * {@link Receiver.answer} — a chosen status and body.
  */
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -34,6 +35,11 @@ export interface Receiver {
    */
   fail(status: number | null, path?: string): void;
   /**
+   * From now on, answers `status` with `body` (text/plain) to requests on `path` (unless it
+   * fails); `answer(path, null)` answers 204 again.
+   */
+  answer(path: string, reply: { status: number; body: string } | null): void;
+  /**
    * Resolves with the first request (past or future) that `match` accepts; rejects after
    * `timeoutMs` (default 30 s) with what was received.
    */
@@ -45,15 +51,19 @@ export interface Receiver {
 export async function startReceiver(port = 0): Promise<Receiver> {
   const received: Received[] = [];
   const failing = new Map<string | undefined, number>();
+  const replies = new Map<string, { status: number; body: string }>();
   const waiters = new Set<() => void>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
       const path = (req.url ?? "/").split("?")[0]!;
-      const answered = failing.get(path) ?? failing.get(undefined) ?? 204;
+      const failed = failing.get(path) ?? failing.get(undefined);
+      const reply = failed === undefined ? replies.get(path) : undefined;
+      const answered = failed ?? reply?.status ?? 204;
       received.push({ path, headers: req.headers, body: Buffer.concat(chunks).toString("utf8"), at: Date.now(), answered });
-      res.writeHead(answered).end();
+      if (reply) res.writeHead(answered, { "content-type": "text/plain; charset=utf-8" }).end(reply.body);
+      else res.writeHead(answered).end();
       for (const wake of waiters) wake();
     });
   });
@@ -69,6 +79,10 @@ export async function startReceiver(port = 0): Promise<Receiver> {
     fail(status, path) {
       if (status === null) failing.delete(path);
       else failing.set(path, status);
+    },
+    answer(path, reply) {
+      if (reply === null) replies.delete(path);
+      else replies.set(path, reply);
     },
     waitFor(match, timeoutMs = 30_000) {
       return new Promise((resolve, reject) => {

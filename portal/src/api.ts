@@ -178,15 +178,51 @@ async function request<T = unknown>(method: string, path: string, opts: Paramete
 // ---------------------------------------------------------------------------------------
 // The contract's shapes and endpoints.
 
+/** A registration's filter on the school's dimensions (each list 1–100 ids; at least one field). */
+export interface WebhookFilter {
+  trainingId?: string[];
+  groupId?: string[];
+  professorId?: string[];
+}
+
+/** The fields of POST /v3/webhooks. */
+export interface WebhookCreate {
+  url: string;
+  events: string[];
+  description?: string;
+  filter?: WebhookFilter;
+  /** Name → value, at most 10 (values are write-only). */
+  headers?: Record<string, string>;
+  maxPerSecond?: number;
+}
+
+/** The fields of PATCH /v3/webhooks/{id}; `null` clears (`headers` replaces the whole set). */
+export type WebhookPatch = Partial<{
+  url: string;
+  events: string[];
+  description: string | null;
+  filter: WebhookFilter | null;
+  headers: Record<string, string> | null;
+  maxPerSecond: number | null;
+  enabled: boolean;
+}>;
+
 /** A registration (API.md § "Webhook registrations": registration record). */
 export interface Webhook {
   id: string;
   url: string;
   events: string[];
   description: string | null;
+  /** Which of the school's courses the registration hears of; null: every event it subscribes to. */
+  filter?: WebhookFilter | null;
+  /** Names of its custom headers, lower case, sorted (values are never shown again). */
+  headerNames?: string[];
+  /** The throttle: attempts started per second at most; null: none. */
+  maxPerSecond?: number | null;
   /** Absent from older servers: treat as enabled. */
   enabled?: boolean;
-  disabledReason?: "manual" | "failing" | null;
+  /** `gone`: the receiver answered 410 Gone. */
+  disabledReason?: "manual" | "failing" | "gone" | null;
   disabledAt?: string | null;
   createdAt: string;
   updatedAt?: string;
@@ -207,6 +243,14 @@ export interface Delivery {
   error: string | null;
   attemptedAt: string | null;
   nextAttemptAt: string | null;
+  /** What started the attempt (absent from older servers). */
+  trigger?: "event" | "retry" | "resend" | "recover" | "test";
+  /** The URL this attempt was sent to. */
+  url?: string | null;
+  /** Milliseconds until the status line arrived (or the timeout, or the error); null when nothing was sent. */
+  durationMs?: number | null;
+  /** The first 1,024 bytes of the answer's body, as UTF-8; null without an answer. */
+  responseBody?: string | null;
 }
 
 /** Filters of the delivery log; empty strings mean "no filter". */
@@ -242,6 +286,10 @@ export const api = {
   async listWebhooks(): Promise<Webhook[]> {
     return (await request<{ result: Webhook[] }>("GET", "/v3/webhooks")).result;
   },
+  /** GET /v3/webhooks/{id}. */
+  async getWebhook(id: string): Promise<Webhook> {
+    return (await request<{ result: Webhook }>("GET", `/v3/webhooks/${enc(id)}`)).result;
+  },
   /**
    * Checks a credential before it is kept (GET /v3/webhooks: 401 when refused) and returns
    * it with its portal session (a token's end and mode), null for an API key.
@@ -250,11 +298,14 @@ export const api = {
     return { secret, session: (await exchange("GET", "/v3/webhooks", { key: secret })).session };
   },
   /** POST /v3/webhooks with an `Idempotency-Key`, so a double submit creates one registration. */
-  async createWebhook(body: { url: string; events: string[]; description?: string }, idempotencyKey: string): Promise<CreatedWebhook> {
+  async createWebhook(body: WebhookCreate, idempotencyKey: string): Promise<CreatedWebhook> {
     return (await request<{ result: CreatedWebhook }>("POST", "/v3/webhooks", { body, headers: { "idempotency-key": idempotencyKey } })).result;
   },
-  /** PATCH /v3/webhooks/{id}: any of `url`, `events`, `description` (null clears), `enabled`. */
-  async updateWebhook(id: string, body: Partial<{ url: string; events: string[]; description: string | null; enabled: boolean }>): Promise<Webhook> {
+  /**
+   * PATCH /v3/webhooks/{id}: any of `url`, `events`, `description`, `filter`, `headers`,
+   * `maxPerSecond` (null clears; `headers` replaces the whole set), `enabled`.
+   */
+  async updateWebhook(id: string, body: WebhookPatch): Promise<Webhook> {
     return (await request<{ result: Webhook }>("PATCH", `/v3/webhooks/${enc(id)}`, { body })).result;
   },
   /** DELETE /v3/webhooks/{id}. */

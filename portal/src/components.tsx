@@ -106,10 +106,13 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
   );
 }
 
-/** "Enabled", "Disabled (manually)" or "Disabled (failing) since …", in words, not only in colour. */
+/**
+ * "Enabled", "Disabled (manually)", "Disabled (failing) since …" or "Disabled (receiver
+ * gone) since …", in words, not only in colour.
+ */
 export function StatusBadge({ webhook }: { webhook: Webhook }) {
   if (webhook.enabled !== false) return <span class="badge badge-ok">Enabled</span>;
-  const why = webhook.disabledReason === "failing" ? "failing" : "manually";
+  const why = webhook.disabledReason === "failing" ? "failing" : webhook.disabledReason === "gone" ? "receiver gone" : "manually";
   return (
     <span class="badge badge-off">
       Disabled ({why}){webhook.disabledAt ? ` since ${formatInstant(webhook.disabledAt)}` : ""}

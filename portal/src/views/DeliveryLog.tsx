@@ -1,8 +1,10 @@
 /**
  * The delivery log of one registration (GET /v3/webhooks/{id}/deliveries): filters
- * (status, event type, event id, since, until), pages, each attempt's status code and error,
- * and a resend button per event (not in a read-only tab). Only the filters that are set are
- * sent.
+ * (status, event type, event id, since, until), pages, each attempt's trigger, status code,
+ * duration and error, the start of the answer's body (a one-line preview, and the whole
+ * kilobyte the API keeps with the URL the attempt went to behind a disclosure), and a resend
+ * button per event (not in a read-only tab). Only the filters that are set are sent. Bodies
+ * are the receiver's text: rendered as text (Preact escapes it), never as markup.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { useReadOnly } from "../access";
@@ -170,9 +172,11 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
             <thead>
               <tr>
                 <th scope="col">Event</th>
+                <th scope="col">Trigger</th>
                 <th scope="col">Attempt</th>
                 <th scope="col">Status</th>
                 <th scope="col">Response</th>
+                <th scope="col">Duration</th>
                 <th scope="col">Error</th>
                 <th scope="col">Attempted</th>
                 <th scope="col">Next attempt</th>
@@ -191,14 +195,18 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
                     <br />
                     <span class="small">{d.eventType}</span>
                   </td>
-                  <td>{d.attempt}</td>
-                  <td>
+                  <td data-col="trigger">{d.trigger ?? "—"}</td>
+                  <td data-col="attempt">{d.attempt}</td>
+                  <td data-col="status">
                     <span class={`status status-${d.status}`}>{d.status}</span>
                   </td>
-                  <td>{d.responseStatus ?? "—"}</td>
-                  <td>{d.error ?? "—"}</td>
-                  <td>{formatInstant(d.attemptedAt)}</td>
-                  <td>{formatInstant(d.nextAttemptAt)}</td>
+                  <td data-col="response">
+                    <Response delivery={d} />
+                  </td>
+                  <td data-col="duration">{d.durationMs == null ? "—" : `${d.durationMs} ms`}</td>
+                  <td data-col="error">{d.error ?? "—"}</td>
+                  <td data-col="attempted">{formatInstant(d.attemptedAt)}</td>
+                  <td data-col="next">{formatInstant(d.nextAttemptAt)}</td>
                   {!readOnly && (
                     <td>
                       <button type="button" class="secondary small" onClick={() => resend(d.eventId)} aria-label={`Resend ${d.eventId}`}>
@@ -235,5 +243,41 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
         </select>
       </nav>
     </section>
+  );
+}
+
+/**
+ * An attempt's answer: its status code, the first line of its body (cut visually), and a
+ * disclosure with the URL the attempt went to and the body's first 1,024 bytes.
+ */
+function Response({ delivery: d }: { delivery: Delivery }) {
+  const body = d.responseBody ?? "";
+  return (
+    <>
+      <span class="response-status">{d.responseStatus ?? "—"}</span>
+      {body !== "" && <code class="body-start">{body.slice(0, 200)}</code>}
+      {(d.url || body !== "") && (
+        <details class="exchange">
+          <summary>
+            {body !== "" ? "Body" : "URL"}
+            <span class="visually-hidden">
+              {" "}
+              of attempt {d.attempt} of {d.eventId}
+            </span>
+          </summary>
+          {d.url && (
+            <p class="small">
+              Sent to <span class="mono">{d.url}</span>
+            </p>
+          )}
+          {body !== "" && (
+            <>
+              <p class="small">Start of the answer's body (first 1,024 bytes):</p>
+              <pre class="body">{body}</pre>
+            </>
+          )}
+        </details>
+      )}
+    </>
   );
 }

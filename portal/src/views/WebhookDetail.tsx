@@ -7,7 +7,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { useReadOnly } from "../access";
-import { api, type Webhook } from "../api";
+import { ApiError, api, type Webhook } from "../api";
 import { Dialog, ErrorAlert, eventsText, type Problem, SecretReveal, StatusBadge } from "../components";
 import { formatInstant, localInputToIso } from "../format";
 import type { Go } from "../navigation";
@@ -31,7 +31,8 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
   const [logLoads, setLogLoads] = useState(0);
   const readOnly = useReadOnly();
 
-  const load = () => api.listWebhooks().then((list) => setWebhook(list.find((w) => w.id === id) ?? null), setLoadError);
+  const load = () =>
+    api.getWebhook(id).then(setWebhook, (err) => (err instanceof ApiError && err.code === "WEBHOOK_NOT_FOUND" ? setWebhook(null) : setLoadError(err)));
   useEffect(() => {
     void load();
   }, [id]);
@@ -91,11 +92,35 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         <dt>Status</dt>
         <dd>
           <StatusBadge webhook={webhook} />
+          {!enabled && <p class="small status-note">{disabledWhy(webhook, readOnly)}</p>}
         </dd>
         <dt>Description</dt>
         <dd>{webhook.description ?? "—"}</dd>
         <dt>Events</dt>
         <dd>{eventsText(webhook.events)}</dd>
+        <dt>Filter</dt>
+        <dd>
+          <FilterText filter={webhook.filter} />
+        </dd>
+        <dt>Custom headers</dt>
+        <dd>
+          {webhook.headerNames?.length ? (
+            <>
+              <ul class="names">
+                {webhook.headerNames.map((name) => (
+                  <li key={name}>
+                    <code>{name}</code>
+                  </li>
+                ))}
+              </ul>
+              <span class="small muted">Values are write-only: they are never shown.</span>
+            </>
+          ) : (
+            "None"
+          )}
+        </dd>
+        <dt>Throttle</dt>
+        <dd>{webhook.maxPerSecond ? `At most ${webhook.maxPerSecond} attempt${webhook.maxPerSecond === 1 ? "" : "s"} per second` : "None"}</dd>
         <dt>Id</dt>
         <dd>
           <code>{webhook.id}</code>
@@ -147,6 +172,38 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
       <DeliveryLog id={id} refresh={refresh} watch={watch} onQueued={() => setRefresh((n) => n + 1)} onLoaded={() => setLogLoads((n) => n + 1)} />
       {!readOnly && <RecoverForm id={id} onQueued={() => setRefresh((n) => n + 1)} />}
     </section>
+  );
+}
+
+/** Why a disabled registration is disabled, and how it comes back, in a sentence. */
+function disabledWhy(webhook: Webhook, readOnly: boolean): string {
+  const back = readOnly ? "" : " Enable it to receive events again.";
+  switch (webhook.disabledReason) {
+    case "gone":
+      return `The receiver answered 410 Gone, which asks to be unsubscribed: no delivery is attempted any more.${readOnly ? "" : " If that was a mistake, fix the receiver, then enable the endpoint again."}`;
+    case "failing":
+      return `Every delivery attempt failed for too long, so deliveries stopped.${readOnly ? "" : " Fix the receiver, enable the endpoint, then recover what it missed."}`;
+    default:
+      return `Disabled by an administrator: events are logged as skipped.${back}`;
+  }
+}
+
+/** The filter in words: the ids per dimension, or that every event passes. */
+function FilterText({ filter }: { filter: Webhook["filter"] }) {
+  const parts = [
+    ["Trainings", filter?.trainingId],
+    ["Groups", filter?.groupId],
+    ["Professors", filter?.professorId],
+  ].filter((p): p is [string, string[]] => Array.isArray(p[1]) && p[1].length > 0);
+  if (parts.length === 0) return <>None: every event subscribed to</>;
+  return (
+    <ul class="names">
+      {parts.map(([label, ids]) => (
+        <li key={label}>
+          {label}: {ids.map((id, i) => [i > 0 ? ", " : "", <code key={id}>{id}</code>])}
+        </li>
+      ))}
+    </ul>
   );
 }
 

@@ -1,11 +1,16 @@
 /**
  * Create (POST /v3/webhooks, then the secret shown once) and edit (PATCH /v3/webhooks/{id},
- * only the fields changed) a registration. One form serves both. The browser's own
- * validation is off (`noValidate`): the API is the one judge of a URL (its URL policy), and
- * its message is what the administrator sees.
+ * only the fields changed) a registration: URL, description, events, filter, custom headers
+ * and throttle. One form serves both. The browser's own validation is off (`noValidate`):
+ * the API is the one judge of a URL (its URL policy), of a filter and of a header, and its
+ * message is what the administrator sees.
+ *
+ * Header values are write-only (records carry `headerNames` only): on edit the names are shown
+ * with blank values, and `headers` is sent only once the administrator changed them — then it
+ * replaces the whole set (an empty set clears them: `null`).
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { api, type CreatedWebhook, type EventType, type Webhook } from "../api";
+import { ApiError, api, type CreatedWebhook, type EventType, type Webhook, type WebhookCreate, type WebhookFilter, type WebhookPatch } from "../api";
 import { ErrorAlert, type Problem, SecretReveal } from "../components";
 import type { Go } from "../navigation";
 
@@ -22,15 +27,113 @@ function useEventCatalog(): { types: EventType[] | null; error: Problem | null }
 /** The event type of POST …/test: delivered to the one registration tested, never subscribed to. */
 const TEST_EVENT = "webhook.test";
 
-/** What the form edits. `all` is the subscription `["*"]`. */
+/** One row of the custom headers. */
+interface HeaderRow {
+  /** Stable key of the row (rows are added and removed). */
+  key: number;
+  name: string;
+  value: string;
+}
+
+/**
+ * What the form edits. `all` is the subscription `["*"]`; the filter's lists are the text of
+ * their fields; `headersChanged` says whether the header rows were touched (on edit, untouched
+ * rows keep the saved headers); `maxPerSecond` is the throttle field's text.
+ */
 interface FormValue {
   url: string;
   description: string;
   all: boolean;
   selected: string[];
+  trainingIds: string;
+  groupIds: string;
+  professorIds: string;
+  headers: HeaderRow[];
+  headersChanged: boolean;
+  maxPerSecond: string;
 }
 
-function WebhookFields({ value, onChange, catalog }: { value: FormValue; onChange: (v: FormValue) => void; catalog: ReturnType<typeof useEventCatalog> }) {
+/** Most custom headers a registration may have (API.md § POST /v3/webhooks: `headers`). */
+const MAX_HEADERS = 10;
+
+let rowKeys = 0;
+const headerRow = (name = "", value = ""): HeaderRow => ({ key: ++rowKeys, name, value });
+
+/** The form's value for a registration (a new one when `w` is null). */
+function formValue(w: Webhook | null): FormValue {
+  const ids = (list: string[] | undefined) => (list ?? []).join(", ");
+  return {
+    url: w?.url ?? "",
+    description: w?.description ?? "",
+    all: w ? w.events.includes("*") : true,
+    selected: w ? w.events.filter((t) => t !== "*") : [],
+    trainingIds: ids(w?.filter?.trainingId),
+    groupIds: ids(w?.filter?.groupId),
+    professorIds: ids(w?.filter?.professorId),
+    headers: (w?.headerNames ?? []).map((name) => headerRow(name)),
+    headersChanged: false,
+    maxPerSecond: w?.maxPerSecond == null ? "" : String(w.maxPerSecond),
+  };
+}
+
+/** Ids typed in a field, separated by commas, spaces or new lines. */
+const idList = (text: string) => text.split(/[\s,]+/).filter(Boolean);
+
+/** The filter the form describes, or null when every list is empty (no filter). */
+function filterOf(v: FormValue): WebhookFilter | null {
+  const filter: WebhookFilter = {};
+  const training = idList(v.trainingIds);
+  const group = idList(v.groupIds);
+  const professor = idList(v.professorIds);
+  if (training.length) filter.trainingId = training;
+  if (group.length) filter.groupId = group;
+  if (professor.length) filter.professorId = professor;
+  return Object.keys(filter).length ? filter : null;
+}
+
+/** A filter in a comparable form (its fields in a fixed order). */
+const filterKey = (f: WebhookFilter | null | undefined) => JSON.stringify(f ? [f.trainingId ?? [], f.groupId ?? [], f.professorId ?? []] : null);
+
+/**
+ * The header set the rows describe (rows left wholly blank are ignored), or null when none.
+ *
+ * @throws Error when a named header has no value: values are never shown again, so each must be typed.
+ */
+function headersOf(v: FormValue): Record<string, string> | null {
+  const rows = v.headers.filter((r) => r.name.trim() !== "" || r.value !== "");
+  const missing = rows.filter((r) => r.value === "").map((r) => r.name.trim());
+  if (missing.length) {
+    throw new Error(
+      `Enter a value for ${missing.map((n) => `"${n}"`).join(", ")}: saved values are never shown, and saving headers replaces the whole set (or remove that row).`,
+    );
+  }
+  return rows.length ? Object.fromEntries(rows.map((r) => [r.name.trim(), r.value])) : null;
+}
+
+/**
+ * The throttle the field describes: null when empty.
+ *
+ * @throws Error when it is not a whole number.
+ */
+function throttleOf(v: FormValue): number | null {
+  const text = v.maxPerSecond.trim();
+  if (text === "") return null;
+  if (!/^\d+$/.test(text)) throw new Error(`Throttle: "${text}" is not a whole number of attempts per second (1 to 1000, or empty for none).`);
+  return Number(text);
+}
+
+function WebhookFields({
+  value,
+  onChange,
+  catalog,
+  editing = null,
+}: {
+  value: FormValue;
+  onChange: (v: FormValue) => void;
+  catalog: ReturnType<typeof useEventCatalog>;
+  /** The registration being edited (null: a new one). */
+  editing?: Webhook | null;
+}) {
   // The catalog's types, plus any the registration already has that the catalog lacks; not
   // `webhook.test`, which no registration subscribes to (a test reaches its endpoint anyway).
   const known = [...new Set([...(catalog.types ?? []).map((t) => t.type).filter((t) => t !== TEST_EVENT), ...value.selected])];
@@ -83,7 +186,168 @@ function WebhookFields({ value, onChange, catalog }: { value: FormValue; onChang
           ))}
         </fieldset>
       </fieldset>
+      <FilterFields value={value} onChange={onChange} />
+      <HeaderFields value={value} onChange={onChange} editing={editing} />
+      <fieldset>
+        <legend>Throttle</legend>
+        <div class="field">
+          <label for="wh-max-per-second">Most attempts per second (optional)</label>
+          <input
+            id="wh-max-per-second"
+            type="text"
+            inputMode="numeric"
+            class="short"
+            aria-describedby="wh-max-per-second-hint"
+            value={value.maxPerSecond}
+            onInput={(e) => onChange({ ...value, maxPerSecond: e.currentTarget.value })}
+          />
+          <p id="wh-max-per-second-hint" class="hint">
+            1 to 1000. No more attempts to this endpoint start within any one second; the others wait their turn. Empty: no throttle.
+          </p>
+        </div>
+      </fieldset>
     </>
+  );
+}
+
+/** The filter on the school's dimensions: three optional id lists. */
+function FilterFields({ value, onChange }: { value: FormValue; onChange: (v: FormValue) => void }) {
+  const list = (id: string, label: string, key: "trainingIds" | "groupIds" | "professorIds") => (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <textarea
+        id={id}
+        class="mono"
+        rows={2}
+        spellcheck={false}
+        aria-describedby="wh-filter-hint"
+        value={value[key]}
+        onInput={(e) => onChange({ ...value, [key]: e.currentTarget.value })}
+      />
+    </div>
+  );
+  return (
+    <fieldset>
+      <legend>Filter</legend>
+      <p id="wh-filter-hint" class="hint">
+        Optional. Ids separated by commas or new lines. A course event reaches this endpoint only if the course matches one listed id in every list filled in
+        (before or after the change). Leave all three empty to receive every course event subscribed to.
+      </p>
+      {list("wh-filter-training", "Training ids", "trainingIds")}
+      {list("wh-filter-group", "Group ids", "groupIds")}
+      {list("wh-filter-professor", "Professor ids", "professorIds")}
+    </fieldset>
+  );
+}
+
+/** Custom headers: rows of name and value, at most {@link MAX_HEADERS}; values write-only. */
+function HeaderFields({ value, onChange, editing }: { value: FormValue; onChange: (v: FormValue) => void; editing: Webhook | null }) {
+  const saved = editing?.headerNames ?? [];
+  const set = (headers: HeaderRow[]) => onChange({ ...value, headers, headersChanged: true });
+  const edit = (key: number, patch: Partial<HeaderRow>) => set(value.headers.map((r) => (r.key === key ? { ...r, ...patch } : r)));
+  const add = () => {
+    const row = headerRow();
+    set([...value.headers, row]);
+    // The new row's name field takes the focus (after the render).
+    setTimeout(() => document.getElementById(`hdr-name-${row.key}`)?.focus());
+  };
+  /** The focus goes to "Add a header" when the control that had it goes away. */
+  const focusAdd = () => setTimeout(() => document.getElementById("hdr-add")?.focus());
+  const remove = (index: number) => {
+    set(value.headers.filter((_, i) => i !== index));
+    focusAdd();
+  };
+  const full = value.headers.length >= MAX_HEADERS;
+  return (
+    <fieldset>
+      <legend>Custom headers</legend>
+      <p id="wh-headers-hint" class="hint">
+        Optional, at most {MAX_HEADERS}. Sent with every delivery to this endpoint (an API key of your receiver, say). Values are write-only: they are never
+        shown again.
+      </p>
+      {editing && saved.length > 0 && (
+        <p id="wh-headers-kept" class="hint">
+          {value.headersChanged ? (
+            <strong>Saving replaces the whole set of headers with the rows below: type every value again (a row without a value is refused).</strong>
+          ) : (
+            <>
+              The saved headers are listed by name, their values blank. <strong>Leave them untouched to keep them as they are</strong>; changing, adding or
+              removing a row replaces the whole set with the rows below when you save.
+            </>
+          )}
+        </p>
+      )}
+      {value.headers.map((row, i) => (
+        <fieldset class="header-row" key={row.key}>
+          <legend>Header {i + 1}</legend>
+          <div class="field">
+            <label for={`hdr-name-${row.key}`}>Name</label>
+            <input
+              id={`hdr-name-${row.key}`}
+              type="text"
+              class="mono"
+              autoComplete="off"
+              spellcheck={false}
+              placeholder="x-api-key"
+              value={row.name}
+              onInput={(e) => edit(row.key, { name: e.currentTarget.value })}
+            />
+          </div>
+          <div class="field">
+            <label for={`hdr-value-${row.key}`}>Value</label>
+            <input
+              id={`hdr-value-${row.key}`}
+              type="text"
+              class="mono"
+              autoComplete="off"
+              spellcheck={false}
+              placeholder={!value.headersChanged && saved.includes(row.name) ? "(saved, not shown)" : ""}
+              value={row.value}
+              onInput={(e) => edit(row.key, { value: e.currentTarget.value })}
+            />
+          </div>
+          <button type="button" class="secondary small" aria-label={`Remove header ${i + 1}`} onClick={() => remove(i)}>
+            Remove
+          </button>
+        </fieldset>
+      ))}
+      <div class="actions">
+        <button type="button" id="hdr-add" class="secondary" onClick={add} disabled={full}>
+          Add a header
+        </button>
+        {editing && saved.length > 0 && value.headers.length > 0 && (
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              set([]);
+              focusAdd();
+            }}
+          >
+            Remove all headers
+          </button>
+        )}
+        {editing && value.headersChanged && (
+          <button
+            type="button"
+            class="secondary"
+            onClick={() => {
+              onChange({ ...value, headers: saved.map((name) => headerRow(name)), headersChanged: false });
+              focusAdd();
+            }}
+          >
+            Keep the saved headers
+          </button>
+        )}
+      </div>
+      <p role="status" class="hint">
+        {full
+          ? `${MAX_HEADERS} headers: the most an endpoint may have.`
+          : editing && saved.length > 0 && value.headersChanged && value.headers.length === 0
+            ? "Every custom header will be removed when you save."
+            : ""}
+      </p>
+    </fieldset>
   );
 }
 
@@ -95,7 +359,7 @@ const newIdempotencyKey = () => (crypto.randomUUID ? crypto.randomUUID() : `${Da
 /** `#/new`: the form, then the created registration's secret, shown once. */
 export function CreateWebhook() {
   const catalog = useEventCatalog();
-  const [value, setValue] = useState<FormValue>({ url: "", description: "", all: true, selected: [] });
+  const [value, setValue] = useState<FormValue>(() => formValue(null));
   const [error, setError] = useState<Problem | null>(null);
   const [busy, setBusy] = useState(false);
   const [created, setCreated] = useState<CreatedWebhook | null>(null);
@@ -105,7 +369,19 @@ export function CreateWebhook() {
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    const body = { url: value.url.trim(), events: events(value), ...(value.description.trim() ? { description: value.description.trim() } : {}) };
+    const body: WebhookCreate = { url: value.url.trim(), events: events(value) };
+    try {
+      if (value.description.trim()) body.description = value.description.trim();
+      const filter = filterOf(value);
+      if (filter) body.filter = filter;
+      const headers = headersOf(value);
+      if (headers) body.headers = headers;
+      const throttle = throttleOf(value);
+      if (throttle !== null) body.maxPerSecond = throttle;
+    } catch (err) {
+      setError(err as Error);
+      return;
+    }
     const text = JSON.stringify(body);
     if (idem.current?.body !== text) idem.current = { body: text, key: newIdempotencyKey() };
     setBusy(true);
@@ -163,7 +439,7 @@ export function CreateWebhook() {
   );
 }
 
-/** `#/webhooks/{id}/edit`: URL, description and events; only what changed is sent. */
+/** `#/webhooks/{id}/edit`: every field of the create form; only what changed is sent. */
 export function EditWebhook({ id, go }: { id: string; go: Go }) {
   const catalog = useEventCatalog();
   const [original, setOriginal] = useState<Webhook | null | undefined>(undefined);
@@ -173,21 +449,37 @@ export function EditWebhook({ id, go }: { id: string; go: Go }) {
   const [busy, setBusy] = useState(false);
 
   useEffect(() => {
-    api.listWebhooks().then((list) => {
-      const w = list.find((x) => x.id === id) ?? null;
-      setOriginal(w);
-      if (w) setValue({ url: w.url, description: w.description ?? "", all: w.events.includes("*"), selected: w.events.filter((t) => t !== "*") });
-    }, setLoadError);
+    api.getWebhook(id).then(
+      (w) => {
+        setOriginal(w);
+        setValue(formValue(w));
+      },
+      (err) => (err instanceof ApiError && err.code === "WEBHOOK_NOT_FOUND" ? setOriginal(null) : setLoadError(err)),
+    );
   }, [id]);
 
   const submit = async (e: Event) => {
     e.preventDefault();
     if (!original || !value) return;
-    const patch: Parameters<typeof api.updateWebhook>[1] = {};
+    const patch: WebhookPatch = {};
     if (value.url.trim() !== original.url) patch.url = value.url.trim();
     const description = value.description.trim() || null;
     if (description !== original.description) patch.description = description;
     if (JSON.stringify(events(value)) !== JSON.stringify(original.events)) patch.events = events(value);
+    try {
+      const filter = filterOf(value);
+      if (filterKey(filter) !== filterKey(original.filter)) patch.filter = filter;
+      // Header values are never shown: the set is sent only when the rows were touched.
+      if (value.headersChanged) {
+        const headers = headersOf(value);
+        if (headers !== null || (original.headerNames ?? []).length > 0) patch.headers = headers;
+      }
+      const throttle = throttleOf(value);
+      if (throttle !== (original.maxPerSecond ?? null)) patch.maxPerSecond = throttle;
+    } catch (err) {
+      setError(err as Error);
+      return;
+    }
     if (Object.keys(patch).length === 0) {
       go(`#/webhooks/${id}`, { text: "Nothing changed: nothing was saved.", kind: "ok" });
       return;
@@ -216,7 +508,7 @@ export function EditWebhook({ id, go }: { id: string; go: Go }) {
       {original === null && <p role="alert">This school has no endpoint with the id {id} (it may have been deleted).</p>}
       {value && (
         <form onSubmit={submit} noValidate>
-          <WebhookFields value={value} onChange={setValue} catalog={catalog} />
+          <WebhookFields value={value} onChange={setValue} catalog={catalog} editing={original ?? null} />
           <p class="hint">The id, the secret and the delivery log are kept. Queued deliveries and retries go to a new URL from their next attempt.</p>
           <ErrorAlert error={error} title="The changes were not saved" />
           <div class="actions">
