@@ -17,7 +17,7 @@
  * 0 done, 1 wrangler failed, 2 bad usage or an unknown school or key id.
  */
 import { type ApiKeyListing, insertKey, type KeyListRow, keyListing, labelProblem, listKeys, newApiKey, revokeKey } from "../src/db/api-keys";
-import { renderLiteral } from "../src/db/import-rows";
+import { renderLiteral } from "../src/db/import-sql";
 import { ID_RE } from "../src/lib/ids";
 import { formatInstant } from "../src/lib/time";
 import { parseCli } from "./lib/args";

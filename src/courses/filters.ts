@@ -7,8 +7,9 @@
  * so a filter cannot behave differently in the two operations.
  */
 import type { z } from "zod";
+import { parseBodyWith } from "../http/body";
 import { ApiError } from "../http/errors";
-import { collectQuery, parseBodyWith, parseQueryWith } from "../http/request";
+import { collectQuery, parseQueryWith } from "../http/request";
 import { splitIds } from "../lib/fields";
 import { GET_MAX_IDS, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
 import { ID_LIST_PARAMS, includeQuerySchema, listQuerySchema, type SortKey, searchBodySchema } from "./filter-schemas";

@@ -3,15 +3,17 @@
  * declared once: the router and the OpenAPI document are built from these declarations.
  *
  * Reads answer with exactly one D1 round trip, the API key lookup included (src/courses/
- * read.ts); a request that fails validation checks the key first, so 401 comes before 400.
+ * read.ts); a request that fails validation checks the key first, so 401 comes before 400
+ * (src/courses/session.ts, with the D1 session every operation runs in).
  * Writes commit the rows and the outbox in one batch, then hand the events to the school's
  * hub through `publish` (injected by src/api.ts: the events layer sits above courses).
  */
 import type { IRequest } from "itty-router";
 import { z } from "zod";
-import { type DbSession, openSession, type SessionKind } from "../db/client";
+import { type DbSession, openSession } from "../db/client";
 import { findKey, isKeyConflict, type KeyRow, keyStatements, requestHash, type StoredResponse } from "../db/idempotency";
-import { apiKeyHash, authenticate, schoolOfKey } from "../http/auth";
+import { apiKeyHash, schoolOfKey } from "../http/auth";
+import { readJson } from "../http/body";
 import type { D1Timer, RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import {
@@ -20,12 +22,11 @@ import {
   bookmarkResponseHeader,
   idempotencyKeyHeaderSchema,
   ifMatchHeaderSchema,
-  readBookmark,
   readIdempotencyKey,
   readIfMatch,
 } from "../http/headers";
 import { type ErrorCodes, type HeaderDoc, locationHeader, type Operation } from "../http/operation";
-import { pathParam, readJson, rejectQuery } from "../http/request";
+import { pathParam } from "../http/request";
 import { replayedHeader, storedAnswer, success, successRaw } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
@@ -40,6 +41,7 @@ import {
   courseNotFound,
   courseResponseSchema,
 } from "./schemas";
+import { inSession, inWriteSession, parseAuthenticated, sessionHeaders } from "./session";
 import { createCourseSchema, parseCreateBody, parsePatchBody, patchCourseSchema } from "./write-schemas";
 import { createCourse, patchCourse } from "./writes";
 
@@ -49,61 +51,10 @@ import { createCourse, patchCourse } from "./writes";
  */
 export type PublishEvents = (env: Env, schoolId: string, events: CourseEvent[], timed: D1Timer) => Promise<unknown>;
 
-/** Validates a request, answering 401 before 400: when parsing fails, the key is checked first (an extra round trip on the error path only). */
-async function parseAuthenticated<T>(env: Env, rc: RequestContext, keyHash: string, parse: () => T | Promise<T>): Promise<T> {
-  try {
-    return await parse();
-  } catch (err) {
-    if (err instanceof ApiError) await schoolOfKey(env.DB, rc, keyHash);
-    throw err;
-  }
-}
-
-/**
- * Runs a course operation's database work in one D1 session (API.md § "Read consistency at
- * the edge"): `kind` "read" may be served by a replica, "write" starts on the primary; the
- * client's `x-d1-bookmark` (validated here, 401 before 400) makes either at least that
- * fresh. The session's bookmark is set on the response, errors included, once the session
- * has reached the database.
- *
- * @throws ApiError 400 INVALID_PARAMETER naming `x-d1-bookmark`; whatever `work` throws.
- */
-async function inSession(req: IRequest, env: Env, rc: RequestContext, kind: SessionKind, work: (s: DbSession) => Promise<Response>): Promise<Response> {
-  let bookmark: string | undefined;
-  try {
-    bookmark = readBookmark(req);
-  } catch (err) {
-    await authenticate(req, env.DB, rc);
-    throw err;
-  }
-  const session = openSession(env.DB, kind, bookmark);
-  try {
-    const res = await work(session);
-    const after = session.bookmark();
-    if (after) res.headers.set(BOOKMARK_HEADER, after);
-    return res;
-  } catch (err) {
-    const after = session.bookmark();
-    throw err instanceof ApiError && after ? err.withHeaders({ [BOOKMARK_HEADER]: after }) : err;
-  }
-}
-
-/** A course write: a write session, the key's school (checked in it), no query string. */
-function inWriteSession(req: IRequest, env: Env, rc: RequestContext, work: (s: DbSession, schoolId: string) => Promise<Response>): Promise<Response> {
-  return inSession(req, env, rc, "write", async (s) => {
-    const schoolId = await authenticate(req, s.d1, rc);
-    rejectQuery(req);
-    return work(s, schoolId);
-  });
-}
-
 async function answerPage(session: DbSession, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
   const { rows, hasMore } = await readCoursePage(session, rc, keyHash, q);
   return successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } });
 }
-
-/** The request header every course operation reads. */
-const sessionHeaders = z.object({ [BOOKMARK_HEADER]: bookmarkHeaderSchema });
 
 /** `ETag` of GET /v3/courses/{id} without include flags. */
 const etagHeader: Record<string, HeaderDoc> = {

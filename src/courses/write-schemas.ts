@@ -3,7 +3,7 @@
  * one set of field schemas, all optional for PATCH, three of them required for POST.
  */
 import { z } from "zod";
-import { parseBodyWith } from "../http/request";
+import { parseBodyWith } from "../http/body";
 import { idSchema, instantSchema, professorAssignmentSchema, textSchema, uniqueProfessors } from "../lib/fields";
 
 /**

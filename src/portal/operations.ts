@@ -6,8 +6,9 @@
  */
 
 import { authenticate } from "../http/auth";
+import { parseBodyWith, readOptionalJson } from "../http/body";
 import type { HeaderDoc, Operation } from "../http/operation";
-import { parseBodyWith, readOptionalJson, rejectQuery } from "../http/request";
+import { rejectQuery } from "../http/request";
 import { success } from "../http/respond";
 import { formatInstant } from "../lib/time";
 import { PORTAL_PATH } from "./headers";

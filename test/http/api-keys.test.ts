@@ -7,7 +7,7 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { insertKey, type KeyListRow, keyListing, labelProblem, listKeys, newApiKey, revokeKey } from "../../src/db/api-keys";
-import { type ImportStep, renderBound } from "../../src/db/import-rows";
+import { type ImportStep, renderBound } from "../../src/db/import-sql";
 import { sha256Hex } from "../../src/lib/crypto";
 import { callJson, loadFixture } from "../support/helpers";
 

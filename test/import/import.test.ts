@@ -5,7 +5,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { importFileSchema, validateImport } from "../../src/db/import";
-import { importedKeys, keyOwnershipProblems, renderBound, storedKeyOwners } from "../../src/db/import-rows";
+import { importedKeys, keyOwnershipProblems, storedKeyOwners } from "../../src/db/import-rows";
+import { renderBound } from "../../src/db/import-sql";
 import { sha256Hex } from "../../src/lib/crypto";
 import { fixture } from "../support/fixtures";
 import { callJson, loadFixture, IMPORT_TABLES as TABLES } from "../support/helpers";

@@ -6,7 +6,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { importFileSchema } from "../../src/db/import";
-import { importSteps, renderBound, renderLiteral, rowCount } from "../../src/db/import-rows";
+import { importSteps } from "../../src/db/import-rows";
+import { renderBound, renderLiteral, rowCount } from "../../src/db/import-sql";
 import { fixture } from "../support/fixtures";
 import { IMPORT_TABLES as TABLES } from "../support/helpers";
 

@@ -10,7 +10,8 @@ import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
 import { importFileSchema } from "../../src/db/import";
-import { importSteps, renderBound } from "../../src/db/import-rows";
+import { importSteps } from "../../src/db/import-rows";
+import { renderBound } from "../../src/db/import-sql";
 import { checkResponse } from "./openapi-check";
 
 export const BASE = "http://api.test";

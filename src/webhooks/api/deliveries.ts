@@ -7,15 +7,16 @@
  */
 import { hubFor } from "../../events/hub-client";
 import { authenticate } from "../../http/auth";
+import { parseBodyWith, readOptionalJson } from "../../http/body";
 import { ApiError } from "../../http/errors";
 import type { Operation } from "../../http/operation";
-import { parseBodyWith, parseQuery, pathParam, rejectQuery } from "../../http/request";
+import { parseQuery, pathParam, rejectQuery } from "../../http/request";
 import { success } from "../../http/respond";
 import { ID_RE } from "../../lib/ids";
 import { MAX_PAGE_SIZE, RETENTION_MS } from "../../lib/limits";
 import { FIRST_INSTANT_MS, formatInstant } from "../../lib/time";
 import { courierFor, STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "../rpc";
-import { lifecycleError, optionalBody, TAG, webhookId, webhookNotFound } from "./parts";
+import { lifecycleError, TAG, webhookId, webhookNotFound } from "./parts";
 import { deliveriesQuerySchema, emptyBodySchema, recoverSchema, resendParams, webhookIdParams } from "./request-schemas";
 import {
   deliveryListResponseSchema,
@@ -116,7 +117,7 @@ export const deliveryOperations: Operation<Env>[] = [
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
-      parseBodyWith(emptyBodySchema, await optionalBody(req), "The body, if any, must be an empty JSON object.");
+      parseBodyWith(emptyBodySchema, await readOptionalJson(req), "The body, if any, must be an empty JSON object.");
       const id = webhookId(req);
       const sent = await hubFor(env, schoolId).sendTest(id);
       if (!sent.ok) throw lifecycleError(sent.error, id);
@@ -142,7 +143,7 @@ export const deliveryOperations: Operation<Env>[] = [
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
-      parseBodyWith(emptyBodySchema, await optionalBody(req));
+      parseBodyWith(emptyBodySchema, await readOptionalJson(req));
       const id = webhookId(req);
       const eventId = pathParam(req, "eventId");
       if (!ID_RE.test(eventId)) throw lifecycleError("EVENT_NOT_FOUND", id, eventId);
@@ -170,7 +171,7 @@ export const deliveryOperations: Operation<Env>[] = [
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
-      const body = parseBodyWith(recoverSchema, await optionalBody(req));
+      const body = parseBodyWith(recoverSchema, await readOptionalJson(req));
       if (body.since < Date.now() - RETENTION_MS) {
         throw new ApiError("INVALID_PARAMETER", "`since` is older than the 7-day retention of events.", [
           { path: "$.since", message: "must be within the last 7 days" },

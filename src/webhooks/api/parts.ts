@@ -1,12 +1,12 @@
 /**
  * What the webhook operations (operations.ts, lifecycle-operations.ts) share: the domain's
- * tag, the `{id}` check, the hub's refusals as contract errors, the optional JSON body and
- * the stored form of a subscription.
+ * tag, the `{id}` check, the hub's refusals as contract errors and the stored form of a
+ * subscription.
  */
 
 import type { EventType } from "../../events/types";
 import { ApiError } from "../../http/errors";
-import { pathParam, readJson } from "../../http/request";
+import { pathParam } from "../../http/request";
 import { ID_RE } from "../../lib/ids";
 import type { LifecycleError, Subscription } from "../rpc";
 
@@ -35,16 +35,6 @@ export function lifecycleError(error: LifecycleError, id: string, eventId = ""):
     return new ApiError("EVENT_NOT_FOUND", `Event "${eventId}" is not retained (7 days) or was never addressed to webhook registration "${id}".`);
   }
   return webhookNotFound(id);
-}
-
-/**
- * The JSON body of an operation whose body may be absent: `{}` when absent or empty, else
- * what `readJson` reads (400 INVALID_JSON, 413, 415 as it says).
- */
-export async function optionalBody(req: Request): Promise<unknown> {
-  const length = req.headers.get("content-length");
-  const hasBody = length !== null ? Number(length) > 0 : req.body !== null;
-  return hasBody ? readJson(req) : {};
 }
 
 /** `events` of a body as stored: omitted or with `"*"` → `["*"]`; duplicates dropped. */

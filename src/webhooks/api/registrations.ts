@@ -8,14 +8,15 @@ import { z } from "zod";
 import { requestHash } from "../../db/idempotency";
 import { hubFor } from "../../events/hub-client";
 import { authenticate } from "../../http/auth";
+import { parseBody, parseBodyWith, readOptionalJson } from "../../http/body";
 import { ApiError } from "../../http/errors";
 import { idempotencyKeyHeaderSchema, readIdempotencyKey } from "../../http/headers";
 import { locationHeader, type Operation } from "../../http/operation";
-import { parseBody, parseBodyWith, rejectQuery } from "../../http/request";
+import { rejectQuery } from "../../http/request";
 import { replayedHeader, storedAnswer, success } from "../../http/respond";
 import { DEFAULT_GRACE_SECONDS, MAX_WEBHOOKS } from "../../lib/limits";
 import { requireWebhookUrl } from "../delivery/url-policy";
-import { optionalBody, subscriptionOf, TAG, webhookId, webhookNotFound } from "./parts";
+import { subscriptionOf, TAG, webhookId, webhookNotFound } from "./parts";
 import { createWebhookSchema, rotateSchema, updateWebhookSchema, webhookIdParams } from "./request-schemas";
 import {
   createdWebhookResponseSchema,
@@ -158,7 +159,7 @@ export const registrationOperations: Operation<Env>[] = [
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
-      const body = parseBodyWith(updateWebhookSchema, await optionalBody(req));
+      const body = parseBodyWith(updateWebhookSchema, await readOptionalJson(req));
       const url = body.url === undefined ? undefined : requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
       const id = webhookId(req);
       const record = await hubFor(env, schoolId).updateWebhook(id, {
@@ -192,7 +193,7 @@ export const registrationOperations: Operation<Env>[] = [
     async handler(req, env, _exec, rc) {
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
-      const body = parseBodyWith(rotateSchema, await optionalBody(req));
+      const body = parseBodyWith(rotateSchema, await readOptionalJson(req));
       const id = webhookId(req);
       const rotated = await hubFor(env, schoolId).rotateSecret(id, body.graceSeconds ?? DEFAULT_GRACE_SECONDS);
       if (rotated === null) throw webhookNotFound(id);
