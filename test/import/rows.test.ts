@@ -1,5 +1,5 @@
 /**
- * The import row model (src/db/import-rows.ts): its two renderings — bound (the tests' D1
+ * The import row model (src/db/import-sql.ts): its two renderings — bound (the tests' D1
  * batch) and literal (`npm run import`'s SQL files) — write the same rows, and each keeps to
  * its limit (D1's 100 bound parameters; the longest INSERT asked for).
  */
