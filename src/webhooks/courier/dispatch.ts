@@ -9,7 +9,7 @@ import { parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
 import { SigningKeys } from "../delivery/signing";
 import { sendRefusal } from "../delivery/url-policy";
 import { IdleWaiters } from "../platform/idle-waiters";
-import type { Platform } from "../platform/platform";
+import type { Platform, Timer } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig } from "../rpc";
 import type { FailureReport } from "./failure-report";
 import { nextDueAt, type Outcome, readDue, recordAttempt, skipQueued } from "./queue";
@@ -18,6 +18,10 @@ import { hasRetained } from "./storage";
 
 /** When idle with a log to prune, the alarm comes back after this long (ms). */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** Outcomes are recorded at most this long after their attempt ends (ms), or … */
+const OUTCOME_BATCH_MS = 5;
+/** … as soon as this many wait: one storage commit for many attempts. */
+const OUTCOME_BATCH = 32;
 /** While deliveries wait for a slot, the alarm stays armed this far ahead: a new instance picks them up (ms). */
 const WATCHDOG_MS = 60_000;
 
@@ -40,6 +44,9 @@ export class Dispatch {
   readonly sender: Sender;
   readonly throttle = new Throttle();
   readonly idle = new IdleWaiters();
+  /** Outcomes waiting to be recorded together (`record`), and the timer that records them. */
+  private outcomes: Outcome[] = [];
+  private recordTimer: Timer | null = null;
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -56,6 +63,9 @@ export class Dispatch {
 
   /** Aborts everything in flight and drops the throttle's wake-up (the courier closed). */
   stop(): void {
+    this.recordTimer?.cancel();
+    this.recordTimer = null;
+    this.outcomes = [];
     this.sender.abortAll();
     this.throttle.cancel();
     this.idle.settle(() => this.isIdle());
@@ -74,35 +84,74 @@ export class Dispatch {
     const now = this.platform.now();
     const free = COURIER_SLOTS - this.sender.size;
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
-    const rows = readDue(this.sql, now, this.sender.busy(), Math.min(free, allowed));
+    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed));
     for (const row of rows) {
       const refusal = sendRefusal(config.url, this.allowInsecure);
       if (refusal !== null) {
         // The policy in force refuses the URL: nothing is sent, the delivery ends failed.
-        this.finished(
-          { row, url: config.url, sentAt: now, finishedAt: now, durationMs: null, status: null, error: refusal, retryAfter: null, responseBody: null },
-          true,
-        );
+        this.finished({
+          row,
+          url: config.url,
+          sentAt: now,
+          finishedAt: now,
+          durationMs: null,
+          status: null,
+          error: refusal,
+          retryAfter: null,
+          responseBody: null,
+          refused: true,
+        });
         continue;
       }
       if (config.maxPerSecond !== null) this.throttle.record(now);
       this.sender.start(row, config.url, { ...config.headers, ...this.keys.sign(config, row.event_id, row.body, now) });
     }
-    if (allowed < free && readDue(this.sql, now, this.sender.busy(), 1).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
+    if (allowed < free && readDue(this.sql, now, this.busy(), 1).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
     this.rearm();
   }
 
-  /** An attempt ended: its outcome recorded in one step (log, queue, failure streak), then the next ones. */
-  private finished(outcome: Outcome, refused = false): void {
+  /** The deliveries not to start now: in flight, or ended with their outcome not yet recorded. */
+  busy(): number[] {
+    return this.outcomes.length === 0 ? this.sender.busy() : [...this.sender.busy(), ...this.outcomes.map((o) => o.row.id)];
+  }
+
+  /**
+   * An attempt ended: its slot is free at once (the next attempt may start), and its outcome is
+   * recorded with the others that end within OUTCOME_BATCH_MS — one storage commit for many
+   * attempts. A refused attempt (never sent) is recorded at once.
+   */
+  private finished(outcome: Outcome): void {
+    if (this.state.closed() || this.state.config() === null) return;
+    this.outcomes.push(outcome);
+    if (outcome.refused || this.outcomes.length >= OUTCOME_BATCH) this.record();
+    else this.recordTimer ??= this.platform.setTimer(() => this.record(), OUTCOME_BATCH_MS);
+    if (!outcome.refused) this.pump();
+  }
+
+  /**
+   * Records the buffered outcomes in one step (log, queue, failure streak), then writes their
+   * log lines and starts what became due. Outcomes not recorded when the object stops are
+   * lost, and their deliveries sent again (at least once; never counted as failures).
+   */
+  private record(): void {
+    this.recordTimer?.cancel();
+    this.recordTimer = null;
     const config = this.state.config();
-    if (this.state.closed() || config === null) return;
-    const status = this.storage.transactionSync(() => {
-      const recorded = recordAttempt(this.sql, outcome, this.schedule, Math.random(), refused);
-      if (recorded !== null) this.failures.recorded(outcome, config);
-      if (!config.enabled) skipQueued(this.sql, this.sender.busy(), this.platform.now());
+    const batch = this.outcomes;
+    this.outcomes = [];
+    if (this.state.closed() || config === null || batch.length === 0) return;
+    const statuses = this.storage.transactionSync(() => {
+      const recorded = batch.map((outcome) => {
+        const status = recordAttempt(this.sql, outcome, this.schedule, Math.random());
+        if (status !== null) this.failures.recorded(outcome, config);
+        return status;
+      });
+      if (!config.enabled) skipQueued(this.sql, this.busy(), this.platform.now());
       return recorded;
     });
-    if (status !== null) {
+    batch.forEach((outcome, i) => {
+      const status = statuses[i];
+      if (status === null || status === undefined) return;
       logDeliveryAttempt({
         webhookId: config.webhookId,
         eventId: outcome.row.event_id,
@@ -113,12 +162,12 @@ export class Dispatch {
         durationMs: outcome.durationMs,
         ...(outcome.error === null ? {} : { error: outcome.error }),
       });
-    }
+    });
     if (this.failures.pending) {
       this.failures.pending = false;
       this.failures.send(config.hubId);
     }
-    if (!refused) this.pump();
+    this.pump();
   }
 
   /**
@@ -134,7 +183,7 @@ export class Dispatch {
       if (!armed) void this.state.armAlarm(now + WATCHDOG_MS);
       return;
     }
-    const next = nextDueAt(this.sql, this.sender.busy());
+    const next = nextDueAt(this.sql, this.busy());
     // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
     const at = next === null ? (hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null) : Math.max(next, now + (next > now ? 0 : WATCHDOG_MS));
     if (at !== null && (!armed || this.state.sooner(at))) void this.state.armAlarm(at);
@@ -142,7 +191,7 @@ export class Dispatch {
   }
 
   isIdle(): boolean {
-    if (this.sender.size > 0) return false;
+    if (this.sender.size > 0 || this.outcomes.length > 0) return false;
     const config = this.state.config();
     if (this.state.closed() || config === null || !config.enabled) return true;
     return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1).length === 0;

@@ -140,26 +140,22 @@ export interface Outcome {
   retryAfter: string | null;
   /** The first 1,024 bytes of the answer's body, as UTF-8; `null` without an answer. */
   responseBody: string | null;
+  /** Never sent: the URL policy in force refuses the URL (the delivery ends failed). */
+  refused?: boolean;
 }
 
 /**
  * Records an attempt: a log row, and its delivery removed (succeeded, failed) or rescheduled
  * (pending: the schedule's wait from the attempt's end, lengthened by `jitter` ∈ [0, 1) × 10 %,
  * and no earlier than a 429/503's Retry-After). An outcome whose delivery is gone or was
- * advanced meanwhile is not recorded. A `refused` attempt (never sent: the URL policy in force
- * refuses the URL) ends the delivery `failed`.
+ * advanced meanwhile is not recorded. A refused attempt (`o.refused`: never sent, the URL
+ * policy in force refuses the URL) ends the delivery `failed`.
  *
  * @returns the delivery's status after it, or `null` when nothing was recorded.
  */
-export function recordAttempt(
-  sql: SqlStorage,
-  o: Outcome,
-  schedule: readonly number[],
-  jitter: number,
-  refused = false,
-): "succeeded" | "pending" | "failed" | null {
+export function recordAttempt(sql: SqlStorage, o: Outcome, schedule: readonly number[], jitter: number): "succeeded" | "pending" | "failed" | null {
   const attempt = o.row.attempts + 1;
-  const verdict: AttemptVerdict = refused
+  const verdict: AttemptVerdict = o.refused
     ? { status: "failed" }
     : judgeAttempt(o.status ?? undefined, attempt, schedule, parseRetryAfter(o.retryAfter, o.finishedAt), jitter);
   const nextAttemptAt = verdict.status === "pending" ? o.finishedAt + verdict.retryInMs : null;

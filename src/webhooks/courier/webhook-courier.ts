@@ -221,7 +221,7 @@ export class WebhookCourier extends DurableObject<Env> {
     this.config = config;
     this.ctx.storage.kv.put("config", config);
     if (!config.enabled || config.disables > (held?.disables ?? 0)) {
-      skipQueued(this.sql, this.dispatch.sender.busy(), now);
+      skipQueued(this.sql, this.dispatch.busy(), now);
       this.failures.disabled();
     }
     if (config.enabled && held !== null && (!held.enabled || config.disables > held.disables)) this.failures.enabled();
