@@ -11,8 +11,8 @@
 const AB_TARGET_DELTA_MS = 1;
 
 /** The markers around the section in bench/RESULTS.md (it is rewritten between them). */
-export const AB_SECTION_START = "<!-- bench:issue-15-ab -->";
-export const AB_SECTION_END = "<!-- /bench:issue-15-ab -->";
+export const AB_SECTION_START = "<!-- bench:ab -->";
+export const AB_SECTION_END = "<!-- /bench:ab -->";
 
 /** What one variant's counted requests showed (every request alike, else several values). */
 export interface AbCounts {

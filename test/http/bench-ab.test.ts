@@ -181,8 +181,8 @@ describe("the A/B report", () => {
     const before = "# Benchmark results\n\n## Listing\n\ntable\n\n## Hub: x\n\nhub\n";
     const inserted = replaceAbSection(before, section);
     expect(inserted).toBe(`# Benchmark results\n\n## Listing\n\ntable\n\n${section.join("\n")}\n\n## Hub: x\n\nhub\n`);
-    const again = replaceAbSection(inserted, ["<!-- bench:issue-15-ab -->", "new", "<!-- /bench:issue-15-ab -->"]);
-    expect(again).toBe("# Benchmark results\n\n## Listing\n\ntable\n\n<!-- bench:issue-15-ab -->\nnew\n<!-- /bench:issue-15-ab -->\n\n## Hub: x\n\nhub\n");
+    const again = replaceAbSection(inserted, ["<!-- bench:ab -->", "new", "<!-- /bench:ab -->"]);
+    expect(again).toBe("# Benchmark results\n\n## Listing\n\ntable\n\n<!-- bench:ab -->\nnew\n<!-- /bench:ab -->\n\n## Hub: x\n\nhub\n");
     expect(replaceAbSection("# Only a title\n", ["x"])).toBe("# Only a title\n\nx\n");
   });
 });
