@@ -282,16 +282,24 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
       `${(workerCpu / windowSeconds).toFixed(2)} of a core used; one core to itself would carry ${(healthyAll / workerCpu).toFixed(0)} deliveries/s`,
   );
   const cpuPerDelivery = (1000 * workerCpu) / healthyAll;
-  const targets: [string, boolean][] = [
-    ["healthy deliveries/s ≥ 90 % of the bound", throughput >= 0.9 * bound],
-    ["lag p99 < 250 ms", lag.p99 < 250],
-    ["calls between objects per delivery ≤ 0.1 (saturation)", callsSaturation <= 0.1],
-    ["Worker CPU per delivery ≤ 1.0 ms", cpuPerDelivery <= 1.0],
-    ["DELETE p99 < 20 ms server-side", delAll.p99 < 20],
-    ["never more than 6 waiting, none queued", platform.all.maxWaiting <= 6 && platform.all.queuedEver === 0],
-    ["every signature verified", receiver.bad === 0],
+  // Locally every object and the Worker share one workerd thread: when that thread is the
+  // limit, it says so rather than the design.
+  const cpuBound = `locally every object shares one workerd thread: at ${cpuPerDelivery.toFixed(2)} ms per delivery one core carries ${(1000 / cpuPerDelivery).toFixed(0)} deliveries/s, below the slots' bound; on Cloudflare each courier runs apart`;
+  const cpuWhy = `the saturation phase also pays for publishing, a DELETE loop every ${DELETE_EVERY_MS} ms and the log line of each attempt (the fan-out phase: ${((1000 * fanCpu) / fanAll).toFixed(2)} ms)`;
+  const targets: [string, boolean, string][] = [
+    ["healthy deliveries/s ≥ 90 % of the bound", throughput >= 0.9 * bound, cpuBound],
+    ["lag p99 < 250 ms", lag.p99 < 250, cpuBound],
+    ["calls between objects per delivery ≤ 0.1 (saturation)", callsSaturation <= 0.1, "hand-overs too small: see the calls line"],
+    ["Worker CPU per delivery ≤ 1.0 ms", cpuPerDelivery <= 1.0, cpuWhy],
+    ["DELETE p99 < 20 ms server-side", delAll.p99 < 20, cpuBound],
+    [
+      "never more than 6 waiting, none queued",
+      platform.all.maxWaiting <= 6 && platform.all.queuedEver === 0,
+      "a bug: the objects exceeded the platform's limit",
+    ],
+    ["every signature verified", receiver.bad === 0, "a bug: a signature did not verify"],
   ];
-  for (const [what, met] of targets) console.log(`target:                ${met ? "met    " : "NOT MET"} ${what}`);
+  for (const [what, met, why] of targets) console.log(`target:                ${met ? "met    " : "NOT MET"} ${what}${met ? "" : ` — ${why}`}`);
   return targets.every(([, met]) => met);
 }
 
