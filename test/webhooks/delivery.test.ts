@@ -18,7 +18,7 @@ import {
 } from "../../src/webhooks/delivery/schedule";
 import { COURIER_SLOTS, courierFor } from "../../src/webhooks/rpc";
 import { call, callJson } from "../support/helpers";
-import { courseEvent, drain, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -37,23 +37,6 @@ async function queueRows(webhookId: string) {
   return inCourier(webhookId, (_courier, state) =>
     state.storage.sql.exec<{ attempts: number; next_attempt_at: number }>(`SELECT attempts, next_attempt_at FROM queue ORDER BY id`).toArray(),
   );
-}
-
-/** Polls `check` (async) until it holds. */
-async function eventually(check: () => Promise<boolean>, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 describe("signatures", () => {
@@ -282,7 +265,7 @@ describe("dispatch", () => {
     const events = Array.from({ length: 30 }, (_, i) => courseEvent(schoolId, "course.updated", i));
     await hubFor(env, schoolId).publish(events);
     // The alarm fires by itself; awaiting runDurableObjectAlarm would wait for the stuck attempts.
-    await until(() => rx.eventIds("quick.example.com").size === 30, "the quick endpoint to get every event");
+    await eventually(() => rx.eventIds("quick.example.com").size === 30, "the quick endpoint to get every event");
     // The stuck one holds at most its own share of attempts in flight.
     expect(rx.to("stuck.example.com")).toHaveLength(COURIER_SLOTS);
     release();
@@ -362,7 +345,7 @@ describe("delete", () => {
     const hook = await register(key, "https://hang.example.com/in");
     rx.on("hang.example.com", () => new Promise<number>(() => {}));
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
-    await until(() => rx.to("hang.example.com").length === 1, "the attempt to start");
+    await eventually(() => rx.to("hang.example.com").length === 1, "the attempt to start");
     expect((await call(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
     // The hub and the courier are idle again at once (the attempt was aborted, not timed out).
     await inHub(schoolId, (h) => h.whenIdle());

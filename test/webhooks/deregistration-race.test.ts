@@ -14,7 +14,7 @@ import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
 import { COURIER_SLOTS, type CourierConfig, courierFor, type Handover } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -24,14 +24,6 @@ beforeAll(() => {
 afterAll(() => rx.restore());
 // Every dispatch stayed within the platform's limit (6 waiting per I/O context, none queued).
 afterEach(() => rx.expectWithinLimit());
-
-async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe("the deregistration promise under a race", () => {
   it("hundreds of publishes interleaved with a delete: nothing after the delete reaches it, the other gets everything", async () => {
@@ -52,7 +44,7 @@ describe("the deregistration promise under a race", () => {
 
     // Dispatch is running when the delete comes in.
     const first = publishAll(before, 100);
-    await until(() => rx.to("doomed.example.com").length > 10, "deliveries to the doomed registration");
+    await eventually(() => rx.to("doomed.example.com").length > 10, "deliveries to the doomed registration");
     // Publishes in flight on both sides of the delete, and alarm runs.
     const racing = [...publishAll(during, 150), runDurableObjectAlarm(hub)];
     const deleted = await callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key });
@@ -118,11 +110,11 @@ describe("the deregistration promise with couriers", () => {
     const hook = await register(key, `https://${host}/in`);
     rx.on(host, "hang");
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
-    await until(() => rx.to(host).length === 1, "the attempt to start");
+    await eventually(() => rx.to(host).length === 1, "the attempt to start");
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
     const mark = rx.mark();
     // The request under way was aborted by the close.
-    await until(() => rx.to(host)[0]!.abortedAt !== undefined, "the abort");
+    await eventually(() => rx.to(host)[0]!.abortedAt !== undefined, "the abort");
     // A late hand-over is refused: the courier is closed, it takes nothing.
     expect(await courierFor(env, hook.id).deliver(lateHandover(schoolId, hook.id, host))).toMatchObject({ closed: true });
     await abortAllDurableObjects();
@@ -138,11 +130,11 @@ describe("the deregistration promise with couriers", () => {
     rx.on(host, "hang");
     // One hand-over of ten deliveries: five sent (COURIER_SLOTS), five queued at the courier.
     await hubFor(env, schoolId).publish(Array.from({ length: 10 }, (_, i) => courseEvent(schoolId, "course.updated", i)));
-    await until(() => rx.to(host).length === COURIER_SLOTS, "the courier's slots to fill");
+    await eventually(() => rx.to(host).length === COURIER_SLOTS, "the courier's slots to fill");
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
     const mark = rx.mark();
     // The close aborted the five: their slots are free, yet the queued five never go.
-    await until(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the aborts");
+    await eventually(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the aborts");
     await new Promise((r) => setTimeout(r, 100));
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
     expect(rx.to(host)).toHaveLength(COURIER_SLOTS);
@@ -176,7 +168,7 @@ describe("the deregistration promise with couriers", () => {
     const hook = await register(key, `https://${host}/in`);
     rx.on(host, "hang");
     await hubFor(env, schoolId).publish([courseEvent(schoolId), courseEvent(schoolId)]);
-    await until(() => rx.to(host).length === 2, "the attempts to start");
+    await eventually(() => rx.to(host).length === 2, "the attempts to start");
     const answers = await Promise.all(Array.from({ length: 5 }, () => callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 404, 404, 404, 404]);
     const mark = rx.mark();
@@ -278,7 +270,7 @@ describe("hub restarts", () => {
     rx.on("abort-keep.example.com", () => new Promise<number>(() => {}));
     const events = Array.from({ length: 12 }, (_, i) => courseEvent(schoolId, "course.updated", i));
     await hubFor(env, schoolId).publish(events);
-    await until(
+    await eventually(
       () => rx.to("abort-keep.example.com").length >= COURIER_SLOTS && rx.to("abort-doomed.example.com").length >= COURIER_SLOTS,
       "attempts in flight",
     );

@@ -13,7 +13,7 @@ import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
 import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -35,14 +35,6 @@ async function reset(stub: DurableObjectStub): Promise<void> {
 
 const hubStub = (schoolId: string) => hubFor(env, schoolId) as unknown as DurableObjectStub;
 const courierStub = (webhookId: string) => courierFor(env, webhookId) as unknown as DurableObjectStub;
-
-async function until(check: () => boolean, what: string, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 /** Publishes `n` events in batches of `batch`, a new stub each time (one may have seen a reset). */
 async function publish(schoolId: string, n: number, batch: number, into: SchoolEvent[], from = 0): Promise<void> {
@@ -97,7 +89,7 @@ describe("a reset of the hub", () => {
     rx.delay = [1, 5];
     const events: SchoolEvent[] = [];
     const first = publish(schoolId, 120, 10, events);
-    await until(() => rx.to("burst-a.example.com").length > 5, "the first deliveries");
+    await eventually(() => rx.to("burst-a.example.com").length > 5, "the first deliveries", 10_000);
     await reset(hubStub(schoolId));
     // The reset came mid-stream: most of the burst was still to be delivered.
     expect(rx.to("burst-a.example.com").length).toBeLessThan(120);
@@ -114,7 +106,7 @@ describe("a reset of the hub", () => {
     rx.delay = [1, 5];
     const events: SchoolEvent[] = [];
     await publish(schoolId, 40, 10, events);
-    await until(() => rx.to("hubdel-doomed.example.com").length > 3, "deliveries to the doomed registration");
+    await eventually(() => rx.to("hubdel-doomed.example.com").length > 3, "deliveries to the doomed registration", 10_000);
     const deleting = callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key });
     await reset(hubStub(schoolId));
     const first = await deleting;
@@ -139,7 +131,7 @@ describe("a reset of a courier", () => {
     rx.delay = [20, 40];
     const events: SchoolEvent[] = [];
     await publish(schoolId, 30, 10, events);
-    await until(() => rx.to("inflight.example.com").length >= 3, "requests in flight");
+    await eventually(() => rx.to("inflight.example.com").length >= 3, "requests in flight", 10_000);
     const inFlight = rx.to("inflight.example.com").length;
     await reset(courierStub(hook.id));
     rx.delay = [0, 2];
@@ -159,7 +151,7 @@ describe("a reset of a courier", () => {
     rx.delay = [5, 15];
     const events: SchoolEvent[] = [];
     await publish(schoolId, 30, 10, events);
-    await until(() => rx.to("courierdel-doomed.example.com").length >= 2, "deliveries to the doomed registration");
+    await eventually(() => rx.to("courierdel-doomed.example.com").length >= 2, "deliveries to the doomed registration", 10_000);
     const deleting = callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key });
     await reset(courierStub(doomed.id));
     let answer = (await deleting).status;

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, inHub, makeAllDue, newSchool, queuedCount, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inHub, makeAllDue, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -20,15 +20,6 @@ afterAll(() => rx.restore());
 afterEach(() => rx.expectWithinLimit());
 
 const post = (key: string, path: string, json?: unknown) => callJson(path, { method: "POST", key, json });
-
-/** Polls `check` (async) until it holds. */
-async function eventually(check: () => Promise<boolean>, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describe("the deregistration promise with resend and recover", () => {
   it("resend and recover calls interleaved with a DELETE: after its 200 every call is a 404 and nothing more is sent", async () => {

@@ -10,7 +10,7 @@ import { hubFor } from "../../src/events/hub-client";
 import { migrate as migrateCourier } from "../../src/webhooks/courier/storage";
 import { migrate as migrateHub } from "../../src/webhooks/hub/storage";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -27,23 +27,6 @@ const queued = (webhookId: string) =>
   inCourier(webhookId, (_c, state) =>
     state.storage.sql.exec<{ event_id: string; next_attempt_at: number }>(`SELECT event_id, next_attempt_at FROM queue ORDER BY id`).toArray(),
   );
-
-/** Polls `check` (async) until it holds. */
-async function eventually(check: () => Promise<boolean>, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
-async function until(check: () => boolean, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe("the registration record", () => {
   it("every answer shows enabled, disabledReason, disabledAt, updatedAt", async () => {
@@ -112,7 +95,7 @@ describe("PATCH /v3/webhooks/{id}", () => {
     rx.on("urlf-old.example.com", { status: 500, afterMs: 150 }).on("urlf-new.example.com", 200);
     const hook = await register(key, "https://urlf-old.example.com/in");
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
-    await until(() => rx.to("urlf-old.example.com").length === 1, "the attempt to the old URL");
+    await eventually(() => rx.to("urlf-old.example.com").length === 1, "the attempt to the old URL");
     expect((await patch(key, hook.id, { url: "https://urlf-new.example.com/in" })).status).toBe(200);
     // The courier says when the attempt under way has ended and its outcome is written.
     await inCourier(hook.id, (c) => c.whenIdle());
@@ -206,11 +189,11 @@ describe("disabled registrations", () => {
     rx.on(host, "hang");
     const hook = await register(key, `https://${host}/in`);
     await hubFor(env, schoolId).publish(Array.from({ length: 10 }, (_, i) => courseEvent(schoolId, "course.updated", i)));
-    await until(() => rx.to(host).length === 5, "the courier's slots to fill");
+    await eventually(() => rx.to(host).length === 5, "the courier's slots to fill");
     expect((await patch(key, hook.id, { enabled: false })).status).toBe(200);
     const mark = rx.mark();
     // The five hanging requests time out (1 s in tests); the freed slots take nothing.
-    await until(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the timeouts", 10_000);
+    await eventually(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the timeouts", 10_000);
     await inCourier(hook.id, (c) => c.whenIdle());
     await makeAllDue(schoolId);
     await drain(schoolId);

@@ -11,7 +11,7 @@ import { type LogFilter, logQuery, RECOVER_SQL } from "../../src/webhooks/courie
 import { parseDisableAfterMs } from "../../src/webhooks/delivery/schedule";
 import { courierFor } from "../../src/webhooks/rpc";
 import { call, callJson } from "../support/helpers";
-import { courseEvent, drain, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -20,15 +20,6 @@ beforeAll(() => {
 });
 afterAll(() => rx.restore());
 afterEach(() => rx.expectWithinLimit());
-
-/** Polls `check` (async) until it holds. */
-async function eventually(check: () => Promise<boolean>, what: string, ms = 5000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 const log = async (key: string, id: string, query = "") => {
   const { status, body } = await callJson(`/v3/webhooks/${id}/deliveries${query}`, { key });

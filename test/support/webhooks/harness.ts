@@ -134,3 +134,17 @@ export async function makeAllDue(schoolId: string): Promise<void> {
     });
   }
 }
+
+/**
+ * Polls `check` (sync or async) every 5 ms until it holds: for what a test waits on in real
+ * time (a request under way, an abort), never a measured duration.
+ *
+ * @throws after `ms` (default 5,000) with `what` in the message.
+ */
+export async function eventually(check: () => boolean | Promise<boolean>, what: string, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
