@@ -844,6 +844,8 @@ describe("portal links (API.md § Portal sessions)", () => {
     const ending = await mintSession({ expiresInSeconds: 60 });
     await page.goto(ending.url);
     await view("Webhook endpoints");
+    // The list has loaded (its request went out before the session ends).
+    await shown(page.locator(`a[href="#/webhooks/${state.controlId}"]`), 30_000);
     const hash = createHash("sha256").update(ending.token).digest("hex");
     await d1Query(`UPDATE portal_sessions SET expires_at = ${Date.now() - 1000} WHERE token_hash = '${hash}'`, "local", persistTo);
     const refused = await api("GET", "/v3/webhooks", undefined, ending.token);
@@ -860,6 +862,8 @@ describe("portal links (API.md § Portal sessions)", () => {
     const session = await mintSession();
     await page.goto(session.url);
     await view("Webhook endpoints");
+    // The list has loaded (its request went out before the revocation).
+    await shown(page.locator(`a[href="#/webhooks/${state.controlId}"]`), 30_000);
     const revoked = await api("DELETE", "/v3/portal-sessions");
     expect(revoked.status).toBe(200);
     expect(revoked.body.result.revoked).toBeGreaterThanOrEqual(1);
