@@ -163,10 +163,7 @@ export class Dispatch {
         ...(outcome.error === null ? {} : { error: outcome.error }),
       });
     });
-    if (this.failures.pending) {
-      this.failures.pending = false;
-      this.failures.send(config.hubId);
-    }
+    this.failures.sendNew(config.hubId);
     this.pump();
   }
 

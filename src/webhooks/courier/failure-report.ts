@@ -32,7 +32,7 @@ export class FailureReport {
   }
 
   /**
-   * An attempt was recorded (inside the outcome's step): a success ends the streak; a failure
+   * An attempt was recorded (inside the outcome's step; `sendNew` after it): a success ends the streak; a failure
    * starts one at its `sentAt` if none runs; a streak of `disableAfterMs`, or a 410, is owed to
    * the hub while `config` is enabled.
    */
@@ -103,9 +103,16 @@ export class FailureReport {
     const owed = this.kv.get("report") as FailingReport | undefined;
     if (owed?.version === report.version && owed.reason === report.reason) return;
     this.kv.put("report", report);
-    this.pending = true;
+    this.owedInStep = true;
   }
 
-  /** A report was owed during the last step: send it once the step is done. */
-  pending = false;
+  /** Sends a report that the step just done came to owe (`recorded`), if any. */
+  sendNew(hubId: string): void {
+    if (!this.owedInStep) return;
+    this.owedInStep = false;
+    this.send(hubId);
+  }
+
+  /** A report became owed inside the current step: it is sent once the step is done. */
+  private owedInStep = false;
 }

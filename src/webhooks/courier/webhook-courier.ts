@@ -71,7 +71,7 @@ export class WebhookCourier extends DurableObject<Env> {
    * @returns `closed`, the cursor now and the backlog (see `HandoverReceipt`).
    */
   deliver(handover: Handover): HandoverReceipt {
-    if (this.closed) return { closed: true, cursor: this.cursor, backlog: 0 };
+    if (this.closed) return this.receipt(0);
     const now = this.platform.now();
     this.ctx.storage.transactionSync(() => {
       this.apply(handover.config, now);
@@ -82,7 +82,7 @@ export class WebhookCourier extends DurableObject<Env> {
       }
     });
     this.dispatch.pump();
-    return { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now) };
+    return this.receipt(now);
   }
 
   /**
@@ -90,11 +90,11 @@ export class WebhookCourier extends DurableObject<Env> {
    * attempts start with it; a disabled config starts none and ends the queue `skipped`.
    */
   configure(config: CourierConfig): HandoverReceipt {
-    if (this.closed) return { closed: true, cursor: this.cursor, backlog: 0 };
+    if (this.closed) return this.receipt(0);
     const now = this.platform.now();
     this.ctx.storage.transactionSync(() => this.apply(config, now));
     this.dispatch.pump();
-    return { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now) };
+    return this.receipt(now);
   }
 
   /**
@@ -213,6 +213,11 @@ export class WebhookCourier extends DurableObject<Env> {
   }
 
   // -------------------------------------------------------------------------------------
+
+  /** The answer to a hand-over or a config at `now` (ms): closed, or the cursor and the backlog due. */
+  private receipt(now: number): HandoverReceipt {
+    return this.closed ? { closed: true, cursor: this.cursor, backlog: 0 } : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now) };
+  }
 
   /** Applies `config` if newer than the one held (inside a step): a disable skips the queue, an enable clears the streak. */
   private apply(config: CourierConfig, now: number): void {
