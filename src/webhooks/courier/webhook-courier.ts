@@ -11,7 +11,7 @@ import type { StatsBucket } from "../api/stats-schemas";
 import { parseDisableAfterMs } from "../delivery/schedule";
 import { AlarmClock } from "../platform/alarm-clock";
 import { ObjectCalls } from "../platform/object-calls";
-import { type Platform, platformFor } from "../platform/platform";
+import { type Platform, platformFor, sqlOf } from "../platform/platform";
 import type { CourierConfig, CourierStep, DeliveryRecord, Handover, HandoverReceipt, StatsBucketSize } from "../rpc";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
 import { Dispatch } from "./dispatch";
@@ -44,7 +44,7 @@ export class WebhookCourier extends DurableObject<Env> {
     super(ctx, env);
     this.platform = platformFor(ctx.id.toString(), "courier");
     this.alarms = new AlarmClock(ctx.storage);
-    this.sql = ctx.storage.sql;
+    this.sql = sqlOf(ctx.storage);
     migrate(this.sql);
     const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
     const kv = ctx.storage.kv;

@@ -11,7 +11,7 @@ import { IDEMPOTENCY_TTL_MS } from "../../db/idempotency";
 import type { SchoolEvent } from "../../events/types";
 import { DEFAULT_GRACE_SECONDS } from "../../lib/limits";
 import { AlarmClock } from "../platform/alarm-clock";
-import { type Platform, platformFor } from "../platform/platform";
+import { type Platform, platformFor, sqlOf } from "../platform/platform";
 import type {
   CourierConfig,
   CourierStep,
@@ -49,7 +49,7 @@ export class SchoolHub extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.sql = ctx.storage.sql;
+    this.sql = sqlOf(ctx.storage);
     migrate(this.sql);
     this.platform = platformFor(ctx.id.toString(), "hub");
     this.alarms = new AlarmClock(ctx.storage);
