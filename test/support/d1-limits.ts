@@ -22,7 +22,7 @@
 import { utf8Bytes } from "../../src/lib/batches";
 
 /** D1's limits (bytes are UTF-8). */
-export const D1_LIMITS = {
+const D1_LIMITS = {
   boundParameters: 100,
   sqlBytes: 100_000,
   valueBytes: 2_000_000,

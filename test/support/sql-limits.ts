@@ -9,7 +9,7 @@
 import { utf8Bytes } from "../../src/lib/batches";
 
 /** The limits enforced (bytes are UTF-8; 2 MB taken as 2,000,000 bytes, D1's figure). */
-export const SQL_LIMITS = {
+const SQL_LIMITS = {
   boundParameters: 100,
   sqlBytes: 100_000,
   valueBytes: 2_000_000,

@@ -8,8 +8,10 @@
  */
 import { env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openSession } from "../../src/db/client";
 import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
+import { cutBatches, ItemTooLarge } from "../../src/lib/batches";
 import { mintId } from "../../src/lib/ids";
 import { callJson, loadFixture } from "../support/helpers";
 import { courseEvent, drain, eventually, inCourier, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
@@ -83,6 +85,65 @@ async function feedIds(key: string): Promise<string[]> {
   }
 }
 
+describe("production's limits, as the tests run them", () => {
+  it("an object's SQL refuses a bound value over 2,000,000 bytes, a statement over 100,000 bytes, 101 parameters", async () => {
+    const { schoolId } = await newSchool("seam");
+    const refused = await inHub(schoolId, (hub) => {
+      const sql = (hub as unknown as { sql: SqlStorage }).sql;
+      const attempt = (run: () => unknown) => {
+        try {
+          run();
+          return "ran";
+        } catch (err) {
+          return String(err).replace(/ \(.*$/, "");
+        }
+      };
+      return [
+        attempt(() => sql.exec("SELECT length(?)", "é".repeat(1_000_000)).one()),
+        attempt(() => sql.exec("SELECT length(?)", "é".repeat(1_000_001)).one()),
+        attempt(() => sql.exec(`SELECT 1 ${" ".repeat(100_000)}`).one()),
+        attempt(() => sql.exec(`SELECT ${Array.from({ length: 101 }, () => "?").join(",")}`, ...Array.from({ length: 101 }, () => 1)).one()),
+      ];
+    });
+    expect(refused).toEqual([
+      "ran",
+      "Error: string or blob too big: SQLITE_TOOBIG",
+      "Error: statement too long: SQLITE_TOOBIG",
+      "Error: too many SQL variables: SQLITE_RANGE",
+    ]);
+  });
+
+  it("a D1 session the Worker opens refuses a bound value over 2,000,000 bytes", async () => {
+    const d1 = openSession(env.DB, "write").d1;
+    expect(await d1.prepare("SELECT length(?) AS n").bind("x".repeat(2_000_000)).first("n")).toBe(2_000_000);
+    await expect(d1.prepare("SELECT length(?) AS n").bind("x".repeat(2_000_001)).first("n")).rejects.toThrow(/SQLITE_TOOBIG/);
+  });
+});
+
+describe("cutBatches", () => {
+  it("cuts by count and by the UTF-8 bytes of each batch's JSON array, in order, each batch's json parsing back to its items", () => {
+    const items = ["é".repeat(10), "a".repeat(20), "b", "c", "d"];
+    // '"éé…"' is 22 bytes (10 × 2 + the quotes), '"aa…"' 22, '"b"' 3: the first two make an array of 47.
+    const batches = cutBatches(items, { count: 2, bytes: 50 });
+    expect(batches.map((b) => b.items)).toEqual([[items[0], items[1]], ["b", "c"], ["d"]]);
+    for (const b of batches) expect(JSON.parse(b.json)).toEqual(b.items);
+    expect(cutBatches(items, { count: 10, bytes: 47 }).map((b) => b.items.length)).toEqual([2, 3]);
+    expect(cutBatches(items, { count: 10, bytes: 46 }).map((b) => b.items.length)).toEqual([1, 4]);
+    expect(cutBatches([], { count: 1, bytes: 10 })).toEqual([]);
+  });
+
+  it("an item whose array alone is over the bytes is refused, whatever the count", () => {
+    expect(() => cutBatches(["x".repeat(9)], { count: 10, bytes: 12 })).toThrow(ItemTooLarge);
+    expect(cutBatches(["x".repeat(8)], { count: 10, bytes: 12 })).toEqual([{ items: ["x".repeat(8)], json: `["${"x".repeat(8)}"]` }]);
+  });
+
+  it("an encoder splices JSON it already holds: the batch binds it once, unescaped", () => {
+    const body = JSON.stringify({ a: 'é"' });
+    const [batch] = cutBatches([body], { count: 1, bytes: 100 }, (b) => `[1,${b}]`);
+    expect(batch!.json).toBe(`[[1,${body}]]`);
+  });
+});
+
 const signAll = { professors: PROFESSOR_IDS.map((professorId) => ({ professorId, signed: true })) };
 
 describe("the largest events the contract allows", () => {
@@ -132,8 +193,9 @@ describe("the largest events the contract allows", () => {
   it("a hand-over backlog of 500 events of 75 KB: the courier takes and delivers all 500", async () => {
     const { schoolId, key } = await newSchool("backlog");
     await register(key, "https://backlog.example.com/in");
-    const course = { ...courseEvent(schoolId).data.course, groupIds: GROUP_IDS, professorIds: PROFESSOR_IDS };
-    const events: SchoolEvent[] = Array.from({ length: 500 }, () => ({ ...courseEvent(schoolId), id: mintId("evt"), data: { course } }));
+    const template = courseEvent(schoolId);
+    const data = { course: { ...template.data.course!, groupIds: GROUP_IDS, professorIds: PROFESSOR_IDS } };
+    const events: SchoolEvent[] = Array.from({ length: 500 }, () => ({ ...template, id: mintId("evt"), data }));
     expect(JSON.stringify(events[0]).length).toBeGreaterThan(70_000);
     // Accepted in one synchronous run of the hub: the first hand-over is under way with the
     // first 25 while the other 475 (about 35 MB) wait behind the courier's cursor.
