@@ -88,9 +88,9 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
  */
 export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed, timeoutMs?: number): Promise<number> {
   let done = 0;
-  const primary = openSession(env.DB, "write").d1;
-  for (const batch of cutBatches(events)) {
-    try {
+  try {
+    const primary = openSession(env.DB, "write").d1;
+    for (const batch of cutBatches(events)) {
       const call = hubFor(env, schoolId).publish(batch.items);
       await (timeoutMs === undefined ? call : withTimeout(call, timeoutMs, `the hub of ${schoolId}`));
       for (const ids of cutBatches(batch.items.map((e) => e.id))) {
@@ -98,11 +98,10 @@ export async function publishEvents(env: Env, schoolId: string, events: SchoolEv
           primary.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))").bind(Date.now(), ids.json).run(),
         );
       }
-    } catch (err) {
-      logPublishFailure({ schoolId, events: events.length - done, ...describeError(err) });
-      return done;
+      done += batch.items.length;
     }
-    done += batch.items.length;
+  } catch (err) {
+    logPublishFailure({ schoolId, events: events.length - done, ...describeError(err) });
   }
   return done;
 }

@@ -10,7 +10,10 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { toCourseQuery } from "../../src/courses/filters";
 import { selectCoursePage } from "../../src/courses/query";
+import type { CourseEvent } from "../../src/courses/schemas";
+import { writeStatements } from "../../src/courses/storage";
 import { getDb } from "../../src/db/client";
+import { ApiError } from "../../src/http/errors";
 import { send } from "../fuzz/workerd";
 import { limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A } from "../support/fixtures";
@@ -352,5 +355,48 @@ describe("a course with every list at its maximum (1,000 ids of 64 characters, 1
       const { status, body } = await call("/v3/courses", { method: "POST", key: BOUNDS_KEY, json: { ...base, [field]: value } });
       expect([status, body.code, body.details[0].path]).toEqual([400, "VALIDATION_ERROR", field]);
     }
+  });
+});
+
+describe("an event that alone could not be stored", () => {
+  const state = {
+    id: "crs_huge",
+    name: "Cours",
+    startDateTime: 0,
+    endDateTime: 1,
+    classroom: null,
+    creatorId: null,
+    trainingId: null,
+    groupIds: [],
+    studentIds: [],
+    professors: [],
+    surveyTemplateIds: [],
+    archived: false,
+    absencesSent: false,
+    createdAt: 0,
+    updatedAt: 0,
+    revision: "r1",
+    version: 1,
+  };
+  const eventOf = (bytes: number) =>
+    ({
+      id: "evt_huge",
+      type: "course.created",
+      createdAt: "2027-01-01T00:00:00.000Z",
+      schoolId: BOUNDS,
+      data: { padding: "x".repeat(bytes) },
+    }) as unknown as CourseEvent;
+
+  it("is refused with the write that made it: 413 PAYLOAD_TOO_LARGE before any statement is built to run", () => {
+    // None the contract allows comes near: the largest is about 150 KB with its `previous` keys.
+    expect(writeStatements(BOUNDS, undefined, state, [eventOf(900_000)]).length).toBeGreaterThan(1);
+    let refused: unknown;
+    try {
+      writeStatements(BOUNDS, undefined, state, [eventOf(1_000_000)]);
+    } catch (err) {
+      refused = err;
+    }
+    expect(refused).toBeInstanceOf(ApiError);
+    expect([(refused as ApiError).status, (refused as ApiError).code]).toEqual([413, "PAYLOAD_TOO_LARGE"]);
   });
 });
