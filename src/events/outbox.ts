@@ -8,7 +8,7 @@
  */
 import { openSession } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
-import { BOUND_LIST, cutBatches } from "../lib/batches";
+import { cutBatches } from "../lib/batches";
 import { describeError, logPublishFailure } from "../lib/log";
 import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";

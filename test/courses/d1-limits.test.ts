@@ -12,6 +12,7 @@ import { toCourseQuery } from "../../src/courses/filters";
 import { selectCoursePage } from "../../src/courses/query";
 import type { CourseEvent } from "../../src/courses/schemas";
 import { writeStatements } from "../../src/courses/storage";
+import { MAX_LIST, MAX_PROFESSORS } from "../../src/courses/write-schemas";
 import { getDb } from "../../src/db/client";
 import { ApiError } from "../../src/http/errors";
 import { send } from "../fuzz/workerd";
@@ -356,6 +357,10 @@ describe("a course with every list at its maximum (1,000 ids of 64 characters, 1
       expect([status, body.code, body.details[0].path]).toEqual([400, "VALIDATION_ERROR", field]);
     }
   });
+});
+
+it("the code's list bounds are the contract's: 1,000 ids per list, 100 professors", () => {
+  expect([MAX_LIST, MAX_PROFESSORS]).toEqual([1_000, 100]);
 });
 
 describe("an event that alone could not be stored", () => {

@@ -8,7 +8,7 @@ import { createExecutionContext, createScheduledController, env, waitOnExecution
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
-import { publishEvents, sweepOutbox } from "../../src/events/outbox";
+import { publishEvents, SWEEP_AFTER_MS as SWEEP_AFTER_MS_OF_CODE, sweepOutbox } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
 import worker from "../../src/index";
 import { callJson } from "../support/helpers";
@@ -31,6 +31,10 @@ async function unpublished(schoolId: string): Promise<number> {
   const row = await env.DB.prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>();
   return row!.n;
 }
+
+it("the code's sweep delay is the 30,000 ms this file drives", () => {
+  expect(SWEEP_AFTER_MS_OF_CODE).toBe(30_000);
+});
 
 describe("course writes deliver their events", () => {
   it("in the contract's order, signed, with the course after the write", async () => {
