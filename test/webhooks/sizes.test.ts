@@ -144,6 +144,19 @@ describe("cutBatches", () => {
   });
 });
 
+describe("bodies spliced in as JSON, not escaped again", () => {
+  it("a body is delivered byte for byte as published: escapes, non-ASCII, lone surrogates, numbers", async () => {
+    const { schoolId, key } = await newSchool("bytes");
+    await register(key, "https://bytes.example.com/in");
+    const event = courseEvent(schoolId);
+    const tricky = `quote " backslash \\ tab \t nl \n u2028 \u2028 é 😀 lone \ud800 nul \u0000 </script>`;
+    const published = { ...event, data: { course: { ...event.data.course!, name: tricky, classroom: "1e21 0.1 -0" } } };
+    await hubFor(env, schoolId).publish([published]);
+    await drain(schoolId);
+    expect(rx.to("bytes.example.com").map((r) => r.body)).toEqual([JSON.stringify(published)]);
+  });
+});
+
 const signAll = { professors: PROFESSOR_IDS.map((professorId) => ({ professorId, signed: true })) };
 
 describe("the largest events the contract allows", () => {
