@@ -1,24 +1,13 @@
 /**
- * D1's production limits, enforced around the local D1 binding (the local runtime enforces
- * only some of them: local D1 accepts a bound value of 5,000,000 bytes). Source:
- * https://developers.cloudflare.com/d1/platform/limits/ — setup.ts installs it on every D1
- * session the Worker opens (`useSessionSeam`).
- *
- * | limit (production)                          | local runtime        | here                 |
- * |---------------------------------------------|----------------------|----------------------|
- * | 100 bound parameters per query              | not enforced         | checked before a run |
- * | 100,000 bytes of SQL per statement          | enforced (TOOBIG)    | checked before a run |
- * | 2,000,000 bytes per string, BLOB or row     | not enforced         | every bound value, every value and row read back |
- * | 50 bytes per LIKE / GLOB pattern            | enforced             | left to the runtime  |
- *
- * A value read back stands for the strings SQLite builds while it runs the statement
- * (`json_group_array(...)` of an include, for example): production refuses to build one over
- * the limit, so a result value over it would have failed there.
- *
- * `limitedD1(env.DB)` returns a D1Database that runs every statement on `env.DB` and throws
- * what production would (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`) when one is crossed.
+ * D1's production limits, enforced around a D1 database or session (local D1 accepts a bound
+ * value of 5,000,000 bytes). Source: https://developers.cloudflare.com/d1/platform/limits/ —
+ * 100 bound parameters per query, 100,000 bytes of SQL per statement, 2,000,000 bytes per
+ * string, BLOB or row: checked on every bound value and on every value and row read back (a
+ * value read back stands for a string SQLite built while running, e.g. `json_group_array`;
+ * production would have refused to build it). LIKE patterns (50 bytes) the runtime enforces.
+ * `limitedD1(db)` throws what production would (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`);
+ * setup.ts installs it on every D1 session the Worker opens (`useSessionSeam`).
  */
-
 import { utf8Bytes } from "../../src/lib/batches";
 
 /** D1's limits (bytes are UTF-8). */
