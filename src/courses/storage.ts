@@ -13,6 +13,7 @@ import type { D1Timer } from "../http/context";
 import type { ErrorDetail } from "../http/envelopes";
 import type { ErrorCode } from "../http/error-catalogue";
 import { ApiError } from "../http/errors";
+import { BOUND_LIST, cutBatches, utf8Bytes } from "../lib/batches";
 import { fold } from "../lib/text";
 import { type Assignment, type CourseState, sameList, sameProfessors } from "./change";
 import type { CourseEvent } from "./schemas";
@@ -151,8 +152,13 @@ const RELATION_LISTS = [
 /**
  * The D1 statements of one write, every one guarded by the compare-and-set on `revision`:
  * the course row (insert or conditional update), each relation list that changed (replaced
- * whole), the outbox rows of the events, and last a SELECT of the stored revision (did this
- * write win?). Run as one `db.batch` (one transaction): see `runBatch`.
+ * whole; bound in batches cut by `cutBatches`), the outbox rows of the events, and last a
+ * SELECT of the stored revision (did this write win?). Run as one `db.batch` (one
+ * transaction): see `runBatch`.
+ *
+ * @throws ApiError 413 PAYLOAD_TOO_LARGE when an event would be over the batch bytes alone
+ *   (docs/reference.md § Event delivery: refused with the write that made it), before
+ *   anything is written.
  */
 export function writeStatements(schoolId: string, before: CourseState | undefined, after: CourseState, events: CourseEvent[]): SQL[] {
   const rev = after.revision!;
@@ -176,23 +182,29 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
   for (const [table, column, field] of RELATION_LISTS) {
     if (before && sameList(before[field], after[field])) continue;
     if (before) stmts.push(sql`DELETE FROM ${sql.raw(table)} WHERE school_id = ${schoolId} AND course_id = ${after.id} AND ${guard}`);
-    if (after[field].length > 0)
+    for (const batch of cutBatches(after[field]))
       stmts.push(sql`INSERT INTO ${sql.raw(table)} (school_id, course_id, ${sql.raw(column)})
-        SELECT ${schoolId}, ${after.id}, value FROM json_each(${JSON.stringify(after[field])}) WHERE ${guard}`);
+        SELECT ${schoolId}, ${after.id}, value FROM json_each(${batch.json}) WHERE ${guard}`);
   }
   if (!before || !sameProfessors(before.professors, after.professors)) {
     if (before) stmts.push(sql`DELETE FROM course_professors WHERE school_id = ${schoolId} AND course_id = ${after.id} AND ${guard}`);
-    if (after.professors.length > 0) {
-      const rows = after.professors.map((p) => ({ professorId: p.professorId, coTeacher: p.coTeacher ? 1 : 0, signed: p.signed ? 1 : 0 }));
+    const rows = after.professors.map((p) => ({ professorId: p.professorId, coTeacher: p.coTeacher ? 1 : 0, signed: p.signed ? 1 : 0 }));
+    for (const batch of cutBatches(rows)) {
       stmts.push(sql`INSERT INTO course_professors (school_id, course_id, professor_id, co_teacher, signed)
         SELECT ${schoolId}, ${after.id}, json_extract(value, '$.professorId'), json_extract(value, '$.coTeacher'), json_extract(value, '$.signed')
-        FROM json_each(${JSON.stringify(rows)}) WHERE ${guard}`);
+        FROM json_each(${batch.json}) WHERE ${guard}`);
     }
   }
-  for (const e of events)
+  for (const e of events) {
+    const payload = JSON.stringify(e);
+    // An event travels alone in a bound batch at most (src/lib/batches.ts); none the contract allows comes near.
+    if (utf8Bytes(payload) + 2 > BOUND_LIST.bytes) {
+      throw new ApiError("PAYLOAD_TOO_LARGE", `The write would make an event of more than ${BOUND_LIST.bytes} bytes; nothing was written.`);
+    }
     stmts.push(
-      sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${JSON.stringify(e)}, ${Date.parse(e.createdAt)} WHERE ${guard}`,
+      sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${Date.parse(e.createdAt)} WHERE ${guard}`,
     );
+  }
   stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;
 }

@@ -10,7 +10,7 @@ import { idSchema, instantSchema, professorAssignmentSchema, textSchema, uniqueP
  * Max items of `groupIds`, `studentIds` and `surveyTemplateIds` in a write body. A course is
  * read back as one row with its lists and includes embedded as JSON, and each of its events
  * carries it whole: with every list full of 64-character ids and the four includes, that row
- * and each outbox row stay well under D1's 1,000,000-byte limit on a string or row
+ * and each outbox row stay well under D1's 2,000,000-byte limit on a string or row
  * (https://developers.cloudflare.com/d1/platform/limits/). test/courses/d1-limits.test.ts checks it at
  * this bound.
  */

@@ -14,6 +14,17 @@ export function getDb(d1: D1Database): DrizzleD1Database {
   return db;
 }
 
+let sessionSeam: ((session: D1Database) => D1Database) | null = null;
+
+/**
+ * Installs a wrapper of every D1 session opened from now on (`null`: none). Tests install
+ * one that refuses what production's D1 refuses and the local runtime accepts
+ * (test/support/d1-limits.ts); production never calls it.
+ */
+export function useSessionSeam(next: ((session: D1Database) => D1Database) | null): void {
+  sessionSeam = next;
+}
+
 /** What a request's database work needs: reads may go to a replica, writes to the primary. */
 export type SessionKind = "read" | "write";
 
@@ -43,7 +54,7 @@ export interface DbSession {
  */
 export function openSession(d1: D1Database, kind: SessionKind, bookmark?: string): DbSession {
   const session = d1.withSession(bookmark ?? (kind === "read" ? "first-unconstrained" : "first-primary"));
-  const asDatabase = session as unknown as D1Database;
+  const asDatabase = sessionSeam === null ? (session as unknown as D1Database) : sessionSeam(session as unknown as D1Database);
   return { d1: asDatabase, db: drizzle(asDatabase), bookmark: () => session.getBookmark() };
 }
 

@@ -6,6 +6,7 @@
  * id and their last 4 characters, as `npm run keys` stores them); a key already stored keeps
  * its state.
  */
+import { cutBatches } from "../lib/batches";
 import { sha256Hex } from "../lib/crypto";
 import { mintId } from "../lib/ids";
 import { fold } from "../lib/text";
@@ -231,11 +232,14 @@ function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
     else bySchool.set(c.schoolId, [c.id]);
   }
   for (const [schoolId, ids] of bySchool) {
-    for (const table of ["course_groups", "course_students", "course_professors", "course_survey_templates"]) {
-      steps.push({
-        kind: "command",
-        sql: (v) => `DELETE FROM ${table} WHERE school_id = ${v(schoolId)} AND course_id IN (SELECT value FROM json_each(${v(JSON.stringify(ids))}))`,
-      });
+    // Cut so that the list, bound or written as a literal, stays far below D1's 100 KB statement.
+    for (const batch of cutBatches(ids, { count: 1_000, bytes: 50_000 })) {
+      for (const table of ["course_groups", "course_students", "course_professors", "course_survey_templates"]) {
+        steps.push({
+          kind: "command",
+          sql: (v) => `DELETE FROM ${table} WHERE school_id = ${v(schoolId)} AND course_id IN (SELECT value FROM json_each(${v(batch.json)}))`,
+        });
+      }
     }
   }
   const rel = (table: string, column: string, pick: (c: ImportCourse) => string[]) =>

@@ -230,8 +230,8 @@ export const courseSurveyTemplates = sqliteTable(
 /**
  * Transactional outbox (DESIGN.md): events written in the same D1 batch as the course
  * write, marked `published_at` once the school's hub acknowledged them. The sweep finds the
- * schools with unpublished rows, and each one's oldest, through the partial index of
- * unpublished rows by school (src/events/outbox.ts).
+ * schools with unpublished rows, and each one's first due, through the partial index of
+ * unpublished rows by school and retry time; a failed row waits `retry_at` (src/events/outbox.ts).
  */
 export const outbox = sqliteTable(
   "outbox",
@@ -242,10 +242,14 @@ export const outbox = sqliteTable(
     payload: text("payload").notNull(),
     createdAt: integer("created_at").notNull(),
     publishedAt: integer("published_at"),
+    /** Failed publishes of the row by the sweep so far. */
+    attempts: integer("attempts").notNull().default(0),
+    /** No sweep publishes it again before this instant (ms since epoch); 0: never failed. */
+    retryAt: integer("retry_at").notNull().default(0),
   },
   (t) => [
     index("outbox_pending_idx").on(t.publishedAt, t.createdAt),
-    index("outbox_unpublished_school_idx").on(t.schoolId, t.createdAt, t.eventId).where(sql`${t.publishedAt} IS NULL`),
+    index("outbox_unpublished_school_idx").on(t.schoolId, t.retryAt, t.createdAt, t.eventId).where(sql`${t.publishedAt} IS NULL`),
   ],
 );
 

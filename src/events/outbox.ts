@@ -1,12 +1,14 @@
 /**
  * The transactional outbox (DESIGN.md): a write's events are inserted into D1's `outbox` in
  * the same batch as the write (src/courses/storage.ts); this module hands them to the
- * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
- * the cron sweep may repeat a publish safely; the sweep goes school by school, fairly, so
- * that one school's failing hub holds up no other school's events.
+ * school's hub and marks them published, in batches cut by bytes and count. The hub's
+ * `publish` is idempotent by event id, so the cron sweep may repeat a publish safely; the
+ * sweep goes school by school, fairly, and a row whose publish failed waits a back-off, so
+ * that neither a failing hub nor one refused event holds up any other event.
  */
 import { openSession } from "../db/client";
 import { type D1Timer, untimed } from "../http/context";
+import { cutBatches } from "../lib/batches";
 import { describeError, logPublishFailure } from "../lib/log";
 import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";
@@ -15,14 +17,22 @@ import type { SchoolEvent } from "./types";
 export const SWEEP_AFTER_MS = 30_000;
 /** Published rows older than this are pruned (ms): 7 days. */
 const PRUNE_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+/**
+ * After its n-th failed publish a row waits RETRY_BASE_MS × 2^(n-1), at most RETRY_MAX_MS
+ * (a choice: the cron runs every minute; an hour bounds the delay once the hub is back).
+ */
+const RETRY_BASE_MS = 60_000;
+const RETRY_MAX_MS = 3_600_000;
 
 /**
  * The bounds of one sweep (the cron runs it every minute, wrangler.toml).
  *
  * - `schools`: schools handled, those with the oldest due row first.
  * - `scan`: schools with unpublished rows looked at to choose them (one index seek each).
- * - `batch`: rows of one school handed to its hub in one `publish`; a school whose batch was
- *   full and acknowledged goes on with its next one while the budget lasts.
+ * - `batch`: rows of one school read at once (their publish is cut further by bytes); a
+ *   school whose batch was full and acknowledged goes on with its next one while the budget
+ *   lasts. A row that failed before is published alone, so that an event the hub refuses
+ *   fails no other.
  * - `concurrency`: hubs published to at once. A Worker invocation may have 6 connections
  *   open (Cloudflare Workers limits, "Simultaneous open connections"); 5, so that a slot is
  *   left for D1 and no call waits for a slot with its timeout already running.
@@ -42,7 +52,7 @@ export interface SweepLimits {
 
 const SWEEP_LIMITS: SweepLimits = { schools: 50, scan: 1000, batch: 100, concurrency: 5, publishTimeoutMs: 5_000, budgetMs: 25_000 };
 
-/** What one sweep did: schools handled, rows re-published, rows left unpublished by a failed or slow hub, rows pruned. */
+/** What one sweep did: schools handled, rows re-published, rows left unpublished (backed off) by a failed or slow hub, rows pruned. */
 export interface SweepResult {
   schools: number;
   republished: number;
@@ -64,39 +74,49 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 }
 
 /**
- * Publishes events of one school to its hub, then marks them published in the outbox. Each
- * call takes a fresh stub (`hubFor`): a stub that threw once stays broken.
+ * Publishes events of one school to its hub, in order, in batches cut by `cutBatches`
+ * (count and bytes: one call never carries more than the hub stores in one step), each
+ * batch then marked published in the outbox. Each call takes a fresh stub (`hubFor`): a
+ * stub that threw once stays broken. Stops at the first batch that fails.
  *
  * @param timed wraps the D1 round trip (a request's `RequestContext.db`); identity by default.
- * @param timeoutMs abandon the hub call after this many ms (the sweep's); none by default (a
+ * @param timeoutMs abandon a hub call after this many ms (the sweep's); none by default (a
  *   course write waits for its hub, API.md § "POST /v3/courses").
- * @returns true when the hub acknowledged them; false when the hub could not be reached or
- *   did not answer in time (the rows stay unpublished for the sweep; the failure is logged,
- *   never thrown).
+ * @returns how many of `events`, from the first, the hub acknowledged and the outbox marked;
+ *   fewer than all when the hub could not be reached, did not answer in time or the mark
+ *   failed (those rows stay unpublished for the sweep; the failure is logged, never thrown).
  */
-export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed, timeoutMs?: number): Promise<boolean> {
-  if (events.length === 0) return true;
+export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed, timeoutMs?: number): Promise<number> {
+  let done = 0;
   try {
-    const call = hubFor(env, schoolId).publish(events);
-    await (timeoutMs === undefined ? call : withTimeout(call, timeoutMs, `the hub of ${schoolId}`));
+    const primary = openSession(env.DB, "write").d1;
+    for (const batch of cutBatches(events)) {
+      const call = hubFor(env, schoolId).publish(batch.items);
+      await (timeoutMs === undefined ? call : withTimeout(call, timeoutMs, `the hub of ${schoolId}`));
+      for (const ids of cutBatches(batch.items.map((e) => e.id))) {
+        await timed(() =>
+          primary.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))").bind(Date.now(), ids.json).run(),
+        );
+      }
+      done += batch.items.length;
+    }
   } catch (err) {
-    logPublishFailure({ schoolId, events: events.length, ...describeError(err) });
-    return false;
+    logPublishFailure({ schoolId, events: events.length - done, ...describeError(err) });
   }
-  await timed(() =>
-    env.DB.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))")
-      .bind(Date.now(), JSON.stringify(events.map((e) => e.id)))
-      .run(),
-  );
-  return true;
+  return done;
 }
 
 /**
- * The schools with outbox rows unpublished since `cutoff` or before, the oldest such row
- * first: a loose scan of the partial index of unpublished rows (one seek per school, at
- * most `scan` schools), so that its cost is the number of schools, not of rows.
+ * The schools with outbox rows due at `now` (ms): created at `cutoff` or before and not
+ * backing off; those whose first due row (never-failed rows first, then by retry time, then
+ * oldest) comes first lead. A loose scan of the partial index of unpublished rows (one seek
+ * per school, at most `scan` schools), so that its cost is the number of schools, not of rows.
  */
-async function schoolsDue(primary: D1Database, cutoff: number, limits: SweepLimits): Promise<string[]> {
+async function schoolsDue(primary: D1Database, now: number, cutoff: number, limits: SweepLimits): Promise<string[]> {
+  const first = (column: string) =>
+    `(SELECT o.${column} FROM outbox AS o INDEXED BY outbox_unpublished_school_idx
+      WHERE o.published_at IS NULL AND o.school_id = pending.school_id AND o.retry_at <= ?4 AND o.created_at <= ?2
+      ORDER BY o.retry_at, o.created_at LIMIT 1)`;
   const { results } = await primary
     .prepare(
       `WITH RECURSIVE pending(school_id) AS (
@@ -105,45 +125,76 @@ async function schoolsDue(primary: D1Database, cutoff: number, limits: SweepLimi
          SELECT (SELECT min(o.school_id) FROM outbox AS o INDEXED BY outbox_unpublished_school_idx
                  WHERE o.published_at IS NULL AND o.school_id > pending.school_id)
          FROM pending WHERE pending.school_id IS NOT NULL LIMIT ?1
-       ), oldest AS (
-         SELECT school_id, (SELECT min(o.created_at) FROM outbox AS o INDEXED BY outbox_unpublished_school_idx
-                            WHERE o.published_at IS NULL AND o.school_id = pending.school_id) AS created_at
+       ), due AS (
+         SELECT school_id, ${first("retry_at")} AS retry_at, ${first("created_at")} AS created_at
          FROM pending WHERE school_id IS NOT NULL
        )
-       SELECT school_id FROM oldest WHERE created_at <= ?2 ORDER BY created_at, school_id LIMIT ?3`,
+       SELECT school_id FROM due WHERE created_at IS NOT NULL ORDER BY retry_at, created_at, school_id LIMIT ?3`,
     )
-    .bind(limits.scan, cutoff, limits.schools)
+    .bind(limits.scan, cutoff, limits.schools, now)
     .all<{ school_id: string }>();
   return results.map((r) => r.school_id);
 }
 
 /**
- * Re-publishes one school's due rows, oldest first, `batch` at a time, until none is left,
- * its hub fails or the sweep's `deadline` (ms since epoch) passes.
+ * Re-publishes one school's due rows at `now` (ms), never-failed rows first (oldest first,
+ * `batch` at a time), then rows that failed before, each alone, by retry time, until none is
+ * left, the hub fails before acknowledging any or the sweep's `deadline` (ms since epoch)
+ * passes. The rows of a failed publish back off (`attempts` + 1, `retry_at`), so that the
+ * school's other rows go first; once the hub acknowledged a publish this sweep, a refused
+ * row does not stop the school's next rows.
  *
  * @returns rows re-published and rows whose publish failed.
  */
-async function sweepSchool(env: Env, primary: D1Database, schoolId: string, cutoff: number, deadline: number, limits: SweepLimits) {
+async function sweepSchool(env: Env, primary: D1Database, schoolId: string, now: number, cutoff: number, deadline: number, limits: SweepLimits) {
   let republished = 0;
+  let failed = 0;
   for (;;) {
     const { results } = await primary
       .prepare(
-        "SELECT payload FROM outbox INDEXED BY outbox_unpublished_school_idx WHERE published_at IS NULL AND school_id = ? AND created_at <= ? ORDER BY created_at, event_id LIMIT ?",
+        `SELECT event_id, payload, attempts FROM outbox INDEXED BY outbox_unpublished_school_idx
+         WHERE published_at IS NULL AND school_id = ? AND retry_at <= ? AND created_at <= ? ORDER BY retry_at, created_at, event_id LIMIT ?`,
       )
-      .bind(schoolId, cutoff, limits.batch)
-      .all<{ payload: string }>();
-    const events = results.map((r) => JSON.parse(r.payload) as SchoolEvent);
-    if (!(await publishEvents(env, schoolId, events, untimed, limits.publishTimeoutMs))) return { republished, failed: events.length };
-    republished += events.length;
-    if (events.length < limits.batch || Date.now() >= deadline) return { republished, failed: 0 };
+      .bind(schoolId, now, cutoff, limits.batch)
+      .all<{ event_id: string; payload: string; attempts: number }>();
+    if (results.length === 0) return { republished, failed };
+    const fresh = results.findIndex((r) => r.attempts > 0);
+    const rows = results[0]!.attempts > 0 ? results.slice(0, 1) : fresh === -1 ? results : results.slice(0, fresh);
+    const done = await publishEvents(
+      env,
+      schoolId,
+      rows.map((r) => JSON.parse(r.payload) as SchoolEvent),
+      untimed,
+      limits.publishTimeoutMs,
+    );
+    republished += done;
+    if (done < rows.length) {
+      failed += rows.length - done;
+      for (const ids of cutBatches(rows.slice(done).map((r) => r.event_id))) {
+        await primary
+          .prepare(
+            `UPDATE outbox SET attempts = attempts + 1, retry_at = ?1 + min(?2, ?3 << min(attempts, 30))
+             WHERE published_at IS NULL AND event_id IN (SELECT value FROM json_each(?4))`,
+          )
+          .bind(now, RETRY_MAX_MS, RETRY_BASE_MS, ids.json)
+          .run();
+      }
+      // A hub that acknowledged nothing this sweep is left alone; one that did refused only
+      // these rows (now backing off): the school's next rows go on.
+      if (republished === 0) return { republished, failed };
+    }
+    if (results.length < limits.batch && rows.length === results.length) return { republished, failed };
+    if (Date.now() >= deadline) return { republished, failed };
   }
 }
 
 /**
- * The cron sweep (DESIGN.md: the outbox), fair per school: it re-publishes outbox rows
- * older than 30 s that are not marked published, school by school — the schools with the
- * oldest such rows first, up to `concurrency` hubs at a time, each call with its timeout —
- * so that a failing or slow hub delays only its own school's events; then it prunes rows
+ * The cron sweep (docs/architecture.md § Invariants: the outbox), fair per school: it
+ * re-publishes outbox rows older than 30 s that are not marked published and not backing
+ * off, school by school — the schools with the first due rows first, up to `concurrency`
+ * hubs at a time, each call with its timeout — so that a failing or slow hub delays only
+ * its own school's events, and a row whose publish failed (retried after 1 min, doubling up
+ * to 1 h) only itself; then it prunes rows
  * published more than 7 days ago. Reads on the primary (a replica may not hold the newest
  * unpublished rows yet).
  *
@@ -156,14 +207,14 @@ export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<Sw
   const deadline = Date.now() + bounds.budgetMs;
   const cutoff = now - SWEEP_AFTER_MS;
   const primary = openSession(env.DB, "write").d1;
-  const schools = await schoolsDue(primary, cutoff, bounds);
+  const schools = await schoolsDue(primary, now, cutoff, bounds);
   const result: SweepResult = { schools: schools.length, republished: 0, failed: 0, pruned: 0 };
   let next = 0;
   const worker = async () => {
     while (next < schools.length && Date.now() < deadline) {
       const schoolId = schools[next++]!;
       try {
-        const done = await sweepSchool(env, primary, schoolId, cutoff, deadline, bounds);
+        const done = await sweepSchool(env, primary, schoolId, now, cutoff, deadline, bounds);
         result.republished += done.republished;
         result.failed += done.failed;
       } catch (err) {

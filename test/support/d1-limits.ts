@@ -1,50 +1,30 @@
 /**
- * D1's production limits, enforced around the local D1 binding (the local runtime enforces
- * only some of them). Source: https://developers.cloudflare.com/d1/platform/limits/
- *
- * | limit (production)                          | local runtime        | here                 |
- * |---------------------------------------------|----------------------|----------------------|
- * | 100 bound parameters per query              | not enforced         | checked before a run |
- * | 100,000 bytes of SQL per statement          | enforced (TOOBIG)    | checked before a run |
- * | 1,000,000 bytes per string, BLOB or row     | not enforced         | every bound value, every value and row read back |
- * | 50 bytes per LIKE / GLOB pattern            | enforced             | left to the runtime  |
- *
- * A value read back stands for the strings SQLite builds while it runs the statement
- * (`json_group_array(...)` of an include, for example): production refuses to build one over
- * the limit, so a result value over it would have failed there.
- *
- * `limitedD1(env.DB)` returns a D1Database that runs every statement on `env.DB` and throws
- * what production would (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`) when one is crossed.
+ * D1's production limits, enforced around a D1 database or session (local D1 accepts a bound
+ * value of 5,000,000 bytes). Source: https://developers.cloudflare.com/d1/platform/limits/ —
+ * 100 bound parameters per query, 100,000 bytes of SQL per statement, 2,000,000 bytes per
+ * string, BLOB or row: checked on every bound value and on every value and row read back (a
+ * value read back stands for a string SQLite built while running, e.g. `json_group_array`;
+ * production would have refused to build it). LIKE patterns (50 bytes) the runtime enforces.
+ * `limitedD1(db)` throws what production would (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`);
+ * setup.ts installs it on every D1 session the Worker opens (`useSessionSeam`).
  */
+import { utf8Bytes } from "../../src/lib/batches";
 
 /** D1's limits (bytes are UTF-8). */
-export const D1_LIMITS = {
+const D1_LIMITS = {
   boundParameters: 100,
   sqlBytes: 100_000,
-  valueBytes: 1_000_000,
+  valueBytes: 2_000_000,
 } as const;
 
 const encoder = new TextEncoder();
-
-/** UTF-8 length of `s` (an unpaired surrogate counts 3 bytes, as its replacement would). */
-function bytes(s: string): number {
-  let n = s.length;
-  for (let i = 0; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c < 0x80) continue;
-    n += c < 0x800 ? 1 : 2;
-    // A surrogate pair is one code point of 4 bytes: its second half adds nothing more.
-    if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) i++;
-  }
-  return n;
-}
 
 /** Throws like production D1 when a value is over the string/BLOB limit. */
 function checkValue(value: unknown, where: string): void {
   // D1 reads a BLOB back as an array of byte values.
   const size =
     typeof value === "string"
-      ? bytes(value)
+      ? utf8Bytes(value)
       : value instanceof ArrayBuffer || ArrayBuffer.isView(value)
         ? value.byteLength
         : Array.isArray(value)
@@ -79,7 +59,7 @@ function checkRows(rows: unknown): void {
     let total = 0;
     for (const [k, v] of values) {
       checkValue(v, `result column ${k}`);
-      total += typeof v === "string" ? bytes(v) : Array.isArray(v) ? v.length : 8;
+      total += typeof v === "string" ? utf8Bytes(v) : Array.isArray(v) ? v.length : 8;
     }
     if (total > D1_LIMITS.valueBytes) {
       throw new Error(`D1_ERROR: string or blob too big: SQLITE_TOOBIG (simulated production limit: a result row of ${total} bytes > ${D1_LIMITS.valueBytes})`);

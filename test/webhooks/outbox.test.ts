@@ -8,7 +8,7 @@ import { createExecutionContext, createScheduledController, env, waitOnExecution
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
-import { publishEvents, SWEEP_AFTER_MS, sweepOutbox } from "../../src/events/outbox";
+import { publishEvents, SWEEP_AFTER_MS as SWEEP_AFTER_MS_OF_CODE, sweepOutbox } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
 import worker from "../../src/index";
 import { callJson } from "../support/helpers";
@@ -22,12 +22,19 @@ beforeAll(() => {
 });
 afterAll(() => receivers.restore());
 
+/** Rows unpublished for longer than this are the sweep's (ms; 30 s, docs/architecture.md § Invariants). */
+const SWEEP_AFTER_MS = 30_000;
+
 const base = { name: "Réseaux", startDateTime: "2026-10-05T08:00:00Z", endDateTime: "2026-10-05T10:00:00Z" };
 
 async function unpublished(schoolId: string): Promise<number> {
   const row = await env.DB.prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>();
   return row!.n;
 }
+
+it("the code's sweep delay is the 30,000 ms this file drives", () => {
+  expect(SWEEP_AFTER_MS_OF_CODE).toBe(30_000);
+});
 
 describe("course writes deliver their events", () => {
   it("in the contract's order, signed, with the course after the write", async () => {
@@ -87,22 +94,37 @@ describe("the outbox sweep", () => {
     expect(await unpublished(schoolId)).toBe(0);
     expect(await sweepOutbox(env, later)).toMatchObject({ republished: 0 });
 
-    // The scheduled handler runs the same sweep.
+    // The scheduled handler runs the same sweep: a row written through the unreachable hub is
+    // published by it.
+    const second = await worker.fetch(
+      new Request("http://api.test/v3/courses", {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ ...base, name: "Réseaux 2" }),
+      }),
+      unreachable,
+      createExecutionContext(),
+    );
+    expect(second.status).toBe(201);
+    expect(await unpublished(schoolId)).toBe(1);
+    // Written a minute ago, as far as the sweep (on the real clock) can tell.
+    await env.DB.prepare("UPDATE outbox SET created_at = created_at - 60000 WHERE school_id = ? AND published_at IS NULL").bind(schoolId).run();
     const ctx = createExecutionContext();
-    await worker.scheduled(createScheduledController({ scheduledTime: new Date(later), cron: "* * * * *" }), env, ctx);
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
+    expect(await unpublished(schoolId)).toBe(0);
 
     // A publish repeated by hand (as a sweep racing a slow request would) is a duplicate.
-    const { payload } = (await env.DB.prepare("SELECT payload FROM outbox WHERE school_id = ?").bind(schoolId).first<{ payload: string }>())!;
-    const event = JSON.parse(payload) as SchoolEvent;
+    const { results } = await env.DB.prepare("SELECT payload FROM outbox WHERE school_id = ? ORDER BY event_id").bind(schoolId).all<{ payload: string }>();
+    const [event, other] = results.map((r) => JSON.parse(r.payload) as SchoolEvent) as [SchoolEvent, SchoolEvent];
     expect(await hubFor(env, schoolId).publish([event])).toMatchObject({ accepted: 0, duplicates: 1, deliveries: 0 });
-    expect(await publishEvents(env, schoolId, [event])).toBe(true);
+    expect(await publishEvents(env, schoolId, [event])).toBe(1);
 
     await drain(schoolId);
     const got = receivers.to("sweep.example.com");
-    expect(got.map((r) => r.event.id)).toEqual([event.id]);
-    expect(got[0]!.event.type).toBe("course.created");
-    checkEvent(JSON.parse(got[0]!.body));
+    expect(got.map((r) => r.event.id)).toEqual([event.id, other.id]);
+    expect(got.map((r) => r.event.type)).toEqual(["course.created", "course.created"]);
+    for (const r of got) checkEvent(JSON.parse(r.body));
   });
 
   it("prunes rows published more than 7 days ago", async () => {
@@ -181,9 +203,13 @@ describe("the outbox sweep is fair per school", () => {
     // The healthy school's hub holds its events (a second publish is all duplicates).
     expect(await hubFor(env, healthy.schoolId).publish(healthyEvents)).toMatchObject({ accepted: 0, duplicates: 2 });
 
-    // Once the hubs answer again, the next sweep publishes the rest, a fresh stub per call.
+    // Once the hubs answer again, the next sweep publishes the rows never tried at once; the
+    // failed ones back off a minute first (then each goes alone), a fresh stub per call.
     const { env: recovered } = envWithHubs({ [failing.schoolId]: { publish: async () => ({}) }, [hanging.schoolId]: { publish: async () => ({}) } });
-    expect(await sweepOutbox(recovered, later)).toMatchObject({ schools: 2, republished: 603, failed: 0 });
+    expect(await sweepOutbox(recovered, later)).toMatchObject({ schools: 1, republished: 500, failed: 0 });
+    expect(await unpublishedIds(failing.schoolId)).toHaveLength(100);
+    expect(await unpublishedIds(hanging.schoolId)).toHaveLength(3);
+    expect(await sweepOutbox(recovered, later + 60_000)).toMatchObject({ schools: 2, republished: 103, failed: 0 });
     expect([...(await unpublishedIds(failing.schoolId)), ...(await unpublishedIds(hanging.schoolId))]).toEqual([]);
   });
 
@@ -218,5 +244,62 @@ describe("the outbox sweep is fair per school", () => {
     expect(await sweepOutbox(fake, later, { schools: 2 })).toMatchObject({ schools: 1, republished: 1 });
     expect(await unpublishedIds(young)).toHaveLength(1);
     await env.DB.prepare("DELETE FROM outbox WHERE school_id = ?").bind(young).run();
+  });
+});
+
+describe("the outbox sweep is not stuck by failures", () => {
+  const later = Date.now() + 30_000 + 60_000;
+  const hour = 3_600_000;
+
+  /** The outbox's retry state of `eventId`. */
+  const retryState = async (eventId: string) =>
+    env.DB.prepare("SELECT attempts, retry_at AS retryAt, published_at IS NOT NULL AS published FROM outbox WHERE event_id = ?").bind(eventId).first();
+
+  it("a hub that refuses one event: that row backs off (1 min, doubling), the school's later rows and other schools are published", async () => {
+    const [refusing, other] = [await newSchool("poison"), await newSchool("bystander")];
+    const events = eventsOf(refusing.schoolId, 5);
+    const poison = events[1]!.id;
+    await queueUnpublished(refusing.schoolId, events, later - hour);
+    const published: string[] = [];
+    const { env: picky } = envWithHubs({
+      [refusing.schoolId]: {
+        publish: async (batch) => {
+          if (batch.some((e) => e.id === poison)) throw new Error("refused");
+          published.push(...batch.map((e) => e.id));
+          return {};
+        },
+      },
+    });
+    // The first sweep publishes the five together: refused, all five back off one minute.
+    expect(await sweepOutbox(picky, later)).toMatchObject({ republished: 0, failed: 5 });
+    expect(await retryState(events[4]!.id)).toEqual({ attempts: 1, retryAt: later + 60_000, published: 0 });
+    // Meanwhile the school's new row and another school's rows are not held back.
+    const fresh = eventsOf(refusing.schoolId, 1);
+    await queueUnpublished(refusing.schoolId, fresh, later - 1_000 - 30_000);
+    await queueUnpublished(other.schoolId, eventsOf(other.schoolId, 2), later - hour);
+    // One school per sweep: the backing-off rows take no slot, the oldest due rows lead.
+    expect(await sweepOutbox(picky, later, { schools: 1 })).toMatchObject({ schools: 1, republished: 2, failed: 0 });
+    expect(await unpublishedIds(other.schoolId)).toEqual([]);
+    expect(await sweepOutbox(picky, later, { schools: 1 })).toMatchObject({ schools: 1, republished: 1, failed: 0 });
+    expect(published).toEqual([fresh[0]!.id]);
+    // A minute later each failed row goes alone: all but the refused one are published.
+    expect(await sweepOutbox(picky, later + 60_000)).toMatchObject({ republished: 4, failed: 1 });
+    expect(await unpublishedIds(refusing.schoolId)).toEqual([poison]);
+    expect(await retryState(poison)).toEqual({ attempts: 2, retryAt: later + 60_000 + 120_000, published: 0 });
+    // Not due before its back-off ends; then retried, and its wait doubles again.
+    expect(await sweepOutbox(picky, later + 60_000 + 119_000)).toMatchObject({ schools: 0 });
+    expect(await sweepOutbox(picky, later + 60_000 + 120_000)).toMatchObject({ schools: 1, republished: 0, failed: 1 });
+    expect(await retryState(poison)).toEqual({ attempts: 3, retryAt: later + 180_000 + 240_000, published: 0 });
+    expect(published).toEqual([fresh[0]!.id, ...events.filter((e) => e.id !== poison).map((e) => e.id)]);
+  });
+
+  it("its back-off is capped at one hour", async () => {
+    const { schoolId } = await newSchool("capped");
+    const [event] = eventsOf(schoolId, 1);
+    await queueUnpublished(schoolId, [event!], later - hour);
+    await env.DB.prepare("UPDATE outbox SET attempts = 12 WHERE event_id = ?").bind(event!.id).run();
+    const { env: down } = envWithHubs({ [schoolId]: { publish: () => Promise.reject(new Error("down")) } });
+    expect(await sweepOutbox(down, later)).toMatchObject({ failed: 1 });
+    expect(await retryState(event!.id)).toEqual({ attempts: 13, retryAt: later + 3_600_000, published: 0 });
   });
 });

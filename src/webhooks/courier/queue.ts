@@ -4,6 +4,8 @@
  * recording an attempt's outcome (retry schedule, 410, Retry-After), skipping while disabled.
  * Only the WebhookCourier calls these, inside its synchronous steps.
  */
+
+import { BOUND_LIST, cutBatches } from "../../lib/batches";
 import { type AttemptVerdict, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
 
@@ -24,63 +26,62 @@ export type DueRow = {
  * Takes the events of a hand-over with `seq` after `cursor` at `now` (ms): each is kept (for
  * resend and recover) and queued due now, or logged `skipped` when it was accepted while the
  * registration was disabled or `enabled` is false now. Events at or before the cursor were
- * taken already (a hand-over sent again) and are ignored.
+ * taken already (a hand-over sent again) and are ignored. Bound in batches cut by
+ * `cutBatches` (count and bytes; the bodies spliced in as JSON, not escaped again), several
+ * statements of the caller's synchronous step.
  *
  * @returns how many were queued.
  */
 export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: number, enabled: boolean, now: number): number {
   const fresh = events.filter((e) => e.seq > cursor);
   if (fresh.length === 0) return 0;
-  sql.exec(
-    `INSERT OR IGNORE INTO events (id, type, body, accepted_at) SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?)`,
-    JSON.stringify(fresh.map((e) => [e.id, e.type, e.body, e.acceptedAt])),
-  );
+  const kept = cutBatches(fresh, BOUND_LIST, (e) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt}]`);
+  for (const batch of kept) {
+    sql.exec(
+      `INSERT OR IGNORE INTO events (id, type, body, accepted_at) SELECT value ->> 0, value ->> 1, value -> 2, value ->> 3 FROM json_each(?)`,
+      batch.json,
+    );
+  }
   const queued = fresh.filter((e) => enabled && !e.skipped);
   const skipped = fresh.filter((e) => !enabled || e.skipped);
-  if (queued.length > 0) {
+  for (const batch of cutBatches(queued.map((e) => [e.id, e.type]))) {
     sql.exec(
       `INSERT OR IGNORE INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at)
        SELECT value ->> 0, value ->> 1, 'event', 0, ?2, ?2 FROM json_each(?1)`,
-      JSON.stringify(queued.map((e) => [e.id, e.type])),
+      batch.json,
       now,
     );
   }
-  logSkipped(
-    sql,
-    skipped.map((e): [string, string, Trigger] => [e.id, e.type, "event"]),
-    now,
-  );
+  for (const batch of cutBatches(skipped.map((e): [string, string, Trigger] => [e.id, e.type, "event"]))) {
+    sql.exec(
+      `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
+       SELECT value ->> 0, value ->> 1, 1, 'skipped', value ->> 2, ?2, ?3 FROM json_each(?1)`,
+      batch.json,
+      SKIPPED_ERROR,
+      now,
+    );
+  }
   return queued.length;
-}
-
-/** Logs `skipped` entries (`[eventId, eventType, trigger]`) at `now` (ms), in one statement. */
-function logSkipped(sql: SqlStorage, entries: [string, string, Trigger][], now: number): void {
-  if (entries.length === 0) return;
-  sql.exec(
-    `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
-     SELECT value ->> 0, value ->> 1, 1, 'skipped', value ->> 2, ?2, ?3 FROM json_each(?1)`,
-    JSON.stringify(entries),
-    SKIPPED_ERROR,
-    now,
-  );
 }
 
 /**
  * The registration was disabled: every queued delivery not `busy` (in flight) ends `skipped`
- * at `now` (ms), pending retries included (API.md § "PATCH": `enabled: false`).
+ * at `now` (ms), pending retries included (API.md § "PATCH": `enabled: false`). Two
+ * statements whatever the queue's length (a log entry per row copied from the queue, then
+ * the rows deleted), nothing read into memory; the only list bound is `busy` (the few
+ * requests in flight, bytes far under any limit). Run inside the caller's synchronous step, so that the disable
+ * holds for the whole queue or not at all.
  */
 export function skipQueued(sql: SqlStorage, busy: readonly number[], now: number): void {
-  const rows = sql
-    .exec<{ event_id: string; event_type: string; trigger: Trigger }>(
-      `DELETE FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)) RETURNING event_id, event_type, trigger`,
-      JSON.stringify(busy),
-    )
-    .toArray();
-  logSkipped(
-    sql,
-    rows.map((r): [string, string, Trigger] => [r.event_id, r.event_type, r.trigger]),
+  const keep = JSON.stringify(busy);
+  sql.exec(
+    `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
+     SELECT event_id, event_type, 1, 'skipped', trigger, ?2, ?3 FROM queue WHERE id NOT IN (SELECT value FROM json_each(?1)) ORDER BY id`,
+    keep,
+    SKIPPED_ERROR,
     now,
   );
+  sql.exec(`DELETE FROM queue WHERE id NOT IN (SELECT value FROM json_each(?))`, keep);
 }
 
 /** The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones, at most `limit`. */

@@ -11,7 +11,7 @@ import type { StatsBucket } from "../api/stats-schemas";
 import { parseDisableAfterMs } from "../delivery/schedule";
 import { AlarmClock } from "../platform/alarm-clock";
 import { ObjectCalls } from "../platform/object-calls";
-import { type Platform, platformFor } from "../platform/platform";
+import { type Platform, platformFor, sqlOf } from "../platform/platform";
 import type { CourierConfig, CourierStep, DeliveryRecord, Handover, HandoverReceipt, StatsBucketSize } from "../rpc";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
 import { Dispatch } from "./dispatch";
@@ -22,6 +22,12 @@ import { migrate, pruneLog } from "./storage";
 
 /** Events a recover queues per synchronous step (other calls interleave between two). */
 const RECOVER_CHUNK = 200;
+
+/** What a config step leaves for memory: the config in force, and whether it re-enabled the registration. */
+interface Applied {
+  config: CourierConfig;
+  enabled: boolean;
+}
 
 /** One registration's courier. RPC methods: see each; the hub is its only caller besides reads. */
 export class WebhookCourier extends DurableObject<Env> {
@@ -38,7 +44,7 @@ export class WebhookCourier extends DurableObject<Env> {
     super(ctx, env);
     this.platform = platformFor(ctx.id.toString(), "courier");
     this.alarms = new AlarmClock(ctx.storage);
-    this.sql = ctx.storage.sql;
+    this.sql = sqlOf(ctx.storage);
     migrate(this.sql);
     const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
     const kv = ctx.storage.kv;
@@ -73,14 +79,15 @@ export class WebhookCourier extends DurableObject<Env> {
   deliver(handover: Handover): HandoverReceipt {
     if (this.closed) return this.receipt(0);
     const now = this.platform.now();
-    this.ctx.storage.transactionSync(() => {
-      this.apply(handover.config, now);
-      take(this.sql, handover.events, this.cursor, this.config!.enabled, now);
-      if (handover.upTo > this.cursor) {
-        this.cursor = handover.upTo;
-        this.ctx.storage.kv.put("cursor", this.cursor);
-      }
+    const step = this.ctx.storage.transactionSync(() => {
+      const applied = this.apply(handover.config, now);
+      take(this.sql, handover.events, this.cursor, applied.config.enabled, now);
+      if (handover.upTo > this.cursor) this.ctx.storage.kv.put("cursor", handover.upTo);
+      return applied;
     });
+    // Memory follows storage once the step has committed.
+    this.adopt(step);
+    this.cursor = Math.max(this.cursor, handover.upTo);
     this.dispatch.pump();
     return this.receipt(now);
   }
@@ -92,7 +99,7 @@ export class WebhookCourier extends DurableObject<Env> {
   configure(config: CourierConfig): HandoverReceipt {
     if (this.closed) return this.receipt(0);
     const now = this.platform.now();
-    this.ctx.storage.transactionSync(() => this.apply(config, now));
+    this.adopt(this.ctx.storage.transactionSync(() => this.apply(config, now)));
     this.dispatch.pump();
     return this.receipt(now);
   }
@@ -104,14 +111,14 @@ export class WebhookCourier extends DurableObject<Env> {
    */
   close(): void {
     this.ctx.storage.transactionSync(() => {
-      this.closed = true;
-      this.config = null;
       const kv = this.ctx.storage.kv;
       kv.put("closed", true);
       kv.delete("config");
       this.failures.disabled();
       this.sql.exec(`DELETE FROM queue`);
     });
+    this.closed = true;
+    this.config = null;
     this.dispatch.stop();
     void this.alarms.clear();
   }
@@ -219,27 +226,38 @@ export class WebhookCourier extends DurableObject<Env> {
     return this.closed ? { closed: true, cursor: this.cursor, backlog: 0 } : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now) };
   }
 
-  /** Applies `config` if newer than the one held (inside a step): a disable skips the queue, an enable clears the streak. */
-  private apply(config: CourierConfig, now: number): void {
+  /**
+   * Stores `config` if newer than the one held (inside a step): a disable skips the queue.
+   * Memory is left alone: the caller `adopt`s the result once the step has committed.
+   *
+   * @returns the config in force after the step, and whether it re-enables the registration.
+   */
+  private apply(config: CourierConfig, now: number): Applied {
     const held = this.config;
-    if (held !== null && held.version >= config.version) return;
-    this.config = config;
+    if (held !== null && held.version >= config.version) return { config: held, enabled: false };
     this.ctx.storage.kv.put("config", config);
     if (!config.enabled || config.disables > (held?.disables ?? 0)) {
       skipQueued(this.sql, this.dispatch.busy(), now);
       this.failures.disabled();
     }
-    if (config.enabled && held !== null && (!held.enabled || config.disables > held.disables)) this.failures.enabled();
+    return { config, enabled: config.enabled && held !== null && (!held.enabled || config.disables > held.disables) };
+  }
+
+  /** After the step of `apply` committed: the config in memory, an enable clears the failure streak. */
+  private adopt(applied: Applied): void {
+    this.config = applied.config;
+    if (applied.enabled) this.failures.enabled();
   }
 
   /** Runs a queueing step for test, resend or recover after the courier's own checks. */
   private queueing<T>(config: CourierConfig, step: () => CourierStep<T>): CourierStep<T> {
     if (this.closed) return { ok: false, error: "WEBHOOK_NOT_FOUND" };
-    const result = this.ctx.storage.transactionSync((): CourierStep<T> => {
-      this.apply(config, this.platform.now());
-      if (!this.config!.enabled) return { ok: false, error: "WEBHOOK_DISABLED" };
-      return step();
+    const { applied, result } = this.ctx.storage.transactionSync(() => {
+      const applied = this.apply(config, this.platform.now());
+      const result: CourierStep<T> = applied.config.enabled ? step() : { ok: false, error: "WEBHOOK_DISABLED" };
+      return { applied, result };
     });
+    this.adopt(applied);
     this.dispatch.pump();
     return result;
   }

@@ -19,7 +19,7 @@ import { COURIER_OPEN } from "./storage";
 const HUB_CALL_SLOTS = 6;
 /** Hand-overs under way at once: the sixth slot stays for closes and config pushes. */
 const HANDOVER_SLOTS = HUB_CALL_SLOTS - 1;
-/** Events one hand-over carries at most. */
+/** Events one hand-over carries at most (and at most 1,000,000 bytes of them: `addressedAfter`). */
 const HANDOVER_BATCH = 500;
 /**
  * While a courier still has this many deliveries due, its next hand-over waits
@@ -128,7 +128,7 @@ export class Couriers {
   async flush(id: string): Promise<void> {
     await this.inFlight.get(id);
     const row = readWebhook(this.host.sql, id);
-    if (!row || addressedAfter(this.host.sql, id, row.acked_seq, 1).length === 0) return;
+    if (!row || addressedAfter(this.host.sql, id, row.acked_seq, 1).events.length === 0) return;
     this.dirty.delete(id);
     this.notBefore.delete(id);
     await this.handOver(id);
@@ -139,21 +139,20 @@ export class Couriers {
   private handOver(id: string): Promise<void> {
     const row = readWebhook(this.host.sql, id);
     if (!row) return Promise.resolve();
-    const events = addressedAfter(this.host.sql, id, row.acked_seq, HANDOVER_BATCH);
+    const { events, more } = addressedAfter(this.host.sql, id, row.acked_seq, HANDOVER_BATCH);
     if (events.length === 0 && row.courier_version >= row.version) return Promise.resolve();
     const config = courierConfig(row, this.host.schoolId(), this.host.hubId);
     const handover: Handover = { config, events, upTo: events.at(-1)?.seq ?? row.acked_seq };
     if (row.courier !== COURIER_OPEN) this.host.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
     this.used += 1;
     this.handing += 1;
-    const full = events.length === HANDOVER_BATCH;
     const done = this.calls
       .call(id, (courier) => courier.deliver(handover))
       .then(
         (receipt) => {
           this.acknowledged(id, config.version, receipt);
           this.failures.delete(id);
-          if (full) this.dirty.add(id);
+          if (more) this.dirty.add(id);
           if (receipt.backlog >= BACKLOG_HIGH) this.notBefore.set(id, this.host.platform.now() + HANDOVER_SPACING_MS);
           else this.notBefore.delete(id);
         },

@@ -6,6 +6,7 @@
  */
 import type { CourseKeys } from "../../courses/schemas";
 import type { SchoolEvent } from "../../events/types";
+import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { mintId } from "../../lib/ids";
 import { formatInstant } from "../../lib/time";
 import type { FailingReport, HandedEvent, WebhookFilter } from "../rpc";
@@ -71,23 +72,45 @@ export interface Accepted {
   targets: number;
 }
 
+/** One event as the accept step binds it: `[id, type, body]`, the body spliced in as JSON (not escaped again). */
+const encodeStored = (e: StoredEvent) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body}]`;
+
+interface StoredEvent {
+  id: string;
+  type: string;
+  /** The exact JSON delivered (`previous` stripped). */
+  body: string;
+}
+
 /**
  * Stores the new events of `events` at `now` (ms) — a known id is ignored — and, for each,
  * the registrations it is addressed to (`skipped` for disabled ones). `webhook.test` events
  * never enter the log; `previous` is used for the filters and stripped from the stored body.
- * `except` (a registration id) is addressed nothing (its own `webhook.disabled`). Two
- * statements; synchronous.
+ * `except` (a registration id) is addressed nothing (its own `webhook.disabled`). Events and
+ * targets are bound in batches cut by `cutBatches` (count and bytes), several statements of
+ * one synchronous step: the caller's `transactionSync` keeps it all-or-nothing.
+ *
+ * @throws ItemTooLarge (src/lib/batches.ts) for an event over the batch bytes alone, before
+ *   anything is written (no write the contract allows makes one).
  */
 export function accept(sql: SqlStorage, audiences: readonly Audience[], events: readonly SchoolEvent[], now: number, except?: string): Accepted {
   const loggable = events.filter((e) => e.type !== "webhook.test");
-  const stored = sql
-    .exec<{ seq: number; id: string }>(
+  const batches = cutBatches(
+    loggable.map(({ previous: _, ...delivered }): StoredEvent => ({ id: delivered.id, type: delivered.type, body: JSON.stringify(delivered) })),
+    BOUND_LIST,
+    encodeStored,
+  );
+  const stored: { seq: number; id: string }[] = [];
+  for (const batch of batches) {
+    for (const row of sql.exec<{ seq: number; id: string }>(
       `INSERT OR IGNORE INTO events (id, type, body, created_at)
-       SELECT value ->> 0, value ->> 1, value ->> 2, ?2 FROM json_each(?1) RETURNING seq, id`,
-      JSON.stringify(loggable.map(({ previous: _, ...delivered }) => [delivered.id, delivered.type, JSON.stringify(delivered)])),
+       SELECT value ->> 0, value ->> 1, value -> 2, ?2 FROM json_each(?1) RETURNING seq, id`,
+      batch.json,
       now,
-    )
-    .toArray();
+    )) {
+      stored.push(row);
+    }
+  }
   const seqOf = new Map(stored.map((r) => [r.id, r.seq]));
   const rows: [string, number, number][] = [];
   const touched = new Set<string>();
@@ -101,27 +124,44 @@ export function accept(sql: SqlStorage, audiences: readonly Audience[], events: 
       touched.add(audience.id);
     }
   }
-  if (rows.length > 0) {
-    sql.exec(`INSERT OR IGNORE INTO targets (webhook_id, seq, skipped) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, JSON.stringify(rows));
+  for (const batch of cutBatches(rows)) {
+    sql.exec(`INSERT OR IGNORE INTO targets (webhook_id, seq, skipped) SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(?)`, batch.json);
   }
   return { seqs: stored.map((r) => r.seq).sort((a, b) => a - b), audiences: touched, targets: rows.length };
 }
 
+/** A hand-over's events and whether more are addressed after them. */
+export interface HandOverRead {
+  events: HandedEvent[];
+  /** Events were left out by `limit` or `bytes`: another hand-over follows. */
+  more: boolean;
+}
+
 /**
- * The events addressed to `webhookId` after `cursor`, in log order, at most `limit`.
- * Served by the primary key of `targets` (webhook, seq).
+ * The events addressed to `webhookId` after `cursor`, in log order: at most `limit`, and no
+ * more bytes of bodies than `bytes` (the first event always; a stored body is within the
+ * platform's 2,000,000 bytes), so that a hand-over never carries more than what the
+ * courier's `take` stores in one step. Served by the primary key of `targets` (webhook,
+ * seq); rows past the bounds are never read.
  */
-export function addressedAfter(sql: SqlStorage, webhookId: string, cursor: number, limit: number): HandedEvent[] {
-  return sql
-    .exec<{ seq: number; id: string; type: string; body: string; created_at: number; skipped: number }>(
-      `SELECT t.seq, e.id, e.type, e.body, e.created_at, t.skipped FROM targets t JOIN events e ON e.seq = t.seq
-       WHERE t.webhook_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`,
-      webhookId,
-      cursor,
-      limit,
-    )
-    .toArray()
-    .map((r) => ({ seq: r.seq, id: r.id, type: r.type, body: r.body, acceptedAt: r.created_at, skipped: r.skipped === 1 }));
+export function addressedAfter(sql: SqlStorage, webhookId: string, cursor: number, limit: number, bytes: number = BOUND_LIST.bytes): HandOverRead {
+  const events: HandedEvent[] = [];
+  let size = 0;
+  const rows = sql.exec<{ seq: number; id: string; type: string; body: string; created_at: number; skipped: number }>(
+    `SELECT t.seq, e.id, e.type, e.body, e.created_at, t.skipped FROM targets t JOIN events e ON e.seq = t.seq
+     WHERE t.webhook_id = ? AND t.seq > ? ORDER BY t.seq LIMIT ?`,
+    webhookId,
+    cursor,
+    limit + 1,
+  );
+  for (const r of rows) {
+    // Each event travels with its id, type and numbers: 200 bytes is more than they take.
+    const weight = utf8Bytes(r.body) + 200;
+    if (events.length === limit || (events.length > 0 && size + weight > bytes)) return { events, more: true };
+    size += weight;
+    events.push({ seq: r.seq, id: r.id, type: r.type, body: r.body, acceptedAt: r.created_at, skipped: r.skipped === 1 });
+  }
+  return { events, more: false };
 }
 
 /** Registrations whose courier has not acknowledged everything addressed to it, or its latest config. */

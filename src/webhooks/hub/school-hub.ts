@@ -11,7 +11,7 @@ import { IDEMPOTENCY_TTL_MS } from "../../db/idempotency";
 import type { SchoolEvent } from "../../events/types";
 import { DEFAULT_GRACE_SECONDS } from "../../lib/limits";
 import { AlarmClock } from "../platform/alarm-clock";
-import { type Platform, platformFor } from "../platform/platform";
+import { type Platform, platformFor, sqlOf } from "../platform/platform";
 import type {
   CourierConfig,
   CourierStep,
@@ -49,7 +49,7 @@ export class SchoolHub extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.sql = ctx.storage.sql;
+    this.sql = sqlOf(ctx.storage);
     migrate(this.sql);
     this.platform = platformFor(ctx.id.toString(), "hub");
     this.alarms = new AlarmClock(ctx.storage);
@@ -216,16 +216,18 @@ export class SchoolHub extends DurableObject<Env> {
    * is given the config that stops it.
    */
   async reportFailing(report: FailingReport): Promise<void> {
-    const disabled = this.ctx.storage.transactionSync(() => {
+    const addressed = this.ctx.storage.transactionSync(() => {
       const now = this.platform.now();
-      if (!registrations.disableWebhook(this.sql, report.webhookId, report.reason, report.version, now)) return false;
-      this.audiences = null;
+      if (!registrations.disableWebhook(this.sql, report.webhookId, report.reason, report.version, now)) return null;
+      // Read within the step (the registration now disabled), cached only once it committed.
       const event = disabledEvent(this.school ?? "", report, now);
-      this.couriers.mark(accept(this.sql, this.readAudiences(), [event], now, report.webhookId).audiences);
-      this.readers.wake();
-      return true;
+      return accept(this.sql, audiencesOf(registrations.readWebhooks(this.sql)), [event], now, report.webhookId).audiences;
     });
-    if (disabled) await this.couriers.configure(report.webhookId).catch(() => {});
+    if (addressed === null) return;
+    this.audiences = null;
+    this.couriers.mark(addressed);
+    this.readers.wake();
+    await this.couriers.configure(report.webhookId).catch(() => {});
   }
 
   /**
@@ -287,8 +289,8 @@ export class SchoolHub extends DurableObject<Env> {
 
   private knowSchool(schoolId: string): void {
     if (this.school === schoolId) return;
-    this.school = schoolId;
     this.ctx.storage.kv.put("schoolId", schoolId);
+    this.school = schoolId;
   }
 
   /** Arms the alarm for `at` (ms) unless it is already due sooner. */

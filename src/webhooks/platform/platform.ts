@@ -8,7 +8,8 @@
  * requests waiting for response headers per I/O context (Workers limits, "Simultaneous open
  * connections"), with latencies, hangs and a virtual clock (test/support/webhooks/platform-sim.ts).
  * Production code never installs another provider; only tests and the benchmark's own Worker
- * entry (scripts/bench-hub-worker.ts) call `usePlatform`.
+ * entry (scripts/bench-hub-worker.ts) call `usePlatform`. Likewise `useSqlSeam` (tests only)
+ * wraps the objects' SQL storage to enforce production's size limits.
  */
 
 /** A pending timer; `cancel()` is idempotent. */
@@ -67,4 +68,26 @@ export function platformFor(objectId: string, kind: "hub" | "courier"): Platform
  */
 export function usePlatform(next: PlatformProvider | null): void {
   provider = next;
+}
+
+/** Wraps an object's SQL storage (see `useSqlSeam`). */
+export type SqlSeam = (sql: SqlStorage) => SqlStorage;
+
+let sqlSeam: SqlSeam | null = null;
+
+/**
+ * The SQL storage a webhook object runs its statements on: `storage.sql` itself, or as the
+ * installed seam wraps it. Called once per object instance, in its constructor.
+ */
+export function sqlOf(storage: DurableObjectStorage): SqlStorage {
+  return sqlSeam === null ? storage.sql : sqlSeam(storage.sql);
+}
+
+/**
+ * Installs a wrapper of the objects' SQL storage for the objects constructed from now on
+ * (`null`: none). Tests install one that refuses what production's SQLite refuses and the
+ * local runtime accepts (test/support/sql-limits.ts); production never calls it.
+ */
+export function useSqlSeam(next: SqlSeam | null): void {
+  sqlSeam = next;
 }
