@@ -157,9 +157,18 @@ export async function d1Query<T = Record<string, unknown>>(sql: string, target: 
  * Applies the pending D1 migrations (`wrangler d1 migrations apply DB`), non-interactively
  * (stdin closed: wrangler skips its confirmation), streaming wrangler's output unless `quiet`.
  *
+ * @returns the file names of the migrations applied (read from wrangler's closing table, so
+ *   `[]` when not quiet) and wrangler's captured output (empty when not quiet).
  * @throws Error when wrangler exits non-zero (with its output when quiet).
  */
-export async function applyMigrations(target: "local" | "remote" = "local", persistTo?: string, opts: { quiet?: boolean } = {}): Promise<void> {
+export async function applyMigrations(
+  target: "local" | "remote" = "local",
+  persistTo?: string,
+  opts: { quiet?: boolean } = {},
+): Promise<{ applied: string[]; output: string }> {
   const r = await runWrangler(["d1", "migrations", "apply", DB_BINDING, ...targetArgs(target, persistTo)], { inherit: !opts.quiet });
   if (r.code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${r.code})${opts.quiet ? `:\n${r.stdout}${r.stderr}` : ""}`);
+  // Wrangler redraws its table after each migration: a name is applied once it shows ✅.
+  const applied = [...new Set([...r.stdout.matchAll(/│ (\S+\.sql)\s+│ ✅/g)].map((m) => m[1]!))];
+  return { applied, output: `${r.stdout}${r.stderr}` };
 }
