@@ -1,14 +1,11 @@
 /**
- * Self-test of the OpenAPI document as an integrator uses it (`npm run test:client`, about
- * 60 s), in a throw-away directory:
- *
+ * Self-test of the OpenAPI document as an integrator uses it (`npm run test:client`, ~60 s):
  * (a) `openapi-typescript` (test/client/package.json pins it with the TypeScript 5 it runs on)
  *     generates `api.d.ts` from the document that GET /openapi.json serves;
  * (b) test/client/integrator.ts compiles against it with `tsc --strict` (query parameters
  *     take numbers and booleans; the second DELETE's 404 body is typed WEBHOOK_NOT_FOUND);
  * (c) the program runs through `openapi-fetch` against `wrangler dev` on a small imported
  *     dataset: the wire accepts what the typed client sends.
- *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { spawnSync } from "node:child_process";
