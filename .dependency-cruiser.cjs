@@ -89,7 +89,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: "node_modules" },
-    exclude: { path: "^(dist|\\.wrangler)/" },
+    exclude: { path: "^(dist|\\.wrangler|test/client)/" },
     parser: "swc",
     tsConfig: { fileName: "tsconfig.json" },
     // `cloudflare:workers`, `cloudflare:test` and `node:*` are provided by the runtime.

@@ -1,67 +1,111 @@
 /**
- * `npm start [-- --persist-to DIR] [--port N] [-- <more wrangler dev flags>]`
- *
- * One command from a fresh clone (after `npm ci`) to a running local API:
- * 1. applies the local D1 migrations (`wrangler d1 migrations apply DB --local`, non-interactive);
+ * `npm start [-- --persist-to DIR] [--port N] [--verbose] [-- <more wrangler dev flags>]`:
+ * one command from a fresh clone (after `npm ci`) to a running local API, on one screen:
+ * 1. applies the local D1 migrations (non-interactive) and says how many it applied;
  * 2. when the local database has no course, loads the demo data (scripts/seed-demo.ts);
- * 3. prints the demo API key, a ready-to-paste curl and the URLs of the reference
- *    (`/docs`, `/openapi.json`) and of the webhook portal (`/portal`);
- * 4. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true` with
- *    stdio inherited, forwarding SIGINT/SIGTERM, and exits with its status (wrangler's custom
- *    build, wrangler.toml `[build]`, first copies the Scalar bundle that /docs loads and
- *    builds the portal).
+ * 3. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true`
+ *    (its custom build, wrangler.toml `[build]`, builds the /docs and /portal assets) and,
+ *    once it is ready, prints the demo API keys, a curl to try and the URLs of /docs and
+ *    /portal, then streams wrangler's request log. Forwards SIGINT/SIGTERM; exits with its status.
+ * Wrangler's own detail before that (migration tables, bindings, build) goes to
+ * .wrangler/start.log ({@link START_LOG}); `--verbose` shows it on the terminal instead.
  */
+import { createWriteStream, mkdirSync } from "node:fs";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { runIfMain } from "./lib/cli";
 import { formatInt } from "./lib/progress";
-import { applyMigrations, d1Query, spawnWrangler, userPath } from "./lib/wrangler";
+import { applyMigrations, d1Query, ROOT, spawnWrangler, userPath } from "./lib/wrangler";
 import { seedDemo } from "./seed-demo";
 
 /** Default port of the local API. */
 export const DEFAULT_PORT = 8787;
+
+/** Where wrangler's output before the server is ready is written (without `--verbose`); git-ignored. */
+const START_LOG = path.join(ROOT, ".wrangler", "start.log");
 
 /** The curl printed at start-up: five demo courses with their teachers. */
 export function demoCurl(port = DEFAULT_PORT, key = DEMO_API_KEY): string {
   return `curl -H "Authorization: Bearer ${key}" "http://127.0.0.1:${port}/v3/courses?limit=5&includeTeachers=true"`;
 }
 
-async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { "persist-to": { type: "string" }, port: { type: "string" } },
-  });
-  const persistTo = values["persist-to"] === undefined ? undefined : userPath(values["persist-to"]);
-  const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
-  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error("--port must be a TCP port number");
-
-  console.log("applying local D1 migrations…");
-  await applyMigrations("local", persistTo);
-  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM courses", "local", persistTo);
-  const courses = Number(row?.n ?? 0);
-  if (courses === 0) {
-    console.log("the local database has no course: loading the demo data…");
-    const { summary: s } = await seedDemo({ persistTo, skipMigrations: true });
-    console.log(`demo data loaded: ${formatInt(s.rows)} rows in ${s.seconds.toFixed(1)} s`);
-  } else {
-    console.log(`the local database has ${formatInt(courses)} courses: keeping them (npm run seed:demo reloads the demo data)`);
-  }
-  console.log(`
+/** What a newcomer needs once the server answers: the keys, a curl, the reference and the portal. */
+function welcome(port: number): string {
+  const base = `http://127.0.0.1:${port}`;
+  return `
 demo API key (sch_demo):  ${DEMO_API_KEY}
 other school (sch_other): ${OTHER_API_KEY}
 try:
   ${demoCurl(port)}
 API reference (paste the demo key under Authentication, then "Test Request"):
-  http://127.0.0.1:${port}/docs       OpenAPI document: http://127.0.0.1:${port}/openapi.json
+  ${base}/docs       OpenAPI document: ${base}/openapi.json
 webhook portal (sign in with the demo key: endpoints, delivery log, chart):
-  http://127.0.0.1:${port}/portal
-`);
+  ${base}/portal
 
-  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true"];
+Ready on ${base} (Ctrl-C stops it); requests are logged below.
+`;
+}
+
+/** One line on the migrations: their names when few, else the first and the last. */
+function migrationLine(applied: string[]): string {
+  if (applied.length === 0) return "D1 migrations: the local database is up to date";
+  const names = applied.length <= 3 ? applied.join(", ") : `${applied[0]} … ${applied.at(-1)}`;
+  return `D1 migrations: applied ${applied.length} (${names})`;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { "persist-to": { type: "string" }, port: { type: "string" }, verbose: { type: "boolean" } },
+  });
+  const persistTo = values["persist-to"] === undefined ? undefined : userPath(values["persist-to"]);
+  const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
+  if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error("--port must be a TCP port number");
+  const verbose = values.verbose === true;
+  mkdirSync(path.dirname(START_LOG), { recursive: true });
+  const log = createWriteStream(START_LOG);
+
+  if (verbose) console.log("applying local D1 migrations…");
+  const { applied, output } = await applyMigrations("local", persistTo, { quiet: !verbose });
+  log.write(output);
+  if (!verbose) console.log(migrationLine(applied));
+  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM courses", "local", persistTo);
+  const courses = Number(row?.n ?? 0);
+  if (courses === 0) {
+    console.log("the local database has no course: loading the demo data…");
+    const { summary: s } = await seedDemo({ persistTo, skipMigrations: true, progress: verbose || process.stdout.isTTY === true });
+    console.log(`demo data loaded: ${formatInt(s.rows)} rows, ${formatInt(s.courses)} courses in ${s.seconds.toFixed(1)} s`);
+  } else {
+    console.log(`the local database has ${formatInt(courses)} courses: keeping them (npm run seed:demo reloads the demo data)`);
+  }
+  console.log(`starting wrangler dev (build, bindings: ${verbose ? "below" : path.relative(ROOT, START_LOG)})…`);
+
+  const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true", "--show-interactive-dev-session=false"];
   if (persistTo) args.push("--persist-to", persistTo);
   args.push(...positionals);
-  const child = spawnWrangler(args, "inherit");
+  const child = spawnWrangler(args, ["ignore", "pipe", "pipe"]);
+  // Until wrangler says it is ready, its output goes to the log (and the terminal with
+  // --verbose); from then on to both.
+  let early: string | undefined = "";
+  const relay = (data: Buffer, out: NodeJS.WriteStream) => {
+    log.write(data);
+    if (early === undefined || verbose) out.write(data);
+    if (early === undefined) return;
+    early += data.toString("utf8");
+    if (/Ready on/.test(early)) {
+      early = undefined;
+      console.log(welcome(port));
+    }
+  };
+  child.stdout?.on("data", (d: Buffer) => relay(d, process.stdout));
+  child.stderr?.on("data", (d: Buffer) => relay(d, process.stderr));
+  child.on("exit", (code) => {
+    if (early === undefined) return;
+    const tail = verbose ? "" : `${early.trimEnd().split("\n").slice(-20).join("\n")}\n`;
+    console.error(`${tail}wrangler dev stopped before it was ready (exit ${code}); its whole output: ${START_LOG}`);
+  });
   const forward = (signal: NodeJS.Signals) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
   };
@@ -69,7 +113,10 @@ webhook portal (sign in with the demo key: endpoints, delivery log, chart):
   process.on("SIGTERM", forward);
   return new Promise((resolve, reject) => {
     child.on("error", reject);
-    child.on("exit", (code, signal) => resolve(code ?? (signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : 1)));
+    child.on("exit", (code, signal) => {
+      log.end();
+      resolve(code ?? (signal === "SIGINT" ? 130 : signal === "SIGTERM" ? 143 : 1));
+    });
   });
 }
 

@@ -30,20 +30,30 @@ export function userPath(p: string): string {
   return path.resolve(USER_CWD, p);
 }
 
+/**
+ * Absolute path of the CLI script `name` of package `pkg` (its package.json `bin`), as
+ * installed for the package at `from` (default the repository root). Found from package.json
+ * because packages' `exports` seldom expose their bin scripts.
+ *
+ * @throws Error when the package is not installed or has no such bin.
+ */
+export function packageBin(pkg: string, name = pkg, from = ROOT): string {
+  const pkgJson = createRequire(path.join(from, "package.json")).resolve(`${pkg}/package.json`);
+  const { bin } = JSON.parse(readFileSync(pkgJson, "utf8")) as { bin?: Record<string, string> };
+  const script = bin?.[name];
+  if (script === undefined) throw new Error(`${pkg} has no bin script ${name}`);
+  return path.resolve(path.dirname(pkgJson), script);
+}
+
 let bin: string | undefined;
 
 /**
- * Absolute path of wrangler's CLI script (the `bin.wrangler` of node_modules/wrangler/package.json,
- * `bin/wrangler.js`; wrangler's `exports` do not expose it, so it is found from package.json).
+ * Absolute path of wrangler's CLI script (`bin/wrangler.js`).
  *
  * @throws Error when wrangler is not installed.
  */
 export function wranglerBin(): string {
-  if (bin === undefined) {
-    const pkgJson = createRequire(path.join(ROOT, "package.json")).resolve("wrangler/package.json");
-    const pkg = JSON.parse(readFileSync(pkgJson, "utf8")) as { bin: { wrangler: string } };
-    bin = path.resolve(path.dirname(pkgJson), pkg.bin.wrangler);
-  }
+  bin ??= packageBin("wrangler");
   return bin;
 }
 
@@ -147,9 +157,18 @@ export async function d1Query<T = Record<string, unknown>>(sql: string, target: 
  * Applies the pending D1 migrations (`wrangler d1 migrations apply DB`), non-interactively
  * (stdin closed: wrangler skips its confirmation), streaming wrangler's output unless `quiet`.
  *
+ * @returns the file names of the migrations applied (read from wrangler's closing table, so
+ *   `[]` when not quiet) and wrangler's captured output (empty when not quiet).
  * @throws Error when wrangler exits non-zero (with its output when quiet).
  */
-export async function applyMigrations(target: "local" | "remote" = "local", persistTo?: string, opts: { quiet?: boolean } = {}): Promise<void> {
+export async function applyMigrations(
+  target: "local" | "remote" = "local",
+  persistTo?: string,
+  opts: { quiet?: boolean } = {},
+): Promise<{ applied: string[]; output: string }> {
   const r = await runWrangler(["d1", "migrations", "apply", DB_BINDING, ...targetArgs(target, persistTo)], { inherit: !opts.quiet });
   if (r.code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${r.code})${opts.quiet ? `:\n${r.stdout}${r.stderr}` : ""}`);
+  // Wrangler redraws its table after each migration: a name is applied once it shows ✅.
+  const applied = [...new Set([...r.stdout.matchAll(/│ (\S+\.sql)\s+│ ✅/g)].map((m) => m[1]!))];
+  return { applied, output: `${r.stdout}${r.stderr}` };
 }

@@ -2,8 +2,8 @@
  * The request schemas of the course listing (API.md § "GET /v3/courses", § "POST
  * /v3/courses:search"): the GET query string, the include flags of GET /v3/courses/{id} and
  * the search body. Each filter's rule is written once (`FILTER_RULES`) and documents both
- * its GET parameter and its search field; the document describes each schema by its INPUT
- * shape (a query `limit` is a string of digits).
+ * its GET parameter and its search field; the document declares a query parameter by what
+ * it means (`limit` an integer), src/lib/fields.ts reads it from the query string.
  */
 import { z } from "zod";
 import { bodyIdListSchema, idSchema, instantSchema, queryBooleanSchema, queryIdListSchema, queryIntegerSchema, textSchema } from "../lib/fields";
@@ -72,13 +72,9 @@ const text200 = textSchema();
 // ---------------------------------------------------------------------------------------
 // GET query string.
 
-/** A string-encoded integer query parameter, documented with its rule, range and default. */
-const queryInteger = (name: "page" | "limit", max: number, fallback: number, example: string) =>
-  queryIntegerSchema(1, max).meta({
-    description: `${FILTER_RULES[name]} A string-encoded integer (decimal digits), minimum 1, maximum ${max}, default ${fallback}.`,
-    default: String(fallback),
-    example,
-  });
+/** An integer query parameter, documented with its rule, range and default. */
+const queryInteger = (name: "page" | "limit", max: number, fallback: number, example: number) =>
+  queryIntegerSchema(1, max, fallback).meta({ description: `${FILTER_RULES[name]} An integer, minimum 1, maximum ${max}, default ${fallback}.`, example });
 
 /** A comma-separated id list, at most GET_MAX_IDS ids. */
 const queryIdList = (name: keyof typeof ID_EXAMPLES) =>
@@ -88,7 +84,7 @@ const queryIdList = (name: keyof typeof ID_EXAMPLES) =>
   });
 
 /** Boolean query flag with its rule. */
-const flag = (name: Filter) => queryBooleanSchema.meta(rule(name, { example: "true" }));
+const flag = (name: Filter) => queryBooleanSchema.meta(rule(name, { example: true }));
 
 /** The query string of GET /v3/courses. */
 export const listQuerySchema = z.strictObject({
@@ -107,8 +103,8 @@ export const listQuerySchema = z.strictObject({
   createdAt: instantParam("createdAt", true).optional(),
   updatedAt: instantParam("updatedAt", true).optional(),
   professorSignatureMissing: flag("professorSignatureMissing").optional(),
-  page: queryInteger("page", MAX_PAGE, 1, "1").optional(),
-  limit: queryInteger("limit", MAX_PAGE_SIZE, MAX_PAGE_SIZE, "20").optional(),
+  page: queryInteger("page", MAX_PAGE, 1, 1).optional(),
+  limit: queryInteger("limit", MAX_PAGE_SIZE, MAX_PAGE_SIZE, 20).optional(),
   includeStudents: flag("includeStudents").optional(),
   includeTeachers: flag("includeTeachers").optional(),
   includeSurveyTemplates: flag("includeSurveyTemplates").optional(),

@@ -93,20 +93,28 @@ export const textSchema = (opts: { max?: number; trim?: boolean } = {}) => {
 };
 
 // ---------------------------------------------------------------------------------------
-// Query-string scalars (a query string carries only strings).
+// Query-string scalars. A query string carries only strings; the document declares each
+// parameter by what it means (`boolean`, `integer` with its bounds) so that generated clients
+// take a boolean or a number, and the schema reads every spelling the wire allows.
 
-/** `true`, `false`, `1` or `0`; anything else is a 400. */
+/** `true`, `false`, `1` or `0` (documented as `boolean`); anything else is a 400. */
 export const queryBooleanSchema = z
   .enum(["true", "false", "1", "0"], { error: "must be one of true, false, 1, 0" })
-  .transform((v) => v === "true" || v === "1");
+  .transform((v) => v === "true" || v === "1")
+  .meta({ type: "boolean" });
 
-/** A string-encoded integer from `min` to `max` (decimal digits only). */
-export const queryIntegerSchema = (min: number, max: number) =>
+/**
+ * An integer from `min` to `max` written in decimal digits, documented as `integer` with
+ * `minimum`, `maximum` and, when given, the `fallback` the operation uses when the parameter
+ * is omitted as `default` (documentation only: the schema leaves an omitted parameter out).
+ */
+export const queryIntegerSchema = (min: number, max: number, fallback?: number) =>
   z
     .string()
     .regex(/^\d{1,9}$/, `must be an integer from ${min} to ${max}`)
     .transform(Number)
-    .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`);
+    .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`)
+    .meta({ type: "integer", minimum: min, maximum: max, ...(fallback === undefined ? {} : { default: fallback }) });
 
 // ---------------------------------------------------------------------------------------
 // A course's professors (API.md § "POST /v3/courses · PATCH", § "Data import").

@@ -6,10 +6,9 @@
  * src/openapi/responses.ts. This module adds only what belongs to the document as a whole
  * (conventions, security schemes, common components, tags) and the post-processing below.
  *
- * Request schemas are documented by their INPUT shape (what a client sends): a query
- * parameter such as `limit` is a string of digits with its range and default in its
- * description, booleans are the strings `true|false|1|0`, instants are `date-time` strings
- * with a zone. zod-to-openapi reads a `.transform()` / `.pipe()` by its input side.
+ * Request schemas are documented by their INPUT shape (what a client sends; zod-to-openapi
+ * reads a `.transform()` by its input side), except query scalars, declared by their meaning
+ * (`integer` with bounds and default, `boolean`, `date-time`) in src/lib/fields.ts.
  *
  * Served by GET /openapi.json (src/openapi/operations.ts); the tests validate every response
  * of the suite against it (test/support/openapi-check.ts).

@@ -283,23 +283,28 @@ describe("the document covers the route table and the contract", () => {
     }
   });
 
-  it("documents query strings by their input shape: strings of digits with range and default, true|false|1|0, instants with a zone", () => {
-    const params: Json = Object.fromEntries((operation("GET /v3/courses").parameters as Json[]).filter((p) => p.in === "query").map((p) => [p.name, p]));
-    expect(params.limit.schema).toMatchObject({ type: "string", pattern: "^\\d{1,9}$", default: "100" });
+  it("declares query parameters by their meaning: integers with bounds and default, booleans, instants", () => {
+    const query = (key: string): Json => Object.fromEntries((operation(key).parameters as Json[]).filter((p) => p.in === "query").map((p) => [p.name, p]));
+    const params = query("GET /v3/courses");
+    expect(params.limit.schema).toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 });
     expect(params.limit.description).toMatch(/minimum 1, maximum 100, default 100/);
-    expect(params.page.schema).toMatchObject({ type: "string", default: "1" });
-    expect(params.archived.schema.type).toBe("string");
-    expect([...params.archived.schema.enum].sort()).toEqual(["0", "1", "false", "true"]);
-    expect(params.courseStartDateTime.schema).toMatchObject({ type: "string", format: "date-time" });
+    expect(params.page.schema).toEqual({ type: "integer", minimum: 1, maximum: 1_000_000, default: 1 });
+    for (const flag of ["archived", "absencesSent", "includeTeachers"]) expect(params[flag].schema, flag).toEqual({ type: "boolean" });
+    expect(params.courseStartDateTime.schema).toEqual({ type: "string", format: "date-time" });
     expect(params.courseStartDateTime.description).toMatch(/zone/);
     expect(params.groupId.description).toMatch(/Comma-separated ids.*at most 100/);
     expect(Object.values(params).every((p: Json) => p.required === false)).toBe(true);
     // Optional parameters carry their example disabled, so "Test Request" in /docs sends none by default.
-    expect(params.limit.examples).toEqual({ example: { summary: "Example", value: "20", "x-disabled": true } });
-    const deliveries: Json = Object.fromEntries(
-      (operation("GET /v3/webhooks/{id}/deliveries").parameters as Json[]).filter((p) => p.in === "query").map((p) => [p.name, p]),
-    );
-    expect(deliveries.limit.schema).toMatchObject({ type: "string", default: "100" });
+    expect(params.limit.examples).toEqual({ example: { summary: "Example", value: 20, "x-disabled": true } });
+    expect(query("GET /v3/courses/{id}").includeTraining.schema).toEqual({ type: "boolean" });
+    const deliveries = query("GET /v3/webhooks/{id}/deliveries");
+    expect(deliveries.page.schema).toEqual({ type: "integer", minimum: 1, maximum: 1_000_000, default: 1 });
+    expect(deliveries.limit.schema).toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 });
+    expect(deliveries.since.schema).toEqual({ type: "string", format: "date-time" });
+    const feed = query("GET /v3/events");
+    expect(feed.limit.schema).toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 });
+    expect(feed.wait.schema).toEqual({ type: "integer", minimum: 0, maximum: 25, default: 0 });
+    expect(query("GET /v3/webhooks/{id}/stats").until.schema).toEqual({ type: "string", format: "date-time" });
   });
 
   it("forbids undocumented fields in every response object", () => {

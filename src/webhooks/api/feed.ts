@@ -46,14 +46,14 @@ const feedQuerySchema = z.strictObject({
     .pipe(z.array(z.enum(EVENT_TYPES, { error: `must list event types among ${EVENT_TYPES.join(", ")}` })))
     .optional()
     .meta({ description: `Comma-separated event types (${EVENT_TYPES.join(", ")}); omitted: all.`, example: "course.created,course.updated" }),
-  limit: queryIntegerSchema(1, MAX_PAGE_SIZE)
+  limit: queryIntegerSchema(1, MAX_PAGE_SIZE, MAX_PAGE_SIZE)
     .optional()
-    .meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE} (default ${MAX_PAGE_SIZE}).`, example: "100" }),
-  wait: queryIntegerSchema(0, MAX_WAIT_S)
+    .meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE} (default ${MAX_PAGE_SIZE}).`, example: 100 }),
+  wait: queryIntegerSchema(0, MAX_WAIT_S, 0)
     .optional()
     .meta({
       description: `Seconds (0–${MAX_WAIT_S}, default 0) to wait when no event follows the cursor: the answer comes as soon as one is accepted (within 1 s), else an empty page.`,
-      example: "25",
+      example: 25,
     }),
 });
 

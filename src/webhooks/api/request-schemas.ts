@@ -185,15 +185,11 @@ export const deliveriesQuerySchema = z.strictObject({
   until: instantSchema({ repair: true })
     .optional()
     .meta({ description: "Only entries before this instant (`attemptedAt`, or when queued for one not attempted yet)." }),
-  page: queryIntegerSchema(1, MAX_PAGE)
-    .meta({ description: `Page number: a string-encoded integer (decimal digits), minimum 1, maximum ${MAX_PAGE}, default 1.`, default: "1", example: "1" })
+  page: queryIntegerSchema(1, MAX_PAGE, 1)
+    .meta({ description: `Page number: an integer, minimum 1, maximum ${MAX_PAGE}, default 1.`, example: 1 })
     .optional(),
-  limit: queryIntegerSchema(1, MAX_PAGE_SIZE)
-    .meta({
-      description: `Items per page: a string-encoded integer (decimal digits), minimum 1, maximum ${MAX_PAGE_SIZE}, default ${MAX_PAGE_SIZE}.`,
-      default: String(MAX_PAGE_SIZE),
-      example: "20",
-    })
+  limit: queryIntegerSchema(1, MAX_PAGE_SIZE, MAX_PAGE_SIZE)
+    .meta({ description: `Items per page: an integer, minimum 1, maximum ${MAX_PAGE_SIZE}, default ${MAX_PAGE_SIZE}.`, example: 20 })
     .optional(),
 });
 
