@@ -85,6 +85,11 @@ export class VirtualClock implements SimClock {
     return due;
   }
 
+  /** Due times (ms) of the timers pending in objects of `kind`, earliest first. */
+  pending(kind: TimerOwner["kind"]): number[] {
+    return this.timers.filter((t) => t.owner.kind === kind).map((t) => t.at);
+  }
+
   /** Moves time forward to `t` (no timer may be due before it). */
   jump(t: number): void {
     if ((this.timers[0]?.at ?? Infinity) < t) throw new Error("VirtualClock.jump: timers are due before that");
