@@ -162,6 +162,8 @@ export class SimulatedPlatform {
     const io = new IoContext(label);
     this.contexts.push(io);
     const clock = this.clock;
+    // A new instance of the object: the previous one was reset, and its timers with it.
+    if (clock instanceof VirtualClock) clock.dropTimersOf(owner.objectId);
     return {
       now: () => clock.now(),
       setTimer: (fn, ms) => clock.setTimer(fn, ms, owner),
