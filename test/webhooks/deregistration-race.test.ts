@@ -6,7 +6,7 @@
  * 3. the deletion survives restarts of the hub; meanwhile other registrations lose nothing.
  * Plus isolation between schools' hubs.
  */
-import { abortAllDurableObjects, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { abortAllDurableObjects, runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";

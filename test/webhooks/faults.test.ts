@@ -27,7 +27,6 @@ afterEach(() => {
   rx.expectWithinLimit();
 });
 
-
 /** Publishes `n` events in batches of `batch`, a new stub each time (one may have seen a reset). */
 async function publish(schoolId: string, n: number, batch: number, into: SchoolEvent[], from = 0): Promise<void> {
   for (let i = 0; i < n; i += batch) {
