@@ -8,7 +8,7 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
-import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, parseRetryAfter, parseRetrySchedule, parseTimeoutMs } from "../../src/webhooks/delivery/schedule";
+import { judgeAttempt, parseRetryAfter, parseRetrySchedule, parseTimeoutMs } from "../../src/webhooks/delivery/schedule";
 import { COURIER_SLOTS, courierFor } from "../../src/webhooks/rpc";
 import { call, callJson } from "../support/helpers";
 import { courseEvent, drain, eventually, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
@@ -419,10 +419,10 @@ describe("delivery rules (pure)", () => {
   });
 
   it("parses the deployment settings, falling back to the defaults", () => {
-    expect(parseRetrySchedule(undefined)).toEqual([...DEFAULT_RETRY_SCHEDULE_S]);
+    expect(parseRetrySchedule(undefined)).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
     expect(parseRetrySchedule(" 1, 2 ,3")).toEqual([1, 2, 3]);
     expect(parseRetrySchedule("")).toEqual([]);
-    expect(parseRetrySchedule("5,soon")).toEqual([...DEFAULT_RETRY_SCHEDULE_S]);
+    expect(parseRetrySchedule("5,soon")).toEqual([5, 300, 1800, 7200, 18000, 36000, 36000]);
     expect(parseTimeoutMs("2500")).toBe(2500);
     expect(parseTimeoutMs(undefined)).toBe(15_000);
     expect(parseTimeoutMs("0")).toBe(15_000);
