@@ -29,7 +29,7 @@ let resets = 0;
  *
  * @returns the proof (see `ResetProof`).
  */
-export async function resetObject(stub: () => DurableObjectStub): Promise<ResetProof> {
+async function resetObject(stub: () => DurableObjectStub): Promise<ResetProof> {
   const reason = `reset by the test #${++resets}`;
   let before: object | undefined;
   const outcome = await runInDurableObject(stub(), (instance, state) => {
