@@ -79,6 +79,25 @@ describe("ETag and If-Match", () => {
     expect(await versionOf(c.id)).toBe(4);
   });
 
+  it("two PATCHes racing with the same If-Match: exactly one 200, one 412; the version steps by one, one event", async () => {
+    for (let round = 0; round < 5; round++) {
+      const c = await create();
+      const answers = await Promise.all([patch(c.id, { name: `A${round}` }, '"1"'), patch(c.id, { name: `B${round}` }, '"1"')]);
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 412]);
+      const won = answers.find((a) => a.status === 200)!;
+      const lost = answers.find((a) => a.status === 412)!;
+      expect(won.body.result.version).toBe(2);
+      expect(lost.body.code).toBe("PRECONDITION_FAILED");
+      expect(await versionOf(c.id)).toBe(2);
+      // The stored course is the winner's, and only the winner's change was published.
+      expect((await callJson(`/v3/courses/${c.id}`, { key: KEY_A })).body.result.name).toBe(won.body.result.name);
+      expect((await outbox(c.id)).map((e) => [e.type, e.data.course.version])).toEqual([
+        ["course.created", 1],
+        ["course.updated", 2],
+      ]);
+    }
+  });
+
   it("an unknown course is 404 whatever If-Match says", async () => {
     const r = await patch("crs_nope", { name: "x" }, '"1"');
     expect([r.status, r.body.code]).toEqual([404, "COURSE_NOT_FOUND"]);

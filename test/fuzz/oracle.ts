@@ -81,7 +81,9 @@ async function judge(req: FuzzRequest, res: Response): Promise<Verdict> {
   const code: string | undefined = body?.code;
   // A HEAD answer has no body: its status stands for the code.
   const codeOrStatus = (c: Code) => (code !== undefined ? code === c : req.method === "HEAD" && STATUS_OF[c] === status);
-  const rateLimited = status === 429 && (code === "RATE_LIMITED" || req.method === "HEAD");
+  // A 429 is on contract only from a service whose limiter is on (its answers then carry
+  // RateLimit-Policy, docs/reference.md § Conventions); the fuzzed services run with it off.
+  const rateLimited = status === 429 && res.headers.has("ratelimit-policy") && (code === "RATE_LIMITED" || req.method === "HEAD");
   if (!rateLimited) {
     if (req.faults.length === 0) {
       if (!req.expect.success.includes(status) && !(status >= 400 && req.expect.codes.some(codeOrStatus))) {

@@ -7,7 +7,7 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { IDEMPOTENCY_TTL_MS, pruneIdempotencyKeys } from "../../src/db/idempotency";
+import { pruneIdempotencyKeys } from "../../src/db/idempotency";
 import { fixture, KEY_A, KEY_B } from "../support/fixtures";
 import { call, callJson, loadFixture } from "../support/helpers";
 import { newSchool } from "../support/webhooks/harness";
@@ -89,13 +89,13 @@ describe("Idempotency-Key on POST /v3/courses", () => {
     const json = { ...course, name: "Expired key" };
     await post("key-expired", json);
     await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
-      .bind(IDEMPOTENCY_TTL_MS + 1000)
+      .bind(86_400_000 + 1000)
       .run();
     const again = await post("key-expired", json);
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([201, null]);
     expect(await count("Expired key")).toBe(2);
     await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
-      .bind(IDEMPOTENCY_TTL_MS + 1000)
+      .bind(86_400_000 + 1000)
       .run();
     expect(await pruneIdempotencyKeys(env.DB)).toBeGreaterThanOrEqual(1);
     const left = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'key-expired'").first<{ n: number }>();

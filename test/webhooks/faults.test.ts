@@ -15,6 +15,7 @@ import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { courseEvent, drain, eventually, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
+import { resetCourier, resetHub } from "../support/webhooks/reset";
 
 const rx = new SimulatedPlatform();
 beforeAll(() => {
@@ -25,16 +26,6 @@ afterEach(() => {
   rx.delay = [0, 2];
   rx.expectWithinLimit();
 });
-
-/** Resets the object behind `stub` the way the runtime does (deploy, eviction, overload): its memory is gone. */
-async function reset(stub: DurableObjectStub): Promise<void> {
-  await runInDurableObject(stub, (_instance, state) => {
-    state.abort("reset by the test");
-  }).catch(() => {});
-}
-
-const hubStub = (schoolId: string) => hubFor(env, schoolId) as unknown as DurableObjectStub;
-const courierStub = (webhookId: string) => courierFor(env, webhookId) as unknown as DurableObjectStub;
 
 /** Publishes `n` events in batches of `batch`, a new stub each time (one may have seen a reset). */
 async function publish(schoolId: string, n: number, batch: number, into: SchoolEvent[], from = 0): Promise<void> {
@@ -81,6 +72,20 @@ async function expectNothingLost(key: string, hosts: string[], events: SchoolEve
   }
 }
 
+describe("a reset, proven", () => {
+  it("throws workerd's abort at the test and leaves a new instance; without one, the instance stays", async () => {
+    const { schoolId } = await newSchool("proof");
+    const stub = () => hubFor(env, schoolId) as unknown as DurableObjectStub;
+    const first = await runInDurableObject(stub(), (instance) => instance as object);
+    // Two calls without a reset meet one instance: a new instance is the reset's doing.
+    expect(await runInDurableObject(stub(), (instance) => instance as object)).toBe(first);
+    const proof = await resetHub(schoolId);
+    expect(proof.before).toBe(first);
+    expect(proof.error).toMatchObject({ durableObjectReset: true, message: expect.stringMatching(/^reset by the test #\d+$/) });
+    expect(await runInDurableObject(stub(), (instance) => instance as object)).toBe(proof.after);
+  });
+});
+
 describe("a reset of the hub", () => {
   it("during a burst: every event reaches every registration, none twice", async () => {
     const { schoolId, key } = await newSchool("hubreset");
@@ -90,7 +95,7 @@ describe("a reset of the hub", () => {
     const events: SchoolEvent[] = [];
     const first = publish(schoolId, 120, 10, events);
     await eventually(() => rx.to("burst-a.example.com").length > 5, "the first deliveries", 10_000);
-    await reset(hubStub(schoolId));
+    await resetHub(schoolId);
     // The reset came mid-stream: most of the burst was still to be delivered.
     expect(rx.to("burst-a.example.com").length).toBeLessThan(120);
     await first;
@@ -108,7 +113,7 @@ describe("a reset of the hub", () => {
     await publish(schoolId, 40, 10, events);
     await eventually(() => rx.to("hubdel-doomed.example.com").length > 3, "deliveries to the doomed registration", 10_000);
     const deleting = callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key });
-    await reset(hubStub(schoolId));
+    await resetHub(schoolId);
     const first = await deleting;
     expect([200, 404, 500]).toContain(first.status);
     // Repeated until it answers: 200 completes an interrupted delete, 404 means an earlier 200.
@@ -133,7 +138,7 @@ describe("a reset of a courier", () => {
     await publish(schoolId, 30, 10, events);
     await eventually(() => rx.to("inflight.example.com").length >= 3, "requests in flight", 10_000);
     const inFlight = rx.to("inflight.example.com").length;
-    await reset(courierStub(hook.id));
+    await resetCourier(hook.id);
     rx.delay = [0, 2];
     await settle(schoolId);
     await expectNothingLost(key, ["inflight.example.com"], events, 1);
@@ -153,7 +158,7 @@ describe("a reset of a courier", () => {
     await publish(schoolId, 30, 10, events);
     await eventually(() => rx.to("courierdel-doomed.example.com").length >= 2, "deliveries to the doomed registration", 10_000);
     const deleting = callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key });
-    await reset(courierStub(doomed.id));
+    await resetCourier(doomed.id);
     let answer = (await deleting).status;
     expect([200, 500]).toContain(answer);
     for (let i = 0; i < 5 && answer === 500; i++) answer = (await callJson(`/v3/webhooks/${doomed.id}`, { method: "DELETE", key })).status;
@@ -164,7 +169,7 @@ describe("a reset of a courier", () => {
     await settle(schoolId);
     expect(rx.to("courierdel-doomed.example.com").filter((r) => r.seq > mark)).toEqual([]);
     // A closed courier stays closed across its own restarts: a late hand-over takes nothing.
-    await reset(courierStub(doomed.id));
+    await resetCourier(doomed.id);
     const late = await courierFor(env, doomed.id).configure({
       webhookId: doomed.id,
       schoolId,

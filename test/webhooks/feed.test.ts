@@ -4,7 +4,6 @@
  * duplicate — also across a reset of the hub (a fast-check property) — and the long poll,
  * woken by the next accepted event.
  */
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,8 +11,9 @@ import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
 import { encodeCursor } from "../../src/webhooks/api/feed";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
+import { resetHub } from "../support/webhooks/reset";
 
 const rx = new SimulatedPlatform();
 beforeAll(() => {
@@ -98,16 +98,30 @@ describe("GET /v3/events", () => {
     expect([unknown.status, unknown.body.code]).toEqual([400, "UNKNOWN_PARAMETER"]);
   });
 
-  it("a waiting read returns with the next accepted event (woken, not timed out)", async () => {
-    const { schoolId, key } = await newSchool("feedwait");
-    const { cursor } = await readAll(key);
-    // wait=25: had the publish not woken it, it would come back empty after 25 s.
-    const waiting = feed(key, `?after=${cursor}&wait=25`);
-    await new Promise((r) => setTimeout(r, 50));
-    const event = courseEvent(schoolId, "course.created", 1);
-    await hubFor(env, schoolId).publish([event]);
-    const page = await waiting;
-    expect(page.body.result.map((e) => e.id)).toEqual([event.id]);
+  it("a waiting read returns with the next accepted event, woken by the publish alone (virtual time stands still)", async () => {
+    // On a virtual clock the wait's timeout never fires by itself: only a publish can end it.
+    rx.restore();
+    const sim = SimulatedPlatform.virtual().install();
+    try {
+      const { schoolId, key } = await newSchool("feedwait");
+      const { cursor } = await readAll(key);
+      let page: Page | undefined;
+      const waiting = feed(key, `?after=${cursor}&wait=25`).then((p) => (page = p));
+      // The read is waiting: its 25 s timer is set in the hub, on the virtual clock.
+      await eventually(() => sim.pendingTimers("hub").includes(sim.clock.now() + 25_000), "the read to wait");
+      expect(page).toBeUndefined();
+      const event = courseEvent(schoolId, "course.created", 1);
+      await hubFor(env, schoolId).publish([event]);
+      await eventually(() => page !== undefined, "the publish to wake the waiting read");
+      await waiting;
+      expect(page!.status).toBe(200);
+      expect(page!.body.result.map((e) => e.id)).toEqual([event.id]);
+      // Woken, not timed out: no simulated time passed, and its timer is gone.
+      expect(sim.pendingTimers("hub")).toEqual([]);
+    } finally {
+      sim.restore();
+      rx.install();
+    }
   });
 
   it("property: interleaved writes, reads and hub resets — every event exactly once, in order", async () => {
@@ -133,7 +147,7 @@ describe("GET /v3/events", () => {
             read.push(...page.body.result.map((e) => e.id));
             cursor = page.body.pagination.nextCursor;
           } else {
-            await runInDurableObject(hubFor(env, schoolId) as unknown as DurableObjectStub, (_h, state) => state.abort("reset")).catch(() => {});
+            await resetHub(schoolId);
           }
         }
         const rest = await readAll(key, cursor);

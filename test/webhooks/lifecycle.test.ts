@@ -234,10 +234,14 @@ describe("secret rotation", () => {
     const { schoolId, key } = await newSchool("rot");
     const host = "rot.example.com";
     const hook = await register(key, `https://${host}/in`);
+    // The grace counts from the rotation: its end lies 1 h after an instant between the call and its answer.
+    const asked = Date.now();
     const rotated = await callJson(`/v3/webhooks/${hook.id}/secret/rotate`, { method: "POST", key, json: { graceSeconds: 3600 } });
+    const answered = Date.now();
     expect(rotated.status).toBe(200);
     expect(rotated.body.result).toEqual({ id: hook.id, secret: expect.stringMatching(/^whsec_/), previousSecretExpiresAt: expect.any(String) });
-    expect(Date.parse(rotated.body.result.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(3590_000);
+    expect(Date.parse(rotated.body.result.previousSecretExpiresAt)).toBeGreaterThanOrEqual(asked + 3_600_000);
+    expect(Date.parse(rotated.body.result.previousSecretExpiresAt)).toBeLessThanOrEqual(answered + 3_600_000);
     const fresh = rotated.body.result.secret as string;
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
@@ -246,8 +250,12 @@ describe("secret rotation", () => {
     new Webhook(fresh).verify(req.body, req.headers);
     new Webhook(hook.secret).verify(req.body, req.headers);
 
+    // Without graceSeconds, the grace is 24 h.
+    const askedAgain = Date.now();
     const again = (await callJson(`/v3/webhooks/${hook.id}/secret/rotate`, { method: "POST", key })).body.result;
-    expect(Date.parse(again.previousSecretExpiresAt) - Date.now()).toBeGreaterThan(86_390_000);
+    const answeredAgain = Date.now();
+    expect(Date.parse(again.previousSecretExpiresAt)).toBeGreaterThanOrEqual(askedAgain + 86_400_000);
+    expect(Date.parse(again.previousSecretExpiresAt)).toBeLessThanOrEqual(answeredAgain + 86_400_000);
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
     req = rx.to(host).at(-1)!;
@@ -298,14 +306,18 @@ describe("resend", () => {
 
     rx.on(host, 503);
     const e2 = courseEvent(schoolId);
+    const published = Date.now();
     await hubFor(env, schoolId).publish([e2]);
     await drain(schoolId);
+    // A retry at least the schedule's 5 s after the failed attempt, which came after the publish …
     const [row] = await queued(hook.id);
-    expect(row!.next_attempt_at).toBeGreaterThan(Date.now());
+    expect(row!.next_attempt_at).toBeGreaterThanOrEqual(published + 5_000);
     await callJson(`/v3/webhooks/${hook.id}/deliveries/${e2.id}/resend`, { method: "POST", key });
+    const resent = Date.now();
+    // … made due by the resend: no later than its answer.
     const rows = await queued(hook.id);
     expect(rows).toHaveLength(1);
-    expect(rows[0]!.next_attempt_at).toBeLessThanOrEqual(Date.now());
+    expect(rows[0]!.next_attempt_at).toBeLessThanOrEqual(resent);
     rx.on(host, 200);
   });
 

@@ -2,17 +2,16 @@
  * The delivery log's filters (API.md § "Delivery log") and their query plans, auto-disable
  * (§ "Auto-disable", the `webhook.disabled` event) and the event catalog (§ "GET /v3/event-types").
  */
-import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument } from "../../src/api";
 import { hubFor } from "../../src/events/hub-client";
 import { type LogFilter, logQuery, RECOVER_SQL } from "../../src/webhooks/courier/attempt-log";
 import { parseDisableAfterMs } from "../../src/webhooks/delivery/schedule";
-import { courierFor } from "../../src/webhooks/rpc";
 import { call, callJson } from "../support/helpers";
 import { courseEvent, drain, eventually, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
+import { resetCourier } from "../support/webhooks/reset";
 
 const rx = new SimulatedPlatform();
 beforeAll(() => {
@@ -130,7 +129,7 @@ describe("auto-disable", () => {
     // The courier reads its streak from storage when it starts again.
     const failingSince = Date.now() - 121 * 3_600_000;
     await inCourier(a.id, (_c, state) => state.storage.kv.put("failingSince", failingSince));
-    await runInDurableObject(courierFor(env, a.id), (_c, state) => state.abort("restart with the streak in storage")).catch(() => {});
+    await resetCourier(a.id);
     await makeAllDue(schoolId);
     await drain(schoolId);
     // The courier reports the streak; the hub disables the registration and publishes webhook.disabled.

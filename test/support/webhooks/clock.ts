@@ -85,6 +85,19 @@ export class VirtualClock implements SimClock {
     return due;
   }
 
+  /** Cancels the timers of object `objectId`: its instance was reset, they died with it. */
+  dropTimersOf(objectId: string): void {
+    for (const t of this.timers.filter((t) => t.owner.objectId === objectId)) {
+      t.cancelled = true;
+      this.timers.splice(this.timers.indexOf(t), 1);
+    }
+  }
+
+  /** Due times (ms) of the timers pending in objects of `kind`, earliest first. */
+  pending(kind: TimerOwner["kind"]): number[] {
+    return this.timers.filter((t) => t.owner.kind === kind).map((t) => t.at);
+  }
+
   /** Moves time forward to `t` (no timer may be due before it). */
   jump(t: number): void {
     if ((this.timers[0]?.at ?? Infinity) < t) throw new Error("VirtualClock.jump: timers are due before that");

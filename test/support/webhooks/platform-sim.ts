@@ -119,6 +119,12 @@ export class SimulatedPlatform {
   // -------------------------------------------------------------------------------------
   // Driving a virtual clock
 
+  /** Due times (ms) of the timers pending in objects of `kind` (virtual clock only): a wait under way. */
+  pendingTimers(kind: TimerOwner["kind"]): number[] {
+    if (!(this.clock instanceof VirtualClock)) throw new Error("pendingTimers() needs a virtual clock");
+    return this.clock.pending(kind);
+  }
+
   /** Waits until every Durable Object is quiet: no Durable Object call under way. */
   async settle(): Promise<void> {
     for (let quiet = 0; quiet < 2; ) {
@@ -156,6 +162,8 @@ export class SimulatedPlatform {
     const io = new IoContext(label);
     this.contexts.push(io);
     const clock = this.clock;
+    // A new instance of the object: the previous one was reset, and its timers with it.
+    if (clock instanceof VirtualClock) clock.dropTimersOf(owner.objectId);
     return {
       now: () => clock.now(),
       setTimer: (fn, ms) => clock.setTimer(fn, ms, owner),
