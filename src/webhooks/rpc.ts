@@ -143,9 +143,15 @@ export interface Handover {
 }
 
 /**
+ * While a courier still has this many deliveries due, its next hand-over waits a little: it
+ * has work, so fewer, larger hand-overs cost it nothing.
+ */
+export const BACKLOG_HIGH = 8;
+
+/**
  * The courier's answer to a hand-over or a config: `closed` (its registration is deleted:
  * nothing was taken), its cursor into the hub's log, and its backlog (deliveries queued and
- * due), which the hub uses to space out the next hand-over.
+ * due, counted up to BACKLOG_HIGH), which the hub uses to space out the next hand-over.
  */
 export interface HandoverReceipt {
   closed: boolean;

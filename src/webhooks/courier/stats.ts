@@ -35,9 +35,9 @@ type Row = { k: number; succeeded: number; failed: number; pending: number; skip
 /**
  * The buckets of the registration over [since, until) (ms, `since < until`), oldest first, every
  * bucket that overlaps the window included, empty ones as zeros. Entries older than the
- * retention at `now` (ms) are not counted, as in the log.
+ * retention at `now` (ms) are not counted, as in the log. `sql` null: nothing is kept (zeros).
  */
-export function readStats(sql: SqlStorage, since: number, until: number, size: StatsBucketSize, now: number): StatsBucket[] {
+export function readStats(sql: SqlStorage | null, since: number, until: number, size: StatsBucketSize, now: number): StatsBucket[] {
   const width = STATS_BUCKET_MS[size];
   const first = Math.floor(since / width) * width;
   const count = Math.ceil((until - first) / width);
@@ -49,6 +49,7 @@ export function readStats(sql: SqlStorage, since: number, until: number, size: S
     pending: 0,
     skipped: 0,
   }));
+  if (sql === null) return buckets;
   for (const { k, ...counts } of sql.exec<Row>(STATS_SQL, null, first, until, width, from)) {
     const bucket = buckets[k];
     if (bucket) Object.assign(bucket, counts);

@@ -85,6 +85,16 @@ export class VirtualClock implements SimClock {
     return due;
   }
 
+  /** Drops the timers of object `objectId` (its instance was reset: they died with it). */
+  forget(objectId: string): void {
+    for (let i = this.timers.length - 1; i >= 0; i--) {
+      const timer = this.timers[i]!;
+      if (timer.owner.objectId !== objectId) continue;
+      timer.cancelled = true;
+      this.timers.splice(i, 1);
+    }
+  }
+
   /** Moves time forward to `t` (no timer may be due before it). */
   jump(t: number): void {
     if ((this.timers[0]?.at ?? Infinity) < t) throw new Error("VirtualClock.jump: timers are due before that");
