@@ -12,7 +12,16 @@ import { parseDisableAfterMs } from "../delivery/schedule";
 import { AlarmClock } from "../platform/alarm-clock";
 import { ObjectCalls } from "../platform/object-calls";
 import { type Platform, platformFor } from "../platform/platform";
-import { BACKLOG_HIGH, type CourierConfig, type CourierStep, type DeliveryRecord, type Handover, type HandoverReceipt, type StatsBucketSize } from "../rpc";
+import {
+  BACKLOG_HIGH,
+  type CourierConfig,
+  type CourierStep,
+  type DeliveryRecord,
+  emptyBuckets,
+  type Handover,
+  type HandoverReceipt,
+  type StatsBucketSize,
+} from "../rpc";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
 import { Dispatch } from "./dispatch";
 import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
@@ -212,7 +221,7 @@ export class WebhookCourier extends DurableObject<Env> {
 
   /** The log counted per bucket over [since, until) (ms; GET /v3/webhooks/{id}/stats). */
   deliveryStats(since: number, until: number, bucket: StatsBucketSize): StatsBucket[] {
-    return readStats(this.closed ? null : this.sql, since, until, bucket, this.platform.now());
+    return this.closed ? emptyBuckets(since, until, bucket).buckets : readStats(this.sql, since, until, bucket, this.platform.now());
   }
 
   /** The size of this object's SQLite database, in bytes (operators, the benchmark's storage figures). */

@@ -108,6 +108,16 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /**
+   * Whether registration `id`'s courier may hold anything (a hand-over or a call was made):
+   * `false` means its log is empty, so reads need not start it; `null` for an unknown or
+   * deleted id.
+   */
+  courierInUse(id: string): boolean | null {
+    const row = registrations.readWebhook(this.sql, id);
+    return row ? row.courier === COURIER_OPEN : null;
+  }
+
+  /**
    * Changes a registration (PATCH /v3/webhooks/{id}) in one step, then gives its courier the
    * new config before answering: from the answer on, attempts start with it (a disable: none
    * starts; its queue ends `skipped`). `events` and `filter` apply to events accepted after it.
