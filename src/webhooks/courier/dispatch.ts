@@ -153,16 +153,16 @@ export class Dispatch {
     if (this.state.closed() || config === null || batch.length === 0) return;
     const statuses = this.storage.transactionSync(() => {
       const recorded = batch.map((outcome) => {
-        const status = recordAttempt(this.sql, outcome, this.schedule, Math.random());
-        if (status !== null) this.failures.recorded(outcome, config);
-        return status;
+        const recorded = recordAttempt(this.sql, outcome, this.schedule, Math.random());
+        if (recorded !== null) this.failures.recorded(outcome, config);
+        return recorded;
       });
       if (!config.enabled) skipQueued(this.sql, this.busy(), this.platform.now());
       return recorded;
     });
     batch.forEach((outcome, i) => {
-      const status = statuses[i];
-      if (status === null || status === undefined) return;
+      const status = statuses[i]?.status;
+      if (status === undefined) return;
       logDeliveryAttempt({
         webhookId: config.webhookId,
         eventId: outcome.row.event_id,
@@ -175,8 +175,10 @@ export class Dispatch {
       });
     });
     this.failures.sendNew(config.hubId);
-    // What these outcomes free was started by `finished`; a recorded retry is due later.
-    this.rearm();
+    // What these outcomes freed was started by `finished`; a recorded retry is due later, a
+    // delivery asked for again while in flight is due now.
+    if (statuses.some((r) => r?.again)) this.pump();
+    else this.rearm();
   }
 
   /**

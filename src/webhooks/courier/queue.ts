@@ -157,9 +157,15 @@ export interface Outcome {
  * recover: `requested` grew) is recorded and leaves it due at once. A refused attempt (`o.refused`: never sent, the URL
  * policy in force refuses the URL) ends the delivery `failed`.
  *
- * @returns the delivery's status after it, or `null` when nothing was recorded.
+ * @returns the attempt's status and whether its delivery is due again at once (`again`), or
+ *   `null` when nothing was recorded.
  */
-export function recordAttempt(sql: SqlStorage, o: Outcome, schedule: readonly number[], jitter: number): "succeeded" | "pending" | "failed" | null {
+export function recordAttempt(
+  sql: SqlStorage,
+  o: Outcome,
+  schedule: readonly number[],
+  jitter: number,
+): { status: "succeeded" | "pending" | "failed"; again: boolean } | null {
   const attempt = o.row.attempts + 1;
   const verdict: AttemptVerdict = o.refused
     ? { status: "failed" }
@@ -208,5 +214,5 @@ export function recordAttempt(sql: SqlStorage, o: Outcome, schedule: readonly nu
   );
   // Its delivery goes on: it has not ended (`events.ended`, set by the log's trigger).
   if (again) sql.exec(`UPDATE events SET ended = NULL WHERE id = ?`, r.event_id);
-  return verdict.status;
+  return { status: verdict.status, again };
 }
