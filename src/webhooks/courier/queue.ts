@@ -100,11 +100,18 @@ export function readDue(sql: SqlStorage, now: number, busy: readonly number[], l
     .toArray();
 }
 
-/** The earliest due time (ms) among deliveries not `busy`, or `null`. */
+/**
+ * The earliest due time (ms) among deliveries not `busy`, or `null`. Read in `queue_due`
+ * order, it stops at the first delivery not busy (MIN() with a condition would read them all).
+ */
 export function nextDueAt(sql: SqlStorage, busy: readonly number[]): number | null {
-  return sql
-    .exec<{ t: number | null }>(`SELECT MIN(next_attempt_at) AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?))`, JSON.stringify(busy))
-    .one().t;
+  const first = sql
+    .exec<{ t: number }>(
+      `SELECT next_attempt_at AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT 1`,
+      JSON.stringify(busy),
+    )
+    .toArray()[0];
+  return first === undefined ? null : first.t;
 }
 
 /** How many deliveries are due at `now` (ms), counted up to `cap` (a bounded read of `queue_due`). */
