@@ -73,6 +73,11 @@ const FANOUT_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 500);
 type PlatformStats = Record<"all" | "hub" | "courier", { contexts: number; calls: number; maxWaiting: number; queuedEver: number; requests: number }>;
 const platformStats = async (base: string) => (await (await api(base, "/__bench/platform")).json()) as PlatformStats;
 const SIMULATED = process.argv.includes("--simulated");
+/**
+ * The Worker CPU per delivery (ms) that bench/RESULTS.md recorded on 2026-11-24 before the
+ * courier's and hub's per-delivery work was cut (saturation, fan-out), printed beside today's.
+ */
+const CPU_BEFORE_MS = { saturation: 2.31, fanout: 1.3 };
 const INSPECTOR = process.env.BENCH_INSPECTOR !== "off";
 
 /** Rejects after `ms` with `what`. */
@@ -266,7 +271,7 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   );
   console.log(
     `fan-out:               ${fanAll} deliveries to ${FANOUT_HOOKS} registrations drained in ${drainSeconds.toFixed(1)} s = ${(fanAll / drainSeconds).toFixed(0)} deliveries/s (their slots' bound ${fanBound}/s; the Worker's CPU bounds it on this machine); ` +
-      `${((1000 * fanCpu) / fanAll).toFixed(2)} ms Worker CPU per delivery; ${callsFanout.toFixed(3)} calls between objects per delivery; DELETE Server-Timing total ${fmt(summary(deletes3.server))}`,
+      `${((1000 * fanCpu) / fanAll).toFixed(2)} ms Worker CPU per delivery (before: ${CPU_BEFORE_MS.fanout.toFixed(2)} ms); ${callsFanout.toFixed(3)} calls between objects per delivery; DELETE Server-Timing total ${fmt(summary(deletes3.server))}`,
   );
   console.log(
     `calls between objects: ${callsSaturation.toFixed(3)} per delivery at saturation (target ≤ 0.1), ${callsSteady.toFixed(3)} at ${RATE}/s (one hand-over per event while a courier is idle: batching would add its wait to the lag)`,
@@ -278,7 +283,7 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   );
   console.log(`CPU, saturation phase: ${cpuSaturation}`);
   console.log(
-    `Worker CPU:            ${((1000 * workerCpu) / healthyAll).toFixed(2)} ms per healthy delivery (publishing, dispatch, the DELETE loop included); ` +
+    `Worker CPU:            ${((1000 * workerCpu) / healthyAll).toFixed(2)} ms per healthy delivery (before: ${CPU_BEFORE_MS.saturation.toFixed(2)} ms; publishing, dispatch, the DELETE loop included); ` +
       `${(workerCpu / windowSeconds).toFixed(2)} of a core used; one core to itself would carry ${(healthyAll / workerCpu).toFixed(0)} deliveries/s`,
   );
   const cpuPerDelivery = (1000 * workerCpu) / healthyAll;

@@ -197,18 +197,13 @@ export interface DevServer {
 const SERVED_VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" };
 
 /**
- * Applies the D1 migrations to a fresh state directory, inserts the bench school, and starts
- * wrangler's dev server API without the devtools inspector (`serveSelf` re-runs the calling
- * script with `--serve`), or with `inspector: true` the `wrangler dev` CLI (which always
- * attaches it, and whose custom-build watcher may reload the Worker mid-run), with
- * `SERVED_VARS`. The Worker is the benchmark entry (src/bench/entry.ts: the
- * production Worker plus POST /__bench/publish), or `entry` (the simulated platform's,
- * scripts/bench-hub-worker.ts, which wraps it).
+ * Makes `state` a local state directory with the D1 migrations applied, the bench school and
+ * its key (SCHOOL, the key `api` sends); builds the docs assets the Worker serves.
+ *
+ * @returns `state`.
  */
-export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string }): Promise<DevServer> {
+export function prepareState(state: string): string {
   ensureDocsAssets();
-  const state = mkdtempSync(path.join(tmpdir(), "bench-hub-"));
-  console.log(`local state: ${state}`);
   wranglerSync(["d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
   const keyHash = createHash("sha256").update(KEY).digest("hex");
   wranglerSync([
@@ -221,6 +216,21 @@ export async function startDevServer(opts: { inspector: boolean; entry?: string;
     "--command",
     `INSERT INTO schools (id, name) VALUES ('${SCHOOL}', 'Bench'); INSERT INTO api_keys (key_hash, school_id, created_at) VALUES ('${keyHash}', '${SCHOOL}', 0);`,
   ]);
+  return state;
+}
+
+/**
+ * Applies the D1 migrations to a fresh state directory, inserts the bench school, and starts
+ * wrangler's dev server API without the devtools inspector (`serveSelf` re-runs the calling
+ * script with `--serve`), or with `inspector: true` the `wrangler dev` CLI (which always
+ * attaches it, and whose custom-build watcher may reload the Worker mid-run), with
+ * `SERVED_VARS`. The Worker is the benchmark entry (src/bench/entry.ts: the
+ * production Worker plus POST /__bench/publish), or `entry` (the simulated platform's,
+ * scripts/bench-hub-worker.ts, which wraps it).
+ */
+export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string }): Promise<DevServer> {
+  const state = prepareState(mkdtempSync(path.join(tmpdir(), "bench-hub-")));
+  console.log(`local state: ${state}`);
   const port = await freePort();
   const entry = opts.entry ?? BENCH_ENTRY;
   const args = [

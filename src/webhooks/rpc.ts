@@ -7,7 +7,9 @@
 import type { z } from "zod";
 import type { StoredAnswer } from "../http/respond";
 import { RETENTION_MS } from "../lib/limits";
+import { formatInstant } from "../lib/time";
 import type { createdWebhookSchema, deliveryRecordSchema, rotatedSecretSchema, subscriptionSchema, webhookRecordSchema } from "./api/schemas";
+import type { StatsBucket } from "./api/stats-schemas";
 
 export { MAX_WEBHOOKS } from "../lib/limits";
 
@@ -143,9 +145,15 @@ export interface Handover {
 }
 
 /**
+ * While a courier still has this many deliveries due, its next hand-over waits a little: it
+ * has work, so fewer, larger hand-overs cost it nothing.
+ */
+export const BACKLOG_HIGH = 8;
+
+/**
  * The courier's answer to a hand-over or a config: `closed` (its registration is deleted:
  * nothing was taken), its cursor into the hub's log, and its backlog (deliveries queued and
- * due), which the hub uses to space out the next hand-over.
+ * due, counted up to BACKLOG_HIGH), which the hub uses to space out the next hand-over.
  */
 export interface HandoverReceipt {
   closed: boolean;
@@ -185,6 +193,19 @@ export const STATS_BUCKET_MS = { hour: 3_600_000, day: 86_400_000 } as const;
 
 /** A bucket width of the query: `hour` (the default) or `day`. */
 export type StatsBucketSize = keyof typeof STATS_BUCKET_MS;
+
+/**
+ * The buckets of `size` that overlap [since, until) (ms, `since < until`), oldest first, all
+ * zeros (API.md § "Delivery statistics": aligned on UTC hours or days). `first` is the first
+ * bucket's start (ms).
+ */
+export function emptyBuckets(since: number, until: number, size: StatsBucketSize): { first: number; buckets: StatsBucket[] } {
+  const width = STATS_BUCKET_MS[size];
+  const first = Math.floor(since / width) * width;
+  const count = Math.ceil((until - first) / width);
+  const buckets = Array.from({ length: count }, (_, k) => ({ start: formatInstant(first + k * width), succeeded: 0, failed: 0, pending: 0, skipped: 0 }));
+  return { first, buckets };
+}
 
 /** The longest window one call may ask for, in ms: the log's 7-day retention. */
 export const STATS_MAX_WINDOW_MS = RETENTION_MS;

@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { STATS_SQL } from "../../src/webhooks/courier/stats";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, inCourier, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const HOUR = 3_600_000;
@@ -38,7 +38,9 @@ const window = (since: number, until: number, bucket?: string) => `?since=${iso(
 /** Log rows written straight into the registration's courier's storage, at chosen instants (ms). */
 type Row = { at: number; status: "succeeded" | "failed" | "pending" | "skipped" | "queued" };
 
-async function seed(webhookId: string, rows: Row[]): Promise<void> {
+async function seed(schoolId: string, webhookId: string, rows: Row[]): Promise<void> {
+  // The hub reads a courier it never used as empty: mark it used, as a hand-over would.
+  await inHub(schoolId, (_hub, state) => state.storage.sql.exec(`UPDATE webhooks SET courier = 1 WHERE id = ?`, webhookId));
   await inCourier(webhookId, (_courier, state) => {
     const sql = state.storage.sql;
     for (const [i, r] of rows.entries()) {
@@ -126,10 +128,10 @@ describe("GET /v3/webhooks/{id}/stats", () => {
   });
 
   it("buckets are aligned on UTC hours and days, oldest first, empty ones included, clipped to the window", async () => {
-    const { key } = await newSchool("stb");
+    const { schoolId, key } = await newSchool("stb");
     const hook = await register(key, "https://stb.example.com/in");
     const h0 = Math.floor(Date.now() / DAY) * DAY - 2 * DAY; // midnight UTC, two days ago
-    await seed(hook.id, [
+    await seed(schoolId, hook.id, [
       { at: h0 + 10 * 60_000, status: "succeeded" }, // 00:10, before the window
       { at: h0 + 30 * 60_000, status: "succeeded" }, // 00:30, in the window and the first bucket
       { at: h0 + 30 * 60_000, status: "pending" },
@@ -162,7 +164,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
   });
 
   it("agrees with an oracle on random logs, windows and bucket sizes (fast-check)", async () => {
-    const { key } = await newSchool("stp");
+    const { schoolId, key } = await newSchool("stp");
     const hook = await register(key, "https://stp.example.com/in");
     const now = Date.now();
     const statuses = ["succeeded", "failed", "pending", "skipped", "queued"] as const;
@@ -171,7 +173,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
       numRuns: 300,
       seed: 17,
     });
-    await seed(hook.id, rows);
+    await seed(schoolId, hook.id, rows);
     const cases = fc.sample(
       fc
         .record({ since: fc.integer({ min: now - 9 * DAY, max: now }), length: fc.integer({ min: 1, max: 7 * DAY }), day: fc.boolean() })

@@ -15,7 +15,7 @@ import { success } from "../../http/respond";
 import { ID_RE } from "../../lib/ids";
 import { MAX_PAGE_SIZE, RETENTION_MS } from "../../lib/limits";
 import { FIRST_INSTANT_MS, formatInstant } from "../../lib/time";
-import { courierFor, STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "../rpc";
+import { courierFor, emptyBuckets, STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "../rpc";
 import { lifecycleError, TAG, webhookId, webhookNotFound } from "./parts";
 import { deliveriesQuerySchema, emptyBodySchema, recoverSchema, resendParams, webhookIdParams } from "./request-schemas";
 import {
@@ -54,8 +54,10 @@ export const deliveryOperations: Operation<Env>[] = [
       const schoolId = await authenticate(req, env.DB, rc);
       const { page = 1, limit = MAX_PAGE_SIZE, ...filter } = parseQuery(deliveriesQuerySchema, req);
       const id = webhookId(req);
-      if ((await hubFor(env, schoolId).getWebhook(id)) === null) throw webhookNotFound(id);
-      const rows = await courierFor(env, id).listDeliveries(filter, (page - 1) * limit, limit + 1);
+      const used = await hubFor(env, schoolId).courierInUse(id);
+      if (used === null) throw webhookNotFound(id);
+      // A courier never used has an empty log: it is not started (no storage made for a read).
+      const rows = used ? await courierFor(env, id).listDeliveries(filter, (page - 1) * limit, limit + 1) : [];
       return success(rows.slice(0, limit), { pagination: { page, limit, hasMore: rows.length > limit } });
     },
   },
@@ -88,8 +90,9 @@ export const deliveryOperations: Operation<Env>[] = [
       }
       const bucket = query.bucket ?? "hour";
       const id = webhookId(req);
-      if ((await hubFor(env, schoolId).getWebhook(id)) === null) throw webhookNotFound(id);
-      const buckets = await courierFor(env, id).deliveryStats(since, until, bucket);
+      const used = await hubFor(env, schoolId).courierInUse(id);
+      if (used === null) throw webhookNotFound(id);
+      const buckets = used ? await courierFor(env, id).deliveryStats(since, until, bucket) : emptyBuckets(since, until, bucket).buckets;
       return success({ since: formatInstant(since), until: formatInstant(until), bucket, buckets });
     },
   },

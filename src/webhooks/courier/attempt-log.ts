@@ -100,10 +100,13 @@ export function retainedEvent(sql: SqlStorage, eventId: string): { id: string; t
   return sql.exec<{ id: string; type: string }>(`SELECT id, type FROM events WHERE id = ?`, eventId).toArray()[0] ?? null;
 }
 
-/** The statement of `toRecover` (exported for its query-plan test): ?1 since, ?2 until, ?3/?4 the position after which to read, ?5 the chunk. */
-export const RECOVER_SQL = `SELECT e.rowid AS rid, e.id, e.type, e.accepted_at FROM events e
-   WHERE e.accepted_at >= ?1 AND e.accepted_at < ?2 AND (e.accepted_at, e.rowid) > (?3, ?4)
-     AND (SELECT l.status FROM log l WHERE l.event_id = e.id ORDER BY l.id DESC LIMIT 1) IN ('failed', 'skipped')
+/**
+ * The statement of `toRecover` (exported for its query-plan test): ?1 since, ?2 until, ?3/?4
+ * the position after which to read, ?5 the chunk. It reads only events whose delivery ended
+ * failed or skipped (`ended`, the partial index `events_ended`), never the succeeded ones.
+ */
+export const RECOVER_SQL = `SELECT e.rowid AS rid, e.id, e.type, e.accepted_at FROM events e INDEXED BY events_ended
+   WHERE e.ended IS NOT NULL AND e.accepted_at >= ?1 AND e.accepted_at < ?2 AND (e.accepted_at, e.rowid) > (?3, ?4)
      AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.event_id = e.id)
    ORDER BY e.accepted_at, e.rowid LIMIT ?5`;
 

@@ -22,7 +22,10 @@ const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 const OUTCOME_BATCH_MS = 5;
 /** … as soon as this many wait: one storage commit for many attempts. */
 const OUTCOME_BATCH = 32;
-/** While deliveries wait for a slot, the alarm stays armed this far ahead: a new instance picks them up (ms). */
+/**
+ * Work in flight or waiting keeps the alarm armed at most this long after it should have
+ * ended (ms): an attempt's timeout plus this, so that a new instance sends it again.
+ */
 const WATCHDOG_MS = 60_000;
 
 /** What the sending needs of its courier: its state, read at each step, and its alarm. */
@@ -47,6 +50,8 @@ export class Dispatch {
   /** Outcomes waiting to be recorded together (`record`), and the timer that records them. */
   private outcomes: Outcome[] = [];
   private recordTimer: Timer | null = null;
+  /** The URL policy's verdict on the last URL judged (`refusal`). */
+  private judged: { url: string; refusal: string | null } | null = null;
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -85,8 +90,8 @@ export class Dispatch {
     const free = COURIER_SLOTS - this.sender.size;
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
     const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed));
+    const refusal = rows.length === 0 ? null : this.refusal(config.url);
     for (const row of rows) {
-      const refusal = sendRefusal(config.url, this.allowInsecure);
       if (refusal !== null) {
         // The policy in force refuses the URL: nothing is sent, the delivery ends failed.
         this.finished({
@@ -108,6 +113,12 @@ export class Dispatch {
     }
     if (allowed < free && readDue(this.sql, now, this.busy(), 1).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
     this.rearm();
+  }
+
+  /** Why the URL policy in force refuses `url` (`null`: it does not), judged once per URL. */
+  private refusal(url: string): string | null {
+    if (this.judged?.url !== url) this.judged = { url, refusal: sendRefusal(url, this.allowInsecure) };
+    return this.judged.refusal;
   }
 
   /** The deliveries not to start now: in flight, or ended with their outcome not yet recorded. */
@@ -142,16 +153,16 @@ export class Dispatch {
     if (this.state.closed() || config === null || batch.length === 0) return;
     const statuses = this.storage.transactionSync(() => {
       const recorded = batch.map((outcome) => {
-        const status = recordAttempt(this.sql, outcome, this.schedule, Math.random());
-        if (status !== null) this.failures.recorded(outcome, config);
-        return status;
+        const recorded = recordAttempt(this.sql, outcome, this.schedule, Math.random());
+        if (recorded !== null) this.failures.recorded(outcome, config);
+        return recorded;
       });
       if (!config.enabled) skipQueued(this.sql, this.busy(), this.platform.now());
       return recorded;
     });
     batch.forEach((outcome, i) => {
-      const status = statuses[i];
-      if (status === null || status === undefined) return;
+      const status = statuses[i]?.status;
+      if (status === undefined) return;
       logDeliveryAttempt({
         webhookId: config.webhookId,
         eventId: outcome.row.event_id,
@@ -164,26 +175,30 @@ export class Dispatch {
       });
     });
     this.failures.sendNew(config.hubId);
-    this.pump();
+    // What these outcomes freed was started by `finished`; a recorded retry is due later, a
+    // delivery asked for again while in flight is due now.
+    if (statuses.some((r) => r?.again)) this.pump();
+    else this.rearm();
   }
 
   /**
-   * Arms the alarm for what comes next: while every slot is taken, only a watchdog (the
-   * outcomes start what is due); else the next due retry, or the next pruning. Wakes
-   * `whenIdle()` callers when nothing can start.
+   * Arms the alarm for what comes next (docs/architecture.md § Invariants, wake-ups): an
+   * attempt in flight by its timeout plus WATCHDOG_MS (if the instance dies, a new one sends
+   * it again), the next due delivery not in flight, else the next pruning. Wakes `whenIdle()`
+   * callers when nothing can start.
    */
   private rearm(): void {
     if (this.state.closed()) return;
     const now = this.platform.now();
-    const armed = this.state.armedAfter(now);
-    if (this.sender.size >= COURIER_SLOTS) {
-      if (!armed) void this.state.armAlarm(now + WATCHDOG_MS);
-      return;
+    const deadline = this.sender.firstDeadline();
+    let at = deadline === null ? (this.outcomes.length === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
+    if (this.sender.size < COURIER_SLOTS) {
+      const next = nextDueAt(this.sql, this.busy());
+      // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
+      if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));
     }
-    const next = nextDueAt(this.sql, this.busy());
-    // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
-    const at = next === null ? (hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null) : Math.max(next, now + (next > now ? 0 : WATCHDOG_MS));
-    if (at !== null && (!armed || this.state.sooner(at))) void this.state.armAlarm(at);
+    if (at === null && hasRetained(this.sql)) at = now + PRUNE_INTERVAL_MS;
+    if (at !== null && (!this.state.armedAfter(now) || this.state.sooner(at))) void this.state.armAlarm(at);
     this.idle.settle(() => this.isIdle());
   }
 

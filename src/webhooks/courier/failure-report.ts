@@ -58,6 +58,12 @@ export class FailureReport {
     this.kv.delete("report");
   }
 
+  /** The courier closed: no streak and no report are kept. */
+  forget(): void {
+    this.disabled();
+    this.enabled();
+  }
+
   /** The registration was enabled again: the streak restarts. */
   enabled(): void {
     this.failingSince = null;

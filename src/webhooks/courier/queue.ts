@@ -19,6 +19,8 @@ export type DueRow = {
   event_type: string;
   trigger: Trigger;
   attempts: number;
+  /** How many resends or recovers asked for it (`enqueue`) when it was read. */
+  requested: number;
   body: string;
 };
 
@@ -89,7 +91,7 @@ export function readDue(sql: SqlStorage, now: number, busy: readonly number[], l
   if (limit <= 0) return [];
   return sql
     .exec<DueRow>(
-      `SELECT q.id, q.event_id, q.event_type, q.trigger, q.attempts, e.body FROM queue q JOIN events e ON e.id = q.event_id
+      `SELECT q.id, q.event_id, q.event_type, q.trigger, q.attempts, q.requested, e.body FROM queue q JOIN events e ON e.id = q.event_id
        WHERE q.next_attempt_at <= ? AND q.id NOT IN (SELECT value FROM json_each(?))
        ORDER BY q.next_attempt_at, q.id LIMIT ?`,
       now,
@@ -99,31 +101,41 @@ export function readDue(sql: SqlStorage, now: number, busy: readonly number[], l
     .toArray();
 }
 
-/** The earliest due time (ms) among deliveries not `busy`, or `null`. */
+/**
+ * The earliest due time (ms) among deliveries not `busy`, or `null`. Read in `queue_due`
+ * order, it stops at the first delivery not busy (MIN() with a condition would read them all).
+ */
 export function nextDueAt(sql: SqlStorage, busy: readonly number[]): number | null {
-  return sql
-    .exec<{ t: number | null }>(`SELECT MIN(next_attempt_at) AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?))`, JSON.stringify(busy))
-    .one().t;
+  const first = sql
+    .exec<{ t: number }>(
+      `SELECT next_attempt_at AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT 1`,
+      JSON.stringify(busy),
+    )
+    .toArray()[0];
+  return first === undefined ? null : first.t;
 }
 
-/** How many deliveries are due at `now` (ms). */
-export function backlog(sql: SqlStorage, now: number): number {
-  return sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE next_attempt_at <= ?`, now).one().n;
+/** How many deliveries are due at `now` (ms), counted up to `cap` (a bounded read of `queue_due`). */
+export function backlog(sql: SqlStorage, now: number, cap: number): number {
+  return sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM queue WHERE next_attempt_at <= ? LIMIT ?)`, now, cap).one().n;
 }
 
 /**
  * Queues `eventId` (kept in `events`) due at `now` (ms) with `trigger`; a delivery of it
- * already queued becomes due now instead (no second copy), its next attempt made for `trigger`.
+ * already queued becomes due now instead (no second copy), its next attempt made for `trigger`
+ * — also when an attempt of it is in flight: `requested` grows, and that attempt's outcome
+ * leaves it due (`recordAttempt`), so one more attempt follows (API.md § "Resend").
  */
 export function enqueue(sql: SqlStorage, eventId: string, eventType: string, trigger: Trigger, now: number): void {
   sql.exec(
     `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 0, ?4, ?4)
-     ON CONFLICT (event_id) DO UPDATE SET next_attempt_at = MIN(next_attempt_at, ?4), trigger = ?3`,
+     ON CONFLICT (event_id) DO UPDATE SET next_attempt_at = MIN(next_attempt_at, ?4), trigger = ?3, requested = requested + 1`,
     eventId,
     eventType,
     trigger,
     now,
   );
+  sql.exec(`UPDATE events SET ended = NULL WHERE id = ? AND ended IS NOT NULL`, eventId);
 }
 
 /** The end of one attempt, as the courier saw it. Instants in ms. */
@@ -149,27 +161,48 @@ export interface Outcome {
  * Records an attempt: a log row, and its delivery removed (succeeded, failed) or rescheduled
  * (pending: the schedule's wait from the attempt's end, lengthened by `jitter` ∈ [0, 1) × 10 %,
  * and no earlier than a 429/503's Retry-After). An outcome whose delivery is gone or was
- * advanced meanwhile is not recorded. A refused attempt (`o.refused`: never sent, the URL
+ * advanced meanwhile is not recorded; one whose delivery was asked for again meanwhile (resend,
+ * recover: `requested` grew) is recorded and leaves it due at once. A refused attempt (`o.refused`: never sent, the URL
  * policy in force refuses the URL) ends the delivery `failed`.
  *
- * @returns the delivery's status after it, or `null` when nothing was recorded.
+ * @returns the attempt's status and whether its delivery is due again at once (`again`), or
+ *   `null` when nothing was recorded.
  */
-export function recordAttempt(sql: SqlStorage, o: Outcome, schedule: readonly number[], jitter: number): "succeeded" | "pending" | "failed" | null {
+export function recordAttempt(
+  sql: SqlStorage,
+  o: Outcome,
+  schedule: readonly number[],
+  jitter: number,
+): { status: "succeeded" | "pending" | "failed"; again: boolean } | null {
   const attempt = o.row.attempts + 1;
   const verdict: AttemptVerdict = o.refused
     ? { status: "failed" }
     : judgeAttempt(o.status ?? undefined, attempt, schedule, parseRetryAfter(o.retryAfter, o.finishedAt), jitter);
   const nextAttemptAt = verdict.status === "pending" ? o.finishedAt + verdict.retryInMs : null;
-  const changed =
+  const r = o.row;
+  let changed =
     nextAttemptAt === null
-      ? sql.exec(`DELETE FROM queue WHERE id = ? AND attempts = ?`, o.row.id, o.row.attempts).rowsWritten
+      ? sql.exec(`DELETE FROM queue WHERE id = ? AND attempts = ? AND requested = ?`, r.id, r.attempts, r.requested).rowsWritten
       : sql.exec(
-          `UPDATE queue SET attempts = ?3, next_attempt_at = ?4, trigger = 'retry' WHERE id = ?1 AND attempts = ?2`,
-          o.row.id,
-          o.row.attempts,
+          `UPDATE queue SET attempts = ?3, next_attempt_at = ?4, trigger = 'retry' WHERE id = ?1 AND attempts = ?2 AND requested = ?5`,
+          r.id,
+          r.attempts,
           attempt,
           nextAttemptAt,
+          r.requested,
         ).rowsWritten;
+  // Asked for again while in flight (`enqueue`): the delivery stays, due at once, for that request.
+  const again =
+    changed === 0 &&
+    sql.exec(
+      `UPDATE queue SET attempts = ?3, next_attempt_at = ?4 WHERE id = ?1 AND attempts = ?2 AND requested > ?5`,
+      r.id,
+      r.attempts,
+      attempt,
+      o.finishedAt,
+      r.requested,
+    ).rowsWritten > 0;
+  if (again) changed = 1;
   if (changed === 0) return null;
   sql.exec(
     `INSERT INTO log (event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body, attempted_at, next_attempt_at)
@@ -185,7 +218,9 @@ export function recordAttempt(sql: SqlStorage, o: Outcome, schedule: readonly nu
     o.durationMs,
     o.responseBody,
     o.sentAt,
-    nextAttemptAt,
+    again ? o.finishedAt : nextAttemptAt,
   );
-  return verdict.status;
+  // Its delivery goes on: it has not ended (`events.ended`, set by the log's trigger).
+  if (again) sql.exec(`UPDATE events SET ended = NULL WHERE id = ?`, r.event_id);
+  return { status: verdict.status, again };
 }

@@ -17,7 +17,7 @@ const CLOSED = "webhook-deleted";
 
 /** The requests in flight of one courier instance. */
 export class Sender {
-  private readonly inFlight = new Map<number, { controller: AbortController; timer: Timer }>();
+  private readonly inFlight = new Map<number, { controller: AbortController; timer: Timer; sentAt: number }>();
 
   /**
    * @param timeoutMs one attempt's timeout (WEBHOOK_TIMEOUT_MS).
@@ -39,12 +39,18 @@ export class Sender {
     return [...this.inFlight.keys()];
   }
 
+  /** When the oldest request in flight times out (ms), or `null` when none is in flight (the map keeps start order). */
+  firstDeadline(): number | null {
+    const first = this.inFlight.values().next().value;
+    return first === undefined ? null : first.sentAt + this.timeoutMs;
+  }
+
   /** Sends one attempt now (synchronously under way: the caller's step checked it may). */
   start(row: DueRow, url: string, headers: Record<string, string>): void {
     const sentAt = this.platform.now();
     const controller = new AbortController();
     const timer = this.platform.setTimer(() => controller.abort(TIMEOUT), this.timeoutMs);
-    this.inFlight.set(row.id, { controller, timer });
+    this.inFlight.set(row.id, { controller, timer, sentAt });
     const response = this.platform.fetch(url, { method: "POST", headers, body: row.body, signal: controller.signal, redirect: "manual" });
     void this.finish(row, url, sentAt, controller, timer, response);
   }

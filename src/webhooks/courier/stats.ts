@@ -7,9 +7,8 @@
  */
 
 import { RETENTION_MS } from "../../lib/limits";
-import { formatInstant } from "../../lib/time";
 import type { StatsBucket } from "../api/stats-schemas";
-import { STATS_BUCKET_MS, type StatsBucketSize } from "../rpc";
+import { emptyBuckets, STATS_BUCKET_MS, type StatsBucketSize } from "../rpc";
 
 /**
  * The grouped statement: ?2 the first bucket's start, ?3 the window's end
@@ -38,18 +37,9 @@ type Row = { k: number; succeeded: number; failed: number; pending: number; skip
  * retention at `now` (ms) are not counted, as in the log.
  */
 export function readStats(sql: SqlStorage, since: number, until: number, size: StatsBucketSize, now: number): StatsBucket[] {
-  const width = STATS_BUCKET_MS[size];
-  const first = Math.floor(since / width) * width;
-  const count = Math.ceil((until - first) / width);
+  const { first, buckets } = emptyBuckets(since, until, size);
   const from = Math.max(since, now - RETENTION_MS);
-  const buckets: StatsBucket[] = Array.from({ length: count }, (_, k) => ({
-    start: formatInstant(first + k * width),
-    succeeded: 0,
-    failed: 0,
-    pending: 0,
-    skipped: 0,
-  }));
-  for (const { k, ...counts } of sql.exec<Row>(STATS_SQL, null, first, until, width, from)) {
+  for (const { k, ...counts } of sql.exec<Row>(STATS_SQL, null, first, until, STATS_BUCKET_MS[size], from)) {
     const bucket = buckets[k];
     if (bucket) Object.assign(bucket, counts);
   }

@@ -55,37 +55,81 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX log_status ON log (status, attempted_at)`,
     `CREATE INDEX log_type ON log (event_type, attempted_at)`,
   ],
+  [
+    // `requested`: resends and recovers of a queued delivery (an attempt in flight leaves it due).
+    `ALTER TABLE queue ADD COLUMN requested INTEGER NOT NULL DEFAULT 0`,
+    // `ended`: 'failed' or 'skipped' while the event's latest log entry is (what a recover
+    // queues again, read through `events_ended`); the trigger keeps it, `enqueue` clears it.
+    `ALTER TABLE events ADD COLUMN ended TEXT`,
+    `UPDATE events SET ended = (SELECT l.status FROM log l WHERE l.event_id = events.id ORDER BY l.id DESC LIMIT 1)`,
+    `UPDATE events SET ended = NULL WHERE ended NOT IN ('failed', 'skipped')`,
+    `CREATE INDEX events_ended ON events (accepted_at) WHERE ended IS NOT NULL`,
+    `CREATE TRIGGER log_ended AFTER INSERT ON log WHEN NEW.status IN ('failed', 'skipped')
+     BEGIN UPDATE events SET ended = NEW.status WHERE id = NEW.event_id; END`,
+  ],
 ];
+
+/** The tables a closed courier empties (`erase`). */
+const TABLES = ["queue", "log", "events"] as const;
 
 /** Applies pending MIGRATIONS (synchronous; call it in the constructor). */
 export function migrate(sql: SqlStorage): void {
   applyMigrations(sql, MIGRATIONS);
 }
 
+/** Where a pruning of event copies goes on: after (accepted at, rowid); ms. */
+export type PrunePosition = [number, number];
+
 /**
- * Deletes at most PRUNE_CHUNK log rows and PRUNE_CHUNK event copies older than the retention
- * at `now` (ms); an event still queued keeps its copy.
+ * Deletes at most PRUNE_CHUNK log rows older than the retention at `now` (ms), and reads at
+ * most PRUNE_CHUNK event copies older than it after `from`, deleting those not queued (a
+ * delivery still under way keeps its copy; the next pass, from the start, finds it again).
  *
- * @returns whether more remain (the caller comes back soon).
+ * @returns whether more remain (the caller comes back soon), and where the next run goes on.
  */
-export function pruneLog(sql: SqlStorage, now: number): boolean {
+export function pruneLog(sql: SqlStorage, now: number, from: PrunePosition): { more: boolean; next: PrunePosition } {
   const cutoff = now - RETENTION_MS;
   const log = sql.exec(
     `DELETE FROM log WHERE id IN (SELECT id FROM log WHERE attempted_at < ? ORDER BY attempted_at LIMIT ?)`,
     cutoff,
     PRUNE_CHUNK,
   ).rowsWritten;
-  const events = sql.exec(
-    `DELETE FROM events WHERE id IN (
-       SELECT e.id FROM events e WHERE e.accepted_at < ? AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.event_id = e.id)
-       ORDER BY e.accepted_at LIMIT ?)`,
-    cutoff,
-    PRUNE_CHUNK,
-  ).rowsWritten;
-  return log >= PRUNE_CHUNK || events >= PRUNE_CHUNK;
+  const old = sql
+    .exec<{ rid: number; accepted_at: number }>(
+      `SELECT rowid AS rid, accepted_at FROM events WHERE accepted_at < ?1 AND (accepted_at, rowid) > (?2, ?3) ORDER BY accepted_at, rowid LIMIT ?4`,
+      cutoff,
+      from[0],
+      from[1],
+      PRUNE_CHUNK,
+    )
+    .toArray();
+  const last = old.at(-1);
+  if (last) {
+    sql.exec(
+      `DELETE FROM events WHERE rowid IN (SELECT value FROM json_each(?)) AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.event_id = events.id)`,
+      JSON.stringify(old.map((r) => r.rid)),
+    );
+  }
+  const full = old.length >= PRUNE_CHUNK;
+  return { more: log >= PRUNE_CHUNK || full, next: full && last ? [last.accepted_at, last.rid] : [Number.MIN_SAFE_INTEGER, 0] };
 }
 
 /** Whether anything is left to prune one day (the log or event copies are not empty). */
 export function hasRetained(sql: SqlStorage): boolean {
   return sql.exec(`SELECT 1 FROM log LIMIT 1`).toArray().length > 0 || sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0;
+}
+
+/**
+ * A closed courier's erasure, one bounded step at a time (docs/architecture.md § Invariants):
+ * deletes at most PRUNE_CHUNK rows of each table (its log, event copies, queue), until they
+ * are empty and only the closed marker (in KV) and the empty schema are left.
+ *
+ * @returns whether more remain (the caller comes back soon).
+ */
+export function erase(sql: SqlStorage): boolean {
+  let more = false;
+  for (const table of TABLES) {
+    more = sql.exec(`DELETE FROM ${table} WHERE rowid IN (SELECT rowid FROM ${table} LIMIT ?)`, PRUNE_CHUNK).rowsWritten >= PRUNE_CHUNK || more;
+  }
+  return more;
 }

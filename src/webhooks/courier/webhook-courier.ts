@@ -12,16 +12,29 @@ import { parseDisableAfterMs } from "../delivery/schedule";
 import { AlarmClock } from "../platform/alarm-clock";
 import { ObjectCalls } from "../platform/object-calls";
 import { type Platform, platformFor, sqlOf } from "../platform/platform";
-import type { CourierConfig, CourierStep, DeliveryRecord, Handover, HandoverReceipt, StatsBucketSize } from "../rpc";
+import {
+  BACKLOG_HIGH,
+  type CourierConfig,
+  type CourierStep,
+  type DeliveryRecord,
+  emptyBuckets,
+  type Handover,
+  type HandoverReceipt,
+  type StatsBucketSize,
+} from "../rpc";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
 import { Dispatch } from "./dispatch";
 import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
 import { backlog, enqueue, nextDueAt, skipQueued, take } from "./queue";
 import { readStats } from "./stats";
-import { migrate, pruneLog } from "./storage";
+import { erase, hasRetained, migrate, type PrunePosition, pruneLog } from "./storage";
 
 /** Events a recover queues per synchronous step (other calls interleave between two). */
 const RECOVER_CHUNK = 200;
+/** When idle with a log to prune, the alarm comes back after this long (ms). */
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+/** The start of the event copies, for `pruneLog`. */
+const PRUNE_START: PrunePosition = [Number.MIN_SAFE_INTEGER, 0];
 
 /** What a config step leaves for memory: the config in force, and whether it re-enabled the registration. */
 interface Applied {
@@ -38,6 +51,8 @@ export class WebhookCourier extends DurableObject<Env> {
   private config: CourierConfig | null;
   private closed: boolean;
   private cursor: number;
+  /** Where the next pruning of event copies goes on (`pruneLog`). */
+  private pruneFrom: PrunePosition = PRUNE_START;
   private readonly alarms: AlarmClock;
 
   constructor(ctx: DurableObjectState, env: Env) {
@@ -45,9 +60,9 @@ export class WebhookCourier extends DurableObject<Env> {
     this.platform = platformFor(ctx.id.toString(), "courier");
     this.alarms = new AlarmClock(ctx.storage);
     this.sql = sqlOf(ctx.storage);
+    const kv = ctx.storage.kv;
     migrate(this.sql);
     const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
-    const kv = ctx.storage.kv;
     this.failures = new FailureReport(kv, hubs, parseDisableAfterMs(env.WEBHOOK_DISABLE_AFTER_HOURS), () => {
       void this.armAlarm(this.platform.now() + REPORT_RETRY_MS);
     });
@@ -61,10 +76,21 @@ export class WebhookCourier extends DurableObject<Env> {
     this.closed = kv.get("closed") === true;
     this.config = (kv.get("config") as CourierConfig | undefined) ?? null;
     this.cursor = Number(kv.get("cursor") ?? 0);
-    // A new instance: attempts whose outcome was lost are due again, a report may be owed.
-    if (!this.closed && (nextDueAt(this.sql, []) !== null || this.failures.owed)) {
-      void ctx.blockConcurrencyWhile(() => this.armAlarm(this.platform.now()));
-    }
+    // A new instance re-arms for its earliest work (an alarm may have been lost: under
+    // `wrangler dev` none survives a restart): attempts whose outcome was lost are due again
+    // at once, a report may be owed, a closed courier may have data left to erase.
+    const at = this.earliestWork();
+    if (at !== null) void ctx.blockConcurrencyWhile(() => this.armAlarm(at));
+  }
+
+  /** When this instance, just started, has work (ms), or `null`: none. */
+  private earliestWork(): number | null {
+    const now = this.platform.now();
+    if (this.closed) return hasRetained(this.sql) ? now : null;
+    if (this.failures.owed) return now;
+    const due = nextDueAt(this.sql, []);
+    if (due !== null) return Math.max(now, due);
+    return hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null;
   }
 
   // -------------------------------------------------------------------------------------
@@ -107,20 +133,32 @@ export class WebhookCourier extends DurableObject<Env> {
   /**
    * Closes the courier for good (its registration is deleted), in one synchronous step:
    * marked closed in storage — durable before the hub hears back (output gate) — its queue,
-   * config and secrets dropped, its requests aborted, none reported. Idempotent.
+   * config, secrets, cursor and failure streak dropped, its requests aborted, none reported.
+   * Its alarm then erases the rest (log, event copies) in bounded steps, until only the
+   * closed marker is left. Idempotent.
    */
   close(): void {
+    if (this.closed) return;
     this.ctx.storage.transactionSync(() => {
       const kv = this.ctx.storage.kv;
       kv.put("closed", true);
       kv.delete("config");
-      this.failures.disabled();
+      kv.delete("cursor");
+      this.failures.forget();
       this.sql.exec(`DELETE FROM queue`);
     });
     this.closed = true;
     this.config = null;
     this.dispatch.stop();
-    void this.alarms.clear();
+    void this.armAlarm(this.platform.now());
+  }
+
+  /**
+   * Wakes a new instance (the hub's, once per courier when it starts): it sends what is due.
+   * Its constructor has re-armed the alarm for its earliest work.
+   */
+  wake(): void {
+    if (!this.closed) this.dispatch.pump();
   }
 
   /**
@@ -185,12 +223,12 @@ export class WebhookCourier extends DurableObject<Env> {
    * newest first, filtered (`LogFilter`); `offset` entries skipped, at most `limit`.
    */
   listDeliveries(filter: LogFilter, offset: number, limit: number): DeliveryRecord[] {
-    return readLog(this.sql, filter, this.platform.now(), offset, limit);
+    return this.closed ? [] : readLog(this.sql, filter, this.platform.now(), offset, limit);
   }
 
   /** The log counted per bucket over [since, until) (ms; GET /v3/webhooks/{id}/stats). */
   deliveryStats(since: number, until: number, bucket: StatsBucketSize): StatsBucket[] {
-    return readStats(this.sql, since, until, bucket, this.platform.now());
+    return this.closed ? emptyBuckets(since, until, bucket).buckets : readStats(this.sql, since, until, bucket, this.platform.now());
   }
 
   /** The size of this object's SQLite database, in bytes (operators, the benchmark's storage figures). */
@@ -212,18 +250,24 @@ export class WebhookCourier extends DurableObject<Env> {
    */
   override async alarm(): Promise<void> {
     this.alarms.fired();
-    if (this.closed) return;
-    const more = pruneLog(this.sql, this.platform.now());
+    if (this.closed) {
+      if (erase(this.sql)) await this.armAlarm(this.platform.now() + 1_000);
+      return;
+    }
+    const pruned = pruneLog(this.sql, this.platform.now(), this.pruneFrom);
+    this.pruneFrom = pruned.next;
     this.failures.send(this.config?.hubId);
     this.dispatch.pump();
-    if (more) await this.armAlarm(this.platform.now() + 1_000);
+    if (pruned.more) await this.armAlarm(this.platform.now() + 1_000);
   }
 
   // -------------------------------------------------------------------------------------
 
   /** The answer to a hand-over or a config at `now` (ms): closed, or the cursor and the backlog due. */
   private receipt(now: number): HandoverReceipt {
-    return this.closed ? { closed: true, cursor: this.cursor, backlog: 0 } : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now) };
+    return this.closed
+      ? { closed: true, cursor: this.cursor, backlog: 0 }
+      : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now, BACKLOG_HIGH) };
   }
 
   /**

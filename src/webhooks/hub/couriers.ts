@@ -10,7 +10,7 @@ import { describeError, logObjectCallFailure } from "../../lib/log";
 import { IdleWaiters } from "../platform/idle-waiters";
 import { isOverloaded, ObjectCalls } from "../platform/object-calls";
 import type { Platform, Timer } from "../platform/platform";
-import { type CourierConfig, courierFor, type Handover, type HandoverReceipt } from "../rpc";
+import { BACKLOG_HIGH, type CourierConfig, courierFor, type Handover, type HandoverReceipt } from "../rpc";
 import { addressedAfter } from "./event-log";
 import { courierConfig, readWebhook } from "./registrations";
 import { COURIER_OPEN } from "./storage";
@@ -21,15 +21,13 @@ const HUB_CALL_SLOTS = 6;
 const HANDOVER_SLOTS = HUB_CALL_SLOTS - 1;
 /** Events one hand-over carries at most (and at most 1,000,000 bytes of them: `addressedAfter`). */
 const HANDOVER_BATCH = 500;
-/**
- * While a courier still has this many deliveries due, its next hand-over waits
- * HANDOVER_SPACING_MS: it has work, so fewer, larger hand-overs cost it nothing.
- */
-const BACKLOG_HIGH = 8;
+/** While a courier still has BACKLOG_HIGH deliveries due, its next hand-over waits this long (ms). */
 const HANDOVER_SPACING_MS = 100;
 /** After a failed call, a courier is left alone this long, doubling up to the maximum (ms). */
 const BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 30_000;
+/** A new hub instance calls each courier this many times at most to wake it (`wake`). */
+const WAKE_TRIES = 5;
 /** An overloaded courier is left alone at least this long (ms). */
 const OVERLOAD_BACKOFF_MS = 2_000;
 
@@ -121,38 +119,78 @@ export class Couriers {
   /**
    * Hands over to `id`'s courier everything addressed to it so far, now (after a hand-over
    * already under way), and resolves when it acknowledged it. Before a resend or recover,
-   * so that the courier knows every event the hub addressed to it.
+   * so that the courier knows every event the hub addressed to it. Its call waits for a slot
+   * of its own, like a forwarded call; no other hand-over to `id` starts meanwhile.
    *
    * @throws if the courier cannot be reached.
    */
   async flush(id: string): Promise<void> {
-    await this.inFlight.get(id);
+    for (let under = this.inFlight.get(id); under; under = this.inFlight.get(id)) await under;
     const row = readWebhook(this.host.sql, id);
     if (!row || addressedAfter(this.host.sql, id, row.acked_seq, 1).events.length === 0) return;
     this.dirty.delete(id);
     this.notBefore.delete(id);
-    await this.handOver(id);
+    await this.handOver(id, true);
     if (this.failures.has(id)) throw new Error(`courier ${id} could not be reached`);
   }
 
-  /** One hand-over to `id`'s courier: what is addressed to it after its acknowledged cursor. */
-  private handOver(id: string): Promise<void> {
+  /**
+   * Wakes the couriers `ids` once (a new hub instance: their alarms may have been lost), each
+   * call in a slot of its own; a call that fails is tried again, backed off, WAKE_TRIES times.
+   */
+  wake(ids: readonly string[], failures = 0): void {
+    for (const id of ids) {
+      this.withSlot(() => this.calls.call(id, (courier) => courier.wake())).catch((err: unknown) => {
+        const n = failures + 1;
+        const wait = Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** (n - 1));
+        logObjectCallFailure({ from: "hub", webhookId: id, call: "wake", failures: n, retryInMs: wait, error: describeError(err).error });
+        if (n < WAKE_TRIES) this.host.platform.setTimer(() => this.wake([id], n), wait);
+      });
+    }
+  }
+
+  /** The hand-over `id`'s courier is owed now (events after its cursor, or a newer config), or `null`. */
+  private owed(id: string): { handover: Handover; full: boolean } | null {
     const row = readWebhook(this.host.sql, id);
-    if (!row) return Promise.resolve();
+    if (!row) return null;
     const { events, more } = addressedAfter(this.host.sql, id, row.acked_seq, HANDOVER_BATCH);
-    if (events.length === 0 && row.courier_version >= row.version) return Promise.resolve();
-    const config = courierConfig(row, this.host.schoolId(), this.host.hubId);
-    const handover: Handover = { config, events, upTo: events.at(-1)?.seq ?? row.acked_seq };
+    if (events.length === 0 && row.courier_version >= row.version) return null;
     if (row.courier !== COURIER_OPEN) this.host.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
-    this.used += 1;
-    this.handing += 1;
-    const done = this.calls
-      .call(id, (courier) => courier.deliver(handover))
+    const config = courierConfig(row, this.host.schoolId(), this.host.hubId);
+    return { handover: { config, events, upTo: events.at(-1)?.seq ?? row.acked_seq }, full: more };
+  }
+
+  /**
+   * One hand-over to `id`'s courier: what is addressed to it after its acknowledged cursor,
+   * read in the step that starts the call. `own`: in a slot of its own, waited for (`flush`);
+   * else in a hand-over slot `pump` found free.
+   */
+  private handOver(id: string, own = false): Promise<void> {
+    let owed: ReturnType<Couriers["owed"]> = null;
+    const send = (): Promise<HandoverReceipt | null> => {
+      const handover = owed?.handover;
+      return handover ? this.calls.call(id, (courier) => courier.deliver(handover)) : Promise.resolve(null);
+    };
+    let sent: Promise<HandoverReceipt | null>;
+    if (own) {
+      sent = this.withSlot(() => {
+        owed = this.owed(id);
+        return send();
+      });
+    } else {
+      owed = this.owed(id);
+      if (owed === null) return Promise.resolve();
+      this.used += 1;
+      this.handing += 1;
+      sent = send().finally(() => this.release(true));
+    }
+    const done = sent
       .then(
         (receipt) => {
-          this.acknowledged(id, config.version, receipt);
+          if (receipt === null || owed === null) return;
+          this.acknowledged(id, owed.handover.config.version, receipt);
           this.failures.delete(id);
-          if (more) this.dirty.add(id);
+          if (owed.full) this.dirty.add(id);
           if (receipt.backlog >= BACKLOG_HIGH) this.notBefore.set(id, this.host.platform.now() + HANDOVER_SPACING_MS);
           else this.notBefore.delete(id);
         },
@@ -160,7 +198,6 @@ export class Couriers {
       )
       .finally(() => {
         this.inFlight.delete(id);
-        this.release(true);
         this.pump();
       });
     this.inFlight.set(id, done);

@@ -40,22 +40,35 @@ function tail(sql: SqlStorage, now: number): FeedPosition {
   return first ? { seq: first.seq - 1, at: first.created_at } : { seq: 0, at: now };
 }
 
+/** The statement of one type's events after a position (exported for its query-plan test): ?1 type, ?2 after seq, ?3 at most. */
+export const FEED_TYPE_SQL = `SELECT seq FROM events WHERE type = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`;
+
 /**
  * Up to `limit` events after `from`, of `types` (`null`: every type), in log order. With a
- * type filter, `next` passes over the events of other types read on the way, so a reader
- * never reads them again.
+ * type filter, each type is read through the index `events_type` (at most `limit` + 1 each,
+ * so a rare type never scans the log), and `next` passes over the events of other types read
+ * on the way, so a reader never reads them again.
  */
 function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] | null, limit: number): FeedPage {
-  const rows = sql
-    .exec<{ seq: number; body: string; created_at: number }>(
-      types === null
-        ? `SELECT seq, body, created_at FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2`
-        : `SELECT seq, body, created_at FROM events WHERE seq > ?1 AND type IN (SELECT value FROM json_each(?3)) ORDER BY seq LIMIT ?2`,
-      from.seq,
-      limit + 1,
-      ...(types === null ? [] : [JSON.stringify(types)]),
-    )
-    .toArray();
+  let rows: { seq: number; body: string; created_at: number }[];
+  if (types === null) {
+    rows = sql.exec<(typeof rows)[number]>(`SELECT seq, body, created_at FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2`, from.seq, limit + 1).toArray();
+  } else {
+    const seqs = [...new Set(types)]
+      .flatMap((type) => sql.exec<{ seq: number }>(FEED_TYPE_SQL, type, from.seq, limit + 1).toArray())
+      .map((r) => r.seq)
+      .sort((a, b) => a - b)
+      .slice(0, limit + 1);
+    rows =
+      seqs.length === 0
+        ? []
+        : sql
+            .exec<(typeof rows)[number]>(
+              `SELECT seq, body, created_at FROM events WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`,
+              JSON.stringify(seqs),
+            )
+            .toArray();
+  }
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   if (last) return { bodies: page.map((r) => r.body), next: { seq: last.seq, at: last.created_at }, hasMore: rows.length > limit };

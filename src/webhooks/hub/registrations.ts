@@ -4,6 +4,7 @@
  * courier is given. Only the SchoolHub calls these, inside its synchronous steps.
  */
 import { mintId } from "../../lib/ids";
+import { RETENTION_MS } from "../../lib/limits";
 import { formatInstant } from "../../lib/time";
 import { newSecret } from "../delivery/signing";
 import {
@@ -19,7 +20,7 @@ import {
   type WebhookUpdate,
 } from "../rpc";
 import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
-import { COURIER_OPEN } from "./storage";
+import { COURIER_OPEN, PRUNE_CHUNK } from "./storage";
 
 /** A `webhooks` row. Instants in ms. */
 export type WebhookRow = {
@@ -93,9 +94,11 @@ export function readWebhooks(sql: SqlStorage): WebhookRow[] {
   return sql.exec<WebhookRow>(`SELECT * FROM webhooks WHERE deleted_at IS NULL ORDER BY created_at, id`).toArray();
 }
 
-/** Whether the id was ever used (deleted registrations included: ids are never reused). */
+/** Whether the id was ever used (deleted registrations included, pruned tombstones too: ids are never reused). */
 function idTaken(sql: SqlStorage, id: string): boolean {
-  return sql.exec(`SELECT 1 FROM webhooks WHERE id = ?`, id).toArray().length > 0;
+  return (
+    sql.exec(`SELECT 1 FROM webhooks WHERE id = ?`, id).toArray().length > 0 || sql.exec(`SELECT 1 FROM deleted_ids WHERE id = ?`, id).toArray().length > 0
+  );
 }
 
 /**
@@ -225,7 +228,8 @@ export function rotateSecret(sql: SqlStorage, id: string, graceSeconds: number, 
 
 /**
  * DELETE's step: registration `id` becomes a tombstone at `now` (ms) — both secrets and the
- * header values erased, its addressed events forgotten — unless it already is one.
+ * header values erased — unless it already is one. Its addressed events (`targets`) are
+ * forgotten later, in bounded steps (`pruneDeleted`): no step reads them for a tombstone.
  *
  * @returns `"deleted"` now, `"tombstone"` if it already was one, `null` if it never existed;
  *   with its courier state.
@@ -239,7 +243,6 @@ export function tombstone(sql: SqlStorage, id: string, now: number): { found: "d
     id,
     now,
   );
-  sql.exec(`DELETE FROM targets WHERE webhook_id = ?`, id);
   return { found: "deleted", courier: row.courier };
 }
 
@@ -253,6 +256,50 @@ export function usable(sql: SqlStorage, id: string, schoolId: string, hubId: str
   if (row.enabled !== 1) return { ok: false, error: "WEBHOOK_DISABLED" };
   if (row.courier !== COURIER_OPEN) sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
   return { ok: true, value: courierConfig(row, schoolId, hubId) };
+}
+
+/** Registrations not deleted whose courier may hold state (a new hub instance wakes them). */
+export function liveCouriers(sql: SqlStorage): string[] {
+  return sql
+    .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NULL AND courier = ?`, COURIER_OPEN)
+    .toArray()
+    .map((r) => r.id);
+}
+
+/**
+ * One bounded step of forgetting deleted registrations (docs/architecture.md § Invariants):
+ * at most PRUNE_CHUNK `targets` rows of one tombstone; then at most PRUNE_CHUNK tombstones
+ * deleted over the 7-day retention at `now` (ms), their courier confirmed closed and their
+ * targets gone — each leaves its id in `deleted_ids`, so that it is never reused.
+ *
+ * @returns whether more remain (the caller comes back soon).
+ */
+export function pruneDeleted(sql: SqlStorage, now: number): boolean {
+  const withTargets = sql
+    .exec<{ id: string }>(`SELECT w.id FROM webhooks w WHERE w.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id) LIMIT 1`)
+    .toArray()[0];
+  const targets = withTargets
+    ? sql.exec(
+        `DELETE FROM targets WHERE webhook_id = ?1 AND seq IN (SELECT seq FROM targets WHERE webhook_id = ?1 ORDER BY seq LIMIT ?2)`,
+        withTargets.id,
+        PRUNE_CHUNK,
+      ).rowsWritten
+    : 0;
+  const old = sql
+    .exec<{ id: string }>(
+      `SELECT w.id FROM webhooks w WHERE w.deleted_at < ?1 AND w.courier <> ?2 AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id) LIMIT ?3`,
+      now - RETENTION_MS,
+      COURIER_OPEN,
+      PRUNE_CHUNK,
+    )
+    .toArray()
+    .map((r) => r.id);
+  if (old.length > 0) {
+    const ids = JSON.stringify(old);
+    sql.exec(`INSERT OR IGNORE INTO deleted_ids (id) SELECT value FROM json_each(?)`, ids);
+    sql.exec(`DELETE FROM webhooks WHERE id IN (SELECT value FROM json_each(?))`, ids);
+  }
+  return targets >= PRUNE_CHUNK || old.length >= PRUNE_CHUNK;
 }
 
 /** Tombstones whose courier is not confirmed closed (a DELETE whose close failed). */

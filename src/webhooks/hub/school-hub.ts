@@ -34,6 +34,12 @@ import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, hasRetained, migrate, prune
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** A close or push that failed is tried again by the alarm this much later (ms). */
 const RETRY_MS = 10_000;
+/**
+ * While hand-overs are owed, the alarm is armed at most this far ahead (ms): if this instance
+ * dies before they are acknowledged, a new one hands them over (derived from storage: the
+ * registrations whose acknowledged cursor is behind the log).
+ */
+const HANDOVER_WATCHDOG_MS = 30_000;
 
 /** The school's event hub (see the module comment); its public methods are its RPC surface. */
 export class SchoolHub extends DurableObject<Env> {
@@ -62,9 +68,12 @@ export class SchoolHub extends DurableObject<Env> {
       hubId: ctx.id.toString(),
       retryAt: (at) => void this.armAlarm(at),
     });
-    // A new instance: whatever a lost hand-over, close or push left behind is caught up.
+    // A new instance: whatever a lost hand-over, close or push left behind is caught up, and
+    // each live courier is woken once (its alarm may have been lost: under `wrangler dev` none
+    // survives a restart).
     const unfinished = behind(this.sql).length > 0 || registrations.unclosed(this.sql).length > 0;
     if (unfinished) void ctx.blockConcurrencyWhile(() => this.armAlarm(this.platform.now()));
+    this.couriers.wake(registrations.liveCouriers(this.sql));
   }
 
   /**
@@ -99,6 +108,16 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /**
+   * Whether registration `id`'s courier may hold anything (a hand-over or a call was made):
+   * `false` means its log is empty, so reads need not start it; `null` for an unknown or
+   * deleted id.
+   */
+  courierInUse(id: string): boolean | null {
+    const row = registrations.readWebhook(this.sql, id);
+    return row ? row.courier === COURIER_OPEN : null;
+  }
+
+  /**
    * Changes a registration (PATCH /v3/webhooks/{id}) in one step, then gives its courier the
    * new config before answering: from the answer on, attempts start with it (a disable: none
    * starts; its queue ends `skipped`). `events` and `filter` apply to events accepted after it.
@@ -117,12 +136,14 @@ export class SchoolHub extends DurableObject<Env> {
 
   /**
    * POST /v3/webhooks/{id}/secret/rotate: a new secret, the previous one valid `graceSeconds`
-   * (0–604800) more; the courier holds it before the answer if reachable (else the alarm pushes it).
+   * (0–604800) more; the courier holds the new secrets before the answer.
    * @returns the new secret, or `null` for an unknown or deleted id.
+   * @throws if the courier cannot be reached: the rotation is made, the alarm pushes it, and a
+   *   repeated rotation pushes its own before answering (as PATCH).
    */
   async rotateSecret(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<RotatedSecret | null> {
     const rotated = this.ctx.storage.transactionSync(() => registrations.rotateSecret(this.sql, id, graceSeconds, this.platform.now()));
-    if (rotated) await this.couriers.configure(id).catch(() => {});
+    if (rotated) await this.couriers.configure(id);
     return rotated;
   }
 
@@ -140,6 +161,8 @@ export class SchoolHub extends DurableObject<Env> {
   async deleteWebhook(id: string): Promise<boolean> {
     const found = this.ctx.storage.transactionSync(() => registrations.tombstone(this.sql, id, this.platform.now()));
     if (found === null) return false;
+    // Its addressed events are forgotten later, in bounded steps (`pruneDeleted`).
+    if (found.found === "deleted") void this.armAlarm(this.platform.now() + 1_000);
     if (found.found === "tombstone") {
       if (found.courier !== COURIER_OPEN) return false;
       // Deleted before, its close not confirmed: a close under way means a racing DELETE
@@ -170,7 +193,7 @@ export class SchoolHub extends DurableObject<Env> {
   publish(events: SchoolEvent[]): PublishResult {
     if (events[0]) this.knowSchool(events[0].schoolId);
     const done = this.ctx.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
-    this.couriers.mark(done.audiences);
+    this.handOver(done.audiences);
     if (done.seqs.length > 0) this.readers.wake();
     const loggable = events.filter((e) => e.type !== "webhook.test").length;
     return { accepted: done.seqs.length, duplicates: loggable - done.seqs.length, deliveries: done.targets };
@@ -225,7 +248,7 @@ export class SchoolHub extends DurableObject<Env> {
     });
     if (addressed === null) return;
     this.audiences = null;
-    this.couriers.mark(addressed);
+    this.handOver(addressed);
     this.readers.wake();
     await this.couriers.configure(report.webhookId).catch(() => {});
   }
@@ -250,8 +273,9 @@ export class SchoolHub extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     this.alarms.fired();
     const now = this.platform.now();
-    const more = pruneLog(this.sql, now, IDEMPOTENCY_TTL_MS);
-    this.couriers.mark(behind(this.sql));
+    const log = pruneLog(this.sql, now, IDEMPOTENCY_TTL_MS);
+    const more = registrations.pruneDeleted(this.sql, now) || log;
+    this.handOver(behind(this.sql));
     const unclosed = registrations.unclosed(this.sql);
     await Promise.all(
       unclosed.map((id) =>
@@ -263,6 +287,16 @@ export class SchoolHub extends DurableObject<Env> {
     );
     if (more) await this.armAlarm(now + 1_000);
     else if (hasRetained(this.sql)) await this.armAlarm(now + PRUNE_INTERVAL_MS);
+  }
+
+  /**
+   * Hands over to `ids` as soon as their turn comes, the alarm armed within
+   * HANDOVER_WATCHDOG_MS: what is owed is read from storage again by then if this instance dies.
+   */
+  private handOver(ids: ReadonlySet<string> | readonly string[]): void {
+    if ((ids instanceof Set ? ids.size : (ids as readonly string[]).length) === 0) return;
+    this.couriers.mark(ids);
+    void this.armAlarm(this.platform.now() + HANDOVER_WATCHDOG_MS);
   }
 
   /** Resolves when no hand-over is under way or could start now (tests, benchmark). */

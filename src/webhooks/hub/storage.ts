@@ -9,7 +9,7 @@ import { RETENTION_MS } from "../../lib/limits";
 import { applyMigrations } from "../platform/sqlite-migrations";
 
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
-const PRUNE_CHUNK = 1_000;
+export const PRUNE_CHUNK = 1_000;
 
 /** Schema migrations, applied in order; `meta.schema_version` records how many ran. Append, never edit. */
 const MIGRATIONS: string[][] = [
@@ -75,6 +75,12 @@ const MIGRATIONS: string[][] = [
      )`,
     `CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)`,
   ],
+  [
+    // The feed's `eventType` filter reads each type's events in log order (hub/feed.ts).
+    `CREATE INDEX events_type ON events (type, seq)`,
+    // Ids of tombstones pruned after the retention: an id is never reused (`registrations.create`).
+    `CREATE TABLE deleted_ids (id TEXT PRIMARY KEY) WITHOUT ROWID`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
@@ -115,7 +121,11 @@ export function pruneLog(sql: SqlStorage, now: number, keyTtlMs: number): boolea
   return more || keys >= PRUNE_CHUNK;
 }
 
-/** Whether anything is left to prune one day (events or idempotency keys). */
+/** Whether anything is left to prune one day (events, idempotency keys or tombstones). */
 export function hasRetained(sql: SqlStorage): boolean {
-  return sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0 || sql.exec(`SELECT 1 FROM idempotency_keys LIMIT 1`).toArray().length > 0;
+  return (
+    sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0 ||
+    sql.exec(`SELECT 1 FROM idempotency_keys LIMIT 1`).toArray().length > 0 ||
+    sql.exec(`SELECT 1 FROM webhooks WHERE deleted_at IS NOT NULL LIMIT 1`).toArray().length > 0
+  );
 }

@@ -100,6 +100,8 @@ export async function queuedCount(webhookId: string): Promise<number> {
 /**
  * Runs the hub's alarm (its hand-overs) and each courier's alarm (and waits for their
  * attempts) until nothing is due now. Deliveries scheduled in the future (retries) stay queued.
+ * It starts every object and calls them itself: a restart test, which must show that the
+ * objects wake by themselves, uses `drainByAlarms` (alarms.ts) instead.
  */
 export async function drain(schoolId: string): Promise<void> {
   const hub = hubFor(env, schoolId);

@@ -155,6 +155,11 @@ export class SimulatedPlatform {
     clock.jump(until);
   }
 
+  /** Drops the timers of object `objectId` on a virtual clock (its instance was reset). */
+  forgetTimersOf(objectId: string): void {
+    if (this.clock instanceof VirtualClock) this.clock.dropTimersOf(objectId);
+  }
+
   // -------------------------------------------------------------------------------------
   // The platform of one object instance
 

@@ -1,0 +1,68 @@
+/**
+ * Restart tests' tools: a reset of a real Durable Object that proves itself and records the
+ * alarm the object left in storage, and `drainByAlarms`, which drives objects by their own
+ * alarms on the virtual clock and never calls an object's method (unlike `drain`), so that
+ * "the work resumes with no new request" is what a test shows.
+ */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { expect } from "vitest";
+import type { SimulatedPlatform } from "./platform-sim";
+
+let resets = 0;
+
+/**
+ * Resets the object behind `stub` the way the runtime does (`state.abort()`): its memory and
+ * its timers on the virtual clock are gone. With `loseAlarm`, its alarm is deleted first, as
+ * `wrangler dev` loses every alarm at a restart (workers-sdk#7781). Asserts that the reset
+ * happened: the call fails with the abort's own reason.
+ *
+ * @returns the alarm the object had set (ms), as the runtime would fire it, or `null`.
+ */
+export async function resetObject(sim: SimulatedPlatform, stub: DurableObjectStub, opts: { loseAlarm?: boolean } = {}): Promise<number | null> {
+  const reason = `reset #${++resets} by the test`;
+  let alarm: number | null = null;
+  const outcome = await runInDurableObject(stub, async (_instance, state) => {
+    alarm = await state.storage.getAlarm();
+    if (opts.loseAlarm) await state.storage.deleteAlarm();
+    state.abort(reason);
+  }).then(
+    () => "no error",
+    (err: unknown) => String(err),
+  );
+  expect(outcome).toContain(reason);
+  sim.forgetTimersOf(stub.id.toString());
+  return alarm;
+}
+
+/** The alarm set on `stub` (ms), or `null`. Reading it starts an instance, as the alarm would when it fires. */
+async function alarmOf(stub: DurableObjectStub): Promise<number | null> {
+  return runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+}
+
+/**
+ * Runs the alarms of `stubs`, earliest first, that fall within `withinMs` of simulated time
+ * from now: the virtual clock is moved to each one (`sim.advance`, timers firing on the way),
+ * the alarm runs (`runDurableObjectAlarm`), and the objects settle. Nothing else is called on
+ * the objects. A reset object's alarm must be checked first (`resetObject` returns it):
+ * reading an alarm here starts the object, whose constructor may arm one of its own.
+ *
+ * @returns the instants (ms) of the alarms run, in order.
+ */
+export async function drainByAlarms(sim: SimulatedPlatform, stubs: readonly DurableObjectStub[], withinMs: number): Promise<number[]> {
+  const until = sim.clock.now() + withinMs;
+  const ran: number[] = [];
+  for (let round = 0; round < 100; round++) {
+    let next: { stub: DurableObjectStub; at: number } | null = null;
+    for (const stub of stubs) {
+      const at = await alarmOf(stub);
+      if (at !== null && at <= until && (next === null || at < next.at)) next = { stub, at };
+    }
+    if (next === null) break;
+    await sim.advance(Math.max(0, next.at - sim.clock.now()));
+    await runDurableObjectAlarm(next.stub);
+    ran.push(next.at);
+    await sim.advance(0);
+  }
+  await sim.advance(Math.max(0, until - sim.clock.now()));
+  return ran;
+}
