@@ -31,6 +31,8 @@ export interface NewWebhook {
   headers: Record<string, string>;
   /** 1–1,000 attempts started per second at most; `null`: no throttle. */
   maxPerSecond: number | null;
+  /** The id of the API key behind the request's credential (`createdBy`); `null` when unknown. */
+  createdBy: string | null;
 }
 
 /** A registration's filter: lists of 1–100 ids per dimension, at least one dimension. */

@@ -79,6 +79,7 @@ export const registrationOperations: Operation<Env>[] = [
           filter: body.filter ?? null,
           headers: body.headers ?? {},
           maxPerSecond: body.maxPerSecond ?? null,
+          createdBy: rc.keyId ?? null,
         },
         idem,
       );

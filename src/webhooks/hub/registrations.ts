@@ -39,6 +39,7 @@ export type WebhookRow = {
   created_at: number;
   updated_at: number;
   deleted_at: number | null;
+  created_by: string | null;
   version: number;
   enabled_version: number;
   disables: number;
@@ -60,6 +61,7 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     enabled: row.enabled === 1,
     disabledReason: row.enabled === 1 ? null : row.disabled_reason,
     disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
+    createdBy: row.created_by,
     createdAt: formatInstant(row.created_at),
     updatedAt: formatInstant(row.updated_at),
   };
@@ -127,8 +129,8 @@ export function create(sql: SqlStorage, input: NewWebhook, idem: IdempotencyInpu
 function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
   const secret = newSecret();
   sql.exec(
-    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9)`,
+    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10)`,
     id,
     input.url,
     JSON.stringify(input.events),
@@ -138,6 +140,7 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: numb
     input.maxPerSecond,
     secret,
     now,
+    input.createdBy,
   );
   return secret;
 }

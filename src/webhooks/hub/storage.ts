@@ -75,6 +75,8 @@ const MIGRATIONS: string[][] = [
      )`,
     `CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)`,
   ],
+  // The id of the API key that created each registration (`createdBy`); null for older rows.
+  [`ALTER TABLE webhooks ADD COLUMN created_by TEXT`],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
