@@ -45,6 +45,12 @@ export class RequestContext {
    * minted before sessions recorded it. The log line's `keyId`; a new registration's `createdBy`.
    */
   keyId: string | null | undefined = undefined;
+  /**
+   * Whether the request's credential was verified recently in this isolate (src/http/
+   * rate-limit.ts): an operation that would send a body to D1 with the credential's lookup
+   * first checks a credential not known yet, alone (docs/reference.md § Conventions).
+   */
+  credentialRecentlyVerified = false;
   /** Whether the verified credential is a portal session token (its school's tokens share one rate-limit counter). */
   viaPortalToken = false;
   /** The `operationId` of the operation the router matched (the log line's). */
