@@ -58,6 +58,12 @@ export interface WebhookUpdate {
   enabled?: boolean;
 }
 
+/**
+ * What `SchoolHub.updateWebhook` answers, nothing changed, to a PATCH of `url` without
+ * `headers` on a registration that has custom headers.
+ */
+export const HEADERS_REQUIRED = "HEADERS_REQUIRED";
+
 /** Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate): `{ id, secret, previousSecretExpiresAt }`. */
 export type RotatedSecret = z.infer<typeof rotatedSecretSchema>;
 

@@ -18,6 +18,7 @@ import {
   type WebhookRecord,
   type WebhookUpdate,
 } from "../rpc";
+import { HEADERS_REQUIRED } from "../rpc";
 import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
 import { COURIER_OPEN } from "./storage";
 
@@ -150,11 +151,16 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: numb
  * `manual`), `enabled: true` re-enables it. Every change bumps `version`, so its courier is
  * given the new config.
  *
- * @returns the row after the change, or `null` for an unknown or deleted id.
+ * A new `url` on a registration with custom headers must come with `headers`: the values
+ * are bound to the URL they were given for (docs/reference.md § PATCH /v3/webhooks/{id}).
+ *
+ * @returns the row after the change, `null` for an unknown or deleted id, or
+ *   `HEADERS_REQUIRED` (nothing changed) for a `url` without `headers` on a registration with custom headers.
  */
-export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate, now: number): WebhookRow | null {
+export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate, now: number): WebhookRow | null | typeof HEADERS_REQUIRED {
   const before = readWebhook(sql, id);
   if (!before) return null;
+  if (change.url !== undefined && change.headers === undefined && before.headers !== "{}") return HEADERS_REQUIRED;
   const set: string[] = [];
   const values: unknown[] = [];
   const put = (column: string, value: unknown) => {
