@@ -22,7 +22,7 @@ import { check, runScript, runSelfTest } from "./lib/selftest";
 import { applyMigrations, d1Query } from "./lib/wrangler";
 
 const SCHOOL = "sch_keys_selftest";
-const IMPORTED_KEY = "sk_test_keys_selftest_imported";
+const IMPORTED_KEY = "sk_test_keys_selftest_imported_0123456789";
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "keys-selftest-"));
