@@ -164,6 +164,30 @@ describe("GET /v3/webhooks", () => {
   });
 });
 
+describe("PATCH of url on a registration with custom headers (header values are bound to their URL)", () => {
+  it("400 VALIDATION_ERROR naming headers without headers; with the same values, new ones or null, the url changes", async () => {
+    const { key } = await newSchool("hdr");
+    const hook = await register(key, "https://erp.example.com/in", { headers: { "x-api-key": "secret-value-1" } });
+    const moved = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { url: "https://attacker.example.net/in" } });
+    expect([moved.status, moved.body.code, moved.body.details.map((d: { path: string }) => d.path)]).toEqual([400, "VALIDATION_ERROR", ["headers"]]);
+    // Nothing changed.
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { key })).body.result).toMatchObject({ url: "https://erp.example.com/in", headerNames: ["x-api-key"] });
+
+    for (const [i, headers, names] of [
+      [1, { "x-api-key": "secret-value-1" }, ["x-api-key"]],
+      [2, { authorization: "Bearer new" }, ["authorization"]],
+      [3, null, []],
+    ] as const) {
+      const url = `https://erp${i}.example.com/in`;
+      const ok = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { url, headers } });
+      expect([ok.status, ok.body.result.url, ok.body.result.headerNames]).toEqual([200, url, names]);
+    }
+    // Without custom headers, a url alone is fine.
+    const bare = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { url: "https://erp.example.com/again" } });
+    expect(bare.status).toBe(200);
+  });
+});
+
 describe("DELETE /v3/webhooks/{id}", () => {
   it("answers { id, deleted: true }, then 404 for a second delete; the id stays unknown everywhere", async () => {
     const { key } = await newSchool("del");
