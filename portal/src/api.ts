@@ -320,11 +320,9 @@ export const api = {
    * then on (401: the link was used already, or its session ended or was revoked).
    */
   async redeemLink(token: string): Promise<Credential> {
-    const { json } = await exchange<{ result: { token: string; expiresAt: string; readOnly: boolean; school: School } }>(
-      "POST",
-      "/v3/portal-sessions/redeem",
-      { key: token },
-    );
+    const { json } = await exchange<{ result: { token: string; expiresAt: string; readOnly: boolean; school: School } }>("POST", "/v3/portal-sessions/redeem", {
+      key: token,
+    });
     const r = json.result;
     return { secret: r.token, session: { expiresAt: r.expiresAt, readOnly: r.readOnly }, school: r.school };
   },

@@ -12,16 +12,7 @@ import "./styles.css";
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ReadOnlyProvider } from "./access";
-import {
-  api,
-  type Credential,
-  type PortalSession,
-  setSessionHandler,
-  setUnauthorizedHandler,
-  storeCredential,
-  storedCredential,
-  takeLinkToken,
-} from "./api";
+import { api, type Credential, type PortalSession, setSessionHandler, setUnauthorizedHandler, storeCredential, storedCredential, takeLinkToken } from "./api";
 import { ErrorAlert, type Problem } from "./components";
 import { formatInstant } from "./format";
 import type { Flash } from "./navigation";

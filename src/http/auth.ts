@@ -102,7 +102,8 @@ async function schoolOfPortalToken(request: Request, db: D1Database, rc: Request
   );
   if (!row) throw errors.unauthorized();
   // Only the holder of the token learns why it no longer works: say so, the portal shows it.
-  if (row.revoked_at !== null) throw new ApiError("UNAUTHORIZED", `This portal session was revoked, or its link was used already (a link opens once); ${NEW_LINK}.`);
+  if (row.revoked_at !== null)
+    throw new ApiError("UNAUTHORIZED", `This portal session was revoked, or its link was used already (a link opens once); ${NEW_LINK}.`);
   if (row.expires_at <= Date.now()) throw new ApiError("UNAUTHORIZED", `This portal session ended at ${formatInstant(row.expires_at)}; ${NEW_LINK}.`);
   verifiedSchool(rc, row.school_id, row.key_id);
   rc.viaPortalToken = true;

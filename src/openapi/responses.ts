@@ -37,7 +37,8 @@ export const COMMON_HEADERS = {
     example: `"default";q=600;w=${RATE_LIMIT_WINDOW_S}`,
   },
   CacheControl: {
-    description: "`no-store` on every answer of the API, errors included: answers may carry secrets (a portal token, a webhook secret), and no cache may keep one.",
+    description:
+      "`no-store` on every answer of the API, errors included: answers may carry secrets (a portal token, a webhook secret), and no cache may keep one.",
     required: true,
     schema: { type: "string", enum: ["no-store"] },
     example: "no-store",

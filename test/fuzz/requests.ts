@@ -1790,9 +1790,14 @@ function redeemPortalSession(ctx: FuzzContext) {
 /** GET /v3/school: no query parameter. */
 function getSchool(ctx: FuzzContext) {
   return both((invalid) =>
-    fc.tuple(fc.constantFrom(ctx.readKey, ctx.writeKey).chain((k) => authArb(ctx, k)), noQueryArb(invalid)).map(([auth, params]) =>
-      build({ route: "GET /v3/school", method: "GET", path: `/v3/school${queryString(params)}`, auth, faults: faultsOf(params), success: [200] }),
-    ),
+    fc
+      .tuple(
+        fc.constantFrom(ctx.readKey, ctx.writeKey).chain((k) => authArb(ctx, k)),
+        noQueryArb(invalid),
+      )
+      .map(([auth, params]) =>
+        build({ route: "GET /v3/school", method: "GET", path: `/v3/school${queryString(params)}`, auth, faults: faultsOf(params), success: [200] }),
+      ),
   );
 }
 

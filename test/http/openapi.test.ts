@@ -271,7 +271,8 @@ describe("the document covers the route table and the contract", () => {
       const op = operation(key);
       if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs") || key === "GET /v3/event-types") expect(op.security, key).toEqual([]);
       // Conventions: portal tokens may use only /v3/webhooks…, /v3/events, /v3/event-types, /v3/school and the redeem.
-      else if (/^[A-Z]+ \/v3\/(webhooks|events|school$|portal-sessions\/redeem$)/.test(key)) expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }]);
+      else if (/^[A-Z]+ \/v3\/(webhooks|events|school$|portal-sessions\/redeem$)/.test(key))
+        expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }]);
       else expect(op.security, key).toBeUndefined();
     }
   });

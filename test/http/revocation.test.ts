@@ -77,7 +77,11 @@ describe("registrations record createdBy", () => {
     const a = await newKey("a");
     const b = await newKey("b");
     const direct = await callJson("/v3/webhooks", { method: "POST", key: a.key, json: { url: "https://created-by.example.com/a" } });
-    const viaToken = await callJson("/v3/webhooks", { method: "POST", key: await redeem(await mint(b.key)), json: { url: "https://created-by.example.com/b" } });
+    const viaToken = await callJson("/v3/webhooks", {
+      method: "POST",
+      key: await redeem(await mint(b.key)),
+      json: { url: "https://created-by.example.com/b" },
+    });
     expect([direct.body.result.createdBy, viaToken.body.result.createdBy]).toEqual([a.id, b.id]);
     const list = await callJson("/v3/webhooks", { key: a.key });
     expect(list.body.result.map((w: { url: string; createdBy: string }) => [w.url, w.createdBy])).toEqual([

@@ -20,7 +20,11 @@ async function search(key: string, body: string) {
   const { db, sent } = recordingD1(env.DB);
   const exec = createExecutionContext();
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const res = await worker.fetch(new Request(`${BASE}/v3/courses:search`, { method: "POST", headers, body }) as Request<unknown, IncomingRequestCfProperties>, { ...env, DB: db }, exec);
+  const res = await worker.fetch(
+    new Request(`${BASE}/v3/courses:search`, { method: "POST", headers, body }) as Request<unknown, IncomingRequestCfProperties>,
+    { ...env, DB: db },
+    exec,
+  );
   await waitOnExecutionContext(exec);
   await checkResponse("POST", `${BASE}/v3/courses:search`, res.clone());
   return { res, sent };
