@@ -165,7 +165,7 @@ async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, sta
  * @throws ImportExecutionError when a wrangler call fails (earlier chunks stay written).
  */
 export async function importData(data: unknown, opts: ImportOptions = {}): Promise<ImportSummary> {
-  const checked = validateImport(data);
+  const checked = validateImport(data, { remote: opts.target === "remote" });
   if (!checked.ok) throw new ImportValidationError(checked.problems);
   await checkStoredKeys(checked.file, opts);
   return importValidated(checked.file, opts);
@@ -265,7 +265,7 @@ export async function importJsonFile(file: string, opts: ImportOptions = {}): Pr
   } catch (err) {
     throw new ImportValidationError([{ path: "$", message: `invalid JSON: ${(err as Error).message}` }]);
   }
-  const checked = validateImport(data);
+  const checked = validateImport(data, { remote: opts.target === "remote" });
   if (!checked.ok) throw new ImportValidationError(checked.problems);
   await checkStoredKeys(checked.file, opts);
   const validateSeconds = (performance.now() - t0) / 1000;

@@ -10,26 +10,38 @@
  *   only its SHA-256 hash is stored (with the id, the label and the last 4 characters).
  * - `list` prints the school's keys, oldest first: id, label, last 4 characters, createdAt
  *   and revokedAt — never the key.
- * - `revoke` revokes a key by its id: from then on it is refused (401). Revoking a revoked
- *   key keeps its first revocation.
+ * - `revoke` revokes a key by its id and, in the same batch, the portal sessions minted with
+ *   it (or redeemed from those): from then on all are refused (401). It prints how many
+ *   sessions it revoked and how to review what the key did (its registrations, its log
+ *   lines). Revoking a revoked key keeps its first revocation.
  *
  * Text on stdout (tab-free, aligned), or JSON with `--json`. Errors on stderr. Exit status:
  * 0 done, 1 wrangler failed, 2 bad usage or an unknown school or key id.
  */
-import { type ApiKeyListing, insertKey, type KeyListRow, keyListing, labelProblem, listKeys, newApiKey, revokeKey } from "../src/db/api-keys";
+import {
+  type ApiKeyListing,
+  insertKey,
+  type KeyListRow,
+  keyListing,
+  labelProblem,
+  listKeys,
+  newApiKey,
+  revokeKey,
+  revokeSessionsOfKey,
+} from "../src/db/api-keys";
 import { renderLiteral } from "../src/db/import-sql";
 import { ID_RE } from "../src/lib/ids";
 import { formatInstant } from "../src/lib/time";
 import { parseCli } from "./lib/args";
 import { runIfMain } from "./lib/cli";
-import { d1Query, userPath } from "./lib/wrangler";
+import { d1Query, d1Statements, userPath } from "./lib/wrangler";
 
 const USAGE = `usage: npm run keys -- <command> [--local | --remote] [--persist-to DIR] [--json]
 
 commands:
   create --school ID [--label TEXT]  mint a new sk_live_ key for the school: printed once, with its key id
   list --school ID                   the school's keys: id, label, last 4 characters, createdAt, revokedAt (never the key)
-  revoke KEY_ID                      revoke the key: from then on it is refused (401)
+  revoke KEY_ID                      revoke the key and its portal sessions: from then on all are refused (401)
 
 options:
   --local           the local D1 database of wrangler dev (default)
@@ -107,18 +119,42 @@ async function list(schoolId: string, json: boolean, where: Target): Promise<num
   return 0;
 }
 
-/** `revoke`: revokes key `id`. @returns the exit status (2 when no key has this id). */
+/** How to review what a revoked key did (docs/operations.md § Keys, logs). */
+const reviewHint = (id: string, schoolId: string) =>
+  `review what it did:
+  - its webhook registrations: GET /v3/webhooks with another credential of school ${schoolId}, the records whose createdBy is "${id}" (delete those you do not trust)
+  - its requests: the Workers Logs lines whose keyId is "${id}" (portal sessions it minted included)`;
+
+/**
+ * `revoke`: revokes key `id` and its live portal sessions in one batch (one commit).
+ *
+ * @returns the exit status (2 when no key has this id: nothing changed).
+ */
 async function revoke(id: string, json: boolean, where: Target): Promise<number> {
   const now = Date.now();
-  const [row] = await run<{ id: string; school_id: string; revoked_at: number }>(revokeKey(id, now), where);
+  const sql = renderLiteral([revokeKey(id, now), revokeSessionsOfKey(id, now)], Number.POSITIVE_INFINITY).join(";\n");
+  const [keyRows = [], sessionRows = []] = await d1Statements<Record<string, unknown>>(sql, where.target, where.persistTo);
+  const row = keyRows[0] as { id: string; school_id: string; revoked_at: number } | undefined;
   if (!row) {
     console.error(`no API key with id "${id}" in the ${where.target} database (list a school's keys: npm run keys -- list --school ID)`);
     return 2;
   }
   const already = row.revoked_at !== now;
-  if (json) console.log(JSON.stringify({ id, schoolId: row.school_id, revokedAt: formatInstant(row.revoked_at), alreadyRevoked: already }, null, 2));
-  else if (already) console.log(`key ${id} (school ${row.school_id}) was already revoked at ${formatInstant(row.revoked_at)}`);
-  else console.log(`key ${id} (school ${row.school_id}) revoked at ${formatInstant(row.revoked_at)}: it is refused (401) from now on`);
+  const sessions = sessionRows.length;
+  if (json) {
+    console.log(
+      JSON.stringify(
+        { id, schoolId: row.school_id, revokedAt: formatInstant(row.revoked_at), alreadyRevoked: already, portalSessionsRevoked: sessions },
+        null,
+        2,
+      ),
+    );
+    return 0;
+  }
+  const head = already
+    ? `key ${id} (school ${row.school_id}) was already revoked at ${formatInstant(row.revoked_at)}`
+    : `key ${id} (school ${row.school_id}) revoked at ${formatInstant(row.revoked_at)}: it and its portal sessions are refused (401) from now on`;
+  console.log(`${head}\nportal sessions revoked with it: ${sessions}\n${reviewHint(id, row.school_id)}`);
   return 0;
 }
 

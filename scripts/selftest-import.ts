@@ -86,8 +86,8 @@ async function main(): Promise<void> {
     ];
     const dupBroken = {
       schools: [
-        { id: "sch_t", name: "Lycée Test", apiKeys: ["sk_test_dup"] },
-        { id: "sch_u", name: "Lycée Autre", apiKeys: ["sk_test_dup"] },
+        { id: "sch_t", name: "Lycée Test", apiKeys: ["sk_test_dup_0123456789abcdefghijklmnopq"] },
+        { id: "sch_u", name: "Lycée Autre", apiKeys: ["sk_test_dup_0123456789abcdefghijklmnopq"] },
       ],
       groups: [
         { id: "grp_1", schoolId: "sch_t", name: "2nde A" },
@@ -111,9 +111,11 @@ async function main(): Promise<void> {
       "validateImport reports duplicate ids and keys",
       `got ${JSON.stringify(expectedPaths(dupBroken))}`,
     );
+    const weakBroken = { schools: [{ id: "sch_t", name: "Lycée Test", apiKeys: ["sk_test_short_key", `sk_${"a".repeat(32)}`] }] };
     for (const [name, data, paths] of [
       ["schema", schemaBroken, schemaPaths],
       ["duplicates", dupBroken, dupPaths],
+      ["a key shorter than sk_ + 32 characters", weakBroken, ["schools[0].apiKeys[0]"]],
     ] as const) {
       const f = path.join(dir, `broken-${name}.json`);
       await writeFile(f, JSON.stringify(data, null, 2));
@@ -131,6 +133,15 @@ async function main(): Promise<void> {
     await writeFile(bad, "{ not json");
     const rj = await runImport([bad, "--persist-to", persistBroken, "--quiet"]);
     check(rj.code !== 0 && /\$: invalid JSON/.test(rj.stderr), "invalid JSON: non-zero exit, reported at $", rj.stderr);
+    // --remote refuses the demo keys while validating, before wrangler or any network.
+    const demo = path.join(dir, "demo-key.json");
+    await writeFile(demo, JSON.stringify({ schools: [{ id: "sch_demo", name: "Démo", apiKeys: ["sk_test_demo_4qX7mB2nR9tK5wE8yC3vL6pZ"] }] }));
+    const rr = await runImport([demo, "--remote", "--quiet"]);
+    check(
+      rr.code !== 0 && rr.stderr.split("\n").some((l) => l.trimStart().startsWith("schools[0].apiKeys[0]: ") && l.includes("--remote refuses")),
+      "--remote: a sk_test_ key refuses the file, with its path",
+      rr.stderr,
+    );
 
     // (b) A small file imported twice into a throw-away database.
     const persist = path.join(dir, "state");
@@ -197,7 +208,7 @@ async function main(): Promise<void> {
     // (d) A key stored for another school refuses the whole file, with its JSON path.
     const s4 = await snapshot(persist);
     const stolen = {
-      schools: [{ id: "sch_thief", name: "Autre lycée", apiKeys: ["sk_test_selftest_fresh", key] }],
+      schools: [{ id: "sch_thief", name: "Autre lycée", apiKeys: ["sk_test_selftest_fresh_0123456789abcdefgh", key] }],
       trainings: [{ id: "trn_thief", schoolId: "sch_thief", name: "BTS" }],
     };
     const stolenFile = path.join(dir, "stolen.json");

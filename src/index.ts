@@ -38,6 +38,7 @@ export function workerOf(routes: readonly Route<Env>[]) {
       logRequest({
         requestId: rc.requestId,
         schoolId: rc.schoolId,
+        keyId: rc.keyId,
         operationId: rc.operationId,
         method: request.method,
         path: new URL(request.url).pathname.slice(0, 200),

@@ -96,9 +96,9 @@ interface SchoolPlan {
   surveys: number;
 }
 
-/** Deterministic key of small school number `n` (3…). */
+/** Deterministic key of small school number `n` (3…): `sk_` + 33 characters of `[A-Za-z0-9_]`, as the import requires. */
 function smallSchoolKey(n: number): string {
-  return `sk_test_s${pad(n)}_${createHash("sha256").update(`school-${n}`).digest("base64url").slice(0, 24)}`;
+  return `sk_test_s${pad(n)}_${createHash("sha256").update(`school-${n}`).digest("base64url").slice(0, 24).replaceAll("-", "_")}`;
 }
 
 /** The schools: `sch_demo` with the asked sizes, then small ones. */

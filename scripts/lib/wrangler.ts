@@ -140,6 +140,17 @@ export function migrationHint(output: string, target: "local" | "remote", persis
  * @throws Error with wrangler's output (and `migrationHint`) when wrangler fails or prints no JSON.
  */
 export async function d1Query<T = Record<string, unknown>>(sql: string, target: "local" | "remote" = "local", persistTo?: string): Promise<T[]> {
+  return (await d1Statements<T>(sql, target, persistTo)).at(-1) ?? [];
+}
+
+/**
+ * Runs `sql`, one or more statements separated by `;`, with one `wrangler d1 execute DB
+ * --command … --json` (D1 runs them as one batch: all commit or none) and returns the rows of
+ * each statement, in order.
+ *
+ * @throws Error as `d1Query`.
+ */
+export async function d1Statements<T = Record<string, unknown>>(sql: string, target: "local" | "remote" = "local", persistTo?: string): Promise<T[][]> {
   const r = await runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
   if (r.code !== 0)
     throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}${migrationHint(`${r.stdout}${r.stderr}`, target, persistTo)}`);
@@ -150,7 +161,7 @@ export async function d1Query<T = Record<string, unknown>>(sql: string, target: 
   } catch {
     throw new Error(`wrangler d1 execute printed no JSON:\n${r.stdout}${r.stderr}`);
   }
-  return parsed.at(-1)?.results ?? [];
+  return parsed.map((p) => p.results ?? []);
 }
 
 /**

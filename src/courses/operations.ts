@@ -130,6 +130,9 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req, env.DB, rc);
+        // A key this isolate has not verified recently is checked alone, one small read,
+        // before its body (up to 1 MiB) is parsed or sent to D1 (docs/reference.md § Conventions).
+        if (!rc.credentialRecentlyVerified) await schoolOfKey(env.DB, rc, keyHash);
         const q = await parseAuthenticated(env, rc, keyHash, async () => {
           const names = [...new Set(queryOf(req).keys())];
           if (names.length > 0) {

@@ -30,13 +30,13 @@ export async function readCoursePage(
   const [keyRows, rows] = await rc.db(() =>
     db.batch([
       db
-        .select({ schoolId: apiKeys.schoolId })
+        .select({ schoolId: apiKeys.schoolId, keyId: apiKeys.id })
         .from(apiKeys)
         .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt))),
       selectCoursePage(db, { keyHash }, q),
     ]),
   );
-  verifiedSchool(rc, keyRows[0]?.schoolId);
+  verifiedSchool(rc, keyRows[0]?.schoolId, keyRows[0]?.keyId ?? null);
   return { rows: rows.slice(0, q.limit), hasMore: rows.length > q.limit };
 }
 

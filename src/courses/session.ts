@@ -12,12 +12,12 @@ import { ApiError } from "../http/errors";
 import { BOOKMARK_HEADER, bookmarkHeaderSchema, readBookmark } from "../http/headers";
 import { rejectQuery } from "../http/request";
 
-/** Validates a request, answering 401 before 400: when parsing fails, the key is checked first (an extra round trip on the error path only). */
+/** Validates a request, answering 401 before 400: when parsing fails, the key is checked first unless it was already (an extra round trip on the error path only). */
 export async function parseAuthenticated<T>(env: Env, rc: RequestContext, keyHash: string, parse: () => T | Promise<T>): Promise<T> {
   try {
     return await parse();
   } catch (err) {
-    if (err instanceof ApiError) await schoolOfKey(env.DB, rc, keyHash);
+    if (err instanceof ApiError && rc.schoolId === undefined) await schoolOfKey(env.DB, rc, keyHash);
     throw err;
   }
 }

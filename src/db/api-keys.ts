@@ -106,10 +106,26 @@ export function keyListing(rows: readonly KeyListRow[]): ApiKeyListing[] | null 
  * Revokes the key `id` at `now` (a key revoked already keeps its first revocation). Its rows
  * (`RETURNING id, school_id, revoked_at`): none when no key has this id; `revoked_at` other
  * than `now` when it was revoked before. Revoking is for good: nothing un-revokes a key.
+ * `npm run keys -- revoke` runs it in one batch with `revokeSessionsOfKey`
+ * (docs/operations.md § Keys, logs).
  */
 export function revokeKey(id: string, now = Date.now()): ImportStep {
   return {
     kind: "command",
     sql: (v) => `UPDATE api_keys SET revoked_at = coalesce(revoked_at, ${v(now)}) WHERE id = ${v(id)} RETURNING id, school_id, revoked_at`,
+  };
+}
+
+/**
+ * Revokes, at `now`, every live portal session minted with the key `id` or redeemed from one
+ * (a redeemed session inherits its key id: docs/reference.md § Portal sessions). Its rows:
+ * one per session revoked now. Sent in the same batch as `revokeKey`, so the key and its
+ * sessions end in one commit.
+ */
+export function revokeSessionsOfKey(id: string, now = Date.now()): ImportStep {
+  return {
+    kind: "command",
+    sql: (v) =>
+      `UPDATE portal_sessions SET revoked_at = ${v(now)} WHERE key_id = ${v(id)} AND revoked_at IS NULL AND expires_at > ${v(now)} RETURNING 1 AS revoked`,
   };
 }

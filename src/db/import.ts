@@ -16,10 +16,12 @@ const id = idSchema;
 const nonEmpty = textSchema();
 const instant = instantSchema();
 
+const KEY_FORM_RE = new RegExp(`^${API_KEY_PATTERN}$`);
+
 const schoolSchema = z.strictObject({
   id,
   name: nonEmpty,
-  apiKeys: z.array(z.string().regex(new RegExp(`^${API_KEY_PATTERN}$`), "must start with sk_ and use [A-Za-z0-9_-]")).default([]),
+  apiKeys: z.array(z.string().regex(KEY_FORM_RE, "must start with sk_ and use [A-Za-z0-9_-]")).default([]),
 });
 const namedSchema = z.strictObject({ id, schoolId: id, name: nonEmpty });
 const personSchema = z.strictObject({
@@ -71,12 +73,23 @@ export interface ImportProblem {
 }
 
 /**
+ * An imported API key: `sk_` then at least 32 characters of `[A-Za-z0-9_]`
+ * (docs/reference.md § Data import). Checked by `validateImport`, not by the schema, which the
+ * tests' fixtures also load through.
+ */
+const STRONG_KEY_RE = /^sk_[A-Za-z0-9_]{32,}$/;
+
+/** The prefix of demo keys, which a remote import refuses. */
+const DEMO_KEY_PREFIX = "sk_test_";
+
+/**
  * Validates a decoded import file, reporting every problem with its JSON path, all at once:
  * the schema (unknown fields included), end after start, duplicate ids within a kind, an API
- * key listed twice. References to other ids are not checked: they may already be in the
- * database.
+ * key listed twice, shorter than `sk_` + 32 characters of `[A-Za-z0-9_]`, or (with
+ * `remote`: the import writes to a deployment) a demo `sk_test_` key. References to other
+ * ids are not checked: they may already be in the database.
  */
-export function validateImport(data: unknown): { ok: true; file: ImportFile } | { ok: false; problems: ImportProblem[] } {
+export function validateImport(data: unknown, opts: { remote?: boolean } = {}): { ok: true; file: ImportFile } | { ok: false; problems: ImportProblem[] } {
   const parsed = importFileSchema.safeParse(data);
   const problems: ImportProblem[] = parsed.success
     ? []
@@ -84,7 +97,7 @@ export function validateImport(data: unknown): { ok: true; file: ImportFile } | 
         path: jsonPath(i.path),
         message: i.code === "unrecognized_keys" ? `unknown field(s): ${(i as { keys: string[] }).keys.join(", ")}` : i.message,
       }));
-  problems.push(...crossChecks(data));
+  problems.push(...crossChecks(data, opts.remote === true));
   return parsed.success && problems.length === 0 ? { ok: true, file: parsed.data } : { ok: false, problems };
 }
 
@@ -93,9 +106,9 @@ const KINDS = ["schools", "trainings", "groups", "students", "professors", "surv
 /**
  * Checks across items, run on the raw file so that they report alongside schema problems
  * (items too malformed to tell are skipped): duplicate ids within a kind (per school), an
- * API key listed twice, a course whose end is not after its start.
+ * API key listed twice, weak or (`remote`) a demo key, a course whose end is not after its start.
  */
-function crossChecks(data: unknown): ImportProblem[] {
+function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
   const problems: ImportProblem[] = [];
   if (typeof data !== "object" || data === null) return problems;
   const items = (kind: string): Record<string, unknown>[] => {
@@ -116,7 +129,13 @@ function crossChecks(data: unknown): ImportProblem[] {
     if (!Array.isArray(s.apiKeys)) return;
     s.apiKeys.forEach((k, j) => {
       if (typeof k !== "string") return;
-      if (keys.has(k)) problems.push({ path: `schools[${i}].apiKeys[${j}]`, message: "API key listed twice" });
+      const path = `schools[${i}].apiKeys[${j}]`;
+      // A key the schema refuses already is reported once, by the schema.
+      if (!KEY_FORM_RE.test(k)) return;
+      if (!STRONG_KEY_RE.test(k)) problems.push({ path, message: "must be sk_ followed by at least 32 characters of [A-Za-z0-9_]" });
+      else if (remote && k.startsWith(DEMO_KEY_PREFIX))
+        problems.push({ path, message: "a demo key (sk_test_…): --remote refuses them; mint live keys with npm run keys -- create" });
+      if (keys.has(k)) problems.push({ path, message: "API key listed twice" });
       keys.add(k);
     });
   });

@@ -67,14 +67,22 @@ export const portalSessions = sqliteTable(
     expiresAt: integer("expires_at").notNull(),
     /** Only the GET operations of its scope. */
     readOnly: integer("read_only", { mode: "boolean" }).notNull().default(false),
-    /** ms since epoch; non-null means revoked (DELETE /v3/portal-sessions). */
+    /** ms since epoch; non-null means revoked (DELETE /v3/portal-sessions, a redeem, the key's revocation). */
     revokedAt: integer("revoked_at"),
+    /**
+     * The id of the API key that minted the session (`api_keys.id`); a redeemed session
+     * inherits it. Revoking the key revokes its sessions. Null for sessions minted before it
+     * was recorded (they end by expiry or DELETE /v3/portal-sessions).
+     */
+    keyId: text("key_id"),
   },
   (t) => [
-    // DELETE /v3/portal-sessions: the school's tokens still alive.
+    // DELETE /v3/portal-sessions and the live-session cap: the school's tokens still alive.
     index("portal_sessions_school_idx").on(t.schoolId, t.expiresAt),
     // The cron's pruning of ended sessions.
     index("portal_sessions_expires_idx").on(t.expiresAt),
+    // `npm run keys -- revoke`: the sessions of a key.
+    index("portal_sessions_key_idx").on(t.keyId),
   ],
 );
 

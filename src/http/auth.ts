@@ -4,7 +4,8 @@
  * - an API key `sk_…`: every operation of its school;
  * - a portal session token `ps_…`: only the operations whose declaration sets
  *   `portalTokens` (src/http/operation.ts; the router copies it into the request context),
- *   and with a read-only token only their GETs; any other operation: 403 FORBIDDEN.
+ *   and with a read-only token only their GETs and those declared `readOnlyTokens` (the
+ *   redeem); any other operation: 403 FORBIDDEN.
  *
  * Both kinds are stored only as SHA-256 hashes and belong to exactly one school. The scope
  * lives in the operations' declarations, never in paths: this module only compares.
@@ -60,9 +61,9 @@ export async function apiKeyHash(request: Request, db: D1Database, rc: RequestCo
  */
 export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: string): Promise<string> {
   const row = await rc.db(() =>
-    db.prepare("SELECT school_id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL").bind(keyHash).first<{ school_id: string }>(),
+    db.prepare("SELECT school_id, id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL").bind(keyHash).first<{ school_id: string; id: string | null }>(),
   );
-  return verifiedSchool(rc, row?.school_id);
+  return verifiedSchool(rc, row?.school_id, row?.id ?? null);
 }
 
 /**
@@ -71,12 +72,14 @@ export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: s
  * counts that credential by itself, src/http/rate-limit.ts).
  *
  * @param schoolId the school the lookup found for the request's credential, `undefined` for none.
+ * @param keyId the id of the API key behind the credential (`RequestContext.keyId`).
  * @returns `schoolId`.
  * @throws ApiError 401 UNAUTHORIZED when `schoolId` is `undefined`.
  */
-export function verifiedSchool(rc: RequestContext, schoolId: string | undefined): string {
+export function verifiedSchool(rc: RequestContext, schoolId: string | undefined, keyId: string | null): string {
   if (schoolId === undefined) throw errors.unauthorized();
   rc.schoolId = schoolId;
+  rc.keyId = keyId;
   return schoolId;
 }
 
@@ -93,24 +96,26 @@ export function verifiedSchool(rc: RequestContext, schoolId: string | undefined)
 async function schoolOfPortalToken(request: Request, db: D1Database, rc: RequestContext, tokenHash: string): Promise<string> {
   const row = await rc.db(() =>
     db
-      .prepare("SELECT school_id, expires_at, read_only, revoked_at FROM portal_sessions WHERE token_hash = ?")
+      .prepare("SELECT school_id, expires_at, read_only, revoked_at, key_id FROM portal_sessions WHERE token_hash = ?")
       .bind(tokenHash)
-      .first<{ school_id: string; expires_at: number; read_only: number; revoked_at: number | null }>(),
+      .first<{ school_id: string; expires_at: number; read_only: number; revoked_at: number | null; key_id: string | null }>(),
   );
   if (!row) throw errors.unauthorized();
   // Only the holder of the token learns why it no longer works: say so, the portal shows it.
-  if (row.revoked_at !== null) throw new ApiError("UNAUTHORIZED", `This portal session was revoked; ${NEW_LINK}.`);
+  if (row.revoked_at !== null)
+    throw new ApiError("UNAUTHORIZED", `This portal session was revoked, or its link was used already (a link opens once); ${NEW_LINK}.`);
   if (row.expires_at <= Date.now()) throw new ApiError("UNAUTHORIZED", `This portal session ended at ${formatInstant(row.expires_at)}; ${NEW_LINK}.`);
-  verifiedSchool(rc, row.school_id);
+  verifiedSchool(rc, row.school_id, row.key_id);
+  rc.viaPortalToken = true;
   if (!rc.portalTokens) {
     throw new ApiError(
       "FORBIDDEN",
-      "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types); use an API key for this one.",
+      "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types), GET /v3/school and the redeem; use an API key for this one.",
     );
   }
   const readOnly = row.read_only === 1;
-  rc.portalSession = { expiresAt: row.expires_at, readOnly };
-  if (readOnly && request.method !== "GET") {
+  rc.portalSession = { expiresAt: row.expires_at, readOnly, tokenHash };
+  if (readOnly && request.method !== "GET" && !rc.readOnlyTokens) {
     throw new ApiError("FORBIDDEN", "This portal session is read-only: it can read the webhooks, their deliveries and statistics, and change nothing.");
   }
   return row.school_id;

@@ -25,18 +25,34 @@ export class RequestContext {
    * `portalTokens`, set by the router before the handler runs; API keys only by default).
    */
   portalTokens = false;
+  /** Whether read-only portal tokens may call it though it is not a GET (its declaration's `readOnlyTokens`). */
+  readOnlyTokens = false;
   /**
    * The portal session of the request's token, once the token is known valid for the
    * operation (src/http/auth.ts): the router sends it back as response headers. `expiresAt`
-   * in ms since the epoch.
+   * in ms since the epoch; `tokenHash` the SHA-256 hex of the token (the redeem revokes it).
    */
-  portalSession: { expiresAt: number; readOnly: boolean } | null = null;
+  portalSession: { expiresAt: number; readOnly: boolean; tokenHash: string } | null = null;
   /**
    * The school of the request's credential, set once the credential is verified
    * (src/http/auth.ts): the log line's `schoolId`, and the sign for the rate limit that the
    * credential is valid (src/http/rate-limit.ts).
    */
   schoolId: string | undefined = undefined;
+  /**
+   * The id of the API key behind the request's credential, once verified (src/http/auth.ts):
+   * the key itself, or the key that minted the request's portal session. `null` for a session
+   * minted before sessions recorded it. The log line's `keyId`; a new registration's `createdBy`.
+   */
+  keyId: string | null | undefined = undefined;
+  /**
+   * Whether the request's credential was verified recently in this isolate (src/http/
+   * rate-limit.ts): an operation that would send a body to D1 with the credential's lookup
+   * first checks a credential not known yet, alone (docs/reference.md § Conventions).
+   */
+  credentialRecentlyVerified = false;
+  /** Whether the verified credential is a portal session token (its school's tokens share one rate-limit counter). */
+  viaPortalToken = false;
   /** The `operationId` of the operation the router matched (the log line's). */
   operationId: string | undefined = undefined;
   /** What a 500 threw (the log line's `error` and `stack`; never sent to the client). */

@@ -8,7 +8,7 @@
  * EVENT_NOT_FOUND, PRECONDITION_FAILED, IDEMPOTENCY_KEY_MISMATCH, RATE_LIMITED): an
  * operation documents a code only once it can answer it.
  */
-import { GET_MAX_IDS, MAX_BODY_BYTES, MAX_WEBHOOKS, SEARCH_MAX_IDS } from "../lib/limits";
+import { GET_MAX_IDS, MAX_BODY_BYTES, MAX_LIVE_PORTAL_SESSIONS, MAX_WEBHOOKS, SEARCH_MAX_IDS } from "../lib/limits";
 
 /** One entry of the catalogue. */
 export interface ErrorEntry {
@@ -59,7 +59,7 @@ export const ERRORS = {
   SURVEY_TEMPLATES_NOT_FOUND: { status: 400, when: "the write references survey templates that do not exist in the school (`details` lists them)" },
   INVALID_WEBHOOK_URL: {
     status: 400,
-    when: "the URL is not https, carries credentials, or targets an IP address that is not globally reachable unicast (private, loopback, link-local, or any other range of the IANA special-purpose address registries), a single-label host or a special-use or internal name; the message names WEBHOOK_ALLOW_INSECURE_URLS, the deployment's local-development switch, where it would lift the refusal",
+    when: "the URL is not https, carries credentials, names a port other than 443 or 8443, or targets an IP address that is not globally reachable unicast (private, loopback, link-local, or any other range of the IANA special-purpose address registries), a single-label host or a special-use or internal name; the message names WEBHOOK_ALLOW_INSECURE_URLS, the deployment's local-development switch, where it would lift the refusal",
     example: {
       message: "The webhook URL is not accepted: the URL must use https. For local development, WEBHOOK_ALLOW_INSECURE_URLS=true lifts this policy.",
       details: [{ path: "url", message: "the URL must use https" }],
@@ -72,9 +72,10 @@ export const ERRORS = {
   },
   FORBIDDEN: {
     status: 403,
-    when: "a valid portal session token (`ps_…`) used outside its scope: an operation other than the webhook ones, or a change with a read-only token",
+    when: "a valid portal session token (`ps_…`) used outside its scope: an operation other than the webhook ones, GET /v3/school and the redeem, or a change with a read-only token",
     example: {
-      message: "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types); use an API key for this one.",
+      message:
+        "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types), GET /v3/school and the redeem; use an API key for this one.",
     },
   },
   NOT_FOUND: { status: 404, when: "no such route" },
@@ -96,6 +97,11 @@ export const ERRORS = {
     message: `This school already has ${MAX_WEBHOOKS} webhook registrations; delete one (DELETE /v3/webhooks/{id}) before creating another.`,
   },
   WEBHOOK_DISABLED: { status: 409, when: "test, resend or recover on a disabled registration" },
+  PORTAL_SESSION_LIMIT_REACHED: {
+    status: 409,
+    when: `the school already has ${MAX_LIVE_PORTAL_SESSIONS} live portal sessions (revoke them with \`DELETE /v3/portal-sessions\`)`,
+    message: `This school already has ${MAX_LIVE_PORTAL_SESSIONS} live portal sessions; revoke them (DELETE /v3/portal-sessions) or wait for some to expire.`,
+  },
   CURSOR_EXPIRED: {
     status: 410,
     when: "`GET /v3/events` with a cursor older than the 7-day retention (restart with `since`)",

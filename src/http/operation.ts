@@ -66,6 +66,11 @@ export interface Operation<E> {
    * the document read it here.
    */
   portalTokens?: boolean;
+  /**
+   * With `portalTokens`: read-only tokens may call it too, though it is not a GET (the
+   * redeem, which changes the session and nothing of the school's data).
+   */
+  readOnlyTokens?: boolean;
   /** The schemas the handler validates with (`params` documents the path segments). */
   request?: {
     params?: z.ZodObject;
@@ -93,8 +98,8 @@ export interface Operation<E> {
  * Whether a valid portal session token can be refused by `op` (403 FORBIDDEN): every
  * operation that needs a credential, but the GETs that portal tokens may call.
  */
-function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens" | "method">): boolean {
-  return !op.public && !(op.portalTokens && op.method === "GET");
+function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens" | "readOnlyTokens" | "method">): boolean {
+  return !op.public && !(op.portalTokens && (op.method === "GET" || op.readOnlyTokens));
 }
 
 /**
@@ -108,7 +113,7 @@ export function allResponses<E>(op: Operation<E>): Record<number, SuccessRespons
   const shared: Record<number, ErrorResponse> = {
     429: {
       codes: ["RATE_LIMITED"],
-      lead: "The limit is counted per credential (API key or portal token), or per client IP for requests without a valid one. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.",
+      lead: "The limit is counted per API key, per school for its portal tokens (all share one counter), or per client IP (an IPv6 client by its /64) for requests without a valid credential. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.",
     },
     500: ["INTERNAL_ERROR"],
   };

@@ -1,9 +1,10 @@
 /**
- * The rate limit (API.md § "Conventions", § "Deployment settings"): the Workers
- * rate-limiting binding `RATE_LIMITER` counts each valid credential by its SHA-256, and
- * every other request — no credential, public routes, unknown paths, unknown keys — by its
- * client IP (`cf-connecting-ip`). Beyond the limit: 429 RATE_LIMITED with `Retry-After`.
- * While enabled, every response carries `RateLimit-Policy: "default";q=<limit>;w=60`.
+ * The rate limit (docs/reference.md § Conventions, § Deployment settings): the Workers
+ * rate-limiting binding `RATE_LIMITER` counts each valid API key by its SHA-256, all portal
+ * tokens of a school on one counter (minting tokens does not multiply the limit), and every
+ * other request — no credential, public routes, unknown paths, unknown keys — by its client
+ * (`cf-connecting-ip`; an IPv6 client by its /64). Beyond the limit: 429 RATE_LIMITED with
+ * `Retry-After`. While enabled, every response carries `RateLimit-Policy: "default";q=<limit>;w=60`.
  *
  * Guessing keys costs the service nothing: whether a credential is valid is known only
  * after its D1 lookup, so a credential this isolate has not recently verified is counted
@@ -15,6 +16,7 @@
  * `rc.schoolId`).
  */
 
+import { clientSubject } from "../lib/client-ip";
 import { sha256Hex } from "../lib/crypto";
 import { bearerCredential } from "./auth";
 import type { RequestContext } from "./context";
@@ -40,8 +42,8 @@ export interface RateLimitEnv {
  * once); this only decides which counter a request is charged to before that lookup.
  */
 export class RecentlyVerified {
-  /** Hash → ms of the last verification; Map order is verification order (oldest first). */
-  private readonly verifiedAt = new Map<string, number>();
+  /** Hash → ms of the last verification and the counter it is charged to; Map order is verification order (oldest first). */
+  private readonly verifiedAt = new Map<string, { at: number; counter: string }>();
 
   constructor(
     private readonly maxEntries: number,
@@ -51,17 +53,25 @@ export class RecentlyVerified {
 
   /** Whether `hash` was verified less than `maxAgeMs` ago (and is still kept). */
   has(hash: string): boolean {
-    const at = this.verifiedAt.get(hash);
-    if (at === undefined) return false;
-    if (this.now() - at < this.maxAgeMs) return true;
-    this.verifiedAt.delete(hash);
-    return false;
+    return this.counterOf(hash) !== undefined;
   }
 
-  /** Records a verification of `hash` now, evicting the least recently verified beyond `maxEntries`. */
-  remember(hash: string): void {
+  /** The counter `hash` is charged to, if it was verified less than `maxAgeMs` ago; else `undefined`. */
+  counterOf(hash: string): string | undefined {
+    const entry = this.verifiedAt.get(hash);
+    if (entry === undefined) return undefined;
+    if (this.now() - entry.at < this.maxAgeMs) return entry.counter;
     this.verifiedAt.delete(hash);
-    this.verifiedAt.set(hash, this.now());
+    return undefined;
+  }
+
+  /**
+   * Records a verification of `hash` now, charged from then on to `counter` (default: its own,
+   * `cred:<hash>`), evicting the least recently verified beyond `maxEntries`.
+   */
+  remember(hash: string, counter = `cred:${hash}`): void {
+    this.verifiedAt.delete(hash);
+    this.verifiedAt.set(hash, { at: this.now(), counter });
     if (this.verifiedAt.size > this.maxEntries) this.verifiedAt.delete(this.verifiedAt.keys().next().value!);
   }
 
@@ -89,19 +99,27 @@ const rateLimited = (subject: string) =>
   });
 
 /**
+ * The counter a verified credential is charged to: its own (`cred:<sha256>`) for an API key,
+ * its school's (`portal:<school id>`) for a portal session token.
+ */
+const counterOf = (hash: string, rc: RequestContext) => (rc.viaPortalToken ? `portal:${rc.schoolId}` : `cred:${hash}`);
+
+/**
  * Runs `next` under the rate limit.
  *
- * A credential verified recently is charged to its own counter (`cred:<sha256>`); any other
- * request to its client IP's (`ip:<address>`), before `next` runs. After `next`: a credential
- * its request verified (`rc.schoolId` set) is remembered, and charged to its own counter too
- * when it was not yet (so that each valid credential's 600 per 60 s counts all its requests;
- * that request itself is not refused after the fact); a credential that ended 401 is
- * forgotten, and charged to the IP when it had been charged to itself.
+ * A credential verified recently is charged to its counter (`counterOf`); any other request
+ * to its client's (`ip:<IPv4 address or IPv6 /64>`), before `next` runs. After `next`: a
+ * credential its request verified (`rc.schoolId` set) is remembered, and charged to its own
+ * counter too when it was not yet (so that each counter's 600 per 60 s counts all its
+ * requests; that request itself is not refused after the fact); a credential that ended 401
+ * is forgotten, and charged to the client when it had been charged to its own counter.
+ * Whether the credential was verified recently is also told to `next` in
+ * `rc.credentialRecentlyVerified` (kept even when the limiter is off).
  *
  * @param verified the set of recently verified credentials (this isolate's by default).
  * @returns `next`'s response with `RateLimit-Policy` set (when enabled).
  * @throws ApiError 429 RATE_LIMITED (with `retry-after` in its headers: the window, in
- *   seconds, an upper bound of the wait) when the credential or IP is over its limit.
+ *   seconds, an upper bound of the wait) when the credential or client is over its limit.
  */
 export async function withRateLimit(
   request: Request,
@@ -110,27 +128,30 @@ export async function withRateLimit(
   next: () => Promise<Response>,
   verified: RecentlyVerified = recentlyVerified,
 ): Promise<Response> {
-  if (env.RATE_LIMIT_ENABLED === "false") return next();
-  const policy = `"default";q=${env.RATE_LIMIT_QUOTA};w=${RATE_LIMIT_WINDOW_S}`;
-  const ipKey = `ip:${request.headers.get("cf-connecting-ip") ?? "unknown"}`;
   const credential = bearerCredential(request);
   const hash = credential === undefined ? undefined : await sha256Hex(credential);
-  const ownKey = `cred:${hash}`;
-  const known = hash !== undefined && verified.has(hash);
+  const known = hash === undefined ? undefined : verified.counterOf(hash);
+  rc.credentialRecentlyVerified = known !== undefined;
+  const enabled = env.RATE_LIMIT_ENABLED !== "false";
+  const policy = `"default";q=${env.RATE_LIMIT_QUOTA};w=${RATE_LIMIT_WINDOW_S}`;
+  const clientKey = `ip:${clientSubject(request.headers.get("cf-connecting-ip"))}`;
+  const limited = async (key: string) => enabled && !(await env.RATE_LIMITER.limit({ key })).success;
   try {
-    if (!(await env.RATE_LIMITER.limit({ key: known ? ownKey : ipKey })).success) throw rateLimited(known ? "credential" : "client IP");
+    if (await limited(known ?? clientKey)) throw rateLimited(known ? "credential" : "client IP");
     const res = await next();
     if (hash !== undefined && rc.schoolId !== undefined) {
-      verified.remember(hash);
-      if (!known) await env.RATE_LIMITER.limit({ key: ownKey });
+      const own = counterOf(hash, rc);
+      verified.remember(hash, own);
+      if (known === undefined) await limited(own);
     } else if (hash !== undefined && res.status === 401) {
       verified.forget(hash);
-      if (known && !(await env.RATE_LIMITER.limit({ key: ipKey })).success) throw rateLimited("client IP");
+      if (known !== undefined && (await limited(clientKey))) throw rateLimited("client IP");
     }
+    if (!enabled) return res;
     const out = new Response(res.body, res);
     out.headers.set("ratelimit-policy", policy);
     return out;
   } catch (err) {
-    throw err instanceof ApiError ? err.withHeaders({ "ratelimit-policy": policy }) : err;
+    throw err instanceof ApiError && enabled ? err.withHeaders({ "ratelimit-policy": policy }) : err;
   }
 }

@@ -1,12 +1,14 @@
 /**
- * Response helpers: the success envelope of API.md § "Conventions".
+ * Response helpers: the success envelope of docs/reference.md § Conventions. Every JSON
+ * answer of the API (errors too: src/http/router.ts builds them here) carries
+ * `Cache-Control: no-store`: answers may carry secrets, and none may be kept by a cache.
  */
 import type { Pagination } from "./envelopes";
 import type { HeaderDoc } from "./operation";
 
-/** A response whose body is JSON text already (`application/json; charset=utf-8`). */
+/** A response whose body is JSON text already (`application/json; charset=utf-8`, `Cache-Control: no-store`). */
 function jsonTextResponse(text: string, status: number, headers: Record<string, string> = {}): Response {
-  return new Response(text, { status, headers: { "content-type": "application/json; charset=utf-8", ...headers } });
+  return new Response(text, { status, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", ...headers } });
 }
 
 /** A JSON response (`application/json; charset=utf-8`). */

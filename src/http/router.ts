@@ -26,7 +26,7 @@ function pathPattern(path: string): RegExp {
 }
 
 /** What the router needs of an operation (a benchmark-only route declares no more). */
-export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> & Partial<Pick<Operation<E>, "operationId">>;
+export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> & Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens">>;
 
 /** Builds the fetch function of a list of operations. */
 export function buildRouter<E>(operations: readonly Route<E>[]) {
@@ -44,9 +44,11 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
     // src/http/auth.ts, before its handler authenticates (itty-router runs the next handler
     // when one returns nothing).
     const portalTokens = op.portalTokens === true;
+    const readOnlyTokens = op.readOnlyTokens === true;
     const scope = (_req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
       rc.operationId = op.operationId;
       rc.portalTokens = portalTokens;
+      rc.readOnlyTokens = readOnlyTokens;
     };
     routes.push([op.method, pathPattern(op.path), [scope, op.handler], op.path]);
   }

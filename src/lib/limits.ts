@@ -21,6 +21,12 @@ export const MAX_PAGE_SIZE = 100;
 /** Most webhook registrations a school may have (beyond: 409 WEBHOOK_LIMIT_REACHED). */
 export const MAX_WEBHOOKS = 50;
 
+/** Most live (unexpired, unrevoked) portal sessions a school may have (beyond: 409 PORTAL_SESSION_LIMIT_REACHED). */
+export const MAX_LIVE_PORTAL_SESSIONS = 100;
+
+/** Most long polls (`GET /v3/events?wait=…`) of one school waiting at once; beyond, `wait` counts as 0. */
+export const MAX_WAITING_POLLS = 100;
+
 /** Longest secret-rotation grace, in seconds (7 days; API.md § "Secret rotation"). */
 export const MAX_GRACE_SECONDS = 604_800;
 /** Default secret-rotation grace, in seconds (24 h). */

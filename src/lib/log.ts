@@ -16,6 +16,12 @@ export interface RequestLine {
   requestId: string;
   /** The school of the request's credential, once verified. */
   schoolId?: string;
+  /**
+   * The id of the API key behind the verified credential (`key_…`): the key itself or the one
+   * that minted the portal session used; `null` for a session minted before sessions
+   * recorded it. Never the credential.
+   */
+  keyId?: string | null;
   /** The operation the router matched; absent for an unknown path. */
   operationId?: string;
   method: string;
@@ -103,6 +109,7 @@ const FIELDS: { [K in keyof Lines]: Record<keyof Lines[K], Form> } = {
   request: {
     requestId: "id",
     schoolId: "id",
+    keyId: "id",
     operationId: "word",
     method: "word",
     path: "text",

@@ -36,6 +36,15 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
   };
   let page: string | undefined;
   const headers = (type: string) => ({ "content-type": `${type}; charset=utf-8`, "cache-control": "no-cache" });
+  /** Unlike the API's answers (`no-store`), these public pages may be cached once revalidated. */
+  const noCache = {
+    "Cache-Control": {
+      description: "`no-cache`: a cache revalidates before reuse.",
+      required: true,
+      schema: { type: "string", enum: ["no-cache"] },
+      example: "no-cache",
+    },
+  };
   return [
     {
       method: "GET",
@@ -51,6 +60,7 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
           description: "The document.",
           schema: { type: "object", description: "An OpenAPI 3.1 document." },
           example: { openapi: "3.1.0", info: { title: API_TITLE, version: API_VERSION } },
+          headers: noCache,
         },
       },
       /** 200 `application/json; charset=utf-8` (the query string is ignored). */
@@ -68,7 +78,7 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
         "An HTML page (Scalar API Reference, served by this Worker) that renders this document and sends requests to this server. No authentication. Served with a Content-Security-Policy that allows nothing from another origin (inline styles only, for Scalar), `frame-ancestors 'none'`, `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.",
       public: true,
       responses: {
-        200: { description: "The page.", mediaType: "text/html", schema: { type: "string" }, example: "<!doctype html>…" },
+        200: { description: "The page.", mediaType: "text/html", schema: { type: "string" }, example: "<!doctype html>…", headers: noCache },
       },
       /** 200 `text/html; charset=utf-8` with `pageHeaders` (the query string is ignored). */
       async handler() {

@@ -36,6 +36,13 @@ export const COMMON_HEADERS = {
     schema: { type: "string", pattern: '^"default";q=[0-9]+;w=[0-9]+$' },
     example: `"default";q=600;w=${RATE_LIMIT_WINDOW_S}`,
   },
+  CacheControl: {
+    description:
+      "`no-store` on every answer of the API, errors included: answers may carry secrets (a portal token, a webhook secret), and no cache may keep one.",
+    required: true,
+    schema: { type: "string", enum: ["no-store"] },
+    example: "no-store",
+  },
   RetryAfter: {
     description: "Seconds to wait before retrying (the rate-limit window: an upper bound).",
     required: true,
@@ -48,6 +55,7 @@ const headerRefs = {
   "x-request-id": { $ref: "#/components/headers/RequestId" },
   "Server-Timing": { $ref: "#/components/headers/ServerTiming" },
   "RateLimit-Policy": { $ref: "#/components/headers/RateLimitPolicy" },
+  "Cache-Control": { $ref: "#/components/headers/CacheControl" },
 };
 
 /** `components.headers` names of the portal session headers (`portalSessionHeaders`). */

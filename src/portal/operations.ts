@@ -1,13 +1,15 @@
 /**
- * The portal session operations (API.md § "Portal sessions"), each declared once: a server
- * holding the school's API key mints a short-lived `ps_` token and its portal link, or
- * revokes every token of the school. API keys only (no `portalTokens`: a portal token is
- * 403 FORBIDDEN). Order of answers: 401 / 403, then 400, then the write.
+ * The portal session operations (docs/reference.md § Portal sessions), each declared once: a
+ * server holding the school's API key mints a short-lived `ps_` token and its portal link, or
+ * revokes every token of the school (API keys only: a portal token is 403 FORBIDDEN); the
+ * portal redeems its link's token for a fresh one (a link opens once); any credential reads
+ * its school. Order of answers: 401 / 403, then 400, then the write.
  */
 
 import { authenticate } from "../http/auth";
 import { parseBodyWith, readOptionalJson } from "../http/body";
-import type { HeaderDoc, Operation } from "../http/operation";
+import { ApiError } from "../http/errors";
+import type { Operation } from "../http/operation";
 import { rejectQuery } from "../http/request";
 import { success } from "../http/respond";
 import { formatInstant } from "../lib/time";
@@ -17,24 +19,20 @@ import {
   DEFAULT_SESSION_SECONDS,
   PORTAL_SESSION_EXAMPLE,
   portalSessionResponseSchema,
+  REDEEMED_SESSION_EXAMPLE,
+  redeemedSessionResponseSchema,
   revokedPortalSessionsResponseSchema,
+  SCHOOL_EXAMPLE,
+  schoolResponseSchema,
 } from "./schemas";
-import { createPortalSession, revokePortalSessions } from "./sessions";
+import { createPortalSession, readSchool, redeemPortalSession, revokePortalSessions } from "./sessions";
 
 const TAG = {
   name: "Portal sessions",
   description: "Short-lived links to the webhook portal (GET /portal), for an administrator who does not hold the school's API key.",
 };
 
-/** The token is in the body: no cache may keep the answer. */
-const noStore: Record<string, HeaderDoc> = {
-  "Cache-Control": {
-    description: "`no-store`: the answer carries a credential.",
-    required: true,
-    schema: { type: "string", enum: ["no-store"] },
-    example: "no-store",
-  },
-};
+const SCHOOL_TAG = { name: "School", description: "The school a credential belongs to." };
 
 /** The portal session operations. */
 export const portalSessionOperations: Operation<Env>[] = [
@@ -44,7 +42,7 @@ export const portalSessionOperations: Operation<Env>[] = [
     operationId: "createPortalSession",
     tag: TAG,
     summary: "Mint a portal link",
-    description: `A portal session token (\`ps_…\`) of the school and its link, \`<origin>/portal#token=ps_…\` (as Svix's app-portal links). The token works until \`expiresAt\` (default ${DEFAULT_SESSION_SECONDS} s) and only on the webhook operations (those that list the \`portalToken\` security scheme; a read-only token only their GETs): anything else answers 403 FORBIDDEN, an expired or revoked token 401. It is shown only in this answer; the service keeps its SHA-256 hash. API keys only: a portal token answers 403.`,
+    description: `A portal session token (\`ps_…\`) of the school and its link, \`<origin>/portal#token=ps_…\` (as Svix's app-portal links). The token works until \`expiresAt\` (default ${DEFAULT_SESSION_SECONDS} s) and only on the operations that list the \`portalToken\` security scheme (the webhook ones, GET /v3/school and the redeem; a read-only token only their GETs and the redeem): anything else answers 403 FORBIDDEN, an expired or revoked token 401. It is shown only in this answer; the service keeps its SHA-256 hash, with the id of the API key used here: revoking that key (\`npm run keys -- revoke\`) revokes the session and every session redeemed from it. A school has at most 100 live (unexpired, unrevoked) sessions: beyond, 409 PORTAL_SESSION_LIMIT_REACHED. API keys only: a portal token answers 403.`,
     request: {
       body: { schema: createPortalSessionSchema, description: "The session's length and mode; the body may be absent (the defaults apply).", required: false },
     },
@@ -53,9 +51,9 @@ export const portalSessionOperations: Operation<Env>[] = [
         description: "The new session.",
         schema: portalSessionResponseSchema,
         example: { status: "success", result: PORTAL_SESSION_EXAMPLE },
-        headers: noStore,
       },
       400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
+      409: ["PORTAL_SESSION_LIMIT_REACHED"],
     },
     /** The link's origin is the one the request reached (the Worker serves /portal itself). */
     async handler(req, env, _exec, rc) {
@@ -66,15 +64,12 @@ export const portalSessionOperations: Operation<Env>[] = [
         await readOptionalJson(req),
         "The body, if any, must be a JSON object: { expiresInSeconds?, readOnly? }.",
       );
-      const session = await createPortalSession(env.DB, rc.db.bind(rc), schoolId, {
+      const session = await createPortalSession(env.DB, rc.db.bind(rc), schoolId, rc.keyId ?? null, {
         expiresInSeconds: body.expiresInSeconds ?? DEFAULT_SESSION_SECONDS,
         readOnly: body.readOnly ?? false,
       });
       const url = `${new URL(req.url).origin}${PORTAL_PATH}#token=${session.token}`;
-      return success(
-        { token: session.token, url, expiresAt: formatInstant(session.expiresAt), readOnly: session.readOnly },
-        { status: 201, headers: { "cache-control": "no-store" } },
-      );
+      return success({ token: session.token, url, expiresAt: formatInstant(session.expiresAt), readOnly: session.readOnly }, { status: 201 });
     },
   },
   {
@@ -97,6 +92,51 @@ export const portalSessionOperations: Operation<Env>[] = [
       const schoolId = await authenticate(req, env.DB, rc);
       rejectQuery(req);
       return success({ revoked: await revokePortalSessions(env.DB, rc.db.bind(rc), schoolId) });
+    },
+  },
+  {
+    method: "POST",
+    path: "/v3/portal-sessions/redeem",
+    operationId: "redeemPortalSession",
+    tag: TAG,
+    portalTokens: true,
+    readOnlyTokens: true,
+    summary: "Redeem a portal link's token",
+    description:
+      "A link opens once: the portal calls this with its link's token before anything else. Answers a new token with the same scope (read-only or not), the same `expiresAt` and the same minting key, and the school's id and name; the presented token is revoked in the same step, so the link opened again (browser history, a forwarded message) answers 401. Portal session tokens only (read-only ones too); an API key answers 403 FORBIDDEN. No body.",
+    responses: {
+      201: {
+        description: "The new session; the presented token no longer works.",
+        schema: redeemedSessionResponseSchema,
+        example: { status: "success", result: REDEEMED_SESSION_EXAMPLE },
+      },
+      400: ["UNKNOWN_PARAMETER"],
+      403: { codes: ["FORBIDDEN"], lead: "An API key: only portal session tokens are redeemed." },
+    },
+    async handler(req, env, _exec, rc) {
+      await authenticate(req, env.DB, rc);
+      if (rc.portalSession === null) throw new ApiError("FORBIDDEN", "Only a portal session token (ps_…) can be redeemed; an API key needs no redeem.");
+      rejectQuery(req);
+      const s = await redeemPortalSession(env.DB, rc.db.bind(rc), rc.portalSession.tokenHash);
+      return success({ token: s.token, expiresAt: formatInstant(s.expiresAt), readOnly: s.readOnly, school: s.school }, { status: 201 });
+    },
+  },
+  {
+    method: "GET",
+    path: "/v3/school",
+    operationId: "getSchool",
+    tag: SCHOOL_TAG,
+    portalTokens: true,
+    summary: "The credential's school",
+    description: "The id and name of the school the credential (API key or portal session token) belongs to.",
+    responses: {
+      200: { description: "The school.", schema: schoolResponseSchema, example: { status: "success", result: SCHOOL_EXAMPLE } },
+      400: ["UNKNOWN_PARAMETER"],
+    },
+    async handler(req, env, _exec, rc) {
+      const schoolId = await authenticate(req, env.DB, rc);
+      rejectQuery(req);
+      return success(await readSchool(env.DB, rc.db.bind(rc), schoolId));
     },
   },
 ];

@@ -64,6 +64,40 @@ const portalSessionSchema = z
     },
   });
 
+/** A school as GET /v3/school and the redeem show it. */
+const schoolSchema = z
+  .strictObject({
+    id: z.string().meta({ description: "The school's id." }),
+    name: z.string().meta({ description: "The school's name, as the portal's header shows it." }),
+  })
+  .meta({ id: "School", description: "The school a credential belongs to.", example: { id: "sch_1", name: "Lycée Pasteur" } });
+
+/** A redeemed portal session: a new token with the presented one's scope and expiry, and its school. */
+const redeemedSessionSchema = z
+  .strictObject({
+    token: portalSessionSchema.shape.token,
+    expiresAt: instantOutSchema.meta({ description: "When the new token stops working: the presented token's end." }),
+    readOnly: z.boolean().meta({ description: "Whether the new token may only read: as the presented one." }),
+    school: schoolSchema,
+  })
+  .meta({
+    id: "RedeemedPortalSession",
+    description: "The portal session that replaces the presented token.",
+    example: { token: TOKEN_EXAMPLE, expiresAt: "2026-09-07T09:00:00.000Z", readOnly: false, school: schoolSchema.meta()!.example },
+  });
+
+/** The 201 of POST /v3/portal-sessions/redeem. */
+export const redeemedSessionResponseSchema = successEnvelope("RedeemedPortalSessionResponse", redeemedSessionSchema, "The new portal session.");
+
+/** The 200 of GET /v3/school. */
+export const schoolResponseSchema = successEnvelope("SchoolResponse", schoolSchema, "The credential's school.");
+
+/** The example of GET /v3/school's answer. */
+export const SCHOOL_EXAMPLE = schoolSchema.meta()!.example;
+
+/** The example of the redeem's answer. */
+export const REDEEMED_SESSION_EXAMPLE = redeemedSessionSchema.meta()!.example;
+
 /** The 201 of POST /v3/portal-sessions. */
 export const portalSessionResponseSchema = successEnvelope("PortalSessionResponse", portalSessionSchema, "The new portal session.");
 

@@ -1,11 +1,15 @@
 /**
- * Portal sessions in D1 (API.md § "Portal sessions"): minting a `ps_` token for a school,
+ * Portal sessions in D1 (docs/reference.md § Portal sessions): minting a `ps_` token for a
+ * school (at most 100 live per school), redeeming one for a fresh token (a link opens once),
  * revoking all of a school's tokens, pruning ended ones. A token is stored only as its
- * SHA-256 hash, with its school, its end and its read-only flag; src/http/auth.ts resolves
- * it on each request.
+ * SHA-256 hash, with its school, its end, its read-only flag and the id of the API key that
+ * minted it (revoking the key revokes its sessions: src/db/api-keys.ts); src/http/auth.ts
+ * resolves it on each request.
  */
 import type { D1Timer } from "../http/context";
+import { ApiError, errors } from "../http/errors";
 import { randomCredential, sha256Hex } from "../lib/crypto";
+import { MAX_LIVE_PORTAL_SESSIONS } from "../lib/limits";
 
 /** How long an expired session's row is kept, in ms: for a day its 401 says why. */
 const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -20,28 +24,85 @@ export interface NewPortalSession {
 }
 
 /**
- * Mints a token for `schoolId` and stores its hash (one D1 write, on the primary).
+ * Mints a token for `schoolId` and stores its hash with `keyId`, the minting key (one D1
+ * round trip, on the primary): the insert, the count of live sessions and the key's state
+ * are one batch, so the cap holds under concurrent mints and a key revoked meanwhile mints
+ * nothing.
  *
  * @param expiresInSeconds the session's length (the operation validated it: 60–604800).
  * @param now ms since the epoch.
+ * @throws ApiError 409 PORTAL_SESSION_LIMIT_REACHED (100 live sessions already), 401
+ *   UNAUTHORIZED (the key was revoked meanwhile).
  */
 export async function createPortalSession(
   d1: D1Database,
   timed: D1Timer,
   schoolId: string,
+  keyId: string | null,
   opts: { expiresInSeconds: number; readOnly: boolean },
   now = Date.now(),
 ): Promise<NewPortalSession> {
   const token = randomCredential("ps_");
   const expiresAt = now + opts.expiresInSeconds * 1000;
   const tokenHash = await sha256Hex(token);
-  await timed(() =>
-    d1
-      .prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only) VALUES (?, ?, ?, ?, ?)")
-      .bind(tokenHash, schoolId, now, expiresAt, opts.readOnly ? 1 : 0)
-      .run(),
+  const live = "SELECT count(*) FROM portal_sessions WHERE school_id = ?1 AND expires_at > ?2 AND revoked_at IS NULL";
+  const keyAlive = "(?3 IS NULL OR EXISTS (SELECT 1 FROM api_keys WHERE id = ?3 AND revoked_at IS NULL))";
+  const [inserted, state] = await timed(() =>
+    d1.batch<{ n?: number; alive?: number }>([
+      d1
+        .prepare(
+          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id)
+           SELECT ?4, ?1, ?2, ?5, ?6, ?3 WHERE (${live}) < ?7 AND ${keyAlive} RETURNING 1 AS n`,
+        )
+        .bind(schoolId, now, keyId, tokenHash, expiresAt, opts.readOnly ? 1 : 0, MAX_LIVE_PORTAL_SESSIONS),
+      d1.prepare(`SELECT ${keyAlive} AS alive`).bind(schoolId, now, keyId),
+    ]),
   );
+  if (inserted!.results.length === 0) throw state!.results[0]?.alive === 1 ? new ApiError("PORTAL_SESSION_LIMIT_REACHED") : errors.unauthorized();
   return { token, expiresAt, readOnly: opts.readOnly };
+}
+
+/** A redeemed session: the new token and its school (POST /v3/portal-sessions/redeem). */
+export interface RedeemedPortalSession extends NewPortalSession {
+  school: { id: string; name: string };
+}
+
+/**
+ * Redeems the session whose token hashes to `tokenHash` (a link opens once): a new token with
+ * the same school, scope, expiry and minting key, and the presented token revoked, in one D1
+ * batch (one transaction: of two redeems of one token, one wins).
+ *
+ * @param now ms since the epoch.
+ * @throws ApiError 401 UNAUTHORIZED when the token was revoked, redeemed or expired meanwhile.
+ */
+export async function redeemPortalSession(d1: D1Database, timed: D1Timer, tokenHash: string, now = Date.now()): Promise<RedeemedPortalSession> {
+  const token = randomCredential("ps_");
+  const newHash = await sha256Hex(token);
+  const [inserted] = await timed(() =>
+    d1.batch<{ school_id: string; name: string; expires_at: number; read_only: number }>([
+      d1
+        .prepare(
+          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id)
+           SELECT ?1, school_id, ?2, expires_at, read_only, key_id FROM portal_sessions
+           WHERE token_hash = ?3 AND revoked_at IS NULL AND expires_at > ?2
+           RETURNING school_id, (SELECT name FROM schools WHERE id = school_id) AS name, expires_at, read_only`,
+        )
+        .bind(newHash, now, tokenHash),
+      d1.prepare("UPDATE portal_sessions SET revoked_at = ?1 WHERE token_hash = ?2 AND revoked_at IS NULL").bind(now, tokenHash),
+    ]),
+  );
+  const row = inserted!.results[0];
+  if (!row)
+    throw new ApiError("UNAUTHORIZED", "This portal link was used already or its session ended; ask your school's administrator for a new portal link.");
+  return { token, expiresAt: row.expires_at, readOnly: row.read_only === 1, school: { id: row.school_id, name: row.name } };
+}
+
+/** The school `schoolId` as GET /v3/school answers it (one D1 read). */
+export async function readSchool(d1: D1Database, timed: D1Timer, schoolId: string): Promise<{ id: string; name: string }> {
+  const row = await timed(() => d1.prepare("SELECT id, name FROM schools WHERE id = ?").bind(schoolId).first<{ id: string; name: string }>());
+  // A credential's school always exists (keys and sessions are written with their school).
+  if (!row) throw errors.unauthorized();
+  return row;
 }
 
 /**

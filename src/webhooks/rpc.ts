@@ -33,6 +33,8 @@ export interface NewWebhook {
   headers: Record<string, string>;
   /** 1–1,000 attempts started per second at most; `null`: no throttle. */
   maxPerSecond: number | null;
+  /** The id of the API key behind the request's credential (`createdBy`); `null` when unknown. */
+  createdBy: string | null;
 }
 
 /** A registration's filter: lists of 1–100 ids per dimension, at least one dimension. */
@@ -57,6 +59,12 @@ export interface WebhookUpdate {
   maxPerSecond?: number | null;
   enabled?: boolean;
 }
+
+/**
+ * What `SchoolHub.updateWebhook` answers, nothing changed, to a PATCH of `url` without
+ * `headers` on a registration that has custom headers.
+ */
+export const HEADERS_REQUIRED = "HEADERS_REQUIRED";
 
 /** Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate): `{ id, secret, previousSecretExpiresAt }`. */
 export type RotatedSecret = z.infer<typeof rotatedSecretSchema>;

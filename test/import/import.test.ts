@@ -21,6 +21,9 @@ async function snapshot(): Promise<Record<string, string>> {
   return out;
 }
 
+/** A well-formed key (`sk_` + 32 characters) listed twice. */
+const DUP_KEY = "sk_live_dup_0123456789abcdefghijklmnop";
+
 describe("validateImport", () => {
   it("accepts the fixture", () => {
     expect(validateImport(fixture).ok).toBe(true);
@@ -29,8 +32,8 @@ describe("validateImport", () => {
   it("reports every problem with its JSON path", () => {
     const broken = {
       schools: [
-        { id: "sch_1", name: "A", apiKeys: ["pk_nope", "sk_dup"] },
-        { id: "sch_1", name: "B", apiKeys: ["sk_dup"] },
+        { id: "sch_1", name: "A", apiKeys: ["pk_nope", DUP_KEY] },
+        { id: "sch_1", name: "B", apiKeys: [DUP_KEY] },
       ],
       students: [{ id: "stu 1", schoolId: "sch_1", firstName: "", lastName: "X", email: "not-an-email" }],
       courses: [
@@ -62,6 +65,21 @@ describe("validateImport", () => {
       "students[0].firstName",
       "students[0].id",
     ]);
+  });
+
+  it("refuses keys shorter than sk_ + 32 characters of [A-Za-z0-9_], and sk_test_ keys with --remote", () => {
+    const keys = [
+      `sk_${"a".repeat(31)}`, // one short
+      `sk_${"a".repeat(32)}`, // the shortest accepted
+      `sk_live_${"b".repeat(23)}-${"c".repeat(8)}`, // long enough, but `-` is not in [A-Za-z0-9_]
+      "sk_test_demo_4qX7mB2nR9tK5wE8yC3vL6pZ", // the README's demo key
+    ];
+    const file = { schools: [{ id: "sch_k", name: "K", apiKeys: keys }] };
+    const problems = (r: ReturnType<typeof validateImport>) => (r.ok ? [] : r.problems.map((p) => p.path));
+    expect(problems(validateImport(file))).toEqual(["schools[0].apiKeys[0]", "schools[0].apiKeys[2]"]);
+    const remote = validateImport(file, { remote: true });
+    expect(problems(remote)).toEqual(["schools[0].apiKeys[0]", "schools[0].apiKeys[2]", "schools[0].apiKeys[3]"]);
+    expect(remote.ok ? "" : remote.problems[2]!.message).toMatch(/--remote refuses/);
   });
 
   it("rejects what is not an object", () => {

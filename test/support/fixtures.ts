@@ -4,9 +4,9 @@
  * and `_` in names, courses without professors, every absences / archive / signature state.
  */
 
-export const KEY_A = "sk_test_school_a";
-export const KEY_B = "sk_test_school_b";
-export const REVOKED_KEY = "sk_test_revoked";
+export const KEY_A = "sk_test_school_a_4qX7mB2nR9tK5wE8yC3vL6pZ";
+export const KEY_B = "sk_test_school_b_8hJ3dF6sG1aQ9kW2zT5xN7bM";
+export const REVOKED_KEY = "sk_test_revoked_2wE9rT4yU7iO1pA5sD8fG3hJ";
 
 type Prof = { professorId: string; coTeacher?: boolean; signed?: boolean };
 interface FixtureCourse {

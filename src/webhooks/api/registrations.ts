@@ -16,6 +16,7 @@ import { rejectQuery } from "../../http/request";
 import { replayedHeader, storedAnswer, success } from "../../http/respond";
 import { DEFAULT_GRACE_SECONDS, MAX_WEBHOOKS } from "../../lib/limits";
 import { requireWebhookUrl } from "../delivery/url-policy";
+import { HEADERS_REQUIRED } from "../rpc";
 import { subscriptionOf, TAG, webhookId, webhookNotFound } from "./parts";
 import { createWebhookSchema, rotateSchema, updateWebhookSchema, webhookIdParams } from "./request-schemas";
 import {
@@ -79,6 +80,7 @@ export const registrationOperations: Operation<Env>[] = [
           filter: body.filter ?? null,
           headers: body.headers ?? {},
           maxPerSecond: body.maxPerSecond ?? null,
+          createdBy: rc.keyId ?? null,
         },
         idem,
       );
@@ -144,7 +146,7 @@ export const registrationOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Change, disable or enable a webhook registration",
     description:
-      'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `enabled`; the id, the secret and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers` and `maxPerSecond` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
+      'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `enabled`; the id, the secret and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers` and `maxPerSecond` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. A new `url` on a registration with custom headers must come with `headers` (the same values again, new ones, or `null`), else 400 VALIDATION_ERROR naming `headers`: the stored values are bound to the URL they were given for. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
     request: { params: webhookIdParams, body: { schema: updateWebhookSchema, description: "The fields to change (at least one)." } },
     responses: {
       200: {
@@ -172,6 +174,10 @@ export const registrationOperations: Operation<Env>[] = [
         enabled: body.enabled,
       });
       if (record === null) throw webhookNotFound(id);
+      if (record === HEADERS_REQUIRED) {
+        const message = "a new url on a registration with custom headers needs headers too: the same values again, new ones, or null";
+        throw new ApiError("VALIDATION_ERROR", `The body breaks the schema: headers ${message}.`, [{ path: "headers", message }]);
+      }
       return success(record);
     },
   },

@@ -43,6 +43,11 @@ const webhookFields = {
     .nullable()
     .meta({ description: "`manual` (PATCH `enabled: false`), `failing` (auto-disable) or `gone` (the receiver answered 410); `null` while enabled." }),
   disabledAt: instantOutSchema.nullable().meta({ description: "When it was disabled; `null` while enabled." }),
+  createdBy: z.string().nullable().meta({
+    description:
+      "The id of the API key (`key_…`) that created the registration, directly or through a portal session it minted: after a key leaks, find its registrations by it. `null` for registrations created before it was recorded.",
+    example: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
+  }),
   createdAt: instantOutSchema,
   updatedAt: instantOutSchema.meta({ description: "The last change (PATCH, rotation, auto-disable); `createdAt` before any." }),
 };
@@ -59,6 +64,7 @@ const WEBHOOK_EXAMPLE = {
   enabled: true,
   disabledReason: null,
   disabledAt: null,
+  createdBy: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   createdAt: "2026-08-20T09:12:44.120Z",
   updatedAt: "2026-08-20T09:12:44.120Z",
 };

@@ -12,8 +12,7 @@
  * then judged by ipaddr.js's implementation of the IANA special-purpose address registries:
  * only its `unicast` passes, with the exceptions of `V6_UNICAST_EXCEPTIONS`.
  *
- * Host names are not resolved: a public name that resolves to a private address is not
- * caught here (the Workers runtime itself refuses private destinations in production).
+ * Host names are not resolved: see `checkWebhookUrl` for the egress guarantee relied on.
  */
 import ipaddr from "ipaddr.js";
 import { ApiError } from "../../http/errors";
@@ -23,6 +22,9 @@ import { ApiError } from "../../http/errors";
  * `liftable` tells whether WEBHOOK_ALLOW_INSECURE_URLS=true would have accepted it.
  */
 export type UrlVerdict = { ok: true; url: string } | { ok: false; reason: string; liftable: boolean };
+
+/** Ports a webhook URL may name besides https's default 443 (`URL.port` is "" for it). */
+const ALLOWED_PORTS = ["8443"];
 
 /** Longest accepted webhook URL, in characters. */
 const MAX_URL_LENGTH = 2048;
@@ -153,7 +155,18 @@ function blockedName(host: string): string | undefined {
  *   address (`[::ffff:10.0.0.1]`) is judged by its IPv4 address;
  * - a host name is not single-label (`https://metadata/`), has no empty label, and is not a
  *   special-use or internal name (`RESERVED_NAME_SUFFIXES`: `localhost`, `*.internal`,
- *   `*.local`, …), whatever its case and with or without a trailing dot.
+ *   `*.local`, …), whatever its case and with or without a trailing dot;
+ * - the port, when given, is 443 or 8443 (so that a registration cannot probe other
+ *   services, `POST …/test` showing the first 1 KB of their answer).
+ *
+ * Host names are not resolved (docs/reference.md § GET /v3/webhooks/{id}, URL policy): a
+ * public name that resolves to a private address is not caught here. The egress guarantee is
+ * Cloudflare's: a deployed Worker's fetch() reaches a private network only through a Workers
+ * VPC binding over Cloudflare Tunnel, never by a name or address in a URL
+ * (https://developers.cloudflare.com/workers-vpc/configuration/vpc-services/), and a
+ * subrequest cannot target an IP address directly
+ * (https://developers.cloudflare.com/workers/platform/known-issues/#fetch-to-ip-addresses).
+ * A deployment elsewhere must provide the same egress guarantee.
  *
  * Always: at most 2,048 characters, `http:` or `https:` only, a host present.
  *
@@ -177,6 +190,8 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
   if (allowInsecure) return { ok: true, url: url.href };
   if (url.protocol !== "https:") return refuse("the URL must use https", true);
   if (url.username !== "" || url.password !== "") return refuse("the URL must not carry credentials (user:pass@)", true);
+  // The WHATWG parser drops a default port (`:443` on https), so `port` is "" for 443.
+  if (url.port !== "" && !ALLOWED_PORTS.includes(url.port)) return refuse(`the port ${url.port} is not allowed; use 443 or 8443`, true);
 
   // The WHATWG parser has already lower-cased the host, decoded %-escapes and mapped
   // Unicode (IDNA), so `LOCALHOST`, `local%68ost` and full-width letters arrive as `localhost`;

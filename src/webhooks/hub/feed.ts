@@ -5,7 +5,7 @@
  * positions are the log's `seq`. Synchronous SQL on the hub's storage.
  */
 
-import { RETENTION_MS } from "../../lib/limits";
+import { MAX_WAITING_POLLS, RETENTION_MS } from "../../lib/limits";
 import type { Platform } from "../platform/platform";
 
 /** Where a reader is: after `seq`, an event accepted at `at` (ms; for the retention check). */
@@ -102,7 +102,8 @@ export class FeedReaders {
    * Events after `after` (a position a previous page returned), or accepted at or after
    * `since` (ms), or from the oldest retained; of `types` (`null`: all); at most `limit`.
    * With `waitMs` > 0 and nothing to return, waits until an event is accepted (`wake`, no
-   * polling) or the time is up.
+   * polling) or the time is up — unless 100 readers of the school wait already: then `waitMs`
+   * counts as 0 (docs/reference.md § Events feed).
    *
    * @returns the page, or `CURSOR_EXPIRED` for a position older than the 7-day retention.
    */
@@ -113,7 +114,7 @@ export class FeedReaders {
       if (query.after.at < now - RETENTION_MS) return "CURSOR_EXPIRED";
       from = query.after;
     } else from = query.since !== undefined ? positionAt(this.sql, query.since, now) : tail(this.sql, now);
-    const deadline = now + query.waitMs;
+    const deadline = now + (this.waiters.size >= MAX_WAITING_POLLS ? 0 : query.waitMs);
     for (;;) {
       const page = readFeed(this.sql, from, query.types, query.limit);
       const left = deadline - this.platform.now();

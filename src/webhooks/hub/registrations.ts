@@ -11,6 +11,7 @@ import {
   type CourierConfig,
   type CourierStep,
   type CreateWebhookResult,
+  HEADERS_REQUIRED,
   MAX_WEBHOOKS,
   type NewWebhook,
   type RotatedSecret,
@@ -40,6 +41,7 @@ export type WebhookRow = {
   created_at: number;
   updated_at: number;
   deleted_at: number | null;
+  created_by: string | null;
   version: number;
   enabled_version: number;
   disables: number;
@@ -61,6 +63,7 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     enabled: row.enabled === 1,
     disabledReason: row.enabled === 1 ? null : row.disabled_reason,
     disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
+    createdBy: row.created_by,
     createdAt: formatInstant(row.created_at),
     updatedAt: formatInstant(row.updated_at),
   };
@@ -130,8 +133,8 @@ export function create(sql: SqlStorage, input: NewWebhook, idem: IdempotencyInpu
 function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
   const secret = newSecret();
   sql.exec(
-    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9)`,
+    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10)`,
     id,
     input.url,
     JSON.stringify(input.events),
@@ -141,6 +144,7 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: numb
     input.maxPerSecond,
     secret,
     now,
+    input.createdBy,
   );
   return secret;
 }
@@ -150,11 +154,16 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: numb
  * `manual`), `enabled: true` re-enables it. Every change bumps `version`, so its courier is
  * given the new config.
  *
- * @returns the row after the change, or `null` for an unknown or deleted id.
+ * A new `url` on a registration with custom headers must come with `headers`: the values
+ * are bound to the URL they were given for (docs/reference.md § PATCH /v3/webhooks/{id}).
+ *
+ * @returns the row after the change, `null` for an unknown or deleted id, or
+ *   `HEADERS_REQUIRED` (nothing changed) for a `url` without `headers` on a registration with custom headers.
  */
-export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate, now: number): WebhookRow | null {
+export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate, now: number): WebhookRow | null | typeof HEADERS_REQUIRED {
   const before = readWebhook(sql, id);
   if (!before) return null;
+  if (change.url !== undefined && change.headers === undefined && before.headers !== "{}") return HEADERS_REQUIRED;
   const set: string[] = [];
   const values: unknown[] = [];
   const put = (column: string, value: unknown) => {

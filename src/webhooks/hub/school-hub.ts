@@ -12,16 +12,17 @@ import type { SchoolEvent } from "../../events/types";
 import { DEFAULT_GRACE_SECONDS } from "../../lib/limits";
 import { AlarmClock } from "../platform/alarm-clock";
 import { type Platform, platformFor, sqlOf } from "../platform/platform";
-import type {
-  CourierConfig,
-  CourierStep,
-  CreateWebhookResult,
-  FailingReport,
-  NewWebhook,
-  PublishResult,
-  RotatedSecret,
-  WebhookRecord,
-  WebhookUpdate,
+import {
+  type CourierConfig,
+  type CourierStep,
+  type CreateWebhookResult,
+  type FailingReport,
+  HEADERS_REQUIRED,
+  type NewWebhook,
+  type PublishResult,
+  type RotatedSecret,
+  type WebhookRecord,
+  type WebhookUpdate,
 } from "../rpc";
 import { Couriers } from "./couriers";
 import { type Audience, accept, audiencesOf, behind, disabledEvent, testEvent } from "./event-log";
@@ -122,13 +123,14 @@ export class SchoolHub extends DurableObject<Env> {
    * new config before answering: from the answer on, attempts start with it (a disable: none
    * starts; its queue ends `skipped`). `events` and `filter` apply to events accepted after it.
    *
-   * @returns the record, or `null` for an unknown or deleted id (also one deleted meanwhile).
+   * @returns the record, `null` for an unknown or deleted id (also one deleted meanwhile), or
+   *   `HEADERS_REQUIRED` (nothing changed: a `url` without `headers` on a registration with custom headers).
    * @throws if the courier cannot be reached: the change is made, the alarm pushes it again,
    *   and a repeated PATCH pushes it before answering.
    */
-  async updateWebhook(id: string, change: WebhookUpdate): Promise<WebhookRecord | null> {
+  async updateWebhook(id: string, change: WebhookUpdate): Promise<WebhookRecord | null | typeof HEADERS_REQUIRED> {
     const row = this.ctx.storage.transactionSync(() => registrations.updateWebhook(this.sql, id, change, this.platform.now()));
-    if (row === null) return null;
+    if (row === null || row === HEADERS_REQUIRED) return row;
     this.audiences = null;
     await this.couriers.configure(id);
     return this.getWebhook(id);

@@ -81,6 +81,8 @@ const MIGRATIONS: string[][] = [
     // Ids of tombstones pruned after the retention: an id is never reused (`registrations.create`).
     `CREATE TABLE deleted_ids (id TEXT PRIMARY KEY) WITHOUT ROWID`,
   ],
+  // The id of the API key that created each registration (`createdBy`); null for older rows.
+  [`ALTER TABLE webhooks ADD COLUMN created_by TEXT`],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */

@@ -1,0 +1,22 @@
+/**
+ * The client a rate limit counts when a request has no verified credential
+ * (docs/reference.md § Conventions): an IPv4 client by its address, an IPv6 client by its
+ * /64 (one customer's network: a client that rotates addresses within it is still one).
+ */
+import ipaddr from "ipaddr.js";
+
+/**
+ * The rate-limit subject of a client address (`cf-connecting-ip`): `a.b.c.d` for IPv4 (an
+ * IPv4-mapped IPv6 address included), `x:x:x:x::/64` for IPv6, the text as it is when it
+ * does not parse (`unknown` when absent).
+ */
+export function clientSubject(address: string | null): string {
+  if (address === null) return "unknown";
+  if (!ipaddr.isValid(address)) return address;
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === "ipv4") return parsed.toString();
+  const v6 = parsed as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
+  const prefix = v6.parts.slice(0, 4).map((p) => p.toString(16));
+  return `${prefix.join(":")}::/64`;
+}
