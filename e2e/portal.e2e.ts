@@ -1,18 +1,13 @@
 /**
- * The webhook portal end to end (API.md § "Webhook portal: GET /portal", § "Portal
- * sessions"): an administrator's session in Chromium against `wrangler dev` (seeded with the
- * demo data, WEBHOOK_ALLOW_INSECURE_URLS=true) and a local receiver on 127.0.0.1, signed in
- * with the pasted key; then portal links: sign-in by link, read-only, expiry, revoke-all.
+ * The webhook portal end to end (docs/reference.md § "Webhook portal: GET /portal", § "Portal
+ * sessions: POST /v3/portal-sessions · DELETE /v3/portal-sessions"): an administrator's
+ * session in Chromium against `wrangler dev` (demo data, insecure URLs allowed) and a local
+ * receiver, signed in with the pasted key; then portal links: sign-in by link, read-only,
+ * expiry, revoke-all.
  *
  * The tests are the steps of one session, in order, sharing `state`; each step ends with the
- * page's checks (no CSP violation, no uncaught error) and runs axe-core on every view it
- * reaches. Controls are found by their accessible role and name, so a control without a
- * label fails the step that needs it.
- *
- * Environment: E2E_PORT (the dev server's port; default a free one), E2E_RECEIVER_PORT
- * (default a free one), CHROMIUM_PATH (default /usr/bin/chromium), PORTAL_SCREENSHOT (a PNG
- * path: the detail view after the recovery — with the outage, the disable and the recovery in
- * its chart and log — is saved there; `npm run docs:screenshot` writes docs/portal.png).
+ * page's checks (no CSP violation, no uncaught error) and axe-core on every view it reaches.
+ * Environment variables and the screenshot: docs/development.md § End to end.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";

@@ -1,15 +1,13 @@
 /**
  * `npm start [-- --persist-to DIR] [--port N] [-- <more wrangler dev flags>]`
  *
- * One command from a fresh clone (after `npm ci`) to a running local API:
- * 1. applies the local D1 migrations (`wrangler d1 migrations apply DB --local`, non-interactive);
- * 2. when the local database has no course, loads the demo data (scripts/seed-demo.ts);
- * 3. prints the demo API key, a ready-to-paste curl and the URLs of the reference
- *    (`/docs`, `/openapi.json`) and of the webhook portal (`/portal`);
- * 4. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true` with
- *    stdio inherited, forwarding SIGINT/SIGTERM, and exits with its status (wrangler's custom
- *    build, wrangler.toml `[build]`, first copies the Scalar bundle that /docs loads and
- *    builds the portal).
+ * One command from a fresh clone (after `npm ci`) to a running local API: applies the local
+ * D1 migrations; loads the demo data when the database has no course (scripts/seed-demo.ts);
+ * prints the demo API key, a ready-to-paste curl and the URLs of `/docs`, `/openapi.json`
+ * and `/portal`; then runs `wrangler dev --ip 127.0.0.1 --port 8787 --var
+ * WEBHOOK_ALLOW_INSECURE_URLS:true` with stdio inherited, forwarding SIGINT/SIGTERM, and
+ * exits with its status (wrangler's custom build, wrangler.toml `[build]`, first builds the
+ * assets of /docs and /portal).
  */
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";

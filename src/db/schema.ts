@@ -1,16 +1,9 @@
 /**
- * D1 schema (drizzle-orm, SQLite dialect).
- *
- * Conventions:
- * - Every school-owned table has a composite primary key `(school_id, id)` so that every
- *   index is led by the school and a school can never read or overwrite another's rows.
- * - Instants are INTEGER milliseconds since the Unix epoch (UTC), so that values read with
- *   different zone offsets compare as instants.
- * - Booleans are INTEGER 0/1 (`mode: "boolean"`).
- * - `*_folded` columns hold the case- and accent-folded text (`fold()` of src/lib/text.ts,
- *   computed by every write path) used by the `name` filter, the `name` / `classroom` sorts
- *   and the order of the nested lists the page statement builds (people by last name, first
- *   name; named items by name: API.md § "Course record").
+ * D1 schema (drizzle-orm, SQLite dialect). Every school-owned table has the primary key
+ * `(school_id, id)`, so every index is led by the school; instants are INTEGER milliseconds
+ * since the epoch (UTC); booleans INTEGER 0/1. `*_folded` columns hold `fold()` of
+ * src/lib/text.ts, written by every write path, for the `name` filter, the sorts and the
+ * order of nested lists (docs/architecture.md § Course reads: one round trip).
  *
  * Migrations are generated from this file by `npm run db:generate` (drizzle-kit) into
  * migrations/ as flat `NNNN_name.sql` files.

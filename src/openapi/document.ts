@@ -1,18 +1,14 @@
 /**
  * The OpenAPI 3.1 document of the API, built from the operations' own declarations
- * (src/http/operation.ts) with @asteasolutions/zod-to-openapi: each operation's request and
- * response schemas are the zod schemas its handler validates with and answers, its error
- * responses come from the error catalogue (src/http/error-catalogue.ts), through
- * src/openapi/responses.ts. This module adds only what belongs to the document as a whole
- * (conventions, security schemes, common components, tags) and the post-processing below.
+ * (src/http/operation.ts) with @asteasolutions/zod-to-openapi: request and response schemas
+ * are those the handlers validate with and answer; error responses come from the catalogue
+ * (src/http/error-catalogue.ts) through src/openapi/responses.ts. This module adds what
+ * belongs to the document as a whole (conventions, security schemes, common components,
+ * tags) and the post-processing below. Request schemas are documented by their input shape
+ * (docs/architecture.md § One declaration per operation).
  *
- * Request schemas are documented by their INPUT shape (what a client sends): a query
- * parameter such as `limit` is a string of digits with its range and default in its
- * description, booleans are the strings `true|false|1|0`, instants are `date-time` strings
- * with a zone. zod-to-openapi reads a `.transform()` / `.pipe()` by its input side.
- *
- * Served by GET /openapi.json (src/openapi/operations.ts); the tests validate every response
- * of the suite against it (test/support/openapi-check.ts).
+ * Served by GET /openapi.json (src/openapi/operations.ts); the tests check every response
+ * against it (test/support/openapi-check.ts).
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { ERROR_CODES, ERRORS } from "../http/error-catalogue";

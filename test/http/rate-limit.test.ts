@@ -5,7 +5,7 @@
  *
  * The binding's counter is miniflare's local one (a Durable Object of its own, fixed windows of
  * `period`), the stand-in for Cloudflare's per-location counter (Workers docs, "Rate Limiting" binding).
- * D1 reads are counted at the binding (`countingEnv` of src/bench-ab.ts), whatever the
+ * D1 reads are counted at the binding (`countingEnv` of src/bench/ab-variants.ts), whatever the
  * code's own Server-Timing says.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";

@@ -1,20 +1,13 @@
 /**
- * D1's production limits, enforced around the local D1 binding (the local runtime enforces
- * only some of them). Source: https://developers.cloudflare.com/d1/platform/limits/
+ * D1's production limits, enforced around the local D1 binding, which enforces only some of
+ * them (https://developers.cloudflare.com/d1/platform/limits/): 100 bound parameters per
+ * query and 100,000 bytes of SQL per statement are checked before a run; 1,000,000 bytes per
+ * string, BLOB or row is checked on every bound value and every value and row read back (a
+ * value read back stands for the strings SQLite builds while it runs); 50-byte LIKE / GLOB
+ * patterns are left to the runtime, which enforces them.
  *
- * | limit (production)                          | local runtime        | here                 |
- * |---------------------------------------------|----------------------|----------------------|
- * | 100 bound parameters per query              | not enforced         | checked before a run |
- * | 100,000 bytes of SQL per statement          | enforced (TOOBIG)    | checked before a run |
- * | 1,000,000 bytes per string, BLOB or row     | not enforced         | every bound value, every value and row read back |
- * | 50 bytes per LIKE / GLOB pattern            | enforced             | left to the runtime  |
- *
- * A value read back stands for the strings SQLite builds while it runs the statement
- * (`json_group_array(...)` of an include, for example): production refuses to build one over
- * the limit, so a result value over it would have failed there.
- *
- * `limitedD1(env.DB)` returns a D1Database that runs every statement on `env.DB` and throws
- * what production would (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`) when one is crossed.
+ * `limitedD1(env.DB)` runs every statement on `env.DB` and throws what production would
+ * (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`) when a limit is crossed.
  */
 
 /** D1's limits (bytes are UTF-8). */

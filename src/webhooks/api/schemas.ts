@@ -2,7 +2,7 @@
  * Webhook registrations and deliveries as zod schemas (API.md § "Webhook registrations",
  * § "Event delivery"): the request schemas the operations validate with, the records they
  * answer (objects forbid undocumented fields), and the headers of a delivery. The document
- * is generated from them and the types of src/webhooks/types.ts are their `z.infer`s.
+ * is generated from them and the types of src/webhooks/rpc.ts are their `z.infer`s.
  */
 import { z } from "zod";
 import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";

@@ -1,19 +1,13 @@
 /**
- * Webhook URL policy (API.md § "POST /v3/webhooks" URL policy, § "Error codes"
- * INVALID_WEBHOOK_URL, § "Deployment settings" WEBHOOK_ALLOW_INSECURE_URLS). One function,
- * `checkWebhookUrl`, judges every URL a registration may take (POST and PATCH), and the
+ * Webhook URL policy (docs/reference.md § URL policy; docs/choices.md § Webhook URLs). One
+ * function, `checkWebhookUrl`, judges every URL a registration may take (POST and PATCH); the
  * courier asks `sendRefusal` again before each attempt, so a URL stored under an older or
  * laxer policy is not sent to.
  *
- * A pure function: no DNS, no I/O. The URL is parsed with the WHATWG parser first, so every
- * spelling of an IPv4 address (`0x7f000001`, `2130706433`, `127.1`, `0177.0.0.1`,
- * `127.0.0.1.`) is judged in its canonical dotted form, and IPv6 literals in their
- * canonical bracketed form (`[::ffff:127.0.0.1]` becomes `[::ffff:7f00:1]`). IP literals are
- * then judged by ipaddr.js's implementation of the IANA special-purpose address registries:
- * only its `unicast` passes, with the exceptions of `V6_UNICAST_EXCEPTIONS`.
- *
- * Host names are not resolved: a public name that resolves to a private address is not
- * caught here (the Workers runtime itself refuses private destinations in production).
+ * Pure: no DNS, no I/O. The WHATWG parser canonicalizes every spelling of an IP literal
+ * (`0x7f000001`, `127.1`, `[::ffff:127.0.0.1]`) before ipaddr.js's IANA special-purpose
+ * registries judge it: only `unicast` passes, with the exceptions of `V6_UNICAST_EXCEPTIONS`.
+ * Host names are not resolved: the platform's egress keeps requests off private networks.
  */
 import ipaddr from "ipaddr.js";
 import { ApiError } from "../../http/errors";
