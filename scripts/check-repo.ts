@@ -19,6 +19,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 /** The longest header comment a source file may open with, in lines. */
 const MAX_HEADER_LINES = 12;
+/** The fewest characters of a heading's start that a citation may name it by. */
+const MIN_CITED = 6;
 /** Where source files live: their header comments are checked. */
 const SOURCE_DIRS = ["src/", "scripts/", "test/", "e2e/", "portal/src/", "bench/"];
 const SOURCE_EXTENSIONS = /\.(ts|tsx|js|mjs|cjs)$/;
@@ -181,13 +183,15 @@ class Checker {
       const page = this.page(m[1]!);
       if (page === undefined) continue;
       const titles = headings(this.text(page));
-      // A quoted heading may wrap onto the next comment line; an unquoted one runs to the end of the line.
+      // A quoted heading may wrap onto the next comment line. An unquoted one runs on after the
+      // heading, or names the heading's first words up to a closing mark (or the line's end).
       const quoted = m[2]?.replace(/\s*\n\s*(?:\*|\/\/|#)?\s*/g, " ").replace(/`/g, "");
-      const rest = m[3]?.replace(/`/g, "").trim();
+      const rest = m[3]?.replace(/`/g, "").trim() ?? "";
+      const lead = rest.split(/[)"\],;]/)[0]!.trim();
       const found =
         quoted !== undefined
-          ? titles.some((t) => t === quoted || t.startsWith(quoted))
-          : titles.some((t) => rest!.startsWith(t) || (rest!.length >= 12 && t.startsWith(rest!)));
+          ? titles.some((t) => t.startsWith(quoted))
+          : titles.some((t) => rest.startsWith(t) || (lead.length >= MIN_CITED && t.startsWith(lead)));
       if (!found) this.report(file, text, m.index, `"${m[0].slice(0, 80)}" names no heading of ${page}`);
     }
   }
