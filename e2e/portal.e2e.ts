@@ -291,7 +291,7 @@ describe("the webhook portal, one administrator's session", () => {
   });
 
   it("draws the stats chart from the contract's buckets, with the same numbers in a table", async () => {
-    // The page's stats call is answered with contract-shaped buckets (API.md § "Delivery
+    // The page's stats call is answered with contract-shaped buckets (docs/reference.md § "Delivery
     // statistics"), whatever the server offers: this checks the drawing, not the counting.
     const start = Date.UTC(2026, 10, 21, 0);
     const buckets = Array.from({ length: 24 }, (_, h) => ({
@@ -353,7 +353,7 @@ describe("the webhook portal, one administrator's session", () => {
     expect(await cell(row, "response", ".response-status").textContent()).toBe("503");
     expect(await page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="pending"]`).count()).toBe(3);
     expect(receiver.at(state.path).filter((r) => r.headers["webhook-id"] === state.failedEvent)).toHaveLength(4);
-    // Every failed attempt counts, the retried ones too (API.md § "Delivery statistics").
+    // Every failed attempt counts, the retried ones too (docs/reference.md § "Delivery statistics").
     await expect.poll(async () => (await chartTotals()).Failed, { timeout: 15_000 }).toBe((before.Failed ?? 0) + 4);
     expect(await page.getByRole("img", { name: /Stacked bars per hour/ }).getAttribute("aria-label")).toContain(`${(before.Failed ?? 0) + 4} failed`);
     // The newest hour's bar is drawn, in the Failed series' colour (StatsChart.tsx).
@@ -740,7 +740,7 @@ describe("the webhook portal, one administrator's session", () => {
   });
 });
 
-describe("portal links (API.md § Portal sessions)", () => {
+describe("portal links (docs/reference.md § Portal sessions)", () => {
   /** A portal session of the demo school, minted with its API key. */
   async function mintSession(body: { expiresInSeconds?: number; readOnly?: boolean } = {}) {
     const res = await api("POST", "/v3/portal-sessions", body);

@@ -62,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   // A run sends thousands of requests per minute with one key: the rate limit (600 per 60 s,
-  // API.md § Conventions) would answer most of them 429 and stall the school's snapshot.
+  // docs/reference.md § Conventions) would answer most of them 429 and stall the school's snapshot.
   if (probe.headers.has("ratelimit-policy")) {
     console.error(
       `${base} rate-limits its callers (RateLimit-Policy: ${probe.headers.get("ratelimit-policy")}). Start it with the limit off: npm start -- --port N --persist-to DIR -- --var RATE_LIMIT_ENABLED:false`,

@@ -150,7 +150,7 @@ async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, sta
 /**
  * Validates and imports decoded import-file data into D1 through wrangler.
  *
- * @param data the decoded JSON of an import file (API.md § "Data import (operators)").
+ * @param data the decoded JSON of an import file (docs/operations.md § "Data import (operators)").
  * @returns counts and timings; `seconds` covers building the SQL and running wrangler.
  * @throws ImportValidationError when the data is invalid or lists a key of another school
  *   (nothing written).
@@ -164,8 +164,7 @@ export async function importData(data: unknown, opts: ImportOptions = {}): Promi
 }
 
 /**
- * The check of the file against the database, before anything is written (API.md § "Data
- * import"): a key the database already stores for another school refuses the whole file.
+ * The check of the file against the database, before anything is written (docs/operations.md § "Data import (operators)"): a key the database already stores for another school refuses the whole file.
  * One `wrangler d1 execute` per 500 keys; none for a file without keys.
  *
  * @throws ImportValidationError naming each such key's JSON path.

@@ -205,7 +205,7 @@ export type WebhookPatch = Partial<{
   enabled: boolean;
 }>;
 
-/** A registration (API.md § "Webhook registrations": registration record). */
+/** A registration (docs/reference.md § "Webhook registrations": registration record). */
 export interface Webhook {
   id: string;
   url: string;

@@ -1,5 +1,5 @@
 /**
- * The data import file (API.md § "Data import (operators)"): its schema and its validation,
+ * The data import file (docs/operations.md § "Data import (operators)"): its schema and its validation,
  * every problem reported at once with its JSON path. The rows it becomes are in
  * src/db/import-rows.ts. Used by `npm run import` (scripts/) and by the tests to load
  * fixtures, so both load data the same way.

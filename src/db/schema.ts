@@ -46,7 +46,7 @@ export const apiKeys = sqliteTable(
 );
 
 /**
- * Portal session tokens (API.md § "Portal sessions"), stored only as lowercase hex SHA-256
+ * Portal session tokens (docs/reference.md § "Portal sessions"), stored only as lowercase hex SHA-256
  * of the token: short-lived credentials of one school limited to the webhook operations.
  */
 export const portalSessions = sqliteTable(
@@ -139,7 +139,7 @@ export const courses = sqliteTable(
      */
     revision: text("revision"),
     /**
-     * The course's version (API.md § "Course record"): 1 at creation or first import, +1 per
+     * The course's version (docs/reference.md § "Course record"): 1 at creation or first import, +1 per
      * committed change. `revision` stays the compare-and-set token: two racing writes from
      * version n would both write n + 1, so the guard needs a token unique per write.
      */
@@ -221,7 +221,7 @@ export const courseSurveyTemplates = sqliteTable(
 );
 
 /**
- * Transactional outbox (DESIGN.md): events written in the same D1 batch as the course
+ * Transactional outbox (docs/architecture.md): events written in the same D1 batch as the course
  * write, marked `published_at` once the school's hub acknowledged them. The sweep finds the
  * schools with unpublished rows, and each one's oldest, through the partial index of
  * unpublished rows by school (src/events/outbox.ts).

@@ -1,5 +1,5 @@
 /**
- * The transactional outbox (DESIGN.md): a write's events are inserted into D1's `outbox` in
+ * The transactional outbox (docs/architecture.md): a write's events are inserted into D1's `outbox` in
  * the same batch as the write (src/courses/storage.ts); this module hands them to the
  * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
  * the cron sweep may repeat a publish safely; the sweep goes school by school, fairly, so
@@ -69,7 +69,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
  *
  * @param timed wraps the D1 round trip (a request's `RequestContext.db`); identity by default.
  * @param timeoutMs abandon the hub call after this many ms (the sweep's); none by default (a
- *   course write waits for its hub, API.md § "POST /v3/courses").
+ *   course write waits for its hub, docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one").
  * @returns true when the hub acknowledged them; false when the hub could not be reached or
  *   did not answer in time (the rows stay unpublished for the sweep; the failure is logged,
  *   never thrown).
@@ -140,7 +140,7 @@ async function sweepSchool(env: Env, primary: D1Database, schoolId: string, cuto
 }
 
 /**
- * The cron sweep (DESIGN.md: the outbox), fair per school: it re-publishes outbox rows
+ * The cron sweep (docs/architecture.md § The outbox), fair per school: it re-publishes outbox rows
  * older than 30 s that are not marked published, school by school — the schools with the
  * oldest such rows first, up to `concurrency` hubs at a time, each call with its timeout —
  * so that a failing or slow hub delays only its own school's events; then it prunes rows

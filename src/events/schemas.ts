@@ -1,5 +1,5 @@
 /**
- * The bodies POSTed to webhook endpoints (API.md § "Event delivery"), one zod schema per
+ * The bodies POSTed to webhook endpoints (docs/reference.md § "Event delivery"), one zod schema per
  * event type, with a summary and a description: the OpenAPI document's `webhooks` and their
  * components are generated from them (src/openapi/document.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * Response helpers: the success envelope of API.md § "Conventions".
+ * Response helpers: the success envelope of docs/reference.md § "Conventions".
  */
 import type { Pagination } from "./envelopes";
 import type { HeaderDoc } from "./operation";
@@ -44,7 +44,7 @@ export interface StoredAnswer {
 }
 
 /**
- * The stored answer of an idempotent request as a response (API.md § "Conventions":
+ * The stored answer of an idempotent request as a response (docs/reference.md § "Conventions":
  * idempotent creation): the same status, body and `location`, plus `Idempotent-Replayed:
  * true` when it is a replay.
  */

@@ -1,5 +1,5 @@
 /**
- * The portal session operations (API.md § "Portal sessions"), each declared once: a server
+ * The portal session operations (docs/reference.md § "Portal sessions"), each declared once: a server
  * holding the school's API key mints a short-lived `ps_` token and its portal link, or
  * revokes every token of the school. API keys only (no `portalTokens`: a portal token is
  * 403 FORBIDDEN). Order of answers: 401 / 403, then 400, then the write.

@@ -14,7 +14,7 @@ import { DOCS_ASSETS_PREFIX, DOCS_HEADERS, isPortalPath, PORTAL_HEADERS, PORTAL_
 /**
  * Serves a GET or HEAD under /portal or /docs/ from the static assets with the headers of
  * its pages ({@link PORTAL_HEADERS}, {@link DOCS_HEADERS}), and `x-request-id` and
- * `Server-Timing` like every response of the Worker (API.md conventions). `/portal` and
+ * `Server-Timing` like every response of the Worker (docs/reference.md § Conventions). `/portal` and
  * `/portal/` are the portal's page (index.html); the hashed files under `/portal/assets/`
  * are cacheable for a year, anything else is revalidated on every load.
  *

@@ -1,5 +1,5 @@
 /**
- * Portal sessions in D1 (API.md § "Portal sessions"): minting a `ps_` token for a school,
+ * Portal sessions in D1 (docs/reference.md § "Portal sessions"): minting a `ps_` token for a school,
  * revoking all of a school's tokens, pruning ended ones. A token is stored only as its
  * SHA-256 hash, with its school, its end and its read-only flag; src/http/auth.ts resolves
  * it on each request.

@@ -1,5 +1,5 @@
 /**
- * Logs (API.md § "Operating the service" — Logs): one JSON line per request with
+ * Logs (docs/operations.md § "Keys, logs"): one JSON line per request with
  * `requestId`, `schoolId` (when known), `operationId`, `status`, `durationMs` and `dbMs`;
  * and no line, of the Worker or of its Durable Objects, ever carries an API key, a portal
  * token, a webhook secret, a signature or a custom header value. Every console line written
@@ -73,7 +73,7 @@ describe("no line carries a credential, a secret, a signature or a custom header
     const wrongKeys = ["sk_live_wrong_0123456789abcdef", "sk_test_wrong_fedcba9876543210", "ps_wrong_portal_token_0123456789"];
     const headerValue = "custom-header-value-7f3a9c1e";
 
-    // Custom headers (API.md § "POST /v3/webhooks") where this build of the service takes them.
+    // Custom headers (docs/reference.md § "POST /v3/webhooks") where this build of the service takes them.
     const url = "https://logs.example.com/hook";
     let created = await callJson("/v3/webhooks", { method: "POST", key, json: { url, headers: { "x-api-key": headerValue } } });
     const takesHeaders = created.status === 201;

@@ -1,5 +1,5 @@
 /**
- * The rate limit (API.md § "Conventions"): the Workers rate-limiting binding, here with the
+ * The rate limit (docs/reference.md § "Conventions"): the Workers rate-limiting binding, here with the
  * small limit of vitest.config.ts (5 per 60 s; wrangler.toml has 600), turned on for this
  * file only by calling the Worker with `RATE_LIMIT_ENABLED: "true"`.
  *

@@ -1,5 +1,5 @@
 /**
- * A courier's queue as synchronous SQL steps on its own storage (API.md § "Event delivery",
+ * A courier's queue as synchronous SQL steps on its own storage (docs/reference.md § "Event delivery",
  * § "PATCH", § "Resend", § "Recover"): taking the hub's hand-overs, choosing what is due,
  * recording an attempt's outcome (retry schedule, 410, Retry-After), skipping while disabled.
  * Only the WebhookCourier calls these, inside its synchronous steps.
@@ -7,7 +7,7 @@
 import { type AttemptVerdict, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
 
-/** The log's `error` of a skipped entry (API.md § "Delivery log"). */
+/** The log's `error` of a skipped entry (docs/reference.md § "Delivery log"). */
 const SKIPPED_ERROR = "registration disabled";
 
 /** A due delivery, with its event's body. */
@@ -67,7 +67,7 @@ function logSkipped(sql: SqlStorage, entries: [string, string, Trigger][], now: 
 
 /**
  * The registration was disabled: every queued delivery not `busy` (in flight) ends `skipped`
- * at `now` (ms), pending retries included (API.md § "PATCH": `enabled: false`).
+ * at `now` (ms), pending retries included (docs/reference.md § "PATCH /v3/webhooks/{id}": `enabled: false`).
  */
 export function skipQueued(sql: SqlStorage, busy: readonly number[], now: number): void {
   const rows = sql

@@ -115,7 +115,7 @@ function blockedV6(addr: ipaddr.IPv6): string | undefined {
 }
 
 /**
- * Special-use and internal names (API.md § "POST /v3/webhooks"): the name itself and every
+ * Special-use and internal names (docs/reference.md § "POST /v3/webhooks"): the name itself and every
  * name under it. `localhost` (RFC 6761), `local` (mDNS, RFC 6762), `internal` (ICANN's
  * private-use TLD; cloud metadata lives at `metadata.google.internal`), `home.arpa`
  * (RFC 8375), `lan`, `intranet`, `corp` (common private names), `onion` (RFC 7686), `test`,
@@ -182,7 +182,7 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
 }
 
 /**
- * Whether the courier may send an attempt to `url` under the current policy (API.md § "POST
+ * Whether the courier may send an attempt to `url` under the current policy (docs/reference.md § "POST
  * /v3/webhooks" URL policy): the same judgement as `checkWebhookUrl`, for a URL already
  * stored, so that an attempt to a URL the policy now refuses (WEBHOOK_ALLOW_INSECURE_URLS
  * turned off since, or a range refused since) is not sent.
