@@ -22,7 +22,7 @@ export interface ErrorEntry {
   example?: { message: string; details?: readonly Record<string, string>[] };
 }
 
-/** The catalogue, in the order of the table of docs/reference.md § Error codes. */
+/** The catalogue: the codes of docs/reference.md § Error codes, each with its status and message. */
 export const ERRORS = {
   INVALID_PARAMETER: {
     status: 400,
