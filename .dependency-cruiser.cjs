@@ -1,5 +1,5 @@
 /**
- * The layers of DESIGN.md § "Layers", checked by `npm run check:deps` (dependency-cruiser):
+ * The layers of docs/architecture.md § "Layers", checked by `npm run check:deps` (dependency-cruiser):
  * each layer of src/ imports only from the layers below it, and nothing imports in a cycle.
  *
  *   entries (src/index.ts, src/bench/entry.ts, src/api.ts)
@@ -14,7 +14,7 @@ const LAYERS = ["lib", "http", "db", "courses", "events", "webhooks", "openapi",
 /** A rule forbidding `layer` to import any layer above it (or an entry module). */
 const layerRule = (layer, i) => ({
   name: `${layer}-imports-downwards`,
-  comment: `src/${layer}/ may import only ${i === 0 ? "nothing else in src/" : `src/{${LAYERS.slice(0, i).join(",")}}/`} (DESIGN.md § "Layers").`,
+  comment: `src/${layer}/ may import only ${i === 0 ? "nothing else in src/" : `src/{${LAYERS.slice(0, i).join(",")}}/`} (docs/architecture.md § "Layers").`,
   severity: "error",
   from: { path: `^src/${layer}/` },
   to: { path: "^src/", pathNot: `^src/(${LAYERS.slice(0, i + 1).join("|")})/` },
@@ -32,7 +32,7 @@ module.exports = {
     ...LAYERS.map(layerRule),
     {
       name: "http-knows-no-domain",
-      comment: "src/http/ depends on zod, itty-router and src/lib/ only (DESIGN.md § Layers).",
+      comment: "src/http/ depends on zod, itty-router and src/lib/ only (docs/architecture.md § Layers).",
       severity: "error",
       from: { path: "^src/http/" },
       to: { dependencyTypes: ["npm"], pathNot: "^node_modules/(zod|itty-router)/" },

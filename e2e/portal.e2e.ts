@@ -1,19 +1,14 @@
 /**
- * The webhook portal end to end (API.md § "Webhook portal: GET /portal", § "Portal
- * sessions"): an administrator's session in Chromium against `wrangler dev` (seeded with the
- * demo data, WEBHOOK_ALLOW_INSECURE_URLS=true) and a local receiver on 127.0.0.1, signed in
- * with the pasted key; then portal links: sign-in by link (redeemed: a link opens once), the
- * school's name, another school's link (asked before switching), read-only, expiry, revoke-all.
+ * The webhook portal end to end (docs/reference.md § "Webhook portal: GET /portal", § "Portal
+ * sessions: POST /v3/portal-sessions · DELETE /v3/portal-sessions"): an administrator's
+ * session in Chromium against `wrangler dev` (demo data, insecure URLs allowed) and a local
+ * receiver, signed in with the pasted key; then portal links: sign-in by link (redeemed: a
+ * link opens once), the school's name, another school's link (asked before switching),
+ * read-only, expiry, revoke-all.
  *
  * The tests are the steps of one session, in order, sharing `state`; each step ends with the
- * page's checks (no CSP violation, no uncaught error) and runs axe-core on every view it
- * reaches. Controls are found by their accessible role and name, so a control without a
- * label fails the step that needs it.
- *
- * Environment: E2E_PORT (the dev server's port; default a free one), E2E_RECEIVER_PORT
- * (default a free one), CHROMIUM_PATH (default /usr/bin/chromium), PORTAL_SCREENSHOT (a PNG
- * path: the detail view after the recovery — with the outage, the disable and the recovery in
- * its chart and log — is saved there; `npm run docs:screenshot` writes docs/portal.png).
+ * page's checks (no CSP violation, no uncaught error) and axe-core on every view it reaches.
+ * Environment variables and the screenshot: docs/development.md § End to end.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
@@ -299,7 +294,7 @@ describe("the webhook portal, one administrator's session", () => {
   });
 
   it("draws the stats chart from the contract's buckets, with the same numbers in a table", async () => {
-    // The page's stats call is answered with contract-shaped buckets (API.md § "Delivery
+    // The page's stats call is answered with contract-shaped buckets (docs/reference.md § "Delivery
     // statistics"), whatever the server offers: this checks the drawing, not the counting.
     const start = Date.UTC(2026, 10, 21, 0);
     const buckets = Array.from({ length: 24 }, (_, h) => ({
@@ -361,7 +356,7 @@ describe("the webhook portal, one administrator's session", () => {
     expect(await cell(row, "response", ".response-status").textContent()).toBe("503");
     expect(await page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="pending"]`).count()).toBe(3);
     expect(receiver.at(state.path).filter((r) => r.headers["webhook-id"] === state.failedEvent)).toHaveLength(4);
-    // Every failed attempt counts, the retried ones too (API.md § "Delivery statistics").
+    // Every failed attempt counts, the retried ones too (docs/reference.md § "Delivery statistics").
     await expect.poll(async () => (await chartTotals()).Failed, { timeout: 15_000 }).toBe((before.Failed ?? 0) + 4);
     expect(await page.getByRole("img", { name: /Stacked bars per hour/ }).getAttribute("aria-label")).toContain(`${(before.Failed ?? 0) + 4} failed`);
     // The newest hour's bar is drawn, in the Failed series' colour (StatsChart.tsx).
@@ -748,7 +743,7 @@ describe("the webhook portal, one administrator's session", () => {
   });
 });
 
-describe("portal links (API.md § Portal sessions)", () => {
+describe("portal links (docs/reference.md § Portal sessions)", () => {
   /** A portal session of the demo school (or of `key`'s), minted with its API key. */
   async function mintSession(body: { expiresInSeconds?: number; readOnly?: boolean } = {}, key = DEMO_API_KEY) {
     const res = await api("POST", "/v3/portal-sessions", body, key);

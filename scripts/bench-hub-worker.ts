@@ -1,16 +1,13 @@
 /**
- * The Worker that `npm run bench:hub -- --simulated` serves: the production Worker (same
- * routes, same SchoolHub and WebhookCourier classes) with the webhook objects on a platform
- * that enforces, around the real `fetch` and the real Durable Object calls, Cloudflare's
- * limit of 6 requests waiting for response headers per I/O context — one context per object
- * instance, further requests queued in order (test/support/webhooks/io-context.ts, which cites the
- * documentation it follows). `wrangler dev` alone does not enforce it.
+ * The Worker that `npm run bench:hub -- --simulated` serves: the production Worker with the
+ * webhook objects on a platform that enforces Cloudflare's 6 requests waiting for response
+ * headers per I/O context (test/support/webhooks/io-context.ts), one context per object
+ * instance, further requests queued in order. `wrangler dev` alone does not enforce it.
  *
- * `GET /__bench/platform` answers what the contexts went through: how many, the calls
- * between objects made from them (counted at the stubs), the most requests ever waiting in
- * one, how many requests had to queue, by kind of object. `GET /__bench/storage?school=&hooks=`
- * answers the SQLite size of the school's hub and of the named registrations' couriers.
- * Never deployed: wrangler.toml's `main` stays src/index.ts.
+ * `GET /__bench/platform` answers what the contexts went through (calls between objects, the
+ * most requests ever waiting, how many queued); `GET /__bench/storage?school=&hooks=` the
+ * SQLite size of the hub and of the named couriers. Never deployed: wrangler.toml's `main`
+ * stays src/index.ts.
  */
 import worker from "../src/bench/entry";
 import { CLOUDFLARE, usePlatform } from "../src/webhooks/platform/platform";

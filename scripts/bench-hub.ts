@@ -1,39 +1,13 @@
 /**
- * Event hub benchmark: `npm run bench:hub` (delivery throughput and the platform's
- * connection limit). Two modes, each against a local dev server with a throw-away state, one
- * school, and a receiver thread on 127.0.0.1 that verifies a sample of signatures with the
- * `standardwebhooks` package.
+ * Event hub benchmark: `npm run bench:hub` (delivery throughput, DELETE latency while
+ * dispatching) and `npm run bench:hub -- --simulated` (the same Worker served through
+ * scripts/bench-hub-worker.ts, on a platform that enforces Cloudflare's 6 requests waiting
+ * per I/O context, with 50 ms receivers and a hanging one). Each runs against a local dev
+ * server with a throw-away state, one school, and a receiver thread that verifies a sample
+ * of signatures with the `standardwebhooks` package.
  *
- * Unlimited local (default): the Worker as `wrangler dev` runs it, no limit on requests
- * waiting for headers. 5 registrations to a receiver that answers at once; 1,000
- * `course.updated` events published in batches (POST /__bench/publish); deliveries per
- * second end to end (first publish request to the 5,000th delivery), while an extra
- * registration is created and deleted every 25 ms (DELETE latency, client-observed and the
- * Worker's `total` from `Server-Timing`); then DELETEs with the hub idle, for comparison.
- * Targets: ≥ 1,000 deliveries/s; DELETE p99 < 20 ms while dispatching.
- *
- * Simulated platform (`npm run bench:hub -- --simulated`): the same Worker served through
- * scripts/bench-hub-worker.ts, which enforces Cloudflare's 6 requests waiting for headers per
- * I/O context (one per Durable Object instance) around the real fetch and Durable Object
- * calls. 4 healthy receivers answer after 50 ms, a fifth never answers (its attempts time
- * out after WEBHOOK_TIMEOUT_MS, 15 s). Reports, beside the design's bound (the healthy
- * registrations' slots ÷ 50 ms): (1) deliveries/s to the healthy ones at saturation
- * (1,000 events published at once); (2) their lag, event `createdAt` → request received, at
- * 50 events/s for 10 s; (3) DELETE p50/p99 during both, server-side (`Server-Timing`), and
- * for registrations that had deliveries (one courier close call); (4) the most requests
- * ever waiting in one I/O context, and how many had to queue. Targets: throughput ≥ 90 % of
- * the bound, lag p99 < 250 ms, never more than 6 waiting, DELETE p99 < 20 ms server-side.
- *
- * The dev server is the `wrangler dev` CLI (devtools inspector on: it relays every request
- * and subrequest through Node); `BENCH_INSPECTOR=off` serves through wrangler's
- * `unstable_startWorker` with the inspector off and without the custom build (whose file
- * watcher reloads the Worker when its first scan ends — mid-run on a loaded machine), to
- * separate the Worker's cost from the CLI's.
- * Options (env): BENCH_EVENTS (1000), BENCH_HOOKS (5, unlimited mode), BENCH_BATCH (50),
- * BENCH_PARALLEL (2), BENCH_DELETE_EVERY_MS (25); simulated mode: BENCH_LATENCY_MS (50),
- * BENCH_RATE (events/s, 50), BENCH_STEADY_EVENTS (500); with the inspector off:
- * BENCH_TIMEOUT_MS (WEBHOOK_TIMEOUT_MS of the served Worker; default wrangler.toml's 15000),
- * BENCH_LOG_LEVEL (warn).
+ * What each mode measures, its targets and its options (environment variables):
+ * docs/development.md § Benchmarks and bench/NOTES.md.
  */
 import { COURIER_SLOTS } from "../src/webhooks/rpc";
 import {

@@ -1,33 +1,13 @@
 /**
- * `npm run bench` — benchmarks at realistic scale, against the runtime's own floor.
+ * `npm run bench` — benchmarks at realistic scale, against the runtime's own floor: generates
+ * and imports a dataset (10 schools, 100,000 courses in `sch_demo`), serves it with the
+ * benchmark entry (src/bench/entry.ts), drives a fixed query mix with autocannon beside
+ * SQLite alone (scripts/lib/sqlite-alone.ts) and Miniflare alone
+ * (scripts/lib/miniflare-server.ts), runs the hub benchmark (scripts/bench-hub.ts), the
+ * events feed (scripts/lib/bench-feed.ts) and the sessions-and-rate-limit A/B
+ * (scripts/lib/bench-ab.ts), then writes bench/RESULTS.md and bench/results.json.
  *
- * 1. Generates a dataset with the demo generator (default: 10 schools, `sch_demo` with
- *    100,000 courses, ~1,000,000 course↔student rows) and imports it into a fresh local D1
- *    through the import CLI's code, reporting rows per second.
- * 2. Starts `wrangler dev` on that database with the benchmark entry (src/bench/entry.ts: the
- *    Worker plus `GET /__bench/floor`, one `SELECT 1`, and `POST /__bench/publish`).
- * 3. Drives a fixed query mix over the big school with autocannon, at 1 and 16
- *    connections: p50, p99, requests/s, D1 time and D1 round trips (from `Server-Timing`),
- *    each listing beside the floor as a ratio of p50s.
- *    Beside each: the time SQLite alone needs for the same statements (node:sqlite on the
- *    same database file, SQL and parameters from the query builder: scripts/lib/sqlite-alone.ts)
- *    and the same mix served by the Worker under Miniflare directly, without wrangler dev's
- *    proxy (scripts/lib/miniflare-server.ts), at 1 connection.
- * 4. Runs the hub benchmark (scripts/bench-hub.ts) three times — under the `wrangler dev` CLI
- *    and under wrangler's dev server API with the devtools inspector off —: deliveries/s and
- *    DELETE latency during dispatch; then on the simulated platform (6 requests waiting per
- *    I/O context, 50 ms receivers and a hanging one, `--simulated`).
- *    Then the events feed: a page of 100 events against the floor, the long poll's wake-up
- *    latency over 100 wake-ups, a filter's cost in the hub's accept step (scripts/lib/bench-feed.ts).
- * 5. Runs the sessions-and-rate-limit A/B (scripts/lib/bench-ab.ts): a few reads of the mix served as deployed
- *    (D1 sessions, bookmarks, rate limiter on) and without those steps, interleaved.
- * 6. Writes bench/RESULTS.md and bench/results.json.
- *
- * Options: `--courses 100000 --schools 10 --students-per-course 10 --duration 5` (seconds per
- * autocannon run), `--port N` (wrangler dev on N, Miniflare on N + 1; default: free ports), `--skip-hub`, `--only "name|name"` (query names), `--keep` (keep the temp
- * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`),
- * `--skip-ab`, `--ab-only` (only the A/B, Miniflare on `--port` N + 2: rewrites its own section
- * of bench/RESULTS.md and its key of bench/results.json, nothing else), `--ab-rounds 200`.
+ * The steps, options and how to read the figures: docs/development.md § Benchmarks.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

@@ -1,20 +1,10 @@
 /**
- * `npm run demo:webhooks` — a live tour of the webhook lifecycle and the deregistration
- * promise against the running dev server (`npm start`, which allows http://127.0.0.1 URLs):
- *
- * 1. starts a webhook receiver on 127.0.0.1 (random port) that verifies every signature with
- *    the `standardwebhooks` package;
- * 2. registers it, sends it a `webhook.test` event, then creates a course and changes it
- *    several ways;
- * 3. rotates the secret with a grace period: the next deliveries verify with the new secret
- *    and with the old one;
- * 4. an outage: the receiver answers 503, the registration is disabled (its pending retry
- *    ends skipped), a change made meanwhile is skipped; the receiver comes back, the
- *    registration is enabled and recovered since the outage began: every missed event
- *    arrives, exactly once;
- * 5. deletes the registration, then changes the course again;
- * 6. prints what arrived, and a one-line verdict: rotation verified, every missed event
- *    recovered once, no event accepted after the DELETE arrived.
+ * `npm run demo:webhooks` — a live tour of the webhook lifecycle against `npm start`: a
+ * receiver on 127.0.0.1 that verifies every signature (`standardwebhooks`); register, test,
+ * course writes; a rotation verified with both secrets; an outage (503s, disable, a change
+ * skipped, enable, recover: every missed event arrives once); delete, then one more write.
+ * Prints what arrived and a one-line verdict: rotation verified, every missed event recovered
+ * once, no event accepted after the DELETE arrived.
  *
  * Options: `--base http://127.0.0.1:8787` (or API_BASE), `--key sk_…` (or API_KEY; default
  * the demo key), `--wait 3000` (ms to wait for late deliveries after the last write).

@@ -1,16 +1,9 @@
 /**
- * `npm run docs:assets` — copies the browser bundle of Scalar's API Reference
- * (`@scalar/api-reference/dist/browser/standalone.js`, one self-contained file: its styles
- * are injected by the script) into the Worker's static assets directory, so that GET /docs
- * loads it from the Worker itself, never from a CDN.
- *
- * wrangler.toml serves `dist/assets/` (`[assets]`); the file lands at
- * `dist/assets/docs/scalar-api-reference.js`, i.e. `/docs/scalar-api-reference.js`
- * (`SCALAR_SCRIPT_PATH`). `dist/` is git-ignored: the copy is made by every entry point that
- * needs it — `wrangler dev` / `wrangler deploy` run it through their custom build
- * (wrangler.toml `[build]`: scripts/build-assets.ts, so `npm start`, `npm run dev` and the
- * benchmarks get it), and
- * `npm test` / `npx vitest run` call `ensureDocsAssets` from vitest.config.ts — and it is
+ * `npm run docs:assets` — copies Scalar's API Reference browser bundle
+ * (`@scalar/api-reference/dist/browser/standalone.js`, styles included) to
+ * `dist/assets/docs/scalar-api-reference.js` (`SCALAR_SCRIPT_PATH`), so that GET /docs loads
+ * it from the Worker itself, never from a CDN. `dist/` is git-ignored: wrangler's custom
+ * build (scripts/build-assets.ts) and vitest.config.ts (`ensureDocsAssets`) make the copy,
  * skipped when the file is already up to date.
  */
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";

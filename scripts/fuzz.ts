@@ -3,20 +3,11 @@
  *  [--seed 1] [--concurrency 4]`
  *
  * The fuzz suite's generators and oracle (test/fuzz/) against a running `wrangler dev`
- * (`npm start`): `--runs` hostile requests over every route, each valid or invalid by
- * construction, judged like in `npm test` (no 5xx, the envelope with a catalogue code and its
- * status, `x-request-id`, the OpenAPI document, no 2xx for a request that breaks the
- * contract, the code family of its faults). Prints the counts of requests, 5xx and
- * off-contract answers by route, and exits non-zero if there is any, or if the read
- * school's data changed.
- *
- * Schools: `--key` (default: the demo key, `sch_demo`) is read and must end unchanged;
- * `--other-key` (default: `sch_other`'s) takes the valid writes. What the run needs is
- * discovered through the API: course ids, the write school's reference ids (from the
- * includes of its courses), its registrations. When the server allows insecure webhook URLs
- * (`npm start` does), valid registrations point at a receiver this script runs on
- * 127.0.0.1, and are deleted at the end; otherwise no valid registration is sent (the hub
- * would deliver to the network).
+ * (`npm start`): `--runs` hostile requests over every route, judged as in `npm test`. Prints
+ * the counts of requests, 5xx and off-contract answers by route, and exits non-zero if there
+ * is any, or if the read school's data changed. `--key` (default the demo key) is read and
+ * must end unchanged; `--other-key` (default `sch_other`'s) takes the valid writes. How the
+ * run finds its ids and receivers: docs/development.md § Fuzzing.
  */
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -71,7 +62,7 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   // A run sends thousands of requests per minute with one key: the rate limit (600 per 60 s,
-  // API.md § Conventions) would answer most of them 429 and stall the school's snapshot.
+  // docs/reference.md § Conventions) would answer most of them 429 and stall the school's snapshot.
   if (probe.headers.has("ratelimit-policy")) {
     console.error(
       `${base} rate-limits its callers (RateLimit-Policy: ${probe.headers.get("ratelimit-policy")}). Start it with the limit off: npm start -- --port N --persist-to DIR -- --var RATE_LIMIT_ENABLED:false`,

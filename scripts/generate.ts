@@ -1,15 +1,13 @@
 /**
  * `npm run generate`: writes a generated dataset (scripts/dataset/build.ts) as an import file
- * (API.md § "Data import (operators)"); the same options give the same file.
+ * (docs/operations.md § Data import (operators)); the same options give the same file.
  *
  * CLI: `tsx scripts/generate.ts [--schools N] [--courses N] [--students N]
  *        [--students-per-course N] [--small-courses N] [--seed S] [--as-of ISO] --out FILE.json`
  *
  * Default ("demo"): `sch_demo`, one school year of a French lycée (3,000 courses over 36
- * school weeks from Monday 2026-09-07, holidays skipped, 600 students in 20 groups, 40
- * professors, 6 trainings, 5 survey templates), plus `sch_other`, a small school (50 courses)
- * with its own key, to show tenant isolation. `--schools 10 --courses 100000` gives one big
- * school of 100,000 courses and 9 small ones, about 1,000,000 course↔student rows.
+ * weeks from 2026-09-07), plus `sch_other`, a small school with its own key, to show tenant
+ * isolation. `--schools 10 --courses 100000`: one school of 100,000 courses and 9 small ones.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";

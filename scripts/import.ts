@@ -1,22 +1,14 @@
 /**
  * `npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--chunk-mb N] [--keep-sql DIR] [--quiet]`
  *
- * Loads an import file (API.md § "Data import (operators)") into the D1 database of
- * wrangler.toml (binding DB), local by default:
- *
- * 1. reads and validates the whole file with `validateImport` (src/db/import.ts), then
- *    checks its API keys against the database (`keyOwnershipProblems`: a key stored for
- *    another school refuses the file); on any problem prints every one with its JSON path
- *    to stderr and exits 2, writing nothing;
- * 2. builds the idempotent upserts with `importSteps` (src/db/import-rows.ts), course batch
- *    by course batch, renders them with `renderLiteral` into SQL chunk files of about
- *    `--chunk-mb` MB in a temp dir;
- * 3. runs `wrangler d1 execute DB --local|--remote --file <chunk> --yes` per chunk, in order,
- *    building the next chunk while wrangler runs the current one.
- *
- * Locally, wrangler runs each file as one D1 batch, i.e. one transaction: a chunk is written
- * entirely or not at all. A failed import can simply be run again (the statements are upserts
- * and relation-list replacements). Exit status: 0 done, 1 wrangler failed, 2 bad usage or file.
+ * Loads an import file (docs/operations.md § Data import (operators)) into the D1 database
+ * of wrangler.toml (binding DB): validates the whole file (`validateImport`, src/db/import.ts)
+ * and its keys against the database (`keyOwnershipProblems`), writing nothing on a problem;
+ * then renders the upserts of `importSteps` (src/db/import-rows.ts) into SQL chunk files of
+ * about `--chunk-mb` MB and runs `wrangler d1 execute` per chunk, in order, building the next
+ * while wrangler runs the current one. Each chunk is one D1 batch (written whole or not at
+ * all); a failed import can be run again. Exit status: 0 done, 1 wrangler failed, 2 bad
+ * usage or file.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -158,7 +150,7 @@ async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, sta
 /**
  * Validates and imports decoded import-file data into D1 through wrangler.
  *
- * @param data the decoded JSON of an import file (API.md § "Data import (operators)").
+ * @param data the decoded JSON of an import file (docs/operations.md § "Data import (operators)").
  * @returns counts and timings; `seconds` covers building the SQL and running wrangler.
  * @throws ImportValidationError when the data is invalid or lists a key of another school
  *   (nothing written).
@@ -172,8 +164,7 @@ export async function importData(data: unknown, opts: ImportOptions = {}): Promi
 }
 
 /**
- * The check of the file against the database, before anything is written (API.md § "Data
- * import"): a key the database already stores for another school refuses the whole file.
+ * The check of the file against the database, before anything is written (docs/operations.md § "Data import (operators)"): a key the database already stores for another school refuses the whole file.
  * One `wrangler d1 execute` per 500 keys; none for a file without keys.
  *
  * @throws ImportValidationError naming each such key's JSON path.

@@ -2,21 +2,13 @@
  * `npm run keys -- create --school ID [--label TEXT] | list --school ID | revoke KEY_ID`
  * `[--local | --remote] [--persist-to DIR] [--json]`
  *
- * The operators' API keys (API.md § "Operating the service"), in the D1 database of
- * wrangler.toml (binding DB), local by default, through `wrangler d1 execute` like the
- * import (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's.
+ * The operators' API keys (docs/operations.md § Keys, logs), in the D1 database of
+ * wrangler.toml (binding DB), through `wrangler d1 execute` like the import
+ * (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's. What each command
+ * prints and stores (`revoke` also ends the key's portal sessions): docs/operations.md § API keys.
  *
- * - `create` mints a `sk_live_…` key for the school and prints it once, with its key id;
- *   only its SHA-256 hash is stored (with the id, the label and the last 4 characters).
- * - `list` prints the school's keys, oldest first: id, label, last 4 characters, createdAt
- *   and revokedAt — never the key.
- * - `revoke` revokes a key by its id and, in the same batch, the portal sessions minted with
- *   it (or redeemed from those): from then on all are refused (401). It prints how many
- *   sessions it revoked and how to review what the key did (its registrations, its log
- *   lines). Revoking a revoked key keeps its first revocation.
- *
- * Text on stdout (tab-free, aligned), or JSON with `--json`. Errors on stderr. Exit status:
- * 0 done, 1 wrangler failed, 2 bad usage or an unknown school or key id.
+ * Text on stdout (aligned), or JSON with `--json`. Errors on stderr. Exit status: 0 done,
+ * 1 wrangler failed, 2 bad usage or an unknown school or key id.
  */
 import {
   type ApiKeyListing,

@@ -1,16 +1,12 @@
 /**
- * `npm run lint:openapi` — generates the OpenAPI document from the zod schemas (the same
-^ * `openApiDocument` of src/api.ts that GET /openapi.json serves), writes it to `dist/openapi.json`,
- * then:
+ * `npm run lint:openapi` — generates the OpenAPI document from the zod schemas (the
+ * `openApiDocument` of src/api.ts that GET /openapi.json serves) into `dist/openapi.json`,
+ * then validates it with @apidevtools/swagger-parser (the OpenAPI 3.1 schema, every `$ref`
+ * resolvable) and lints it with @redocly/cli `recommended-strict` (warnings as errors; the
+ * two occurrences ignored, and why: redocly.yaml, .redocly.lint-ignore.yaml).
  *
- * 1. validates it with @apidevtools/swagger-parser (structure against the OpenAPI 3.1
- *    schema, every `$ref` resolvable);
- * 2. lints it with @redocly/cli, `recommended-strict` (the recommended rules, warnings
- *    promoted to errors) — see redocly.yaml and .redocly.lint-ignore.yaml for the two
- *    occurrences ignored and why.
- *
- * Runs in Node (both tools are Node libraries), not in workerd; `npm test` runs it before
- * `vitest run`. Exit status 1 on any problem.
+ * Runs in Node, not in workerd; `npm test` runs it before `vitest run`. Exit status 1 on any
+ * problem.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";

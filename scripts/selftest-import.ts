@@ -1,16 +1,11 @@
 /**
- * Self-test of the import CLI (`npm run test:import`, about 20–30 s), run by Node against a
- * throw-away local D1 directory (`--persist-to`), never the developer's .wrangler/state:
- *
- * (a) broken files: `npm run import` exits non-zero, reports every problem with its JSON
- *     path, and writes nothing (wrangler is not even started: the persist dir stays absent);
- * (b) a small generated file imported twice gives identical table counts and fingerprints,
- *     equal to what the file holds; a re-import with a shorter student list replaces the
- *     stored list; versions: every new course at 1, unchanged by the second import, +1 for
- *     the edited course only;
+ * Self-test of the import CLI (`npm run test:import`, about 20–30 s), against a throw-away
+ * local D1 directory (`--persist-to`), never the developer's .wrangler/state:
+ * (a) broken files exit non-zero, report every problem with its JSON path, write nothing;
+ * (b) a generated file imported twice gives identical counts and fingerprints; a shorter
+ *     student list replaces the stored one; versions: new courses at 1, +1 for an edit only;
  * (c) a revoked key stays revoked when its file is imported again;
- * (d) a file listing a key stored for another school exits non-zero, reports the key's JSON
- *     path, and writes nothing (not even its other rows).
+ * (d) a key stored for another school refuses the whole file, naming its JSON path.
  *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */

@@ -1,17 +1,13 @@
 /**
- * Self-test of the keys CLI (`npm run test:keys`, about 30–60 s), run by Node against a
- * throw-away local D1 directory (`--persist-to`), never the developer's .wrangler/state, and
- * `wrangler dev` serving that same directory:
- *
+ * Self-test of the keys CLI (`npm run test:keys`, about 30–60 s), against a throw-away local
+ * D1 directory (`--persist-to`) that `wrangler dev` serves too:
  * (a) usage errors exit 2 and write nothing;
- * (b) `create` prints a new `sk_live_` key once with its key id; D1 holds only its hash (with
- *     the id, label and last 4 characters); an unknown school exits 2 and writes nothing;
+ * (b) `create` prints a new `sk_live_` key once with its id; D1 holds only its hash (with the
+ *     id, label and last 4 characters); an unknown school exits 2 and writes nothing;
  * (c) `list` shows id, label, last 4 characters, createdAt and revokedAt, never a key;
- * (d) the new key authenticates against the running Worker; after `revoke KEY_ID` it and
- *     the portal sessions it minted (a redeemed one included) are refused (401) from then on,
- *     with their count printed; the school's other keys and their sessions still work; a
- *     second revoke keeps the first instant and prints how to review the key; an unknown id exits 2.
- *
+ * (d) the new key authenticates; after `revoke KEY_ID` it and its portal sessions (a redeemed
+ *     one included) are 401, their count printed, other keys still work; a second revoke keeps
+ *     the first instant and says how to review the key; an unknown id exits 2.
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";

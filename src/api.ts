@@ -18,7 +18,7 @@ import { catalogOperations, eventWebhooks } from "./webhooks/api/event-catalog";
 import { feedOperations } from "./webhooks/api/feed";
 import { registrationOperations } from "./webhooks/api/registrations";
 
-/** Every operation of the API (API.md), then the two reference routes. */
+/** Every operation of the API (docs/reference.md), then the two reference routes. */
 export const operations: Operation<Env>[] = [
   ...courseOperations(publishEvents),
   ...registrationOperations,

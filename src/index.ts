@@ -1,5 +1,5 @@
 /**
- * Worker entry (DESIGN.md): `fetch` serves the API (src/api.ts) and the webhook portal
+ * Worker entry (docs/architecture.md): `fetch` serves the API (src/api.ts) and the webhook portal
  * (src/portal/) and writes one log line per request (src/lib/log.ts), `scheduled` sweeps the
  * outbox, and the SchoolHub and WebhookCourier Durable Object classes are exported for their
  * bindings.

@@ -1,5 +1,5 @@
 /**
- * What the tab's credential may do (API.md § "Webhook portal"): with a read-only portal
+ * What the tab's credential may do (docs/reference.md § "Webhook portal"): with a read-only portal
  * token the page offers no action that changes anything. The shell (main.tsx) provides it;
  * each view that offers a change reads it. A module of its own, so that the views need not
  * import the shell that imports them.

@@ -1,15 +1,13 @@
 /**
- * The portal's client of the API (../shared/API.md § "Webhook registrations", § "Delivery
+ * The portal's client of the API (docs/reference.md § "Webhook registrations", § "Delivery
  * statistics", § "Portal sessions"): same-origin `fetch` with the tab's credential as
- * `Authorization: Bearer`, JSON in and out, and every error envelope turned into an
- * {@link ApiError} that carries the API's own `message`, so that a view always has a
- * sentence to show.
+ * `Authorization: Bearer`, and every error envelope turned into an {@link ApiError} carrying
+ * the API's own `message`, so that a view always has a sentence to show.
  *
- * The credential is a pasted API key (`sk_…`) or the token of a portal link (`ps_…`). It
- * lives only in this tab's sessionStorage (never in a URL, never in localStorage): closing
- * the tab forgets it. For a token, the API's answers say when its session ends and whether
- * it is read-only (`x-portal-session-expires-at`, `x-portal-session-read-only`); the portal
- * keeps that beside it.
+ * The credential (a pasted `sk_…` key or a link's `ps_…` token) lives only in this tab's
+ * sessionStorage: closing the tab forgets it. For a token, the answers' headers
+ * (`x-portal-session-expires-at`, `x-portal-session-read-only`) say when its session ends
+ * and whether it is read-only; the portal keeps that beside it.
  */
 
 /** sessionStorage entry holding the credential (API key or portal token). */
@@ -223,7 +221,7 @@ export type WebhookPatch = Partial<{
   enabled: boolean;
 }>;
 
-/** A registration (API.md § "Webhook registrations": registration record). */
+/** A registration (docs/reference.md § "Webhook registrations": registration record). */
 export interface Webhook {
   id: string;
   url: string;

@@ -1,6 +1,6 @@
 /**
  * Time helpers of the portal. The API speaks ISO 8601 UTC instants with milliseconds
- * (API.md conventions) and refuses an instant without a zone; `<input type="datetime-local">`
+ * (docs/reference.md § Conventions) and refuses an instant without a zone; `<input type="datetime-local">`
  * speaks the browser's local time without a zone. These convert between the two.
  */
 
@@ -25,7 +25,7 @@ export function localInputToIso(value: string): string {
 }
 
 /**
- * A bucket's start as a table label, in UTC like the buckets themselves (API.md § "Delivery
+ * A bucket's start as a table label, in UTC like the buckets themselves (docs/reference.md § "Delivery
  * statistics": UTC hours and days; a local date would name the day before west of UTC):
  * "21/11, 18:00" for hours, "21/11" for days, in the browser's locale.
  */

@@ -1,5 +1,5 @@
 /**
- * The webhook portal (API.md § "Webhook portal: GET /portal"): a single-page application
+ * The webhook portal (docs/reference.md § "Webhook portal: GET /portal"): a single-page application
  * served by the Worker at /portal. Views are chosen by the URL's hash (`#/`, `#/new`,
  * `#/webhooks/{id}`, `#/webhooks/{id}/edit`), so the browser's back button works and no
  * server route is needed. A portal link (`/portal#token=ps_…`) signs the tab in: its token

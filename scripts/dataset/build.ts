@@ -1,5 +1,5 @@
 /**
- * The builders of the demo dataset, in the import file format (API.md § "Data import
+ * The builders of the demo dataset, in the import file format (docs/operations.md § "Data import
  * (operators)"), with @faker-js/faker in the `fr` locale and a fixed seed: the same options
  * give the same file. Every random draw comes from one generator, in a fixed order (schools,
  * then per school its students, professors and courses), so changing a builder's draws

@@ -1,22 +1,14 @@
 /**
- * The sessions-and-rate-limit A/B in `npm run bench` (alone: `npm run bench -- --ab-only`): a few reads of the
- * mix served by the Worker as deployed (A: D1 sessions, bookmarks, rate limiter on), by the
- * same Worker without those steps (B), with the sessions but not the rate limiter (S, to
- * tell the two costs apart), and as A with the limiter's counters in the isolate as on
- * Cloudflare (M, src/bench/ab-variants.ts `isolateLimiter`), interleaved request by request on one
- * connection, so that drift of this shared machine touches all four alike. Figures and section:
- * scripts/lib/bench-ab-report.ts; the variants: src/bench/ab-variants.ts.
+ * The sessions-and-rate-limit A/B of `npm run bench` (alone: `npm run bench -- --ab-only`): a
+ * few reads of the mix served as deployed (A: D1 sessions, bookmarks, rate limiter on),
+ * without those steps (B), with the sessions only (S) and as A with the limiter's counters in
+ * the isolate (M), interleaved request by request on one connection, so that drift of this
+ * shared machine touches all four alike. The variants: src/bench/ab-variants.ts; figures and
+ * section: scripts/lib/bench-ab-report.ts.
  *
- * Served by Miniflare directly (scripts/lib/miniflare-server.ts), for two reasons:
- * - The local rate-limiting binding enforces its limit: miniflare counts each `limit()` in a
- *   Durable Object of its own (fixed windows of `period`; node_modules/miniflare/dist/src/
- *   workers/ratelimit/), so with wrangler.toml's 600 per 60 s, A at 1 connection would answer
- *   429 within seconds. `wrangler dev` reads the limit from wrangler.toml only; Miniflare's
- *   options set it here (1,000,000,000 per 60 s) and RATE_LIMIT_QUOTA with it.
- * - Without `wrangler dev`'s proxy in front, a 1 ms difference is not lost in its 15–20 ms.
- * Locally each `limit()` is that Durable Object call; on Cloudflare the counters are cached on
- * the Worker's machine and `limit()` waits on no network request (Workers docs, "Rate
- * Limiting" § Performance): A pays more here than it would deployed.
+ * Served by Miniflare directly (scripts/lib/miniflare-server.ts), with the binding's limit
+ * raised and without `wrangler dev`'s proxy; why, and what A pays locally that it would not
+ * deployed: bench/NOTES.md.
  */
 import { DEMO_API_KEY } from "../dataset/build";
 import { type AbCounts, type AbQueryResult, type AbTimings, quantile } from "./bench-ab-report";

@@ -1,5 +1,5 @@
 /**
- * The events feed's figures for `npm run bench` (API.md § "Events feed"): a page of 100
+ * The events feed's figures for `npm run bench` (docs/reference.md § "Events feed"): a page of 100
  * events against the floor's p50 (autocannon, 1 connection), the long poll's wake-up latency
  * over 100 wake-ups (a publish while a reader waits with `wait=25`: from sending the publish to
  * the page's arrival — an upper bound, the publish's own round trip included, since the hub

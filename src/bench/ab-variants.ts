@@ -1,15 +1,12 @@
 /**
- * The A/B of the sessions and the rate limiter (their cost on a read), served by the benchmark entry (src/bench/entry.ts) only:
- * the production Worker as deployed (A: D1 sessions and bookmarks, rate limiter on) against
- * the same Worker without those steps (B), in one isolate, chosen per request, and the
- * binding-level counts that show what each request costs in D1 and rate-limiter calls.
- *
- * Production code is unchanged: B swaps the environment, not a code path. Its `DB` is a
- * session-less view of the same D1 binding (`withSession()` hands back the binding itself,
- * whose `getBookmark()` is null, so no `x-d1-bookmark` either) and `RATE_LIMIT_ENABLED` is
- * `"false"` (src/http/rate-limit.ts skips the binding). Two more variants tell the two steps'
- * costs apart: S (A's sessions, no limiter) and M (A with the limiter's counters in the
- * isolate, as on Cloudflare: `isolateLimiter`).
+ * The A/B of the sessions and the rate limiter (their cost on a read), served by the
+ * benchmark entry (src/bench/entry.ts) only: the Worker as deployed (A: D1 sessions and
+ * bookmarks, rate limiter on) against the same Worker without those steps (B), in one
+ * isolate, chosen per request, and the binding-level counts of each request's D1 and
+ * rate-limiter calls. B swaps the environment, not a code path: its `DB` hands back the
+ * binding itself from `withSession()` (no bookmark) and `RATE_LIMIT_ENABLED` is `"false"`.
+ * S (A's sessions, no limiter) and M (the limiter's counters in the isolate, as on
+ * Cloudflare: `isolateLimiter`) tell the two steps' costs apart.
  */
 
 /**

@@ -1,18 +1,12 @@
 /**
- * The benchmark entry (`npm run bench` and `npm run bench:hub` serve `src/bench/entry.ts` with
- * `wrangler dev`): the production Worker (src/index.ts) with two more routes, through the
- * same router, envelope and headers. The production Worker never serves them.
+ * The benchmark entry (`npm run bench` and `npm run bench:hub` serve it with `wrangler dev`):
+ * the production Worker (src/index.ts) with two more routes, through the same router,
+ * envelope and headers — `GET /__bench/floor` (one `SELECT 1`, the floor) and
+ * `POST /__bench/publish` (synthetic events to a school's hub, src/bench/publish.ts).
  *
- * - `GET /__bench/floor`: the benchmark's floor, one trivial D1 query (`SELECT 1`) in one
- *   round trip.
- * - `POST /__bench/publish`: synthetic events straight to the school's hub
- *   (src/bench/publish.ts).
- *
- * And two request headers of the sessions-and-rate-limit A/B (src/bench/ab-variants.ts), absent from every other
- * benchmark's requests: `x-bench-variant: b` serves the request without D1 sessions and
- * without the rate limiter (`s`: without the rate limiter only; `m`: with the limiter's
- * counters in the isolate); `x-bench-count: 1` answers the request's D1 and rate-limiter
- * calls, counted at the bindings, in `x-bench-d1-calls` and `x-bench-ratelimit-calls`.
+ * Two request headers serve the A/B (src/bench/ab-variants.ts): `x-bench-variant: b|s|m`
+ * picks the variant, `x-bench-count: 1` answers the request's D1 and rate-limiter calls in
+ * `x-bench-d1-calls` and `x-bench-ratelimit-calls`. The production Worker never serves them.
  */
 import { operations } from "../api";
 import type { RequestContext } from "../http/context";

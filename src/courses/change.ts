@@ -1,5 +1,5 @@
 /**
- * The pure logic of a course write (API.md § "POST /v3/courses · PATCH /v3/courses/{id}"):
+ * The pure logic of a course write (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"):
  * the stored state of a course, what a patch changes in it, and the events of a change.
  * No I/O: src/courses/writes.ts runs it against D1.
  */
@@ -36,11 +36,11 @@ export interface CourseState {
   updatedAt: number;
   /** The compare-and-set token of the stored row (`null` for imported courses never written). */
   revision: string | null;
-  /** API.md § "Course record": 1 at creation, +1 per committed change. */
+  /** docs/reference.md § "Course record": 1 at creation, +1 per committed change. */
   version: number;
 }
 
-/** The course record of a state (API.md § "Course record"). */
+/** The course record of a state (docs/reference.md § "Course record"). */
 export function stateToRecord(s: CourseState): CourseRecord {
   return {
     id: s.id,

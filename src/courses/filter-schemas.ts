@@ -1,5 +1,5 @@
 /**
- * The request schemas of the course listing (API.md § "GET /v3/courses", § "POST
+ * The request schemas of the course listing (docs/reference.md § "GET /v3/courses", § "POST
  * /v3/courses:search"): the GET query string, the include flags of GET /v3/courses/{id} and
  * the search body. Each filter's rule is written once (`FILTER_RULES`) and documents both
  * its GET parameter and its search field; the document declares a query parameter by what

@@ -1,5 +1,5 @@
 /**
- * The one filter model of the course listing (API.md § "GET /v3/courses" and
+ * The one filter model of the course listing (docs/reference.md § "GET /v3/courses" and
  * § "POST /v3/courses:search").
  *
  * The GET query string (`parseListQuery`) and the search body (`parseSearchBody`) both
@@ -41,7 +41,7 @@ export interface CourseQuery {
   classroom?: string;
   creatorId?: string;
   name?: string;
-  /** Validated and accepted, currently ignored (API.md). */
+  /** Validated and accepted, currently ignored (docs/reference.md). */
   createdAt?: number;
   updatedAt?: number;
   professorSignatureMissing?: boolean;

@@ -1,5 +1,5 @@
 /**
- * The course operations (API.md § "GET /v3/courses" … § "PATCH /v3/courses/{id}"), each
+ * The course operations (docs/reference.md § "GET /v3/courses" … § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"), each
  * declared once: the router and the OpenAPI document are built from these declarations.
  *
  * Reads answer with exactly one D1 round trip, the API key lookup included (src/courses/
@@ -183,7 +183,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
             await publish(env, schoolId, events, timed);
             return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
           }
-          // API.md § "Conventions" (idempotent creation): the answer is stored with the course.
+          // docs/reference.md § "Conventions" (idempotent creation): the answer is stored with the course.
           const hash = await requestHash(json);
           const replay = (row: KeyRow) => {
             if (row.requestHash !== hash)

@@ -1,7 +1,7 @@
 /**
  * The course query builder: one `CourseQuery` → one drizzle SELECT that returns a page of
  * courses, each as its final JSON record with every related list embedded (correlated
- * subqueries), so that a listing is a single statement whatever its includes (DESIGN.md §
+ * subqueries), so that a listing is a single statement whatever its includes (docs/architecture.md §
  * "Invariants").
  *
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
@@ -78,7 +78,7 @@ function sampleTrigrams(needle: string): string[] {
 }
 
 /**
- * "The folded name contains `needle`" (API.md § "GET /v3/courses": case- and
+ * "The folded name contains `needle`" (docs/reference.md § "GET /v3/courses": case- and
  * accent-insensitive substring, `%` and `_` literal), decided by instr() on the folded name —
  * not LIKE: D1 refuses LIKE patterns past about 50 bytes and instr() needs no escaping.
  */
@@ -114,7 +114,7 @@ function courseConditions(school: SQL, q: CourseQuery): SQL {
   const c: (SQL | undefined)[] = [eq(courses.schoolId, school)];
   if (q.courseStartDateTime !== undefined) c.push(gte(courses.startMs, q.courseStartDateTime));
   if (q.courseEndDateTime !== undefined) c.push(lte(courses.endMs, q.courseEndDateTime));
-  // Both true (or both false) filter nothing (API.md).
+  // Both true (or both false) filter nothing (docs/reference.md).
   if (q.absencesSent && !q.absencesNotSent) c.push(eq(courses.absencesSent, true));
   if (q.absencesNotSent && !q.absencesSent) c.push(eq(courses.absencesSent, false));
   if (q.courseId.length > 0) c.push(sql`${courses.id} IN ${jsonIds(q.courseId)}`);
@@ -135,7 +135,7 @@ function courseConditions(school: SQL, q: CourseQuery): SQL {
     const unsigned = sql`EXISTS (SELECT 1 FROM course_professors r WHERE r.school_id = ${courses.schoolId} AND r.signed = 0 AND r.course_id = ${courses.id})`;
     c.push(q.professorSignatureMissing ? unsigned : sql`NOT ${unsigned}`);
   }
-  // createdAt / updatedAt: validated, accepted, currently ignored (API.md).
+  // createdAt / updatedAt: validated, accepted, currently ignored (docs/reference.md).
   return and(...c)!;
 }
 

@@ -1,6 +1,6 @@
 /**
  * Course reads: the API key lookup and one page of courses in exactly one D1 round trip
- * (`db.batch`), whatever the filters and includes (DESIGN.md § "Invariants"). Records come
+ * (`db.batch`), whatever the filters and includes (docs/architecture.md § "Invariants"). Records come
  * out of SQLite as their final JSON text (src/courses/record.ts) and go to the client as is.
  */
 import { and, eq, isNull } from "drizzle-orm";

@@ -1,5 +1,5 @@
 /**
- * Course records as the API writes them (API.md § "Course record"), built by SQLite: the
+ * Course records as the API writes them (docs/reference.md § "Course record"), built by SQLite: the
  * page statement (src/courses/query.ts) returns each course as the JSON text of its final
  * record, nested lists in the contract's order, so that a listing reaches the client without
  * the Worker parsing, sorting or serializing a record (src/http/respond.ts `successRaw`).
@@ -55,7 +55,7 @@ const ids = (table: string, column: string) =>
   `(SELECT concat('[', group_concat(${value(column)}, ','), ']') FROM (SELECT ${column} FROM ${table} r WHERE ${ofCourse} ORDER BY ${column}))`;
 
 /**
- * People (students, teachers) by lastName, firstName, id (API.md § "Course record"): each
+ * People (students, teachers) by lastName, firstName, id (docs/reference.md § "Course record"): each
  * name by its folded key (`fold()`, stored by every write path), then as written, so that
  * `Émile` and `emile` keep a fixed order.
  */

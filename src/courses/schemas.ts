@@ -1,5 +1,5 @@
 /**
- * The course record and the course responses as zod schemas (API.md § "Course record"):
+ * The course record and the course responses as zod schemas (docs/reference.md § "Course record"):
  * they generate the document's schemas (objects forbid undocumented fields), and the types
  * the code writes are their `z.infer`s. Also the shape of the events a course write
  * publishes (their documented bodies are built from it in src/events/schemas.ts).
@@ -42,7 +42,7 @@ const namedRefSchema = z
   .strictObject({ id: opaqueIdSchema, name: z.string() })
   .meta({ id: "NamedRef", description: "A survey template or a training: `{ id, name }`.", example: { id: "trn_3", name: "BTS SIO" } });
 
-/** Example course record (API.md § "Course record"). */
+/** Example course record (docs/reference.md § "Course record"). */
 export const COURSE_EXAMPLE = {
   id: "crs_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   name: "Algèbre linéaire",
@@ -102,7 +102,7 @@ export const courseRecordSchema = z
     // A union with null, not `.nullable()`: zod-to-openapi drops the null of a nullable `$ref`.
     training: z.union([namedRefSchema, z.null()]).optional().meta({ description: "With `includeTraining=true`: the training, or `null`." }),
   })
-  .meta({ id: "Course", description: "A course of the school (API.md § Course record).", example: COURSE_EXAMPLE });
+  .meta({ id: "Course", description: "A course of the school (docs/reference.md § Course record).", example: COURSE_EXAMPLE });
 
 /** A course record (`z.infer` of `courseRecordSchema`). */
 export type CourseRecord = z.infer<typeof courseRecordSchema>;
@@ -124,7 +124,7 @@ export const courseIdParams = z.strictObject({
 export const courseNotFound = (id: string) => new ApiError("COURSE_NOT_FOUND", `No course with id "${id}" exists in this school.`);
 
 // ---------------------------------------------------------------------------------------
-// The events a course write publishes (API.md § "POST /v3/courses · PATCH /v3/courses/{id}").
+// The events a course write publishes (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one").
 
 /** Event types of course writes, in the contract's order; a registration subscribes to them. */
 export const COURSE_EVENT_TYPES = [
@@ -137,7 +137,7 @@ export const COURSE_EVENT_TYPES = [
 ] as const;
 
 /**
- * The keys of a course that a webhook filter looks at (API.md § "POST /v3/webhooks":
+ * The keys of a course that a webhook filter looks at (docs/reference.md § "POST /v3/webhooks":
  * `filter`): its training, groups and professors.
  */
 export const courseKeysSchema = z.strictObject({

@@ -23,7 +23,7 @@ export async function parseAuthenticated<T>(env: Env, rc: RequestContext, keyHas
 }
 
 /**
- * Runs a course operation's database work in one D1 session (API.md § "Read consistency at
+ * Runs a course operation's database work in one D1 session (docs/reference.md § "Read consistency at
  * the edge"): `kind` "read" may be served by a replica, "write" starts on the primary; the
  * client's `x-d1-bookmark` (validated here, 401 before 400) makes either at least that
  * fresh. The session's bookmark is set on the response, errors included, once the session

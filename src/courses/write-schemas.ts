@@ -1,5 +1,5 @@
 /**
- * The bodies of the course writes (API.md § "POST /v3/courses · PATCH /v3/courses/{id}"):
+ * The bodies of the course writes (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"):
  * one set of field schemas, all optional for PATCH, three of them required for POST.
  */
 import { z } from "zod";

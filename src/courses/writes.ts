@@ -1,5 +1,5 @@
 /**
- * Course writes (API.md § "POST /v3/courses · PATCH /v3/courses/{id}"): a validated body
+ * Course writes (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"): a validated body
  * (src/courses/write-schemas.ts) becomes a change and its events (src/courses/change.ts),
  * written with the outbox rows in one D1 batch (src/courses/storage.ts).
  *
@@ -81,7 +81,7 @@ export async function createCourse(
  * Applies a PATCH: only the fields sent change; a list sent replaces the whole list; a
  * PATCH that changes nothing writes nothing and returns no event (updatedAt unchanged).
  *
- * @param ifMatch the request's `If-Match` (API.md § "PATCH /v3/courses/{id}"): checked
+ * @param ifMatch the request's `If-Match` (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"): checked
  *   against the version of the state each attempt reads, so a write that lost a race to
  *   another version answers 412 rather than overwrite it.
  * @throws ApiError 404 COURSE_NOT_FOUND, 412 PRECONDITION_FAILED, 400 INVALID_DATE_RANGE

@@ -1,5 +1,5 @@
 /**
- * API keys as operators manage them (API.md § "Operating the service"): the statements of
+ * API keys as operators manage them (docs/operations.md § "Operating the service"): the statements of
  * `npm run keys -- create | list | revoke` (scripts/keys.ts). They are import steps
  * (src/db/import-sql.ts), so that the same renderers write them for `wrangler d1 execute`
  * (literal) and for a D1 binding (bound, the tests). A key is stored only as its SHA-256
@@ -11,7 +11,7 @@ import { randomCredential, sha256Hex } from "../lib/crypto";
 import { mintId } from "../lib/ids";
 import type { ImportStep } from "./import-sql";
 
-/** The prefix of the keys operators mint (API.md § "Conventions": `sk_live_…`). */
+/** The prefix of the keys operators mint (docs/reference.md § "Conventions": `sk_live_…`). */
 const LIVE_KEY_PREFIX = "sk_live_";
 
 /** Longest `--label`, in characters. */

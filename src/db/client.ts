@@ -29,7 +29,7 @@ export function useSessionSeam(next: ((session: D1Database) => D1Database) | nul
 export type SessionKind = "read" | "write";
 
 /**
- * One D1 session of a request (DESIGN.md: reads `withSession(bookmark ?? "first-unconstrained")`,
+ * One D1 session of a request (docs/architecture.md: reads `withSession(bookmark ?? "first-unconstrained")`,
  * writes `withSession(bookmark ?? "first-primary")`), with a drizzle client over it.
  *
  * `d1` is the session typed as a `D1Database`: drizzle-orm (0.45) has no session type of

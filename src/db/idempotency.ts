@@ -1,5 +1,5 @@
 /**
- * Idempotency keys of D1 writes (API.md § "Conventions": idempotent creation): the first
+ * Idempotency keys of D1 writes (docs/reference.md § "Conventions": idempotent creation): the first
  * response of a request made with an `Idempotency-Key` is stored in the same D1 batch as
  * the rows it created, so a replay finds either nothing (nothing was written) or the whole
  * answer. Kept 24 h; the cron prunes older rows.

@@ -1,5 +1,5 @@
 /**
- * What an import writes (API.md § "Data import (operators)"), as one row model
+ * What an import writes (docs/operations.md § "Data import (operators)"), as one row model
  * (src/db/import-sql.ts, which also renders it): upserts by id (per school) and the
  * replacement of each imported course's relation lists, in dependency order. Running them
  * twice leaves the database as once. API keys are stored only as SHA-256 hashes (with a key
@@ -108,7 +108,7 @@ export function storedKeyOwners(hashes: readonly string[]): ImportStep[] {
 }
 
 /**
- * The import's rule for keys already stored (API.md § "Data import"): a key that belongs to
+ * The import's rule for keys already stored (docs/operations.md § "Data import (operators)"): a key that belongs to
  * another school is an error, and the whole file is refused.
  *
  * @param stored the rows `storedKeyOwners` read.
@@ -181,7 +181,7 @@ const STORED_STATE = `json_array(c.name, c.start_ms, c.end_ms, c.classroom, c.cr
 
 /**
  * Upserts of courses and the replacement of their relation lists, preceded by the version
- * step (API.md § "Data import"): the imported states are staged in `import_course_states`,
+ * step (docs/operations.md § "Data import (operators)"): the imported states are staged in `import_course_states`,
  * every existing course whose stored state differs gets `version + 1` (and its `revision`
  * cleared, so that an API write racing the import retries on fresh state), then the rows are
  * written; a new course is inserted with version 1. Identical re-imports change nothing.

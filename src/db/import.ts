@@ -1,5 +1,5 @@
 /**
- * The data import file (API.md § "Data import (operators)"): its schema and its validation,
+ * The data import file (docs/operations.md § "Data import (operators)"): its schema and its validation,
  * every problem reported at once with its JSON path. The rows it becomes are in
  * src/db/import-rows.ts. Used by `npm run import` (scripts/) and by the tests to load
  * fixtures, so both load data the same way.
@@ -74,7 +74,7 @@ export interface ImportProblem {
 
 /**
  * An imported API key: `sk_` then at least 32 characters of `[A-Za-z0-9_]`
- * (docs/reference.md § Data import). Checked by `validateImport`, not by the schema, which the
+ * (docs/operations.md § Data import). Checked by `validateImport`, not by the schema, which the
  * tests' fixtures also load through.
  */
 const STRONG_KEY_RE = /^sk_[A-Za-z0-9_]{32,}$/;

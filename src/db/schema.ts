@@ -1,16 +1,9 @@
 /**
- * D1 schema (drizzle-orm, SQLite dialect).
- *
- * Conventions:
- * - Every school-owned table has a composite primary key `(school_id, id)` so that every
- *   index is led by the school and a school can never read or overwrite another's rows.
- * - Instants are INTEGER milliseconds since the Unix epoch (UTC), so that values read with
- *   different zone offsets compare as instants.
- * - Booleans are INTEGER 0/1 (`mode: "boolean"`).
- * - `*_folded` columns hold the case- and accent-folded text (`fold()` of src/lib/text.ts,
- *   computed by every write path) used by the `name` filter, the `name` / `classroom` sorts
- *   and the order of the nested lists the page statement builds (people by last name, first
- *   name; named items by name: API.md § "Course record").
+ * D1 schema (drizzle-orm, SQLite dialect). Every school-owned table has the primary key
+ * `(school_id, id)`, so every index is led by the school; instants are INTEGER milliseconds
+ * since the epoch (UTC); booleans INTEGER 0/1. `*_folded` columns hold `fold()` of
+ * src/lib/text.ts, written by every write path, for the `name` filter, the sorts and the
+ * order of nested lists (docs/architecture.md § Course reads: one round trip).
  *
  * Migrations are generated from this file by `npm run db:generate` (drizzle-kit) into
  * migrations/ as flat `NNNN_name.sql` files.
@@ -53,7 +46,7 @@ export const apiKeys = sqliteTable(
 );
 
 /**
- * Portal session tokens (API.md § "Portal sessions"), stored only as lowercase hex SHA-256
+ * Portal session tokens (docs/reference.md § "Portal sessions"), stored only as lowercase hex SHA-256
  * of the token: short-lived credentials of one school limited to the webhook operations.
  */
 export const portalSessions = sqliteTable(
@@ -154,7 +147,7 @@ export const courses = sqliteTable(
      */
     revision: text("revision"),
     /**
-     * The course's version (API.md § "Course record"): 1 at creation or first import, +1 per
+     * The course's version (docs/reference.md § "Course record"): 1 at creation or first import, +1 per
      * committed change. `revision` stays the compare-and-set token: two racing writes from
      * version n would both write n + 1, so the guard needs a token unique per write.
      */
@@ -236,7 +229,7 @@ export const courseSurveyTemplates = sqliteTable(
 );
 
 /**
- * Transactional outbox (DESIGN.md): events written in the same D1 batch as the course
+ * Transactional outbox (docs/architecture.md): events written in the same D1 batch as the course
  * write, marked `published_at` once the school's hub acknowledged them. The sweep finds the
  * schools with unpublished rows, and each one's first due, through the partial index of
  * unpublished rows by school and retry time; a failed row waits `retry_at` (src/events/outbox.ts).

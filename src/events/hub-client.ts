@@ -1,5 +1,5 @@
 /**
- * How the Worker reaches a school's event hub (DESIGN.md: one SchoolHub per school): the
+ * How the Worker reaches a school's event hub (docs/architecture.md: one SchoolHub per school): the
  * outbox publishes to it, the webhook operations call it over RPC.
  */
 

@@ -1,5 +1,5 @@
 /**
- * The transactional outbox (DESIGN.md): a write's events are inserted into D1's `outbox` in
+ * The transactional outbox (docs/architecture.md): a write's events are inserted into D1's `outbox` in
  * the same batch as the write (src/courses/storage.ts); this module hands them to the
  * school's hub and marks them published, in batches cut by bytes and count. The hub's
  * `publish` is idempotent by event id, so the cron sweep may repeat a publish safely; the
@@ -81,7 +81,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
  *
  * @param timed wraps the D1 round trip (a request's `RequestContext.db`); identity by default.
  * @param timeoutMs abandon a hub call after this many ms (the sweep's); none by default (a
- *   course write waits for its hub, API.md § "POST /v3/courses").
+ *   course write waits for its hub, docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one").
  * @returns how many of `events`, from the first, the hub acknowledged and the outbox marked;
  *   fewer than all when the hub could not be reached, did not answer in time or the mark
  *   failed (those rows stay unpublished for the sweep; the failure is logged, never thrown).

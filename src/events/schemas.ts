@@ -1,7 +1,7 @@
 /**
- * The bodies POSTed to webhook endpoints (API.md § "Event delivery"), one zod schema per
+ * The bodies POSTed to webhook endpoints (docs/reference.md § "Event delivery"), one zod schema per
  * event type, with a summary and a description: the OpenAPI document's `webhooks` and their
- * components are generated from them (src/webhooks/event-webhooks.ts).
+ * components are generated from them (src/openapi/document.ts).
  */
 import { z } from "zod";
 import { COURSE_EXAMPLE, type CourseEvent, courseRecordSchema } from "../courses/schemas";

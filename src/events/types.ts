@@ -1,5 +1,5 @@
 /**
- * Events (API.md § "Event delivery"): the catalogue of event types and the shape of any
+ * Events (docs/reference.md § "Event delivery"): the catalogue of event types and the shape of any
  * event the hub accepts. Their documented bodies, one per type, are in src/events/schemas.ts.
  */
 import { z } from "zod";
@@ -9,7 +9,7 @@ import { idSchema, instantOutSchema } from "../lib/fields";
 /**
  * Event types a registration may subscribe to (`["*"]` = all): those of course writes, and
  * `webhook.disabled`, sent by the hub when it auto-disables a registration to the school's
- * other registrations (API.md § "Auto-disable").
+ * other registrations (docs/reference.md § "Auto-disable").
  */
 export const EVENT_TYPES = [...COURSE_EVENT_TYPES, "webhook.disabled"] as const;
 

@@ -1,5 +1,5 @@
 /**
- * Authentication and scope (API.md § "Conventions", § "Portal sessions"):
+ * Authentication and scope (docs/reference.md § "Conventions", § "Portal sessions"):
  * `Authorization: Bearer <credential>`, where the credential is
  * - an API key `sk_…`: every operation of its school;
  * - a portal session token `ps_…`: only the operations whose declaration sets

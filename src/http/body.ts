@@ -1,5 +1,5 @@
 /**
- * Reading and validating a JSON request body, for every operation (API.md § "Conventions"):
+ * Reading and validating a JSON request body, for every operation (docs/reference.md § "Conventions"):
  * media type, size (never more than 1 MiB read), UTF-8 and JSON; then, whatever the schema,
  * what no body may hold (prototype keys, unpaired surrogates, over-long lists), and the
  * schema's verdict as the contract's 400s with the problems in `details`.
@@ -76,7 +76,7 @@ async function readAtMost(request: Request, limit: number): Promise<Uint8Array |
 }
 
 /**
- * Body keys that are never fields, at any depth of any body (API.md § "Conventions"): they
+ * Body keys that are never fields, at any depth of any body (docs/reference.md § "Conventions"): they
  * name JavaScript's prototype machinery. `JSON.parse` makes `"__proto__"` an own property,
  * which zod's object parsing drops silently instead of reporting it as unknown, so these
  * keys are looked for before any schema runs.
@@ -155,7 +155,7 @@ const MAX_REPORTED_PROBLEMS = 100;
  * Validates a decoded JSON body with an operation's body schema (a `z.strictObject`, whose
  * keys are the accepted field names): the one place where every body's fields are judged.
  *
- * Besides the schema (`bodyHazards`, API.md § "Conventions"): a key `__proto__`,
+ * Besides the schema (`bodyHazards`, docs/reference.md § "Conventions"): a key `__proto__`,
  * `constructor` or `prototype` at any depth is an unknown field; a string with an unpaired
  * surrogate is invalid; a list of more than `MAX_BODY_LIST` items is invalid, judged before
  * the schema runs (which would otherwise report one issue per item).

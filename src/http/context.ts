@@ -11,7 +11,7 @@ export const untimed: D1Timer = (run) => run();
 
 /**
  * Per-request context: the request id (`x-request-id`) and the time spent in D1, reported
- * in `Server-Timing` as `db;dur=<ms>` beside `total;dur=<ms>` (API.md § "Conventions").
+ * in `Server-Timing` as `db;dur=<ms>` beside `total;dur=<ms>` (docs/reference.md § "Conventions").
  */
 export class RequestContext {
   readonly requestId: string;

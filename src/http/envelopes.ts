@@ -1,5 +1,5 @@
 /**
- * The envelopes of API.md § "Conventions" as zod schemas: success `{ status, result }`, list
+ * The envelopes of docs/reference.md § "Conventions" as zod schemas: success `{ status, result }`, list
  * `{ status, result, pagination }` and error `{ status, code, message, details?, requestId }`.
  * Each domain wraps its records in them; the OpenAPI document describes them (objects
  * forbid undocumented fields: `z.strictObject`); the code's types are their `z.infer`s.
@@ -55,7 +55,7 @@ export function errorEnvelope<const C extends readonly [ErrorCode, ...ErrorCode[
   return z
     .strictObject({
       status: z.literal("error"),
-      code: z.enum(codes).meta({ description: "What went wrong, as a stable UPPER_SNAKE code (API.md § Error codes)." }),
+      code: z.enum(codes).meta({ description: "What went wrong, as a stable UPPER_SNAKE code (docs/reference.md § Error codes)." }),
       message: z.string().meta({ description: "A human sentence that says what to do; never a stack or SQL." }),
       details: z.array(errorDetailSchema).min(1).optional().meta({ description: "Every problem found (omitted when there is none to list)." }),
       requestId: z.string().meta({ description: "The `x-request-id` of the response; quote it when reporting a problem." }),

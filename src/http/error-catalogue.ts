@@ -1,5 +1,5 @@
 /**
- * The error catalogue (API.md § "Error codes"): every code of the contract, declared once
+ * The error catalogue (docs/reference.md § "Error codes"): every code of the contract, declared once
  * with its HTTP status, when it is answered, and an example message for the document.
  * `ApiError` derives its status from here; the OpenAPI document reads the table and each
  * operation's error responses from here.
@@ -22,7 +22,7 @@ export interface ErrorEntry {
   example?: { message: string; details?: readonly Record<string, string>[] };
 }
 
-/** The catalogue, in the order of API.md's table. */
+/** The catalogue: the codes of docs/reference.md § Error codes, each with its status and message. */
 export const ERRORS = {
   INVALID_PARAMETER: {
     status: 400,

@@ -1,5 +1,5 @@
 /**
- * The error envelope of API.md § "Conventions", built in one place: `ApiError` carries a
+ * The error envelope of docs/reference.md § "Conventions", built in one place: `ApiError` carries a
  * code of the catalogue (src/http/error-catalogue.ts), whose status it takes; the router
  * turns it into `{ status: "error", code, message, details?, requestId }`.
  */

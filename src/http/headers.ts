@@ -1,5 +1,5 @@
 /**
- * Request headers of the contract (API.md § "Conventions", § "PATCH /v3/courses/{id}"):
+ * Request headers of the contract (docs/reference.md § "Conventions", § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"):
  * `If-Match`, `x-d1-bookmark` and `Idempotency-Key`, each parsed in one place. A malformed
  * header is a 400 INVALID_PARAMETER whose `details` names the header (`parameter`).
  */
@@ -42,7 +42,7 @@ export function readIfMatch(request: Request): IfMatch | undefined {
 export const ifMatchAdmits = (ifMatch: IfMatch | undefined, current: string): boolean =>
   ifMatch === undefined || ifMatch === "*" || ifMatch.strong.includes(current);
 
-/** API.md § "Read consistency at the edge": 1–256 characters of `[0-9A-Za-z-]`. */
+/** docs/reference.md § "Read consistency at the edge": 1–256 characters of `[0-9A-Za-z-]`. */
 const BOOKMARK_RE = /^[0-9A-Za-z-]{1,256}$/;
 
 /** The name of the bookmark header, in requests and responses. */
@@ -61,7 +61,7 @@ export function readBookmark(request: Request): string | undefined {
   return raw;
 }
 
-/** API.md § "Idempotent creation": 1–255 printable ASCII characters. */
+/** docs/reference.md § "Idempotent creation": 1–255 printable ASCII characters. */
 const IDEMPOTENCY_KEY_RE = /^[\x20-\x7e]{1,255}$/;
 
 /**
@@ -102,7 +102,7 @@ export const idempotencyKeyHeaderSchema = z.string().regex(IDEMPOTENCY_KEY_RE).o
   example: "3f2b1c9e-import-2026-09-01",
 });
 
-/** `x-d1-bookmark` of a course response (API.md § "Read consistency at the edge"). */
+/** `x-d1-bookmark` of a course response (docs/reference.md § "Read consistency at the edge"). */
 export const bookmarkResponseHeader: Record<string, HeaderDoc> = {
   [BOOKMARK_HEADER]: {
     description: "The D1 session's bookmark after this request: send it back as `x-d1-bookmark` to read data at least this fresh.",

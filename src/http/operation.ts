@@ -1,5 +1,5 @@
 /**
- * One declaration per operation (DESIGN.md § "One rule, one home"): method, path, request
+ * One declaration per operation (docs/architecture.md § "One rule, one home"): method, path, request
  * schemas, responses with their error codes, summary and handler, in one object. The router
  * (src/http/router.ts) and the OpenAPI document (src/openapi/document.ts) are both built
  * from the same list of them; each domain declares its own (`src/<domain>/operations.ts`),
@@ -61,7 +61,7 @@ export interface Operation<E> {
   public?: boolean;
   /**
    * Portal session tokens (`ps_…`) may call it besides API keys, read-only ones only when
-   * `method` is GET (API.md § "Conventions"). Absent: API keys only, and a valid portal
+   * `method` is GET (docs/reference.md § "Conventions"). Absent: API keys only, and a valid portal
    * token answers 403 FORBIDDEN. The one place the scope is stated: src/http/auth.ts and
    * the document read it here.
    */

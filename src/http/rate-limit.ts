@@ -1,19 +1,14 @@
 /**
- * The rate limit (docs/reference.md § Conventions, § Deployment settings): the Workers
- * rate-limiting binding `RATE_LIMITER` counts each valid API key by its SHA-256, all portal
- * tokens of a school on one counter (minting tokens does not multiply the limit), and every
- * other request — no credential, public routes, unknown paths, unknown keys — by its client
- * (`cf-connecting-ip`; an IPv6 client by its /64). Beyond the limit: 429 RATE_LIMITED with
- * `Retry-After`. While enabled, every response carries `RateLimit-Policy: "default";q=<limit>;w=60`.
+ * The rate limit (docs/reference.md § Rate limit): the Workers rate-limiting binding
+ * `RATE_LIMITER` counts each valid API key by its SHA-256, all portal tokens of a school on
+ * one counter, and every other request by its client IP (`cf-connecting-ip`; an IPv6 client
+ * by its /64). Beyond the limit: 429 RATE_LIMITED with `Retry-After`; while enabled, every
+ * response carries `RateLimit-Policy`.
  *
- * Guessing keys costs the service nothing: whether a credential is valid is known only
- * after its D1 lookup, so a credential this isolate has not recently verified is counted
- * against the client IP before the request runs, and an IP over its limit answers 429
- * before any D1 read. A credential verified recently (`RecentlyVerified`, an in-isolate set
- * of credential hashes, bounded in size and age) is counted against itself, so a valid
- * client keeps working from an IP that others exhaust. A correct client pays no extra D1
- * read: the verdict comes from the lookup its request makes anyway (src/http/auth.ts sets
- * `rc.schoolId`).
+ * A credential this isolate has not recently verified (`RecentlyVerified`) is counted against
+ * the client IP before the request runs, so guessing keys costs no D1 read; a verified one
+ * against itself, so a valid client keeps working from an IP that others exhaust. Why, and
+ * what it costs a correct client: docs/choices.md § Rate limit.
  */
 
 import { clientSubject } from "../lib/client-ip";

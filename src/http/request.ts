@@ -1,5 +1,5 @@
 /**
- * Request parsing outside the body, for every operation (API.md § "Conventions"): the query
+ * Request parsing outside the body, for every operation (docs/reference.md § "Conventions"): the query
  * string against the names an operation defines (unknown names rejected with a hint,
  * repeated names refused or joined), zod validation into the contract's 400s with the
  * problems in `details`, and path ids. The body has its own module (src/http/body.ts), which

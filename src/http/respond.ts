@@ -46,7 +46,7 @@ export interface StoredAnswer {
 }
 
 /**
- * The stored answer of an idempotent request as a response (API.md § "Conventions":
+ * The stored answer of an idempotent request as a response (docs/reference.md § "Conventions":
  * idempotent creation): the same status, body and `location`, plus `Idempotent-Replayed:
  * true` when it is a replay.
  */

@@ -64,7 +64,7 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
 }
 
 /**
- * The response headers a browser client may read (API.md § "Conventions"). The Worker sets
+ * The response headers a browser client may read (docs/reference.md § "Conventions"). The Worker sets
  * no other CORS header (a cross-origin browser client needs an origin policy in front of it);
  * this one names what such a client would read once allowed.
  */
@@ -73,7 +73,7 @@ const EXPOSED_HEADERS = `x-request-id, x-d1-bookmark, ETag, Retry-After, RateLim
 /**
  * `response` with the headers of every response: `x-request-id`, `Server-Timing`,
  * `Access-Control-Expose-Headers`; and, for a request made with a portal session token that
- * the operation takes, the session's end and read-only flag (API.md § "Webhook portal": a
+ * the operation takes, the session's end and read-only flag (docs/reference.md § "Webhook portal": a
  * portal link carries only the token, the page learns the rest from any answer).
  */
 function finish(response: Response, rc: RequestContext): Response {

@@ -1,5 +1,5 @@
 /**
- * One zod schema per field rule of the contract (API.md § "Conventions"), used by every
+ * One zod schema per field rule of the contract (docs/reference.md § "Conventions"), used by every
  * operation, the import model and the OpenAPI document alike: ids, instants, text lengths,
  * id lists, query-string integers and booleans, a course's professors.
  *
@@ -117,7 +117,7 @@ export const queryIntegerSchema = (min: number, max: number, fallback?: number) 
     .meta({ type: "integer", minimum: min, maximum: max, ...(fallback === undefined ? {} : { default: fallback }) });
 
 // ---------------------------------------------------------------------------------------
-// A course's professors (API.md § "POST /v3/courses · PATCH", § "Data import").
+// A course's professors (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one", docs/operations.md § "Data import (operators)").
 
 /** A professor assigned to a course; `coTeacher` and `signed` default to false. */
 export const professorAssignmentSchema = z

@@ -1,5 +1,5 @@
 /**
- * Ids (API.md § "Conventions"): opaque strings of 1–64 characters `[A-Za-z0-9_-]`.
+ * Ids (docs/reference.md § "Conventions"): opaque strings of 1–64 characters `[A-Za-z0-9_-]`.
  * Minted ids are `<prefix>_` + a time-sortable random part (ULID-like: 10 chars of
  * Crockford base32 ms timestamp + 16 random chars), so ids sort by creation time.
  */
@@ -7,10 +7,10 @@
 /** The pattern every id read from a client must match. */
 export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** An API key (API.md § "Conventions": keys start with `sk_`), as a pattern source. */
+/** An API key (docs/reference.md § "Conventions": keys start with `sk_`), as a pattern source. */
 export const API_KEY_PATTERN = "sk_[A-Za-z0-9_-]{1,200}";
 
-/** A portal session token (API.md § "Portal sessions": tokens start with `ps_`), as a pattern source. */
+/** A portal session token (docs/reference.md § "Portal sessions": tokens start with `ps_`), as a pattern source. */
 export const PORTAL_TOKEN_PATTERN = "ps_[A-Za-z0-9_-]{1,200}";
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";

@@ -1,5 +1,5 @@
 /**
- * The numbers of the contract (API.md) that more than one layer states: the rule that
+ * The numbers of the contract (docs/reference.md) that more than one layer states: the rule that
  * enforces each one and the error catalogue or document that tells it read them here.
  */
 
@@ -27,13 +27,13 @@ export const MAX_LIVE_PORTAL_SESSIONS = 100;
 /** Most long polls (`GET /v3/events?wait=…`) of one school waiting at once; beyond, `wait` counts as 0. */
 export const MAX_WAITING_POLLS = 100;
 
-/** Longest secret-rotation grace, in seconds (7 days; API.md § "Secret rotation"). */
+/** Longest secret-rotation grace, in seconds (7 days; docs/reference.md § "Secret rotation"). */
 export const MAX_GRACE_SECONDS = 604_800;
 /** Default secret-rotation grace, in seconds (24 h). */
 export const DEFAULT_GRACE_SECONDS = 86_400;
 
 /**
  * How long events and delivery attempts are kept, in ms (7 days): the hub's event log and
- * feed, each courier's attempt log, resend and recover (API.md § "Delivery log", § "Events feed").
+ * feed, each courier's attempt log, resend and recover (docs/reference.md § "Delivery log", § "Events feed").
  */
 export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;

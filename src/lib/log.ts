@@ -1,5 +1,5 @@
 /**
- * The service's log lines (API.md § "Operating the service" — Logs): each is one JSON object
+ * The service's log lines (docs/operations.md § "Keys, logs"): each is one JSON object
  * on one console line, which Workers Logs (`[observability]` in wrangler.toml) indexes field
  * by field. Every line of the Worker and its Durable Objects goes through this module.
  *
@@ -184,7 +184,7 @@ export function logRequest(fields: RequestLine): void {
 }
 
 /**
- * The line of one delivery attempt (API.md § "Operating the service" — Logs):
+ * The line of one delivery attempt (docs/operations.md § "Keys, logs"):
  * `{"kind":"delivery_attempt","webhookId","eventId","attempt","trigger","status",
  * "responseStatus","durationMs"}`, at level `log`, `warn` when it failed. The courier calls it
  * once per attempt it finishes or refuses to send (an attempt to a URL the policy now

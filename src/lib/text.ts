@@ -1,6 +1,6 @@
 /**
  * Case- and accent-folding shared by the `name` filter and the `name` / `classroom` sorts
- * (API.md § "GET /v3/courses", § "POST /v3/courses:search").
+ * (docs/reference.md § "GET /v3/courses", § "POST /v3/courses:search").
  *
  * `fold("Économie")` → `"economie"`: NFKD decomposition, combining marks removed, lower
  * case, plus the ligatures that do not decompose (œ, æ, ß).

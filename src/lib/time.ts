@@ -1,5 +1,5 @@
 /**
- * Instants (API.md § "Conventions"): written as ISO 8601 UTC with milliseconds; read from
+ * Instants (docs/reference.md § "Conventions"): written as ISO 8601 UTC with milliseconds; read from
  * clients only with a zone (`Z` or `±hh:mm`).
  */
 
@@ -45,7 +45,7 @@ export function formatInstant(ms: number): string {
 }
 
 /**
- * Query-string repair (API.md § "Conventions"): a `+` of an offset sent unencoded arrives
+ * Query-string repair (docs/reference.md § "Conventions"): a `+` of an offset sent unencoded arrives
  * as a space; `2026-09-07T10:00:00 02:00` is read as `2026-09-07T10:00:00+02:00`.
  */
 export function repairQueryInstant(text: string): string {

@@ -1,5 +1,5 @@
 /**
- * The document's prose about the API as a whole (API.md § "Conventions", § "Error codes").
+ * The document's prose about the API as a whole (docs/reference.md § "Conventions", § "Error codes").
  */
 
 /**

@@ -1,17 +1,13 @@
 /**
  * The OpenAPI 3.1 document of the API, built from the operations' own declarations
- * (src/http/operation.ts) with @asteasolutions/zod-to-openapi: each operation's request and
- * response schemas are the zod schemas its handler validates with and answers, its error
- * responses come from the error catalogue (src/http/error-catalogue.ts), through
- * src/openapi/responses.ts. This module adds only what belongs to the document as a whole
- * (conventions, security schemes, common components, tags) and the post-processing below.
- *
- * Request schemas are documented by their INPUT shape (what a client sends; zod-to-openapi
- * reads a `.transform()` by its input side), except query scalars, declared by their meaning
- * (`integer` with bounds and default, `boolean`, `date-time`) in src/lib/fields.ts.
- *
- * Served by GET /openapi.json (src/openapi/operations.ts); the tests validate every response
- * of the suite against it (test/support/openapi-check.ts).
+ * (src/http/operation.ts) with @asteasolutions/zod-to-openapi: request and response schemas
+ * are those the handlers validate with and answer; error responses come from the catalogue
+ * (src/http/error-catalogue.ts) through src/openapi/responses.ts. This module adds what
+ * belongs to the document as a whole (conventions, security schemes, common components,
+ * tags) and the post-processing below. Request schemas are documented by their input shape,
+ * query scalars by their meaning (docs/architecture.md § One declaration per operation).
+ * Served by GET /openapi.json (src/openapi/operations.ts); the tests check every response
+ * against it (test/support/openapi-check.ts).
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { ERROR_CODES, ERRORS } from "../http/error-catalogue";

@@ -15,7 +15,7 @@ import { RATE_LIMIT_WINDOW_S } from "../http/rate-limit";
 const REQUEST_ID_EXAMPLE = "req_01K4A8Z1M2N3P4Q5R6S7T8V9W0";
 export const REQUEST_ID_PATTERN = "^[A-Za-z0-9_.:-]{1,128}$";
 
-/** Headers on every response (API.md § "Conventions"), as `components.headers`. */
+/** Headers on every response (docs/reference.md § "Conventions"), as `components.headers`. */
 export const COMMON_HEADERS = {
   RequestId: {
     description:

@@ -1,5 +1,5 @@
 /**
- * The security headers of the pages the Worker serves — the webhook portal (API.md § "Webhook
+ * The security headers of the pages the Worker serves — the webhook portal (docs/reference.md § "Webhook
  * portal: GET /portal", served by src/portal/serve.ts) and the API reference at /docs (its
  * page by src/openapi/operations.ts, its script by src/portal/serve.ts) — in one place. This
  * module has no imports, so the Node end-to-end tests can read the policies they check.

@@ -1,5 +1,5 @@
 /**
- * Portal sessions as zod schemas (API.md § "Portal sessions"): the body of POST
+ * Portal sessions as zod schemas (docs/reference.md § "Portal sessions"): the body of POST
  * /v3/portal-sessions and the answers of both operations. The document is generated from
  * them; objects forbid undocumented fields.
  */

@@ -1,18 +1,12 @@
 /**
  * The static files the Worker serves itself, each with its pages' security headers
- * (src/portal/headers.ts): GET /portal (API.md § "Webhook portal: GET /portal"), the webhook
- * portal built by scripts/portal-assets.ts into `dist/assets/portal/`, and the API
- * reference's script under /docs/ (copied by scripts/docs-assets.ts; the /docs page itself
- * is an operation, src/openapi/operations.ts). Above all a Content-Security-Policy that lets
- * the pages load and call nothing but this Worker's own origin.
- *
- * wrangler.toml lists `/portal`, `/portal/*` and `/docs/*` in `[assets] run_worker_first`, so
- * these requests reach the Worker's `fetch` (src/index.ts) before the assets; the files are
- * then read through the `ASSETS` binding. A `_headers` file in the assets directory would
- * work too (Workers static assets honour it, wrangler 4.86 included), but only on the asset
- * router's path: serving through the Worker keeps each policy one constant in code, applied
- * alike by `wrangler dev`, a deployment and the tests' direct calls to the Worker, and lets
- * the portal answer at /portal itself, without the assets' trailing-slash redirect.
+ * (src/portal/headers.ts): GET /portal (docs/reference.md § "Webhook portal: GET /portal"),
+ * built by scripts/portal-assets.ts into `dist/assets/portal/`, and the API reference's
+ * script under /docs/ (scripts/docs-assets.ts; the /docs page is an operation,
+ * src/openapi/operations.ts). wrangler.toml's `run_worker_first` sends these requests to the
+ * Worker before the assets; the files are read through `ASSETS`. Why through the Worker and
+ * not a `_headers` file: docs/architecture.md § The reference and the portal: served from
+ * the Worker.
  */
 import type { RequestContext } from "../http/context";
 import { DOCS_ASSETS_PREFIX, DOCS_HEADERS, isPortalPath, PORTAL_HEADERS, PORTAL_PATH } from "./headers";
@@ -20,7 +14,7 @@ import { DOCS_ASSETS_PREFIX, DOCS_HEADERS, isPortalPath, PORTAL_HEADERS, PORTAL_
 /**
  * Serves a GET or HEAD under /portal or /docs/ from the static assets with the headers of
  * its pages ({@link PORTAL_HEADERS}, {@link DOCS_HEADERS}), and `x-request-id` and
- * `Server-Timing` like every response of the Worker (API.md conventions). `/portal` and
+ * `Server-Timing` like every response of the Worker (docs/reference.md § Conventions). `/portal` and
  * `/portal/` are the portal's page (index.html); the hashed files under `/portal/assets/`
  * are cacheable for a year, anything else is revalidated on every load.
  *

@@ -1,5 +1,5 @@
 /**
- * Shapes exchanged over RPC between the Worker, the SchoolHub and the WebhookCouriers (API.md
+ * Shapes exchanged over RPC between the Worker, the SchoolHub and the WebhookCouriers (docs/reference.md
  * § "Webhook registrations"): the only thing the three know of each other besides the
  * bindings' stub types. Records are the `z.infer`s of their schemas (api/schemas.ts).
  */
@@ -27,7 +27,7 @@ export interface NewWebhook {
   url: string;
   events: Subscription;
   description: string | null;
-  /** The school's dimensions a course event must match (API.md § "POST /v3/webhooks": `filter`); `null`: every event. */
+  /** The school's dimensions a course event must match (docs/reference.md § "POST /v3/webhooks": `filter`); `null`: every event. */
   filter: WebhookFilter | null;
   /** Custom headers, names in lower case; `{}`: none. */
   headers: Record<string, string>;
@@ -170,7 +170,7 @@ export interface HandoverReceipt {
 }
 
 /**
- * What a courier tells the hub, the only thing the hub must decide (API.md § "Auto-disable"):
+ * What a courier tells the hub, the only thing the hub must decide (docs/reference.md § "Auto-disable"):
  * its registration has failed for WEBHOOK_DISABLE_AFTER_HOURS (`failing`, since
  * `failingSince`, ms) or a receiver answered 410 (`gone`). `version` is the config the
  * courier held: a report about an older version than a re-enable is ignored.
@@ -182,7 +182,7 @@ export interface FailingReport {
   failingSince: number | null;
 }
 
-/** Why an attempt was made (API.md § "Delivery log": `trigger`). */
+/** Why an attempt was made (docs/reference.md § "Delivery log": `trigger`). */
 export type Trigger = "event" | "retry" | "resend" | "recover" | "test";
 
 /** The answer of a courier call that queues (test, resend, recover): done, or why not. */
@@ -204,7 +204,7 @@ export type StatsBucketSize = keyof typeof STATS_BUCKET_MS;
 
 /**
  * The buckets of `size` that overlap [since, until) (ms, `since < until`), oldest first, all
- * zeros (API.md § "Delivery statistics": aligned on UTC hours or days). `first` is the first
+ * zeros (docs/reference.md § "Delivery statistics": aligned on UTC hours or days). `first` is the first
  * bucket's start (ms).
  */
 export function emptyBuckets(since: number, until: number, size: StatsBucketSize): { first: number; buckets: StatsBucket[] } {

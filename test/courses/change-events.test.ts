@@ -1,6 +1,6 @@
 /**
  * The pure logic of a course write (src/courses/change.ts), without D1: what a patch
- * changes (API.md § "PATCH /v3/courses/{id}": only the fields sent; a list sent replaces
+ * changes (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one": only the fields sent; a list sent replaces
  * the whole list; `null` clears) and which events a change publishes, in the contract's
  * order and only for what changed.
  */

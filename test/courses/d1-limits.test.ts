@@ -70,7 +70,7 @@ describe("the D1 simulation refuses what production refuses", () => {
   });
 });
 
-describe("name filter: any name of 1–200 characters (API.md § GET /v3/courses)", () => {
+describe("name filter: any name of 1–200 characters (docs/reference.md § GET /v3/courses)", () => {
   const LONG_NAME = `Cours %_\\ 100% _x_ Économie ${"é".repeat(60)}${"%".repeat(50)}${"_".repeat(50)}`.padEnd(200, "Œ");
   let longId: string;
   beforeAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * DESIGN.md § "Invariants": every single filter is served by an index led by the school;
+ * docs/architecture.md § "Invariants": every single filter is served by an index led by the school;
  * EXPLAIN QUERY PLAN must never show a scan of the whole course table. Equality filters,
  * their common pairs and date windows walk an index in the requested order (start, id) and
  * stop at the page: no sort of the matching courses, no walk of the whole school.
@@ -93,7 +93,7 @@ describe("query plans", () => {
         const details = await plan(q);
         const all = details.join("\n");
         // Ascending: no sort at all. Descending start with the ascending id tie-break
-        // (API.md): SQLite sorts only each run of equal starts ("LAST TERM"), still walking
+        // (docs/reference.md): SQLite sorts only each run of equal starts ("LAST TERM"), still walking
         // in order and stopping at the page; a sort of every matching course is refused.
         expect(all, all).not.toMatch(order ? /TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/ : /TEMP B-TREE/);
         const search = details.find((d) => /^SEARCH courses USING/.test(d));

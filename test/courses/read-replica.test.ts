@@ -1,5 +1,5 @@
 /**
- * Read consistency at the edge (API.md § "Conventions"; DESIGN.md § "Invariants"): course
+ * Read consistency at the edge (docs/reference.md § "Conventions"; docs/architecture.md § "Invariants"): course
  * routes run in a D1 session and answer `x-d1-bookmark`; a client's bookmark makes a read at
  * least as fresh as the response it came from; a malformed one is a 400 naming the header.
  *

@@ -1,7 +1,7 @@
 /**
  * The course record built by SQLite (src/courses/record.ts) against the record the Worker
  * built in JS before (the oracle below, written from the import file alone): same keys in
- * the same order, same values, nested lists in the contract's order (API.md § "Course
+ * the same order, same values, nested lists in the contract's order (docs/reference.md § "Course
  * record"), for names that are awkward to fold, sort or escape. Also: every write path of a
  * name stores exactly `fold(name)` as its sort key (src/db/import-rows.ts).
  */

@@ -1,5 +1,5 @@
 /**
- * POST /v3/courses:search (API.md): the same filters as GET (one filter model), long id
+ * POST /v3/courses:search (docs/reference.md): the same filters as GET (one filter model), long id
  * lists, courseId, multi-key sort.
  */
 import { env } from "cloudflare:test";

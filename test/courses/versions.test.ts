@@ -1,6 +1,5 @@
 /**
- * Course versions (API.md § "Course record", § "GET /v3/courses/{id}", § "PATCH
- * /v3/courses/{id}", § "Data import"): 1 at creation or first import, +1 per committed
+ * Course versions (docs/reference.md § "Course record", § "GET /v3/courses/{id}", § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one", docs/operations.md § "Data import (operators)"): 1 at creation or first import, +1 per committed
  * change, in records and events; `ETag` on GET without includes; `If-Match` on PATCH.
  */
 import { env } from "cloudflare:test";

@@ -1,5 +1,5 @@
 /**
- * POST /v3/courses and PATCH /v3/courses/{id} (API.md): fields, errors, events derived from
+ * POST /v3/courses and PATCH /v3/courses/{id} (docs/reference.md): fields, errors, events derived from
  * the change (read from the D1 outbox, written in the same batch), concurrency.
  */
 import { env } from "cloudflare:test";

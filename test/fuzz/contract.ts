@@ -1,11 +1,11 @@
 /**
  * The contract as the fuzz oracle reads it: routes, parameter names and limits, written
- * from API.md (and, where the contract is silent, from the choices the README and the
- * OpenAPI document state), not imported from the implementation — so that a change in the
+ * from docs/reference.md (and, where the contract is silent, from the choices docs/choices.md
+ * and the OpenAPI document state), not imported from the implementation — so that a change in the
  * code cannot silently change what the fuzz expects.
  */
 
-/** An error code the contract may answer (API.md § "Error codes"). */
+/** An error code the contract may answer (docs/reference.md § "Error codes"). */
 export type Code =
   | "INVALID_PARAMETER"
   | "UNKNOWN_PARAMETER"
@@ -82,7 +82,7 @@ export function methodsOf(template: string): string[] {
   return ROUTES.filter((r) => r.path === template).map((r) => r.method);
 }
 
-/** Limits and names of API.md (and of the README's "Choices beyond the contract"). */
+/** Limits and names of docs/reference.md (and of docs/choices.md). */
 export const C = {
   /** Ids: 1–64 characters `[A-Za-z0-9_-]`. */
   idRe: /^[A-Za-z0-9_-]{1,64}$/,
@@ -90,7 +90,7 @@ export const C = {
   getMaxIds: 100,
   /** Search id lists: up to 10,000 ids. */
   searchMaxIds: 10_000,
-  /** `page`: from 1; at most 1,000,000 (README). */
+  /** `page`: from 1; at most 1,000,000 (docs/choices.md § Courses). */
   maxPage: 1_000_000,
   /** `limit`: 1 to 100. */
   maxLimit: 100,
@@ -102,7 +102,7 @@ export const C = {
   maxWriteList: 1_000,
   /** `professors` of a course write: at most 100 (OpenAPI `maxItems`). */
   maxProfessors: 100,
-  /** Webhook `description`: at most 500 characters (README). */
+  /** Webhook `description`: at most 500 characters (docs/choices.md § Webhooks). */
   maxDescription: 500,
   /** Longest secret rotation grace, in seconds (7 days). */
   maxGraceSeconds: 604_800,
@@ -164,7 +164,7 @@ export const WRITE_FIELDS: readonly string[] = [
 /** Fields of POST /v3/webhooks. */
 export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description", "filter", "headers", "maxPerSecond"];
 
-/** The HTTP status of each code (API.md § "Error codes"). */
+/** The HTTP status of each code (docs/reference.md § "Error codes"). */
 export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {
   INVALID_PARAMETER: 400,
   UNKNOWN_PARAMETER: 400,

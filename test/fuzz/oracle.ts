@@ -1,15 +1,13 @@
 /**
  * The fuzz oracle and its bookkeeping, shared by the vitest fuzz suite and `npm run fuzz`:
- *
- * - `judge`: the problems of one answer — a 5xx; no `x-request-id`; a body out of the
- *   envelope (`{ status: "error", code, message, requestId }` with a code of API.md's
- *   catalogue and its HTTP status); a response the OpenAPI document does not describe
- *   (test/support/openapi-check.ts); and against the request's expectation, a valid request that
- *   got neither its success nor a state-dependent code, or an invalid one that got a 2xx or
- *   a code outside its faults' family.
+ * - `judge`: the problems of one answer — a 5xx; no `x-request-id`; a body out of the error
+ *   envelope or with a code outside the catalogue or its status; a response the OpenAPI
+ *   document does not describe (test/support/openapi-check.ts); a valid request that got
+ *   neither its success nor a state-dependent code, or an invalid one that got a 2xx or a
+ *   code outside its faults' family.
  * - `Tally`: counts of requests, 5xx and off-contract answers, by route.
- * - `snapshotSchool`: a hash of everything a school's key can read (every course with every
- *   include, every registration and its deliveries), to show a run changed nothing.
+ * - `snapshotSchool`: a hash of everything a school's key can read, to show a run changed
+ *   nothing.
  */
 import fc from "fast-check";
 import { checkResponse } from "../support/openapi-check";

@@ -1,22 +1,12 @@
 /**
  * Hostile requests for every route (fast-check arbitraries), shared by the vitest fuzz suite
- * (test/fuzz-*.test.ts, in workerd) and `npm run fuzz` (scripts/fuzz.ts, against a running
- * `wrangler dev`).
- *
- * Each request is generated either valid by construction or definitely invalid by
- * construction, and carries what the contract lets the service answer (`expect`): a valid
- * request gets its success status or a code that depends only on state (404 for an id that
- * does not exist, 409 when the school is full); an invalid one gets a 4xx whose code is in
- * the family of the faults put into it (the union of each fault's codes: the contract does
- * not order them), never a 2xx. The only ordering taken from the service's documented
- * choices: a bad key answers 401 before anything else on a route that needs one (README),
- * unknown fields alone answer UNKNOWN_PARAMETER and mixed with other problems
- * VALIDATION_ERROR (README), and a write's schema is judged before its date range and
- * references (API.md lists them as separate codes of a valid-looking body).
- *
- * Values that the contract leaves ambiguous are never generated (a name whose UTF-16 length
- * and code-point count straddle 200, a `bearer` in lower case, a byte-order mark, a name
- * with only blanks, dot segments in a path), so the oracle never has to guess.
+ * and `npm run fuzz` (scripts/fuzz.ts). Each is valid or definitely invalid by construction
+ * and carries what the contract lets the service answer (`expect`): a valid one its success
+ * or a state-dependent code (404, 409); an invalid one a 4xx in the family of its faults,
+ * never a 2xx. The orderings taken from docs/choices.md (401 first; UNKNOWN_PARAMETER alone
+ * vs VALIDATION_ERROR mixed; a write's schema before its date range and references) and
+ * the values never generated because the contract leaves them ambiguous:
+ * docs/development.md § Fuzzing.
  */
 import fc from "fast-check";
 import { C, type Code, LIST_PARAMS, methodsOf, ROUTES, SEARCH_FIELDS, WEBHOOK_FIELDS, WRITE_FIELDS } from "./contract";

@@ -1,7 +1,7 @@
 /**
  * The fuzz generators cover the router: every route has one — the API's operations
  * (src/api.ts) and the benchmark entry's /__bench/* routes (src/bench/entry.ts), which the
- * production Worker answers 404 — (test/fuzz/contract.ts lists them from API.md), and the
+ * production Worker answers 404 — (test/fuzz/contract.ts lists them from docs/reference.md), and the
  * two fuzz files share them all.
  */
 import fc from "fast-check";

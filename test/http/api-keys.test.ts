@@ -1,5 +1,5 @@
 /**
- * API keys as operators manage them (API.md § "Operating the service"; src/db/api-keys.ts,
+ * API keys as operators manage them (docs/operations.md § "Operating the service"; src/db/api-keys.ts,
  * the statements of `npm run keys`, here run bound on the test D1): a new key is stored only
  * as its hash and authenticates; a listing never shows it; a revoked key is 401 from then
  * on. `npm run test:keys` drives the CLI itself through wrangler.

@@ -1,5 +1,5 @@
 /**
- * Idempotent creation of courses (API.md § "Conventions"): `Idempotency-Key` on POST
+ * Idempotent creation of courses (docs/reference.md § "Conventions"): `Idempotency-Key` on POST
  * /v3/courses — a replay answers exactly as the first request plus `Idempotent-Replayed:
  * true`, writes nothing; another body is 422; a malformed key is 400; two racing requests
  * create one course; keys expire after 24 h and the cron prunes them. The same on POST

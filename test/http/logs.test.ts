@@ -1,5 +1,5 @@
 /**
- * Logs (API.md § "Operating the service" — Logs): one JSON line per request with
+ * Logs (docs/operations.md § "Keys, logs"): one JSON line per request with
  * `requestId`, `schoolId` (when known), `operationId`, `status`, `durationMs` and `dbMs`;
  * and no line, of the Worker or of its Durable Objects, ever carries an API key, a portal
  * token, a webhook secret, a signature or a custom header value. Every console line written

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI document (src/openapi/document.ts) against the route table, the contract
- * (API.md), the code, and itself; GET /openapi.json and GET /docs; and the response check
+ * (docs/reference.md), the code, and itself; GET /openapi.json and GET /docs; and the response check
  * that every HTTP test runs (test/support/openapi-check.ts).
  *
  * The document's structure and lint (swagger-parser, redocly) are checked in Node by
@@ -42,7 +42,7 @@ const codesOf = (response: Json): string[] => deref(deref(response).content["app
 /** `METHOD /openapi/path` of every operation the router serves (src/api.ts). */
 const ROUTE_KEYS = operations.map((r) => `${r.method} ${r.path}`);
 
-/** The 400 codes of POST and PATCH /v3/courses (API.md § "POST /v3/courses · PATCH /v3/courses/{id}"). */
+/** The 400 codes of POST and PATCH /v3/courses (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"). */
 const COURSE_WRITE_400: ErrorCode[] = [
   "VALIDATION_ERROR",
   "UNKNOWN_PARAMETER",
@@ -57,7 +57,7 @@ const COURSE_WRITE_400: ErrorCode[] = [
 ];
 
 /**
- * The contract (API.md), independent of the document: for each operation, its success
+ * The contract (docs/reference.md), independent of the document: for each operation, its success
  * status and, for each error status, the codes the operation can answer. 500 is every
  * operation's INTERNAL_ERROR.
  */
@@ -853,7 +853,7 @@ describe("every documented status and code is one the code answers", () => {
     ["GET /v3/school", 401, "UNAUTHORIZED", () => "/v3/school", anon()],
     ["DELETE /v3/portal-sessions", 400, "UNKNOWN_PARAMETER", () => "/v3/portal-sessions?all=1", () => ({ method: "DELETE", key: KEY })],
     ["DELETE /v3/portal-sessions", 401, "UNAUTHORIZED", () => "/v3/portal-sessions", () => ({ method: "DELETE" })],
-    // A valid portal token outside its scope (API.md § "Conventions"), on every operation that
+    // A valid portal token outside its scope (docs/reference.md § "Conventions"), on every operation that
     // can refuse one: those that take API keys only, and the changes of a read-only token.
     ...operations
       .filter((op) => !op.public && !(op.portalTokens && (op.method === "GET" || op.readOnlyTokens)))

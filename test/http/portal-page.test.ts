@@ -1,5 +1,5 @@
 /**
- * GET /portal (API.md § "Webhook portal: GET /portal"): the page and its files are served by
+ * GET /portal (docs/reference.md § "Webhook portal: GET /portal"): the page and its files are served by
  * the Worker from its static assets, with a Content-Security-Policy that allows only the
  * Worker's own origin, and the built page itself needs nothing else (no inline script or
  * style, no absolute URL). The portal's behaviour in a browser is tested by `npm run test:e2e`.

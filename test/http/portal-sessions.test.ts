@@ -1,5 +1,5 @@
 /**
- * Portal sessions (API.md § "Portal sessions", § "Conventions"): POST and DELETE
+ * Portal sessions (docs/reference.md § "Portal sessions", § "Conventions"): POST and DELETE
  * /v3/portal-sessions, and the scope of a `ps_` token on every operation of the router — the
  * list is read from src/api.ts, so an operation added later is covered by these tests.
  */

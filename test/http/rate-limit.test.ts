@@ -1,11 +1,11 @@
 /**
- * The rate limit (API.md § "Conventions"): the Workers rate-limiting binding, here with the
+ * The rate limit (docs/reference.md § "Conventions"): the Workers rate-limiting binding, here with the
  * small limit of vitest.config.ts (5 per 60 s; wrangler.toml has 600), turned on for this
  * file only by calling the Worker with `RATE_LIMIT_ENABLED: "true"`.
  *
  * The binding's counter is miniflare's local one (a Durable Object of its own, fixed windows of
  * `period`), the stand-in for Cloudflare's per-location counter (Workers docs, "Rate Limiting" binding).
- * D1 reads are counted at the binding (`countingEnv` of src/bench-ab.ts), whatever the
+ * D1 reads are counted at the binding (`countingEnv` of src/bench/ab-variants.ts), whatever the
  * code's own Server-Timing says.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";

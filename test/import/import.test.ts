@@ -1,5 +1,5 @@
 /**
- * The import model (API.md § "Data import"): the whole file validated first with every
+ * The import model (docs/operations.md § "Data import (operators)"): the whole file validated first with every
  * problem's JSON path; upserts that leave the database unchanged when run twice.
  */
 import { env } from "cloudflare:test";
@@ -107,7 +107,7 @@ describe("importing", () => {
   });
 });
 
-describe("importing API keys (API.md § Data import: a key already stored keeps its state)", () => {
+describe("importing API keys (docs/operations.md § Data import (operators): a key already stored keeps its state)", () => {
   const KEY = "sk_test_import_rules_1";
   const school = (id: string, apiKeys: string[]) => ({ schools: [{ id, name: `School ${id}`, apiKeys }] });
   const row = async (key: string) =>

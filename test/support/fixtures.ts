@@ -132,7 +132,7 @@ const people = (schoolId: string, prefix: string, names: [string, string][]) =>
     email: `${firstName}.${lastName}@example.org`.toLowerCase().normalize("NFKD").replace(/\p{M}/gu, ""),
   }));
 
-/** The import file of the fixture (API.md § "Data import"). */
+/** The import file of the fixture (docs/operations.md § "Data import (operators)"). */
 export const fixture = {
   schools: [
     { id: "sch_a", name: "Lycée Pasteur", apiKeys: [KEY_A] },

@@ -58,7 +58,7 @@ export async function callJson<T = any>(path: string, init: Parameters<typeof ca
   return { status: res.status, body, res };
 }
 
-/** Loads an import file (API.md § "Data import") into the test D1 database, in one batch. */
+/** Loads an import file (docs/operations.md § "Data import (operators)") into the test D1 database, in one batch. */
 export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z"), db: D1Database = env.DB): Promise<void> {
   const file = importFileSchema.parse(data);
   const statements = renderBound(await importSteps(file, now));
@@ -66,7 +66,7 @@ export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00
   await db.batch(statements.map((s) => db.prepare(s.sql).bind(...s.params)));
 }
 
-/** Every table the import model writes, in dependency order (API.md § "Data import"). */
+/** Every table the import model writes, in dependency order (docs/operations.md § "Data import (operators)"). */
 export const IMPORT_TABLES = [
   "schools",
   "api_keys",

@@ -1,18 +1,12 @@
 /**
  * Checks HTTP responses against the OpenAPI document (src/openapi/document.ts), inside
- * workerd, with @cfworker/json-schema (a JSON Schema 2020-12 validator built for Workers:
- * no `eval`/`new Function`, which workerd forbids at request time).
- *
- * `checkResponse` is called by `call()` in test/support/helpers.ts, so every HTTP test of the suite
- * checks each response: the operation of its method and path must exist, document its
- * status and content type, and the body must match the schema of that status (objects
- * forbid undocumented fields: `additionalProperties: false`); documented required headers
- * (`x-request-id`, `Server-Timing`, `location`, `allow`) must be present and match their
- * patterns. A request that matches no operation is checked against the document's
- * `x-fallback-responses` (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED, 429 RATE_LIMITED).
- *
- * A mismatch throws an Error naming the request, the status, the document location of the
- * schema and the JSON path of each problem.
+ * workerd, with @cfworker/json-schema (no `eval`/`new Function`, which workerd forbids).
+ * `checkResponse` is called by `call()` in test/support/helpers.ts, so every HTTP test checks
+ * each response: its operation exists and documents its status and content type, the body
+ * matches that status's schema (no undocumented field), the documented required headers are
+ * present and match; a request that matches no operation is checked against
+ * `x-fallback-responses`. A mismatch throws an Error naming the request, the status, the
+ * schema's location and the JSON path of each problem (docs/development.md § Tests).
  */
 import { dereference, type OutputUnit, type Schema, validate } from "@cfworker/json-schema";
 import { openApiDocument } from "../../src/api";

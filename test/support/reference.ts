@@ -1,5 +1,5 @@
 /**
- * A plain in-test reference of the listing semantics (API.md § "GET /v3/courses"), written
+ * A plain in-test reference of the listing semantics (docs/reference.md § "GET /v3/courses"), written
  * independently of the SQL: the property tests compare the Worker against it.
  */
 import { coursesA } from "./fixtures";

@@ -1,20 +1,12 @@
 /**
- * A simulated D1 with read replication, for the tests: the local runtime has one database
- * and no replica lag, so read-your-writes through bookmarks could not fail there.
- *
- * Behaviour simulated, from Cloudflare's D1 docs ("Global read replication", "Sessions API"):
- * - a session started with `first-primary` sends its first query to the primary; one started
- *   with `first-unconstrained` may be served by any replica, however far behind;
- * - a session started from a bookmark is served by a replica at least as fresh as that
- *   bookmark (the replica catches up first), and every later query of the session sees at
- *   least what the earlier ones saw (sequential consistency);
- * - writes always run on the primary; `getBookmark()` names the state the session's latest
- *   query saw (null before any query);
- * - queries without the Sessions API (`d1.prepare` on the binding) go to the primary.
- *
- * Replication is a log of the primary's write batches replayed in order onto a second
- * database (`TEST_REPLICA`, vitest.config.ts): the replica stays stale until a read needs a
- * newer state (or `catchUp()`), which is lag at its worst. Bookmarks are `sim-<position>`.
+ * A simulated D1 with read replication, for the tests (the local runtime has no replica lag,
+ * so read-your-writes through bookmarks could not fail there), after Cloudflare's D1 docs
+ * ("Global read replication", "Sessions API"): `first-primary` starts on the primary,
+ * `first-unconstrained` on any replica, a bookmark on a replica at least that fresh; a
+ * session never sees older than it saw; writes run on the primary; queries outside the
+ * Sessions API go to the primary. Replication is a log of the primary's write batches
+ * replayed in order onto a second database (`TEST_REPLICA`): the replica stays stale until a
+ * read needs newer (or `catchUp()`), lag at its worst. Bookmarks are `sim-<position>`.
  */
 
 /** One statement as the code bound it. */

@@ -1,5 +1,5 @@
 /**
- * Event delivery (API.md § "Event delivery"): signatures as a receiver verifies them, the
+ * Event delivery (docs/reference.md § "Event delivery"): signatures as a receiver verifies them, the
  * retry schedule (driven with runDurableObjectAlarm, never by sleeping), 410, timeouts,
  * idempotent publish, subscriptions, fairness between endpoints, pruning.
  */

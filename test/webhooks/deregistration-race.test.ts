@@ -1,5 +1,5 @@
 /**
- * The deregistration promise (API.md § "DELETE /v3/webhooks/{id}") under concurrency and
+ * The deregistration promise (docs/reference.md § "DELETE /v3/webhooks/{id}") under concurrency and
  * restarts, judged from the receivers' logs:
  * 1. no event accepted after the delete is ever delivered to the deleted registration;
  * 2. no attempt to it starts after the delete answered;

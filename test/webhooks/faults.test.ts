@@ -1,6 +1,6 @@
 /**
- * Faults of the real platform as normal events (API.md § "Event delivery", faults paragraph;
- * DESIGN.md § "Invariants"): the runtime's own reset of a real Durable Object
+ * Faults of the real platform as normal events (docs/reference.md § "Event delivery", faults paragraph;
+ * docs/architecture.md § "Invariants"): the runtime's own reset of a real Durable Object
  * (`state.abort()` inside `runInDurableObject`) hits the hub during a burst, a courier with
  * requests in flight, and each of them during a DELETE. After each: no accepted event lost,
  * nothing sent to a deleted registration, no attempt answered 2xx logged failed, no

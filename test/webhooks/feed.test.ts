@@ -1,5 +1,5 @@
 /**
- * The events feed (API.md § "Events feed: GET /v3/events"): the school's log in acceptance
+ * The events feed (docs/reference.md § "Events feed: GET /v3/events"): the school's log in acceptance
  * order, each item the exact body registrations receive, read on by cursor with no gap and no
  * duplicate — also across a reset of the hub (a fast-check property) — and the long poll,
  * woken by the next accepted event.

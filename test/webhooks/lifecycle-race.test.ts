@@ -1,5 +1,5 @@
 /**
- * The deregistration promise extended to the lifecycle (API.md § "DELETE": "neither by the
+ * The deregistration promise extended to the lifecycle (docs/reference.md § "DELETE /v3/webhooks/{id} (beta)": "neither by the
  * schedule, nor by resend, recover, test or PATCH, which all answer 404"), under a race:
  * resend and recover calls interleaved with the DELETE, judged from the receivers' log.
  * Disable is not delete: a disabled registration keeps its log and can be recovered.

@@ -1,5 +1,5 @@
 /**
- * The webhook lifecycle (API.md § "Webhook registrations": record, PATCH, disable, secret
+ * The webhook lifecycle (docs/reference.md § "Webhook registrations": record, PATCH, disable, secret
  * rotation, resend, recover): driven through the HTTP API and the hub, judged from the
  * simulated receivers' logs and the objects' storage. Time is driven (SQL due times), never slept.
  */

@@ -1,5 +1,5 @@
 /**
- * The delivery log's filters (API.md § "Delivery log") and their query plans, auto-disable
+ * The delivery log's filters (docs/reference.md § "Delivery log") and their query plans, auto-disable
  * (§ "Auto-disable", the `webhook.disabled` event) and the event catalog (§ "GET /v3/event-types").
  */
 import { env } from "cloudflare:workers";
@@ -190,7 +190,7 @@ describe("GET /v3/event-types", () => {
     }
     const disabled = root(body.result.find((t) => t.type === "webhook.disabled")!.schema);
     expect(disabled.properties.data.required.sort()).toEqual(["failingSince", "reason", "webhookId"]);
-    // API.md § "Auto-disable": reason "failing" (failingSince an instant) or "gone" (a 410: failingSince null).
+    // docs/reference.md § "Auto-disable": reason "failing" (failingSince an instant) or "gone" (a 410: failingSince null).
     const values = (schema: any): unknown[] =>
       schema.const !== undefined ? [schema.const] : (schema.enum ?? [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].flatMap(values));
     const types = (schema: any): unknown[] => [schema.type ?? [], ...[...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].map(types)].flat();

@@ -1,5 +1,5 @@
 /**
- * Course writes → outbox → hub → receiver (API.md § "Event delivery", DESIGN.md outbox):
+ * Course writes → outbox → hub → receiver (docs/reference.md § "Event delivery", docs/architecture.md § The outbox):
  * events checked at a receiver in the contract's order; the cron sweep re-publishes exactly
  * once when the hub call failed; a duplicate publish delivers nothing twice; the sweep is
  * fair per school: a failing or hanging hub holds up only its own school's events.

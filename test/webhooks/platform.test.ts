@@ -2,7 +2,7 @@
  * Delivery on the simulated Cloudflare platform (test/support/webhooks/platform-sim.ts): at most 6
  * requests waiting for response headers per I/O context, one I/O context per Durable Object,
  * receivers with latencies and hangs, on a virtual clock — every duration below is
- * simulated milliseconds, never the wall clock (API.md § "Event delivery": slow receivers,
+ * simulated milliseconds, never the wall clock (docs/reference.md § "Event delivery": slow receivers,
  * timeouts counted from the sending, Retry-After).
  */
 import { runDurableObjectAlarm } from "cloudflare:test";

@@ -1,5 +1,5 @@
 /**
- * The webhook endpoints (API.md § "Webhook registrations"): bodies, envelopes and errors.
+ * The webhook endpoints (docs/reference.md § "Webhook registrations"): bodies, envelopes and errors.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { EVENT_TYPES } from "../../src/events/types";

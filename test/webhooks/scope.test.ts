@@ -1,5 +1,5 @@
 /**
- * What a registration chooses beyond event types (API.md § "POST /v3/webhooks"): `filter`
+ * What a registration chooses beyond event types (docs/reference.md § "POST /v3/webhooks"): `filter`
  * on the school's dimensions (a course leaving the scope is reported once; an event that does
  * not pass is not addressed: no log entry, no resend), custom `headers` (each refusal named,
  * sent on every attempt, values never shown), and `maxPerSecond` (validation here; the

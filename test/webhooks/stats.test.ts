@@ -1,5 +1,5 @@
 /**
- * Delivery statistics (API.md § "Delivery statistics: GET /v3/webhooks/{id}/stats"): the
+ * Delivery statistics (docs/reference.md § "Delivery statistics: GET /v3/webhooks/{id}/stats"): the
  * window and its defaults, buckets aligned on UTC hours and days with empty ones included,
  * counts that agree with the delivery log, a property test against an oracle written here,
  * the query plan, and every refusal in the contract's envelope.

@@ -1,5 +1,5 @@
 /**
- * What the objects keep of secrets and targets (API.md § "DELETE", § "Conventions":
+ * What the objects keep of secrets and targets (docs/reference.md § "DELETE /v3/webhooks/{id} (beta)", § "Conventions":
  * idempotent creation, § "POST /v3/webhooks" URL policy): a DELETE erases both secrets and
  * the header values, hub and courier alike; idempotency records (whose answer holds a secret)
  * are pruned by the hub's alarm after 24 h; and an attempt to a URL the policy in force

@@ -1,5 +1,5 @@
 /**
- * `maxPerSecond` (API.md § "POST /v3/webhooks"): no more attempts to a registration start
+ * `maxPerSecond` (docs/reference.md § "POST /v3/webhooks"): no more attempts to a registration start
  * within any one-second window; waiting for the throttle is not part of an attempt's timeout
  * and holds up no other registration. On the simulated platform's virtual clock: every
  * instant below is simulated milliseconds.

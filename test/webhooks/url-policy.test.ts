@@ -1,5 +1,5 @@
 /**
- * URL policy (API.md § "POST /v3/webhooks" URL policy, § "Error codes" INVALID_WEBHOOK_URL;
+ * URL policy (docs/reference.md § "POST /v3/webhooks" URL policy, § "Error codes" INVALID_WEBHOOK_URL;
  * WEBHOOK_ALLOW_INSECURE_URLS), case by case on the pure function, the courier's check before
  * sending, then through POST /v3/webhooks.
  */

@@ -264,7 +264,7 @@ function RotateDialog({ id, onClose }: { id: string; onClose: () => void }) {
   );
 }
 
-/** DELETE, after a confirmation that states the deregistration promise (API.md § DELETE). */
+/** DELETE, after a confirmation that states the deregistration promise (docs/reference.md § DELETE /v3/webhooks/{id} (beta)). */
 function DeleteDialog({ webhook, onClose, onDeleted }: { webhook: Webhook; onClose: () => void; onDeleted: () => void }) {
   const [error, setError] = useState<Problem | null>(null);
   const [busy, setBusy] = useState(false);

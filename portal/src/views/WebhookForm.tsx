@@ -53,7 +53,7 @@ interface FormValue {
   maxPerSecond: string;
 }
 
-/** Most custom headers a registration may have (API.md § POST /v3/webhooks: `headers`). */
+/** Most custom headers a registration may have (docs/reference.md § POST /v3/webhooks: `headers`). */
 const MAX_HEADERS = 10;
 
 let rowKeys = 0;

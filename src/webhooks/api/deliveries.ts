@@ -1,5 +1,5 @@
 /**
- * The delivery operations of one registration (API.md § "Delivery log", § "POST …/test",
+ * The delivery operations of one registration (docs/reference.md § "Delivery log", § "POST /v3/webhooks/{id}/test",
  * § "Resend", § "Recover", § "Delivery statistics"): reads are served by the registration's
  * courier once its hub found the registration; test, resend and recover go through the hub,
  * which checks the registration and forwards to the courier. Answers: 401, then 400, then

@@ -1,5 +1,5 @@
 /**
- * The event catalog (API.md § "GET /v3/event-types") and what a receiver gets (§ "Event
+ * The event catalog (docs/reference.md § "GET /v3/event-types") and what a receiver gets (§ "Event
  * delivery"): one OpenAPI `webhooks` entry per delivered event type — its body
  * (src/events/schemas.ts), the Standard Webhooks headers and what each answer means.
  */

@@ -1,5 +1,5 @@
 /**
- * GET /v3/events (API.md § "Events feed"): the school's events in the order the hub accepted
+ * GET /v3/events (docs/reference.md § "Events feed"): the school's events in the order the hub accepted
  * them, for clients that cannot receive webhooks, read by cursor with an optional long poll.
  * The hub reads its log (hub/feed.ts); this operation validates the query and turns the
  * hub's positions into opaque cursors.
@@ -17,7 +17,7 @@ import { instantSchema, queryIntegerSchema, splitIds } from "../../lib/fields";
 import { MAX_PAGE_SIZE } from "../../lib/limits";
 import { TAG } from "./parts";
 
-/** The longest long poll, in seconds (API.md: `wait` 0–25). */
+/** The longest long poll, in seconds (docs/reference.md: `wait` 0–25). */
 const MAX_WAIT_S = 25;
 
 /** A position in the school's log: after event `seq`, accepted at `at` (ms). */

@@ -25,7 +25,7 @@ export function webhookId(req: { params: Record<string, string | undefined> }): 
 
 /**
  * The hub's refusal of a lifecycle call (test, resend, recover) as the contract's error: 404
- * WEBHOOK_NOT_FOUND, 409 WEBHOOK_DISABLED or 404 EVENT_NOT_FOUND (API.md § "Resend").
+ * WEBHOOK_NOT_FOUND, 409 WEBHOOK_DISABLED or 404 EVENT_NOT_FOUND (docs/reference.md § "Resend").
  */
 export function lifecycleError(error: LifecycleError, id: string, eventId = ""): ApiError {
   if (error === "WEBHOOK_DISABLED") {

@@ -1,5 +1,5 @@
 /**
- * The registration operations (API.md § "Webhook registrations"): create, list, read, change,
+ * The registration operations (docs/reference.md § "Webhook registrations"): create, list, read, change,
  * rotate and delete, each declared once — thin handlers that authenticate, validate and call
  * the school's SchoolHub over RPC. Answers: 401 first, then 400 for a bad query or body, then
  * the hub's. Ids malformed, unknown, deleted or another school's: 404 WEBHOOK_NOT_FOUND.

@@ -1,5 +1,5 @@
 /**
- * What the webhook operations accept, as zod schemas (API.md § "Webhook registrations"):
+ * What the webhook operations accept, as zod schemas (docs/reference.md § "Webhook registrations"):
  * registration bodies with their `filter`, custom `headers` and `maxPerSecond` rules, the
  * path parameters, and the query of the delivery log. Unknown fields are refused.
  */
@@ -34,7 +34,7 @@ const RESERVED_HEADER_NAMES = [
   "forwarded",
 ] as const;
 
-/** Why header `name` is refused, or `null` (API.md § "POST /v3/webhooks": `headers`). */
+/** Why header `name` is refused, or `null` (docs/reference.md § "POST /v3/webhooks": `headers`). */
 function headerNameProblem(name: string): string | null {
   if (!HTTP_TOKEN_RE.test(name)) return "must be an HTTP header name (a token: letters, digits and !#$%&'*+-.^_`|~)";
   const lower = name.toLowerCase();
@@ -80,7 +80,7 @@ const filterIds = (what: string) =>
 
 const FILTER_FIELDS = ["trainingId", "groupId", "professorId"] as const;
 
-/** A registration's filter on the school's dimensions (API.md § "POST /v3/webhooks": `filter`). */
+/** A registration's filter on the school's dimensions (docs/reference.md § "POST /v3/webhooks": `filter`). */
 const filterSchema = z
   .object(
     {

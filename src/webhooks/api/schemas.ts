@@ -1,8 +1,8 @@
 /**
- * Webhook registrations and deliveries as zod schemas (API.md § "Webhook registrations",
+ * Webhook registrations and deliveries as zod schemas (docs/reference.md § "Webhook registrations",
  * § "Event delivery"): the request schemas the operations validate with, the records they
  * answer (objects forbid undocumented fields), and the headers of a delivery. The document
- * is generated from them and the types of src/webhooks/types.ts are their `z.infer`s.
+ * is generated from them and the types of src/webhooks/rpc.ts are their `z.infer`s.
  */
 import { z } from "zod";
 import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";
@@ -207,7 +207,7 @@ export const recoverResponseSchema = successEnvelope(
 // ---------------------------------------------------------------------------------------
 // Delivery.
 
-/** The Standard Webhooks headers of every delivery (API.md § "Event delivery"). */
+/** The Standard Webhooks headers of every delivery (docs/reference.md § "Event delivery"). */
 export const deliveryHeadersSchema = z.strictObject({
   "webhook-id": z.string().meta({ description: "The event id (`evt_…`), the same on every retry: deduplicate on it.", example: EVENT_ID_EXAMPLE }),
   "webhook-timestamp": z.string().regex(/^\d+$/).meta({ description: "Unix seconds of this attempt.", example: "1788768010" }),

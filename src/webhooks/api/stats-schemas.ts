@@ -1,12 +1,12 @@
 /**
- * The query and answer of GET /v3/webhooks/{id}/stats as zod schemas (API.md § "Delivery
+ * The query and answer of GET /v3/webhooks/{id}/stats as zod schemas (docs/reference.md § "Delivery
  * statistics"); the counting is stats.ts's.
  */
 import { z } from "zod";
 import { successEnvelope } from "../../http/envelopes";
 import { instantOutSchema, instantSchema } from "../../lib/fields";
 
-/** The query of GET /v3/webhooks/{id}/stats (API.md § "Delivery statistics"); defaults resolved by the operation. */
+/** The query of GET /v3/webhooks/{id}/stats (docs/reference.md § "Delivery statistics"); defaults resolved by the operation. */
 export const statsQuerySchema = z.strictObject({
   since: instantSchema({ repair: true }).optional().meta({ description: "The window's start (inclusive); default `until` − 24 h." }),
   until: instantSchema({ repair: true }).optional().meta({

@@ -1,5 +1,5 @@
 /**
- * A courier's attempt log, read (API.md § "Delivery log", § "Resend", § "Recover"): pages
+ * A courier's attempt log, read (docs/reference.md § "Delivery log", § "Resend", § "Recover"): pages
  * of attempts with their filters, whether an event was addressed to the registration, and
  * the events a recover queues again. Synchronous SQL on the courier's storage; every query is
  * served by an index (courier/storage.ts), which test/webhooks/log.test.ts checks.
@@ -114,7 +114,7 @@ export const RECOVER_SQL = `SELECT e.rowid AS rid, e.id, e.type, e.accepted_at F
 export type RecoverPosition = [number, number];
 
 /**
- * One chunk of the events to recover (API.md § "Recover"): retained, accepted in
+ * One chunk of the events to recover (docs/reference.md § "Recover"): retained, accepted in
  * [since, until) (ms), after `from`, whose delivery ended `failed` or `skipped` (its latest
  * log entry) and is not queued again; in acceptance order, at most `limit`.
  */

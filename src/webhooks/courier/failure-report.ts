@@ -1,5 +1,5 @@
 /**
- * What a courier tells its hub, and only that (API.md § "Auto-disable", § "Event delivery":
+ * What a courier tells its hub, and only that (docs/reference.md § "Auto-disable", § "Event delivery":
  * 410): its registration's failure streak reached WEBHOOK_DISABLE_AFTER_HOURS, or a receiver
  * answered 410. The streak and a report owed are kept in the courier's KV, so a restart
  * sends a report still owed; the hub decides and answers with a disabled config.

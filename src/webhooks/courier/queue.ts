@@ -1,5 +1,5 @@
 /**
- * A courier's queue as synchronous SQL steps on its own storage (API.md § "Event delivery",
+ * A courier's queue as synchronous SQL steps on its own storage (docs/reference.md § "Event delivery",
  * § "PATCH", § "Resend", § "Recover"): taking the hub's hand-overs, choosing what is due,
  * recording an attempt's outcome (retry schedule, 410, Retry-After), skipping while disabled.
  * Only the WebhookCourier calls these, inside its synchronous steps.
@@ -9,7 +9,7 @@ import { BOUND_LIST, cutBatches } from "../../lib/batches";
 import { type AttemptVerdict, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
 
-/** The log's `error` of a skipped entry (API.md § "Delivery log"). */
+/** The log's `error` of a skipped entry (docs/reference.md § "Delivery log"). */
 const SKIPPED_ERROR = "registration disabled";
 
 /** A due delivery, with its event's body. */
@@ -68,7 +68,7 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
 
 /**
  * The registration was disabled: every queued delivery not `busy` (in flight) ends `skipped`
- * at `now` (ms), pending retries included (API.md § "PATCH": `enabled: false`). Two
+ * at `now` (ms), pending retries included (docs/reference.md § "PATCH /v3/webhooks/{id}": `enabled: false`). Two
  * statements whatever the queue's length (a log entry per row copied from the queue, then
  * the rows deleted), nothing read into memory; the only list bound is `busy` (the few
  * requests in flight, bytes far under any limit). Run inside the caller's synchronous step, so that the disable
@@ -124,7 +124,7 @@ export function backlog(sql: SqlStorage, now: number, cap: number): number {
  * Queues `eventId` (kept in `events`) due at `now` (ms) with `trigger`; a delivery of it
  * already queued becomes due now instead (no second copy), its next attempt made for `trigger`
  * — also when an attempt of it is in flight: `requested` grows, and that attempt's outcome
- * leaves it due (`recordAttempt`), so one more attempt follows (API.md § "Resend").
+ * leaves it due (`recordAttempt`), so one more attempt follows (docs/reference.md § "Resend").
  */
 export function enqueue(sql: SqlStorage, eventId: string, eventType: string, trigger: Trigger, now: number): void {
   sql.exec(

@@ -1,14 +1,14 @@
 /**
  * A courier's requests in flight: each sent at once, its timeout counting from then, its
- * answer read up to the status line (the slot is free from then on: DESIGN.md § "Invariants")
- * and the first 1,024 bytes of its body (API.md § "Delivery log": `responseBody`). Also the
+ * answer read up to the status line (the slot is free from then on: docs/architecture.md § "Invariants")
+ * and the first 1,024 bytes of its body (docs/reference.md § "Delivery log": `responseBody`). Also the
  * throttle of `maxPerSecond`: waiting for it is not part of an attempt's timeout.
  */
 import { describeAnswer, honoursRetryAfter } from "../delivery/schedule";
 import type { Platform, Timer } from "../platform/platform";
 import type { DueRow, Outcome } from "./queue";
 
-/** How much of an answer's body is kept (API.md § "Delivery log"), in bytes. */
+/** How much of an answer's body is kept (docs/reference.md § "Delivery log"), in bytes. */
 const RESPONSE_BODY_BYTES = 1024;
 
 /** Why a request was aborted (the abort reason). */

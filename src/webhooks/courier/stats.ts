@@ -1,5 +1,5 @@
 /**
- * Delivery statistics (API.md § "Delivery statistics: GET /v3/webhooks/{id}/stats"): the log
+ * Delivery statistics (docs/reference.md § "Delivery statistics: GET /v3/webhooks/{id}/stats"): the log
  * of one registration counted per hour or per day, as one grouped SQL statement on its
  * courier's storage, served by the covering index `log_time` (time, status) and, for
  * deliveries not attempted yet, by the partial index `queue_unattempted` (queued time).

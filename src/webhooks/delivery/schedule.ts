@@ -1,5 +1,5 @@
 /**
- * Delivery rules of API.md § "Event delivery" and § "Deployment settings": the retry
+ * Delivery rules of docs/reference.md § "Event delivery" and docs/operations.md § "Deployment settings (wrangler vars)": the retry
  * schedule with its jitter, the attempt timeout, auto-disable's span and what an answer means.
  */
 
@@ -33,7 +33,7 @@ export function parseTimeoutMs(text: string | undefined): number {
   return DEFAULT_TIMEOUT_MS;
 }
 
-/** Default WEBHOOK_DISABLE_AFTER_HOURS (API.md § "Auto-disable"). */
+/** Default WEBHOOK_DISABLE_AFTER_HOURS (docs/reference.md § "Auto-disable"). */
 const DEFAULT_DISABLE_AFTER_HOURS = 120;
 
 /**
@@ -48,7 +48,7 @@ export function parseDisableAfterMs(text: string | undefined): number {
   return DEFAULT_DISABLE_AFTER_HOURS * 3_600_000;
 }
 
-/** Longest wait a `Retry-After` can impose, in ms (API.md § "Event delivery": 24 h). */
+/** Longest wait a `Retry-After` can impose, in ms (docs/reference.md § "Event delivery": 24 h). */
 export const MAX_RETRY_AFTER_MS = 24 * 60 * 60 * 1000;
 
 /** The three HTTP-date forms a recipient must accept (RFC 9110 § 5.6.7). */
@@ -96,7 +96,7 @@ export function describeAnswer(status: number, retryAfter: string | null): strin
 /** What becomes of a delivery after an attempt. */
 export type AttemptVerdict = { status: "succeeded" } | { status: "pending"; retryInMs: number } | { status: "failed" };
 
-/** The largest jitter added to a scheduled wait, as a fraction of it (API.md: 0–10 %). */
+/** The largest jitter added to a scheduled wait, as a fraction of it (docs/reference.md: 0–10 %). */
 const MAX_JITTER = 0.1;
 
 /**

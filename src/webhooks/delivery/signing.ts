@@ -1,7 +1,7 @@
 /**
- * Standard Webhooks signing (API.md § "Event delivery", § "Secret rotation"): secrets, and
+ * Standard Webhooks signing (docs/reference.md § "Event delivery", § "Secret rotation"): secrets, and
  * the headers of one attempt. Synchronous (node:crypto HMAC, `nodejs_compat`), so that a
- * courier checks that it is open and starts the fetch in one step (DESIGN.md § "Invariants").
+ * courier checks that it is open and starts the fetch in one step (docs/architecture.md § "Invariants").
  */
 import { createHmac } from "node:crypto";
 
@@ -26,10 +26,10 @@ function secretKey(secret: string): Uint8Array {
 }
 
 /**
- * The Standard Webhooks headers of one attempt (API.md § "Event delivery").
+ * The Standard Webhooks headers of one attempt (docs/reference.md § "Event delivery").
  *
  * @param key the HMAC key (`secretKey(secret)`), or the keys of the current and the previous
- *   secret during a rotation's grace (API.md § "Secret rotation": one signature each,
+ *   secret during a rotation's grace (docs/reference.md § "Secret rotation": one signature each,
  *   space-separated, the current one first).
  * @param eventId the event id, sent as `webhook-id` (the same on every retry).
  * @param timestampS unix seconds of the attempt, sent as `webhook-timestamp`.
@@ -59,7 +59,7 @@ export interface SigningSecrets {
 /**
  * The HMAC keys of secrets, decoded once per secret, and the signing of one attempt with
  * them: with the current secret, and during a rotation's grace also with the previous one
- * (API.md § "Secret rotation").
+ * (docs/reference.md § "Secret rotation").
  */
 export class SigningKeys {
   private readonly keys = new Map<string, Uint8Array>();

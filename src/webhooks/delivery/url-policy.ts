@@ -1,18 +1,14 @@
 /**
- * Webhook URL policy (API.md § "POST /v3/webhooks" URL policy, § "Error codes"
- * INVALID_WEBHOOK_URL, § "Deployment settings" WEBHOOK_ALLOW_INSECURE_URLS). One function,
- * `checkWebhookUrl`, judges every URL a registration may take (POST and PATCH), and the
+ * Webhook URL policy (docs/reference.md § URL policy; docs/choices.md § Webhook URLs). One
+ * function, `checkWebhookUrl`, judges every URL a registration may take (POST and PATCH); the
  * courier asks `sendRefusal` again before each attempt, so a URL stored under an older or
  * laxer policy is not sent to.
  *
- * A pure function: no DNS, no I/O. The URL is parsed with the WHATWG parser first, so every
- * spelling of an IPv4 address (`0x7f000001`, `2130706433`, `127.1`, `0177.0.0.1`,
- * `127.0.0.1.`) is judged in its canonical dotted form, and IPv6 literals in their
- * canonical bracketed form (`[::ffff:127.0.0.1]` becomes `[::ffff:7f00:1]`). IP literals are
- * then judged by ipaddr.js's implementation of the IANA special-purpose address registries:
- * only its `unicast` passes, with the exceptions of `V6_UNICAST_EXCEPTIONS`.
- *
- * Host names are not resolved: see `checkWebhookUrl` for the egress guarantee relied on.
+ * Pure: no DNS, no I/O. The WHATWG parser canonicalizes every spelling of an IP literal
+ * (`0x7f000001`, `127.1`, `[::ffff:127.0.0.1]`) before ipaddr.js's IANA special-purpose
+ * registries judge it: only `unicast` passes, with the exceptions of `V6_UNICAST_EXCEPTIONS`.
+ * A port other than 443 or 8443 is refused. Host names are not resolved: see
+ * `checkWebhookUrl` for the egress guarantee relied on.
  */
 import ipaddr from "ipaddr.js";
 import { ApiError } from "../../http/errors";
@@ -123,7 +119,7 @@ function blockedV6(addr: ipaddr.IPv6): string | undefined {
 }
 
 /**
- * Special-use and internal names (API.md § "POST /v3/webhooks"): the name itself and every
+ * Special-use and internal names (docs/reference.md § "POST /v3/webhooks"): the name itself and every
  * name under it. `localhost` (RFC 6761), `local` (mDNS, RFC 6762), `internal` (ICANN's
  * private-use TLD; cloud metadata lives at `metadata.google.internal`), `home.arpa`
  * (RFC 8375), `lan`, `intranet`, `corp` (common private names), `onion` (RFC 7686), `test`,
@@ -203,7 +199,7 @@ export function checkWebhookUrl(raw: string, allowInsecure: boolean): UrlVerdict
 }
 
 /**
- * Whether the courier may send an attempt to `url` under the current policy (API.md § "POST
+ * Whether the courier may send an attempt to `url` under the current policy (docs/reference.md § "POST
  * /v3/webhooks" URL policy): the same judgement as `checkWebhookUrl`, for a URL already
  * stored, so that an attempt to a URL the policy now refuses (WEBHOOK_ALLOW_INSECURE_URLS
  * turned off since, or a range refused since) is not sent.

@@ -1,5 +1,5 @@
 /**
- * The hub's side of its couriers (DESIGN.md § "Invariants"): hand-overs of the event log by
+ * The hub's side of its couriers (docs/architecture.md § "Invariants"): hand-overs of the event log by
  * cursor, config pushes, closes and forwarded calls — every one timed out, its stub replaced
  * after an error, an overloaded courier backed off. The hub's I/O context is budgeted as if
  * these calls counted toward its 6 requests waiting: at most HUB_CALL_SLOTS under way, of

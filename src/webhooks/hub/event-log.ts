@@ -1,5 +1,5 @@
 /**
- * The school's ordered event log (API.md § "Event delivery", § "Events feed"): accepting
+ * The school's ordered event log (docs/reference.md § "Event delivery", § "Events feed"): accepting
  * events — each stored once, in acceptance order, with the registrations it is addressed to
  * by their subscription and filter at that instant — and reading it by cursor, for the
  * couriers' hand-overs. Synchronous SQL on the hub's storage.
@@ -178,7 +178,7 @@ export function behind(sql: SqlStorage): string[] {
 
 /**
  * The `webhook.disabled` event of a registration the hub disabled at `now` (ms) on a
- * courier's report (API.md § "Auto-disable"): `data: { webhookId, reason, failingSince }`.
+ * courier's report (docs/reference.md § "Auto-disable"): `data: { webhookId, reason, failingSince }`.
  */
 export function disabledEvent(schoolId: string, report: FailingReport, now: number): SchoolEvent {
   return {

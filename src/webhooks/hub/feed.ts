@@ -1,5 +1,5 @@
 /**
- * The events feed (API.md § "Events feed: GET /v3/events"): the school's log read by
+ * The events feed (docs/reference.md § "Events feed: GET /v3/events"): the school's log read by
  * position, in acceptance order, each item the exact body a registration receives. Reading
  * on from a page's position returns every later event once, with no gap, across restarts:
  * positions are the log's `seq`. Synchronous SQL on the hub's storage.

@@ -1,5 +1,5 @@
 /**
- * Idempotency keys of POST /v3/webhooks, kept in the hub's own SQLite (API.md §
+ * Idempotency keys of POST /v3/webhooks, kept in the hub's own SQLite (docs/reference.md §
  * "Conventions": idempotent creation). The hub looks a key up, creates the registration and
  * stores the answer in one synchronous step (`transactionSync`), so two racing requests with
  * one key are serialized by the object: the second finds the first one's answer. Keys are

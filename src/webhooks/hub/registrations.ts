@@ -1,6 +1,6 @@
 /**
- * The hub's registrations as synchronous SQL steps on its own storage (API.md § "Webhook
- * registrations", § "PATCH", § "Secret rotation", § "Auto-disable"), and the config each
+ * The hub's registrations as synchronous SQL steps on its own storage (docs/reference.md § "Webhook
+ * registrations", § "PATCH /v3/webhooks/{id}", § "Secret rotation", § "Auto-disable"), and the config each
  * courier is given. Only the SchoolHub calls these, inside its synchronous steps.
  */
 import { mintId } from "../../lib/ids";

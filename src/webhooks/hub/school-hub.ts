@@ -234,7 +234,7 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /**
-   * A courier's report (API.md § "Auto-disable"): its registration failed for
+   * A courier's report (docs/reference.md § "Auto-disable"): its registration failed for
    * WEBHOOK_DISABLE_AFTER_HOURS, or a receiver answered 410. In one step the registration is
    * disabled (unless it already is, or was re-enabled since) and `webhook.disabled` is
    * appended to the log for the school's other registrations and the feed; then the courier

@@ -1,5 +1,5 @@
 /**
- * Calls from one Durable Object to others, made safe for the real platform (DESIGN.md §
+ * Calls from one Durable Object to others, made safe for the real platform (docs/architecture.md §
  * "Invariants", faults): every call has a timeout; a stub whose call failed is dropped, so
  * the next call makes a new one (a stub that threw stays broken); an `overloaded` error is
  * told apart so that the caller backs off instead of retrying at once.

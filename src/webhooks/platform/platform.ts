@@ -2,14 +2,13 @@
  * The platform as the webhook objects see it: a clock, timers, outgoing HTTP requests and
  * outgoing calls to other Durable Objects, all from one Durable Object's I/O context.
  *
- * Production uses `CLOUDFLARE` (the runtime's own `Date.now`, `setTimeout`, `fetch`, and the
- * RPC call as made). The seam exists so that the tests and the benchmark can run the same
- * objects on a simulated platform that enforces what the local runtime does not: at most 6
- * requests waiting for response headers per I/O context (Workers limits, "Simultaneous open
- * connections"), with latencies, hangs and a virtual clock (test/support/webhooks/platform-sim.ts).
- * Production code never installs another provider; only tests and the benchmark's own Worker
- * entry (scripts/bench-hub-worker.ts) call `usePlatform`. Likewise `useSqlSeam` (tests only)
- * wraps the objects' SQL storage to enforce production's size limits.
+ * Production uses `CLOUDFLARE` (the runtime's own `Date.now`, `setTimeout`, `fetch`, the RPC
+ * call as made, the objects' SQL as is). The seams let the tests and the benchmark run the
+ * same objects on a simulated platform that enforces what the local runtime does not: 6
+ * requests waiting for response headers per I/O context, latencies, hangs, a virtual clock
+ * (test/support/webhooks/platform-sim.ts), and production's SQL size limits (`useSqlSeam`).
+ * Only tests and the benchmark's own Worker entry (scripts/bench-hub-worker.ts) install them:
+ * docs/development.md § The simulated platform.
  */
 
 /** A pending timer; `cancel()` is idempotent. */

@@ -1,28 +1,12 @@
 /**
- * One I/O context's budget of requests waiting for response headers, as Cloudflare
- * documents it — the model the simulated platform (platform-sim.ts) and the benchmark's
- * Worker entry (scripts/bench-hub-worker.ts) enforce, since `wrangler dev` and the Vitest
- * integration do not.
- *
- * Workers limits, § "Simultaneous open connections"
- * (https://developers.cloudflare.com/workers/platform/limits/#simultaneous-open-connections,
- * page dated 2026-07-28): "Each Worker invocation can have up to six connections
- * simultaneously waiting for response headers." … "Once response headers arrive for a
- * connection, it no longer counts toward the six-connection limit. … If a seventh connection
- * is attempted while six are already waiting for headers, it is queued until one of the
- * existing connections receives its response headers." (Changelog 2026-04-09, "Relaxed
- * simultaneous connection limiting for Workers": before, a slot was held until the body was
- * read.) One I/O context per Durable Object, shared by all its requests and its alarm:
- * Dynamic Workers limits (https://developers.cloudflare.com/dynamic-workers/platform/limits/):
- * "A Durable Object shares one I/O context across all concurrent requests to the same
- * object"; cloudflare-docs PR #31147 (2026-05-30) adds that Durable Objects share the same
- * 6-connection limit as Workers.
- *
- * The model: a request takes a slot if fewer than 6 are waiting, otherwise it queues (FIFO)
- * and takes the first slot freed; a slot is freed when the request's promise settles
- * (headers arrived, error, or abort). A queued request aborted before it started leaves the
- * queue. Durable Object calls are counted like requests (conservative: the page does not
- * list them; cloudflare-docs issue #22320 asks).
+ * One I/O context's budget of requests waiting for response headers, as Cloudflare documents
+ * it — the model that the simulated platform (platform-sim.ts) and the benchmark's Worker
+ * (scripts/bench-hub-worker.ts) enforce, since `wrangler dev` and the Vitest integration do
+ * not. A request takes a slot if fewer than 6 are waiting, otherwise it queues (FIFO) for the
+ * first slot freed; a slot frees when the request's promise settles (headers, error, abort);
+ * a queued request aborted before it started leaves the queue; calls between Durable Objects
+ * count like requests. The documentation quoted, page by page:
+ * docs/development.md § The simulated platform.
  */
 
 /** Requests one I/O context may have waiting for response headers. */

@@ -1,6 +1,6 @@
 /**
  * The simulated platform the webhook tests run on, installed through the objects' own seam
- * (`usePlatform`, src/webhooks/platform.ts) — no global monkey-patch. It gives every Durable
+ * (`usePlatform`, src/webhooks/platform/platform.ts) — no global monkey-patch. It gives every Durable
  * Object instance its own I/O context that enforces Cloudflare's limit of 6 requests waiting
  * for response headers (io-context.ts, with the documentation it follows), and plays the
  * webhook receivers: each request is logged (URL, headers, body, a sequence number, the
