@@ -5,31 +5,17 @@
  * "the work resumes with no new request" is what a test shows.
  */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { expect } from "vitest";
 import type { SimulatedPlatform } from "./platform-sim";
-
-let resets = 0;
+import { abortObject } from "./reset";
 
 /**
- * Resets the object behind `stub` the way the runtime does (`state.abort()`): its memory and
- * its timers on the virtual clock are gone. With `loseAlarm`, its alarm is deleted first, as
- * `wrangler dev` loses every alarm at a restart (workers-sdk#7781). Asserts that the reset
- * happened: the call fails with the abort's own reason.
+ * Resets the object behind `stub` (`abortObject`: the abort proven, the alarm recorded, and
+ * lost with `loseAlarm`) and drops its timers on the virtual clock: they died with it.
  *
  * @returns the alarm the object had set (ms), as the runtime would fire it, or `null`.
  */
 export async function resetObject(sim: SimulatedPlatform, stub: DurableObjectStub, opts: { loseAlarm?: boolean } = {}): Promise<number | null> {
-  const reason = `reset #${++resets} by the test`;
-  let alarm: number | null = null;
-  const outcome = await runInDurableObject(stub, async (_instance, state) => {
-    alarm = await state.storage.getAlarm();
-    if (opts.loseAlarm) await state.storage.deleteAlarm();
-    state.abort(reason);
-  }).then(
-    () => "no error",
-    (err: unknown) => String(err),
-  );
-  expect(outcome).toContain(reason);
+  const { alarm } = await abortObject(stub, opts);
   sim.forgetTimersOf(stub.id.toString());
   return alarm;
 }

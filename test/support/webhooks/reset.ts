@@ -24,16 +24,25 @@ export interface ResetProof {
 let resets = 0;
 
 /**
- * Resets the object behind `stub` (a factory: a stub that saw a reset stays broken) and
- * proves it, failing the test otherwise. The check for a new instance starts one.
+ * Resets the object behind `stub` the way the runtime does (`state.abort()`) and asserts that
+ * it happened: the call fails with workerd's abort (the reason as its message,
+ * `durableObjectReset: true`). With `loseAlarm`, its alarm is deleted first, as `wrangler dev`
+ * loses every alarm at a restart (workers-sdk#7781). Starts no new instance: a restart test
+ * must see only what the object does by itself.
  *
- * @returns the proof (see `ResetProof`).
+ * @returns the error, the instance the reset hit, and the alarm it had set (ms) or `null`.
  */
-async function resetObject(stub: () => DurableObjectStub): Promise<ResetProof> {
+export async function abortObject(
+  stub: DurableObjectStub,
+  opts: { loseAlarm?: boolean } = {},
+): Promise<{ error: ResetProof["error"]; before: object; alarm: number | null }> {
   const reason = `reset by the test #${++resets}`;
   let before: object | undefined;
-  const outcome = await runInDurableObject(stub(), (instance, state) => {
+  let alarm: number | null = null;
+  const outcome = await runInDurableObject(stub, async (instance, state) => {
     before = instance;
+    alarm = await state.storage.getAlarm();
+    if (opts.loseAlarm) await state.storage.deleteAlarm();
     state.abort(reason);
   }).then(
     () => null,
@@ -43,10 +52,22 @@ async function resetObject(stub: () => DurableObjectStub): Promise<ResetProof> {
   const error = outcome as ResetProof["error"];
   expect(error.message).toBe(reason);
   expect(error.durableObjectReset).toBe(true);
-  const after = await runInDurableObject(stub(), (instance) => instance as object);
   expect(before).toBeDefined();
+  return { error, before: before!, alarm };
+}
+
+/**
+ * Resets the object behind `stub` (a factory: a stub that saw a reset stays broken) and
+ * proves it, failing the test otherwise: the abort (`abortObject`), then another instance on
+ * the next call (which starts it).
+ *
+ * @returns the proof (see `ResetProof`).
+ */
+async function resetObject(stub: () => DurableObjectStub): Promise<ResetProof> {
+  const { error, before } = await abortObject(stub());
+  const after = await runInDurableObject(stub(), (instance) => instance as object);
   expect(after, "a new instance after the reset").not.toBe(before);
-  return { error, before: before!, after };
+  return { error, before, after };
 }
 
 /** Resets school `schoolId`'s hub (see `resetObject`). */
