@@ -181,6 +181,7 @@ describe("a portal token's scope, on every operation of the router", () => {
       "POST /v3/webhooks/{id}/deliveries/{eventId}/resend": [409, "WEBHOOK_DISABLED"],
       "POST /v3/webhooks/{id}/recover": [400, "VALIDATION_ERROR"], // no since
       "GET /v3/events": [200, null],
+      "GET /v3/school": [200, null],
     };
     expect(portal.map((op) => `${op.method} ${op.path}`).sort()).toEqual(Object.keys(expected).sort());
     expect((await callJson(`/v3/webhooks/${hookId}`, { method: "PATCH", key: school.key, json: { enabled: false } })).status).toBe(200);
