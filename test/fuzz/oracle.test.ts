@@ -26,6 +26,7 @@ const tooMany = (headers: Record<string, string>) =>
       "content-type": "application/json; charset=utf-8",
       "x-request-id": "req_1",
       "server-timing": "db;dur=0, total;dur=1",
+      "cache-control": "no-store",
       "retry-after": "60",
       ...headers,
     },
