@@ -4,13 +4,14 @@
  * the same Worker without those steps (B), in one isolate, chosen per request, and the
  * binding-level counts that show what each request costs in D1 and rate-limiter calls.
  *
- * Production code is unchanged: B swaps the environment, not a code path. Its `DB` is a
- * session-less view of the same D1 binding (`withSession()` hands back the binding itself,
+ * Production code is unchanged: B swaps the environment, not a code path. Its D1 bindings are
+ * session-less views of the same bindings (`withSession()` hands back the binding itself,
  * whose `getBookmark()` is null, so no `x-d1-bookmark` either) and `RATE_LIMIT_ENABLED` is
  * `"false"` (src/http/rate-limit.ts skips the binding). Two more variants tell the two steps'
  * costs apart: S (A's sessions, no limiter) and M (A with the limiter's counters in the
  * isolate, as on Cloudflare: `isolateLimiter`).
  */
+import { shardBindings, shardFor } from "../db/shards";
 
 /**
  * Request header choosing the variant: `b` serves B, `s` the sessions of A without its rate
@@ -92,15 +93,22 @@ export function isolateLimiter(limit: number, periodS: number, now: () => number
 
 const variants = { b: new WeakMap<Env, Env>(), s: new WeakMap<Env, Env>(), m: new WeakMap<Env, Env>() };
 
+/** Every D1 binding of `env` (the directory and the shards), each replaced by `wrap`'s. */
+function eachD1(env: Env, wrap: (d1: D1Database) => D1Database): Partial<Env> {
+  return Object.fromEntries(["DIRECTORY", ...shardBindings(env)].map((b) => [b, wrap(shardOrDirectory(env, b))]));
+}
+
+const shardOrDirectory = (env: Env, binding: string) => (binding === "DIRECTORY" ? env.DIRECTORY : shardFor(env, binding));
+
 /** The environment of variant `v` of `env` (not A). */
 function build(env: Env, v: keyof typeof variants): Env {
   if (v === "m") return { ...env, RATE_LIMITER: isolateLimiter(Number(env.RATE_LIMIT_QUOTA), 60) };
-  return { ...env, RATE_LIMIT_ENABLED: "false", ...(v === "b" ? { DB: sessionlessD1(env.DB) } : {}) };
+  return { ...env, RATE_LIMIT_ENABLED: "false", ...(v === "b" ? eachD1(env, sessionlessD1) : {}) };
 }
 
 /**
  * The environment of a variant (one object per `env` and variant): `b`, B (a session-less
- * `DB`, the rate limiter off); `s`, the rate limiter off only; `m`, the rate limiter's counters
+ * directory and shards, the rate limiter off); `s`, the rate limiter off only; `m`, the rate limiter's counters
  * in the isolate; anything else, `env` itself (A).
  */
 export function variantEnv(env: Env, variant: string | null): Env {
@@ -154,7 +162,7 @@ function countedQueries(target: D1Database | D1DatabaseSession, counts: CallCoun
 }
 
 /**
- * `env` with its `DB` (and every session opened on it) and `RATE_LIMITER` counting their
+ * `env` with its D1 bindings (and every session opened on them) and `RATE_LIMITER` counting their
  * calls into the returned `counts`: what a request really asks of D1 and of the limiter,
  * whatever the code's own `Server-Timing` count (src/http/context.ts) says. Statements are
  * wrapped, and unwrapped again before they reach the real `batch`.
@@ -163,27 +171,27 @@ function countedQueries(target: D1Database | D1DatabaseSession, counts: CallCoun
  */
 export function countingEnv(env: Env): { env: Env; counts: CallCounts } {
   const counts: CallCounts = { d1: 0, rateLimit: 0 };
-  const d1 = env.DB;
-  const db = {
-    ...countedQueries(d1, counts),
-    exec: (sql: string) => {
-      counts.d1 += 1;
-      return d1.exec(sql);
-    },
-    dump: () => {
-      counts.d1 += 1;
-      return d1.dump();
-    },
-    withSession: (constraintOrBookmark?: string) => {
-      const session = d1.withSession(constraintOrBookmark);
-      return { ...countedQueries(session, counts), getBookmark: () => session.getBookmark() };
-    },
-  } as D1Database;
+  const counted = (d1: D1Database) =>
+    ({
+      ...countedQueries(d1, counts),
+      exec: (sql: string) => {
+        counts.d1 += 1;
+        return d1.exec(sql);
+      },
+      dump: () => {
+        counts.d1 += 1;
+        return d1.dump();
+      },
+      withSession: (constraintOrBookmark?: string) => {
+        const session = d1.withSession(constraintOrBookmark);
+        return { ...countedQueries(session, counts), getBookmark: () => session.getBookmark() };
+      },
+    }) as D1Database;
   const limiter: RateLimit = {
     limit: (options) => {
       counts.rateLimit += 1;
       return env.RATE_LIMITER.limit(options);
     },
   };
-  return { env: { ...env, DB: db, RATE_LIMITER: limiter }, counts };
+  return { env: { ...env, ...eachD1(env, counted), RATE_LIMITER: limiter }, counts };
 }

@@ -2,10 +2,12 @@
  * The transactional outbox (DESIGN.md): a write's events are inserted into D1's `outbox` in
  * the same batch as the write (src/courses/storage.ts); this module hands them to the
  * school's hub and marks them published. The hub's `publish` is idempotent by event id, so
- * the cron sweep may repeat a publish safely; the sweep goes school by school, fairly, so
- * that one school's failing hub holds up no other school's events.
+ * the cron sweep may repeat a publish safely; the sweep walks every shard's outbox at once
+ * and each shard's school by school, fairly, so that one failing shard or school's hub
+ * holds up no other's events.
  */
 import { openSession } from "../db/client";
+import { shardBindings, shardFor } from "../db/shards";
 import { type D1Timer, untimed } from "../http/context";
 import { describeError, logPublishFailure } from "../lib/log";
 import { hubFor } from "./hub-client";
@@ -64,8 +66,9 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 }
 
 /**
- * Publishes events of one school to its hub, then marks them published in the outbox. Each
- * call takes a fresh stub (`hubFor`): a stub that threw once stays broken.
+ * Publishes events of one school to its hub, then marks them published in the outbox of
+ * `shard` (the school's). Each call takes a fresh stub (`hubFor`): a stub that threw once
+ * stays broken.
  *
  * @param timed wraps the D1 round trip (a request's `RequestContext.db`); identity by default.
  * @param timeoutMs abandon the hub call after this many ms (the sweep's); none by default (a
@@ -74,7 +77,14 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
  *   did not answer in time (the rows stay unpublished for the sweep; the failure is logged,
  *   never thrown).
  */
-export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed, timeoutMs?: number): Promise<boolean> {
+export async function publishEvents(
+  env: Env,
+  shard: D1Database,
+  schoolId: string,
+  events: SchoolEvent[],
+  timed: D1Timer = untimed,
+  timeoutMs?: number,
+): Promise<boolean> {
   if (events.length === 0) return true;
   try {
     const call = hubFor(env, schoolId).publish(events);
@@ -84,7 +94,7 @@ export async function publishEvents(env: Env, schoolId: string, events: SchoolEv
     return false;
   }
   await timed(() =>
-    env.DB.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))")
+    shard.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))")
       .bind(Date.now(), JSON.stringify(events.map((e) => e.id)))
       .run(),
   );
@@ -133,29 +143,30 @@ async function sweepSchool(env: Env, primary: D1Database, schoolId: string, cuto
       .bind(schoolId, cutoff, limits.batch)
       .all<{ payload: string }>();
     const events = results.map((r) => JSON.parse(r.payload) as SchoolEvent);
-    if (!(await publishEvents(env, schoolId, events, untimed, limits.publishTimeoutMs))) return { republished, failed: events.length };
+    if (!(await publishEvents(env, primary, schoolId, events, untimed, limits.publishTimeoutMs))) return { republished, failed: events.length };
     republished += events.length;
     if (events.length < limits.batch || Date.now() >= deadline) return { republished, failed: 0 };
   }
 }
 
 /**
- * The cron sweep (DESIGN.md: the outbox), fair per school: it re-publishes outbox rows
- * older than 30 s that are not marked published, school by school — the schools with the
- * oldest such rows first, up to `concurrency` hubs at a time, each call with its timeout —
- * so that a failing or slow hub delays only its own school's events; then it prunes rows
- * published more than 7 days ago. Reads on the primary (a replica may not hold the newest
- * unpublished rows yet).
+ * The sweep of one shard's outbox, fair per school: it re-publishes outbox rows older than
+ * 30 s that are not marked published, school by school — the schools with the oldest such
+ * rows first, up to `concurrency` hubs at a time, each call with its timeout — so that a
+ * failing or slow hub delays only its own school's events; then it prunes rows published
+ * more than 7 days ago. Reads on the primary (a replica may not hold the newest unpublished
+ * rows yet).
  *
  * @param now the sweep's instant (ms since epoch); rows created up to 30 s before it are due.
  * @param limits overrides of `SweepLimits` (tests).
  * @returns counts of this sweep; a hub's failure is counted (and logged), never thrown.
+ * @throws the shard's D1 errors (its schools wait for the next sweep).
  */
-export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
+export async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
   const bounds = { ...SWEEP_LIMITS, ...limits };
   const deadline = Date.now() + bounds.budgetMs;
   const cutoff = now - SWEEP_AFTER_MS;
-  const primary = openSession(env.DB, "write").d1;
+  const primary = openSession(shard, "write").d1;
   const schools = await schoolsDue(primary, cutoff, bounds);
   const result: SweepResult = { schools: schools.length, republished: 0, failed: 0, pruned: 0 };
   let next = 0;
@@ -179,4 +190,30 @@ export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<Sw
     .run();
   result.pruned = pruned.meta.changes ?? 0;
   return result;
+}
+
+/**
+ * The cron sweep (docs/architecture.md § The outbox): every shard's outbox at once, each by
+ * `sweepShard`, the hub calls shared out between the shards (at least one each), so that a
+ * failing or slow shard delays only its own schools.
+ *
+ * @param now the sweep's instant (ms since epoch).
+ * @param limits overrides of `SweepLimits` (tests); `concurrency` is the whole sweep's.
+ * @returns the counts of every shard, summed; a shard's failure is logged, never thrown.
+ */
+export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
+  const shards = shardBindings(env);
+  const concurrency = Math.max(1, Math.floor((limits.concurrency ?? SWEEP_LIMITS.concurrency) / shards.length));
+  const total: SweepResult = { schools: 0, republished: 0, failed: 0, pruned: 0 };
+  await Promise.all(
+    shards.map(async (binding) => {
+      try {
+        const r = await sweepShard(env, shardFor(env, binding), now, { ...limits, concurrency });
+        for (const k of ["schools", "republished", "failed", "pruned"] as const) total[k] += r[k];
+      } catch (err) {
+        logPublishFailure({ schoolId: binding, events: 0, ...describeError(err) });
+      }
+    }),
+  );
+  return total;
 }

@@ -17,6 +17,7 @@ import { D1_LIMITS, limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A } from "../support/fixtures";
 import { loadFixture } from "../support/helpers";
 import { checkResponse } from "../support/openapi-check";
+import { shardOf } from "../support/shards";
 
 /** Calls the Worker on the limited D1 and checks the answer against the OpenAPI document. */
 async function call(path: string, init: { method?: string; key?: string; json?: unknown; body?: string | ReadableStream } = {}) {
@@ -44,7 +45,7 @@ beforeAll(async () => {
 });
 
 describe("the D1 simulation refuses what production refuses", () => {
-  const db = limitedD1(env.DB);
+  const db = limitedD1(env.SHARD_0);
   it("101 bound parameters, 100,001 bytes of SQL, a value or a row over 1,000,000 bytes", async () => {
     const marks = (n: number) => Array.from({ length: n }, () => "?").join(",");
     await expect(
@@ -238,7 +239,7 @@ describe("other filters at their bounds", () => {
       includeTraining: true,
       sort: ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"].map((field) => ({ field, order: "desc" }) as never),
     });
-    const { sql, params } = selectCoursePage(getDb(env.DB), { keyHash: "0".repeat(64) }, full).toSQL();
+    const { sql, params } = selectCoursePage(getDb(env.SHARD_0), { schoolId: "0".repeat(64) }, full).toSQL();
     expect(params.length).toBeLessThanOrEqual(D1_LIMITS.boundParameters);
     expect(new TextEncoder().encode(sql).byteLength).toBeLessThan(D1_LIMITS.sqlBytes);
     // And through the Worker, on the limited D1.
@@ -330,7 +331,7 @@ describe(`a course with every list at its maximum (${MAX_LIST} ids of 64 charact
         })
       ).status,
     ).toBe(200);
-    const outbox = await env.DB.prepare("SELECT count(*) AS n, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?")
+    const outbox = await (await shardOf(BOUNDS)).prepare("SELECT count(*) AS n, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?")
       .bind(BOUNDS)
       .first<{ n: number; biggest: number }>();
     expect(outbox!.n).toBe(1 + 1 + 1 + 1 + MAX_PROFESSORS);

@@ -79,15 +79,15 @@ describe("the variants of the benchmark entry", () => {
 
 describe("sessionlessD1", () => {
   it("hands back a session over the same database, with no bookmark", async () => {
-    const view = sessionlessD1(env.DB);
-    expect(sessionlessD1(env.DB)).toBe(view);
+    const view = sessionlessD1(env.DIRECTORY);
+    expect(sessionlessD1(env.DIRECTORY)).toBe(view);
     const session = openSession(view, "read");
     const row = await session.d1.prepare("SELECT count(*) AS n FROM api_keys").first<{ n: number }>();
-    const direct = await env.DB.prepare("SELECT count(*) AS n FROM api_keys").first<{ n: number }>();
+    const direct = await env.DIRECTORY.prepare("SELECT count(*) AS n FROM api_keys").first<{ n: number }>();
     expect(row).toEqual(direct);
     expect(session.bookmark()).toBeNull();
     // The real session reports one after a query.
-    const real = openSession(env.DB, "read");
+    const real = openSession(env.DIRECTORY, "read");
     await real.d1.prepare("SELECT 1").first();
     expect(real.bookmark()).toBeTruthy();
   });
@@ -96,12 +96,12 @@ describe("sessionlessD1", () => {
 describe("countingEnv", () => {
   it("counts each batch, statement run and limit() call, sessions included; statements bound in a batch still run", async () => {
     const { env: counted, counts } = countingEnv(env);
-    const session = openSession(counted.DB, "read");
+    const session = openSession(counted.DIRECTORY, "read");
     const [one, two] = await session.d1.batch<{ v: number }>([session.d1.prepare("SELECT ? AS v").bind(1), session.d1.prepare("SELECT 2 AS v")]);
     expect([one!.results[0]!.v, two!.results[0]!.v]).toEqual([1, 2]);
     expect(counts).toEqual({ d1: 1, rateLimit: 0 });
-    await counted.DB.prepare("SELECT 1").first();
-    await counted.DB.prepare("SELECT 1").raw();
+    await counted.DIRECTORY.prepare("SELECT 1").first();
+    await counted.DIRECTORY.prepare("SELECT 1").raw();
     await session.db.run("SELECT 1");
     expect(counts.d1).toBe(4);
     expect(session.bookmark()).toBeTruthy();

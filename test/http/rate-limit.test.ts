@@ -91,7 +91,7 @@ describe("rate limit", () => {
 
   it("a portal session token is a credential of its own: counted apart from its school's key", async () => {
     const token = "ps_rate_limit_test_token_0123456789abcdefghijklmnop";
-    await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, 'sch_b', ?, ?)")
+    await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, 'sch_b', ?, ?)")
       .bind(await sha256Hex(token), Date.now(), Date.now() + 3600_000)
       .run();
     const t = { authorization: `Bearer ${token}` };
@@ -156,7 +156,7 @@ describe("rate limit", () => {
     const ip = { "cf-connecting-ip": "198.51.100.23" };
     const key = await freshKey("r");
     expect((await send("/v3/courses?limit=1", { ...ip, authorization: `Bearer ${key}` })).status).toBe(200);
-    await env.DB.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_hash = ?")
+    await env.DIRECTORY.prepare("UPDATE api_keys SET revoked_at = ? WHERE key_hash = ?")
       .bind(Date.now(), await sha256Hex(key))
       .run();
     const statuses: number[] = [];

@@ -15,6 +15,7 @@ import { callJson } from "../support/helpers";
 import { checkEvent, checkResponse } from "../support/openapi-check";
 import { courseEvent, drain, newSchool, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
+import { shardOf } from "../support/shards";
 
 const receivers = new Receivers();
 beforeAll(() => {
@@ -25,7 +26,7 @@ afterAll(() => receivers.restore());
 const base = { name: "Réseaux", startDateTime: "2026-10-05T08:00:00Z", endDateTime: "2026-10-05T10:00:00Z" };
 
 async function unpublished(schoolId: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>();
+  const row = await (await shardOf(schoolId)).prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>();
   return row!.n;
 }
 
@@ -93,10 +94,10 @@ describe("the outbox sweep", () => {
     await waitOnExecutionContext(ctx);
 
     // A publish repeated by hand (as a sweep racing a slow request would) is a duplicate.
-    const { payload } = (await env.DB.prepare("SELECT payload FROM outbox WHERE school_id = ?").bind(schoolId).first<{ payload: string }>())!;
+    const { payload } = (await (await shardOf(schoolId)).prepare("SELECT payload FROM outbox WHERE school_id = ?").bind(schoolId).first<{ payload: string }>())!;
     const event = JSON.parse(payload) as SchoolEvent;
     expect(await hubFor(env, schoolId).publish([event])).toMatchObject({ accepted: 0, duplicates: 1, deliveries: 0 });
-    expect(await publishEvents(env, schoolId, [event])).toBe(true);
+    expect(await publishEvents(env, await shardOf(schoolId), schoolId, [event])).toBe(true);
 
     await drain(schoolId);
     const got = receivers.to("sweep.example.com");
@@ -107,27 +108,27 @@ describe("the outbox sweep", () => {
 
   it("prunes rows published more than 7 days ago", async () => {
     const old = Date.now() - 8 * 24 * 3600 * 1000;
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)")
+    await env.SHARD_0.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)")
       .bind(old, old)
       .run();
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)")
+    await env.SHARD_0.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)")
       .bind(Date.now(), Date.now())
       .run();
     expect((await sweepOutbox(env)).pruned).toBe(1);
-    const left = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = 'sch_x'").all<{ event_id: string }>();
+    const left = await env.SHARD_0.prepare("SELECT event_id FROM outbox WHERE school_id = 'sch_x'").all<{ event_id: string }>();
     expect(left.results.map((r) => r.event_id)).toEqual(["evt_recent"]);
   });
 });
 
 /** Puts `events` of `schoolId` in the outbox, unpublished, created from `createdAt` on (1 ms apart, in order). */
 async function queueUnpublished(schoolId: string, events: SchoolEvent[], createdAt: number): Promise<void> {
-  await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT json_extract(value, '$.id'), ?, value, ? + key FROM json_each(?)")
+  await (await shardOf(schoolId)).prepare("INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT json_extract(value, '$.id'), ?, value, ? + key FROM json_each(?)")
     .bind(schoolId, createdAt, JSON.stringify(events))
     .run();
 }
 
 async function unpublishedIds(schoolId: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at")
+  const { results } = await (await shardOf(schoolId)).prepare("SELECT event_id FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at")
     .bind(schoolId)
     .all<{ event_id: string }>();
   return results.map((r) => r.event_id);
@@ -217,6 +218,6 @@ describe("the outbox sweep is fair per school", () => {
     expect(await Promise.all([oldest, middle, newest, young].map(async (id) => (await unpublishedIds(id)).length))).toEqual([0, 0, 1, 1]);
     expect(await sweepOutbox(fake, later, { schools: 2 })).toMatchObject({ schools: 1, republished: 1 });
     expect(await unpublishedIds(young)).toHaveLength(1);
-    await env.DB.prepare("DELETE FROM outbox WHERE school_id = ?").bind(young).run();
+    await (await shardOf(young)).prepare("DELETE FROM outbox WHERE school_id = ?").bind(young).run();
   });
 });
