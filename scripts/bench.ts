@@ -36,6 +36,9 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { DEMO_API_KEY, generateDataset } from "./dataset/build";
+
+/** The school whose courses the mix reads. */
+const DEMO_SCHOOL_ID = "sch_demo";
 import { datasetStats } from "./generate";
 import { type ImportSummary, importData } from "./import";
 import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
@@ -43,7 +46,7 @@ import { type AbQueryResult, abSection, abSummary, replaceAbSection } from "./li
 import { benchFeed, type FeedFigures, feedLines } from "./lib/bench-feed";
 import { type DevServer, startDevServer } from "./lib/dev-server";
 import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
-import { localD1File, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
+import { localShardFile, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
 import { applyMigrations, BENCH_ENTRY, ROOT } from "./lib/wrangler";
 
 const { values: opts } = parseArgs({
@@ -277,10 +280,10 @@ async function main() {
     log(`wrangler dev on ${server.base}`);
     const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
-    const dbFile = localD1File(persistTo);
+    const dbFile = localShardFile(persistTo, DEMO_SCHOOL_ID);
     let floorP50 = NaN;
     for (const q of queries) {
-      const sqlite = timeInSqlite(dbFile, await statementsOf(DEMO_API_KEY, q.method, q.path, q.body));
+      const sqlite = timeInSqlite(dbFile, statementsOf(DEMO_SCHOOL_ID, q.method, q.path, q.body));
       const s = await sample(server.base, q, 40); // also warms the isolate and D1's page cache
       const c1 = await cannon(server.base, q, 1, seconds);
       const c16 = await cannon(server.base, q, 16, seconds);

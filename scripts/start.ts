@@ -2,8 +2,10 @@
  * `npm start [-- --persist-to DIR] [--port N] [-- <more wrangler dev flags>]`
  *
  * One command from a fresh clone (after `npm ci`) to a running local API:
- * 1. applies the local D1 migrations (`wrangler d1 migrations apply DB --local`, non-interactive);
- * 2. when the local database has no course, loads the demo data (scripts/seed-demo.ts);
+ * 1. applies the local D1 migrations to the directory and both shards (`npm run shards --
+ *    migrate`'s `applyMigrations`, non-interactive);
+ * 2. when the local directory has no school, loads the demo data (scripts/seed-demo.ts),
+ *    which the import spreads over the shards;
  * 3. prints the demo API key, a ready-to-paste curl and the URLs of the reference
  *    (`/docs`, `/openapi.json`) and of the webhook portal (`/portal`);
  * 4. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true` with
@@ -36,16 +38,16 @@ async function main(argv: string[]): Promise<number> {
   const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
   if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error("--port must be a TCP port number");
 
-  console.log("applying local D1 migrations…");
+  console.log("applying local D1 migrations (the directory and every shard)…");
   await applyMigrations("local", persistTo);
-  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM courses", "local", persistTo);
-  const courses = Number(row?.n ?? 0);
-  if (courses === 0) {
-    console.log("the local database has no course: loading the demo data…");
+  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM schools", "local", persistTo);
+  const schools = Number(row?.n ?? 0);
+  if (schools === 0) {
+    console.log("the local directory has no school: loading the demo data…");
     const { summary: s } = await seedDemo({ persistTo, skipMigrations: true });
     console.log(`demo data loaded: ${formatInt(s.rows)} rows in ${s.seconds.toFixed(1)} s`);
   } else {
-    console.log(`the local database has ${formatInt(courses)} courses: keeping them (npm run seed:demo reloads the demo data)`);
+    console.log(`the local directory has ${formatInt(schools)} schools: keeping them (npm run seed:demo reloads the demo data; npm run shards -- status shows where they are)`);
   }
   console.log(`
 demo API key (sch_demo):  ${DEMO_API_KEY}

@@ -105,6 +105,12 @@ const WRITE_400_CODES: ErrorCodes = [
   "INVALID_PARAMETER",
 ];
 
+/** The 503 of a course write (docs/reference.md § Error codes). */
+const MOVING = {
+  codes: ["SCHOOL_MOVING"],
+  lead: "Nothing was written and no event published: an operator is moving the school's data to another database shard, which pauses its course writes for a few seconds. Retry the same request after `Retry-After` seconds (with the same `Idempotency-Key`, if any). Reads keep working during the move.",
+} satisfies { codes: ErrorCodes; lead: string };
+
 const TAG = { name: "Courses", description: "Courses: list, search, read, create, change." };
 
 /** The course operations; `publish` hands a write's events to the hub. */
@@ -195,6 +201,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`.",
         },
         422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was written; use a new key for a new request." },
+        503: MOVING,
       },
       async handler(req, env, _exec, rc) {
         return inWriteSession(req, env, rc, async (s, schoolId, shard) => {
@@ -294,6 +301,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         },
         404: ["COURSE_NOT_FOUND"],
         412: { codes: ["PRECONDITION_FAILED"], lead: "Nothing was written and no event published; read the course again and reapply the change." },
+        503: MOVING,
       },
       async handler(req, env, _exec, rc) {
         return inWriteSession(req, env, rc, async (s, schoolId, shard) => {

@@ -22,6 +22,6 @@ export interface CoursePage {
  */
 export async function readCoursePage(session: DbSession, schoolId: string, q: CourseQuery): Promise<ShardRead<CoursePage>> {
   const { db } = session;
-  const [held, rows] = await db.batch([db.get<{ held: number }>(heldQuery(schoolId)), selectCoursePage(db, { schoolId }, q)]);
-  return { held: held?.held === 1, value: { rows: rows.slice(0, q.limit), hasMore: rows.length > q.limit } };
+  const [held, rows] = await db.batch([heldQuery(db, schoolId), selectCoursePage(db, { schoolId }, q)]);
+  return { held: held[0]?.held === 1, value: { rows: rows.slice(0, q.limit), hasMore: rows.length > q.limit } };
 }

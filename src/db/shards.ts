@@ -6,7 +6,9 @@
  * holds a school (read in the same batch as a page, so that no read answers from a shard
  * that does not hold the school).
  */
-import { sql } from "drizzle-orm";
+import { and, eq, inArray, sql } from "drizzle-orm";
+import type { DrizzleD1Database } from "drizzle-orm/d1";
+import { heldSchools } from "./shard-schema";
 
 /** A shard's binding name: `SHARD_` and its number. */
 export const SHARD_BINDING_RE = /^SHARD_(0|[1-9][0-9]{0,3})$/;
@@ -63,5 +65,8 @@ export function rememberPlace(credentialHash: string, place: KnownPlace): void {
 export const READABLE_STATES = ["active", "fenced"] as const;
 
 /** One row, `held` 1 when the shard holds `schoolId` readably, 0 otherwise: for the batch of a read. */
-export const heldQuery = (schoolId: string) =>
-  sql`SELECT count(*) AS held FROM held_schools WHERE school_id = ${schoolId} AND state IN ('active', 'fenced')`;
+export const heldQuery = (db: DrizzleD1Database, schoolId: string) =>
+  db
+    .select({ held: sql<number>`count(*)` })
+    .from(heldSchools)
+    .where(and(eq(heldSchools.schoolId, schoolId), inArray(heldSchools.state, [...READABLE_STATES])));

@@ -79,6 +79,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     422: ["IDEMPOTENCY_KEY_MISMATCH"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
+    503: ["SCHOOL_MOVING"],
   },
   "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["COURSE_NOT_FOUND"] },
   "PATCH /v3/courses/{id}": {
@@ -90,6 +91,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     412: ["PRECONDITION_FAILED"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
+    503: ["SCHOOL_MOVING"],
   },
   "POST /v3/webhooks": {
     201: [],

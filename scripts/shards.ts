@@ -1,0 +1,134 @@
+/**
+ * `npm run shards -- migrate | status [--json]` `[--local | --remote] [--persist-to DIR]`
+ *
+ * The operators' view of the D1 shards (docs/operations.md § Database shards), through
+ * `wrangler d1 execute` like the import and the keys CLI; the shards are the `SHARD_<n>`
+ * D1 bindings of wrangler.toml, the directory is `DIRECTORY`.
+ *
+ * - `migrate` applies the D1 migrations to the directory (migrations/directory) and every
+ *   shard (migrations/shard); `npm start` runs the same.
+ * - `status` prints per shard its schools, courses, bytes (estimated from its row counts)
+ *   and share of 10 GB, and per school its shard and state; `--json` prints one JSON document
+ *   `{ shards: [{ binding, schools, courses, bytes, share }], schools: [{ id, name, shard, state }] }`.
+ *
+ * Exit status: 0 done, 1 wrangler failed, 2 bad usage.
+ */
+import { renderLiteral } from "../src/db/import-sql";
+import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
+import { parseCli } from "./lib/args";
+import { runIfMain } from "./lib/cli";
+import { formatInt } from "./lib/progress";
+import { applyMigrations, d1Query, shardBindingsOfConfig, userPath } from "./lib/wrangler";
+
+/** A D1 database's size limit (Cloudflare D1 limits), in bytes. */
+const DATABASE_MAX_BYTES = 10 * 1000 ** 3;
+
+const USAGE = `usage: npm run shards -- <command> [--local | --remote] [--persist-to DIR] [--json]
+
+commands:
+  migrate   apply the D1 migrations to the directory and every shard of wrangler.toml
+  status    per shard: schools, courses, bytes, share of 10 GB; per school: its shard and state
+
+options:
+  --local           the local D1 databases of wrangler dev (default)
+  --remote          the remote D1 databases of wrangler.toml
+  --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
+  --json            status as one JSON document`;
+
+/** Where the statements run. */
+interface Target {
+  target: "local" | "remote";
+  persistTo?: string;
+}
+
+/** One shard's line of `status`. */
+export interface ShardStatus {
+  binding: string;
+  schools: number;
+  courses: number;
+  bytes: number;
+  /** bytes / 10 GB. */
+  share: number;
+}
+
+/** One school's line of `status`. */
+export interface SchoolStatus {
+  id: string;
+  name: string;
+  shard: string;
+  state: "active" | "moving";
+}
+
+/** Reads every shard's size and every school's place. One `wrangler d1 execute` per database. */
+export async function readStatus(where: Target): Promise<{ shards: ShardStatus[]; schools: SchoolStatus[] }> {
+  const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
+  const shards: ShardStatus[] = [];
+  for (const binding of shardBindingsOfConfig()) {
+    const [size] = await d1Query<ShardSize>(sizeSql!, where.target, where.persistTo, binding);
+    const bytes = estimateBytes(size!);
+    shards.push({ binding, schools: size!.schools, courses: size!.courses, bytes, share: bytes / DATABASE_MAX_BYTES });
+  }
+  const schools = await d1Query<SchoolStatus>("SELECT id, name, shard, state FROM schools ORDER BY shard, id", where.target, where.persistTo);
+  return { shards, schools };
+}
+
+/** Rows of text as aligned columns (two spaces between), the header first. */
+function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
+}
+
+async function status(json: boolean, where: Target): Promise<number> {
+  const s = await readStatus(where);
+  if (json) {
+    console.log(JSON.stringify(s, null, 2));
+    return 0;
+  }
+  console.log(
+    table(
+      ["shard", "schools", "courses", "bytes (est.)", "share of 10 GB"],
+      s.shards.map((r) => [r.binding, formatInt(r.schools), formatInt(r.courses), formatInt(r.bytes), `${(r.share * 100).toFixed(4)} %`]),
+    ),
+  );
+  console.log("");
+  console.log(table(["school", "name", "shard", "state"], s.schools.map((r) => [r.id, r.name, r.shard, r.state])));
+  return 0;
+}
+
+/** CLI entry point. Returns the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const args = parseCli(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        local: { type: "boolean" },
+        remote: { type: "boolean" },
+        "persist-to": { type: "string" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    },
+    USAGE,
+  );
+  if (typeof args === "number") return args;
+  const { values: v, positionals } = args;
+  const usage = (problem: string) => {
+    console.error(`${problem}\n${USAGE}`);
+    return 2;
+  };
+  if (v.local && v.remote) return usage("--local and --remote are exclusive");
+  if (v.remote && v["persist-to"]) return usage("--persist-to works only with --local");
+  const where: Target = { target: v.remote ? "remote" : "local", persistTo: v["persist-to"] === undefined ? undefined : userPath(v["persist-to"]) };
+  const [command, ...rest] = positionals;
+  if (rest.length > 0) return usage(`${command} takes no argument besides its options (got ${rest.join(" ")})`);
+  if (command === "migrate") {
+    const done = await applyMigrations(where.target, where.persistTo);
+    console.log(`migrated: ${done.join(", ")}`);
+    return 0;
+  }
+  if (command === "status") return status(v.json === true, where);
+  return usage(command === undefined ? "a command is needed" : `unknown command "${command}"`);
+}
+
+await runIfMain(import.meta.url, main);
