@@ -39,6 +39,7 @@ import { DEMO_API_KEY, generateDataset } from "./dataset/build";
 
 /** The school whose courses the mix reads. */
 const DEMO_SCHOOL_ID = "sch_demo";
+
 import { datasetStats } from "./generate";
 import { type ImportSummary, importData } from "./import";
 import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";

@@ -143,7 +143,11 @@ async function revoke(id: string, json: boolean, where: Target): Promise<number>
   const sessions = sessionRows.length;
   if (json) {
     console.log(
-      JSON.stringify({ id, schoolId: row.school_id, revokedAt: formatInstant(row.revoked_at), alreadyRevoked: already, portalSessionsRevoked: sessions }, null, 2),
+      JSON.stringify(
+        { id, schoolId: row.school_id, revokedAt: formatInstant(row.revoked_at), alreadyRevoked: already, portalSessionsRevoked: sessions },
+        null,
+        2,
+      ),
     );
     return 0;
   }

@@ -91,7 +91,12 @@ async function status(json: boolean, where: Target): Promise<number> {
     ),
   );
   console.log("");
-  console.log(table(["school", "name", "shard", "state"], s.schools.map((r) => [r.id, r.name, r.shard, r.state])));
+  console.log(
+    table(
+      ["school", "name", "shard", "state"],
+      s.schools.map((r) => [r.id, r.name, r.shard, r.state]),
+    ),
+  );
   return 0;
 }
 

@@ -47,7 +47,9 @@ async function main(argv: string[]): Promise<number> {
     const { summary: s } = await seedDemo({ persistTo, skipMigrations: true });
     console.log(`demo data loaded: ${formatInt(s.rows)} rows in ${s.seconds.toFixed(1)} s`);
   } else {
-    console.log(`the local directory has ${formatInt(schools)} schools: keeping them (npm run seed:demo reloads the demo data; npm run shards -- status shows where they are)`);
+    console.log(
+      `the local directory has ${formatInt(schools)} schools: keeping them (npm run seed:demo reloads the demo data; npm run shards -- status shows where they are)`,
+    );
   }
   console.log(`
 demo API key (sch_demo):  ${DEMO_API_KEY}

@@ -29,7 +29,9 @@ export function localShardFile(persistTo: string, schoolId: string): string {
   for (const f of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
     const db = new DatabaseSync(path.join(dir, f), { readOnly: true });
     try {
-      const held = db.prepare("SELECT name FROM sqlite_master WHERE name = 'held_schools'").get() && db.prepare("SELECT 1 FROM held_schools WHERE school_id = ?").get(schoolId);
+      const held =
+        db.prepare("SELECT name FROM sqlite_master WHERE name = 'held_schools'").get() &&
+        db.prepare("SELECT 1 FROM held_schools WHERE school_id = ?").get(schoolId);
       if (held) return path.join(dir, f);
     } finally {
       db.close();

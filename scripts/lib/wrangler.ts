@@ -129,7 +129,9 @@ export function targetArgs(target: "local" | "remote", persistTo?: string): stri
  * migrations are not applied): a line that starts with a newline, or `""`.
  */
 export function migrationHint(output: string, target: "local" | "remote", persistTo?: string): string {
-  return /no such (table|column)/i.test(output) ? `\nhint: apply the migrations first: npm run shards -- migrate ${targetArgs(target, persistTo).join(" ")}` : "";
+  return /no such (table|column)/i.test(output)
+    ? `\nhint: apply the migrations first: npm run shards -- migrate ${targetArgs(target, persistTo).join(" ")}`
+    : "";
 }
 
 /**

@@ -104,7 +104,7 @@ export async function readOnShard<T>(
       let place: SchoolPlace =
         rc.schoolId !== undefined && rc.shard !== undefined
           ? { schoolId: rc.schoolId, shard: rc.shard, moving: false }
-          : await schoolOfKey(env.DIRECTORY, rc, keyHash, true);
+          : await schoolOfKey(env.DIRECTORY, rc, keyHash);
       rememberPlace(keyHash, place);
       let found = early && known.shard === place.shard && known.schoolId === place.schoolId ? await early : undefined;
       for (let i = 0; !found?.held && i < READ_TRIES; i++) {

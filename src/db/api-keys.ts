@@ -125,6 +125,7 @@ export function revokeKey(id: string, now = Date.now()): ImportStep {
 export function revokeSessionsOfKey(id: string, now = Date.now()): ImportStep {
   return {
     kind: "command",
-    sql: (v) => `UPDATE portal_sessions SET revoked_at = ${v(now)} WHERE key_id = ${v(id)} AND revoked_at IS NULL AND expires_at > ${v(now)} RETURNING 1 AS revoked`,
+    sql: (v) =>
+      `UPDATE portal_sessions SET revoked_at = ${v(now)} WHERE key_id = ${v(id)} AND revoked_at IS NULL AND expires_at > ${v(now)} RETURNING 1 AS revoked`,
   };
 }

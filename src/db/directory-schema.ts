@@ -18,7 +18,9 @@ export const schools = sqliteTable("schools", {
   id: text("id").primaryKey(),
   name: text("name").notNull(),
   shard: text("shard").notNull(),
-  state: text("state", { enum: ["active", "moving"] }).notNull().default("active"),
+  state: text("state", { enum: ["active", "moving"] })
+    .notNull()
+    .default("active"),
   /** The shard a move goes to; null when none runs. */
   moveTo: text("move_to"),
   /** The move's last completed step (src/db/move.ts `MoveStep`); null when none runs. */
@@ -80,4 +82,3 @@ export const portalSessions = sqliteTable(
     index("portal_sessions_key_idx").on(t.keyId),
   ],
 );
-

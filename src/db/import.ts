@@ -133,7 +133,8 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
       // A key the schema refuses already is reported once, by the schema.
       if (!KEY_FORM_RE.test(k)) return;
       if (!STRONG_KEY_RE.test(k)) problems.push({ path, message: "must be sk_ followed by at least 32 characters of [A-Za-z0-9_]" });
-      else if (remote && k.startsWith(DEMO_KEY_PREFIX)) problems.push({ path, message: "a demo key (sk_test_…): --remote refuses them; mint live keys with npm run keys -- create" });
+      else if (remote && k.startsWith(DEMO_KEY_PREFIX))
+        problems.push({ path, message: "a demo key (sk_test_…): --remote refuses them; mint live keys with npm run keys -- create" });
       if (keys.has(k)) problems.push({ path, message: "API key listed twice" });
       keys.add(k);
     });

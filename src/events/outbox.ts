@@ -94,7 +94,8 @@ export async function publishEvents(
     return false;
   }
   await timed(() =>
-    shard.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))")
+    shard
+      .prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))")
       .bind(Date.now(), JSON.stringify(events.map((e) => e.id)))
       .run(),
   );

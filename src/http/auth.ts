@@ -55,21 +55,6 @@ export async function apiKeyHash(request: Request, directory: D1Database, rc: Re
   throw new Error("an operation that resolves API keys in its own statements cannot take portal tokens");
 }
 
-/**
- * Runs a directory look-up: on the primary, or with `nearby` on a nearby replica first and,
- * when that finds nothing, once more on the primary, so that a credential minted a moment
- * ago works at once (docs/reference.md § Conventions). Course reads look up nearby; the
- * rest on the primary (revocation applies at once: docs/reference.md § Conventions).
- */
-async function lookUp<T>(directory: D1Database, rc: RequestContext, nearby: boolean, query: (d1: D1Database) => Promise<T | null>): Promise<T | null> {
-  if (nearby) {
-    // The session typed as a D1Database: only `prepare` is called on it.
-    const found = await rc.db(() => query(directory.withSession("first-unconstrained") as unknown as D1Database));
-    if (found !== null) return found;
-  }
-  return rc.db(() => query(directory));
-}
-
 /** Where a school's course data lives, as the directory says (docs/reference.md § Database shards). */
 export interface SchoolPlace {
   schoolId: string;
@@ -83,14 +68,15 @@ export interface SchoolPlace {
 const PLACE_COLUMNS = "s.shard AS shard, s.state AS state";
 
 /**
- * Resolves an API key's hash to its school and the school's shard: one directory query on
- * the primary, or with `nearby` on a replica first (see `lookUp`).
+ * Resolves an API key's hash to its school and the school's shard: one directory query, on
+ * the primary, so that a key minted a moment ago works at once and a revoked one is refused
+ * at once (docs/reference.md § Conventions).
  *
  * @throws ApiError 401 UNAUTHORIZED for unknown or revoked keys.
  */
-export async function schoolOfKey(directory: D1Database, rc: RequestContext, keyHash: string, nearby = false): Promise<SchoolPlace> {
-  const row = await lookUp(directory, rc, nearby, (d1) =>
-    d1
+export async function schoolOfKey(directory: D1Database, rc: RequestContext, keyHash: string): Promise<SchoolPlace> {
+  const row = await rc.db(() =>
+    directory
       .prepare(`SELECT k.school_id, k.id, ${PLACE_COLUMNS} FROM api_keys k JOIN schools s ON s.id = k.school_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`)
       .bind(keyHash)
       .first<{ school_id: string; id: string; shard: string; state: string }>(),
@@ -134,8 +120,8 @@ export function verifiedSchool(rc: RequestContext, schoolId: string | undefined,
  *   (an operation that takes API keys only, or a change with a read-only token).
  */
 async function schoolOfPortalToken(request: Request, directory: D1Database, rc: RequestContext, tokenHash: string): Promise<SchoolPlace> {
-  const row = await lookUp(directory, rc, false, (d1) =>
-    d1
+  const row = await rc.db(() =>
+    directory
       .prepare(
         `SELECT p.school_id, p.expires_at, p.read_only, p.revoked_at, p.key_id, ${PLACE_COLUMNS} FROM portal_sessions p JOIN schools s ON s.id = p.school_id WHERE p.token_hash = ?`,
       )
@@ -144,7 +130,8 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
   );
   if (!row) throw errors.unauthorized();
   // Only the holder of the token learns why it no longer works: say so, the portal shows it.
-  if (row.revoked_at !== null) throw new ApiError("UNAUTHORIZED", `This portal session was revoked, or its link was used already (a link opens once); ${NEW_LINK}.`);
+  if (row.revoked_at !== null)
+    throw new ApiError("UNAUTHORIZED", `This portal session was revoked, or its link was used already (a link opens once); ${NEW_LINK}.`);
   if (row.expires_at <= Date.now()) throw new ApiError("UNAUTHORIZED", `This portal session ended at ${formatInstant(row.expires_at)}; ${NEW_LINK}.`);
   verifiedSchool(rc, row.school_id, row.key_id);
   rc.viaPortalToken = true;

@@ -113,7 +113,8 @@ export const ERRORS = {
   SCHOOL_MOVING: {
     status: 503,
     when: "a course write while an operator moves the school to another database shard (seconds); `Retry-After` says when to retry; reads keep working",
-    message: "This school's data is being moved to another database shard: course writes are paused for a few seconds, reads keep working; retry after the Retry-After delay.",
+    message:
+      "This school's data is being moved to another database shard: course writes are paused for a few seconds, reads keep working; retry after the Retry-After delay.",
   },
   PAYLOAD_TOO_LARGE: {
     status: 413,

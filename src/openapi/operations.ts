@@ -38,7 +38,12 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
   const headers = (type: string) => ({ "content-type": `${type}; charset=utf-8`, "cache-control": "no-cache" });
   /** Unlike the API's answers (`no-store`), these public pages may be cached once revalidated. */
   const noCache = {
-    "Cache-Control": { description: "`no-cache`: a cache revalidates before reuse.", required: true, schema: { type: "string", enum: ["no-cache"] }, example: "no-cache" },
+    "Cache-Control": {
+      description: "`no-cache`: a cache revalidates before reuse.",
+      required: true,
+      schema: { type: "string", enum: ["no-cache"] },
+      example: "no-cache",
+    },
   };
   return [
     {

@@ -37,13 +37,15 @@ export const COMMON_HEADERS = {
     example: `"default";q=600;w=${RATE_LIMIT_WINDOW_S}`,
   },
   CacheControl: {
-    description: "`no-store` on every answer of the API, errors included: answers may carry secrets (a portal token, a webhook secret), and no cache may keep one.",
+    description:
+      "`no-store` on every answer of the API, errors included: answers may carry secrets (a portal token, a webhook secret), and no cache may keep one.",
     required: true,
     schema: { type: "string", enum: ["no-store"] },
     example: "no-store",
   },
   RetryAfter: {
-    description: "Seconds to wait before retrying: the rate-limit window (429, an upper bound), or the pause of a school's course writes while it moves to another database shard (503 SCHOOL_MOVING).",
+    description:
+      "Seconds to wait before retrying: the rate-limit window (429, an upper bound), or the pause of a school's course writes while it moves to another database shard (503 SCHOOL_MOVING).",
     required: true,
     schema: { type: "string", pattern: "^[0-9]+$" },
     example: String(RATE_LIMIT_WINDOW_S),

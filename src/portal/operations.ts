@@ -7,8 +7,8 @@
  */
 
 import { authenticate } from "../http/auth";
-import { ApiError } from "../http/errors";
 import { parseBodyWith, readOptionalJson } from "../http/body";
+import { ApiError } from "../http/errors";
 import type { Operation } from "../http/operation";
 import { rejectQuery } from "../http/request";
 import { success } from "../http/respond";

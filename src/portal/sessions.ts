@@ -92,7 +92,8 @@ export async function redeemPortalSession(d1: D1Database, timed: D1Timer, tokenH
     ]),
   );
   const row = inserted!.results[0];
-  if (!row) throw new ApiError("UNAUTHORIZED", "This portal link was used already or its session ended; ask your school's administrator for a new portal link.");
+  if (!row)
+    throw new ApiError("UNAUTHORIZED", "This portal link was used already or its session ended; ask your school's administrator for a new portal link.");
   return { token, expiresAt: row.expires_at, readOnly: row.read_only === 1, school: { id: row.school_id, name: row.name } };
 }
 

@@ -331,7 +331,8 @@ describe(`a course with every list at its maximum (${MAX_LIST} ids of 64 charact
         })
       ).status,
     ).toBe(200);
-    const outbox = await (await shardOf(BOUNDS)).prepare("SELECT count(*) AS n, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?")
+    const outbox = await (await shardOf(BOUNDS))
+      .prepare("SELECT count(*) AS n, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?")
       .bind(BOUNDS)
       .first<{ n: number; biggest: number }>();
     expect(outbox!.n).toBe(1 + 1 + 1 + 1 + MAX_PROFESSORS);

@@ -45,9 +45,9 @@ describe("name filter through the trigram index", () => {
   it("stays in sync with direct row changes (insert, update, delete)", async () => {
     const shard = await shardOf("sch_a");
     const row = (id: string, name: string) =>
-      shard.prepare(
-        "INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, created_at, updated_at) VALUES ('sch_a', ?, ?, ?, 0, 1, 0, 0)",
-      ).bind(id, name, name.toLowerCase());
+      shard
+        .prepare("INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, created_at, updated_at) VALUES ('sch_a', ?, ?, ?, 0, 1, 0, 0)")
+        .bind(id, name, name.toLowerCase());
     await shard.batch([row("crs_fts_1", "Xylophone"), row("crs_fts_2", "Xylographie")]);
     expect(await found("xylo")).toEqual(["crs_fts_1", "crs_fts_2"]);
     await shard.prepare("UPDATE courses SET name = 'Harpe', name_folded = 'harpe' WHERE school_id = 'sch_a' AND id = 'crs_fts_1'").run();

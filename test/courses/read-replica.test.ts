@@ -8,13 +8,13 @@
  */
 import { applyD1Migrations, createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { shardFor } from "../../src/db/shards";
 import worker from "../../src/index";
 import { fixture, KEY_A } from "../support/fixtures";
 import { BASE, callJson, loadFixture } from "../support/helpers";
 import { checkResponse } from "../support/openapi-check";
 import { ReplicatedD1 } from "../support/replica-sim";
 import { shardNameOf } from "../support/shards";
-import { shardFor } from "../../src/db/shards";
 
 const BOOKMARK = "x-d1-bookmark";
 const course = { name: "Séance de rattrapage", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z" };

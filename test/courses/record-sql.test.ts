@@ -8,9 +8,9 @@
 import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { shardBindings, shardFor } from "../../src/db/shards";
 import { fold } from "../../src/lib/text";
 import { callJson, loadFixture } from "../support/helpers";
-import { shardBindings, shardFor } from "../../src/db/shards";
 
 interface Person {
   id: string;

@@ -21,10 +21,14 @@ const create = async () => {
 };
 const patch = (id: string, json: unknown, ifMatch?: string) =>
   callJson(`/v3/courses/${id}`, { method: "PATCH", key: KEY_A, json, headers: ifMatch === undefined ? {} : { "if-match": ifMatch } });
-const versionOf = async (id: string) => (await (await shardOf("sch_a")).prepare("SELECT version FROM courses WHERE id = ?").bind(id).first<{ version: number }>())!.version;
+const versionOf = async (id: string) =>
+  (await (await shardOf("sch_a")).prepare("SELECT version FROM courses WHERE id = ?").bind(id).first<{ version: number }>())!.version;
 const outbox = async (id: string) =>
   (
-    await (await shardOf("sch_a")).prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
+    await (
+      await shardOf("sch_a")
+    )
+      .prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
       .bind(id)
       .all<{ payload: string }>()
   ).results.map((r) => JSON.parse(r.payload) as { type: string; data: { course: { version: number } } });

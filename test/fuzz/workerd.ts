@@ -10,14 +10,14 @@
  * 5,000-request suite quadratic. The handler, router and bindings are the same.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { shardBindings } from "../../src/db/shards";
 import worker from "../../src/index";
 import { limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A, REVOKED_KEY } from "../support/fixtures";
 import { loadFixture } from "../support/helpers";
+import { shardOf } from "../support/shards";
 import type { Send } from "./oracle";
 import type { FuzzContext } from "./requests";
-import { shardOf } from "../support/shards";
-import { shardBindings } from "../../src/db/shards";
 
 /** The Worker's env with D1's production limits enforced. */
 const limitedEnv = { ...env, ...Object.fromEntries(["DIRECTORY", ...shardBindings(env)].map((b) => [b, limitedD1(env[b as "DIRECTORY"])])) };

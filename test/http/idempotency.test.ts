@@ -10,8 +10,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS, pruneIdempotencyKeys } from "../../src/db/idempotency";
 import { fixture, KEY_A, KEY_B } from "../support/fixtures";
 import { call, callJson, loadFixture } from "../support/helpers";
-import { newSchool } from "../support/webhooks/harness";
 import { shardOf } from "../support/shards";
+import { shardBindings, shardFor } from "../../src/db/shards";
+import { newSchool } from "../support/webhooks/harness";
 
 beforeAll(async () => {
   await loadFixture(fixture);
@@ -20,9 +21,19 @@ beforeAll(async () => {
 const course = { name: "Cours idempotent", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z", studentIds: ["stu_1"] };
 const post = (key: string | undefined, json: unknown = course, apiKey = KEY_A) =>
   call("/v3/courses", { method: "POST", key: apiKey, json, headers: key === undefined ? {} : { "idempotency-key": key } });
-const count = async (name: string) => (await (await shardOf("sch_a")).prepare("SELECT count(*) AS n FROM courses WHERE name = ?").bind(name).first<{ n: number }>())!.n;
+/** Courses named `name`, on every shard. */
+async function count(name: string): Promise<number> {
+  let n = 0;
+  for (const b of shardBindings(env)) n += (await shardFor(env, b).prepare("SELECT count(*) AS n FROM courses WHERE name = ?").bind(name).first<{ n: number }>())!.n;
+  return n;
+}
 const outboxCount = async (id: string) =>
-  (await (await shardOf("sch_a")).prepare("SELECT count(*) AS n FROM outbox WHERE json_extract(payload, '$.data.course.id') = ?").bind(id).first<{ n: number }>())!.n;
+  (await (
+    await shardOf("sch_a")
+  )
+    .prepare("SELECT count(*) AS n FROM outbox WHERE json_extract(payload, '$.data.course.id') = ?")
+    .bind(id)
+    .first<{ n: number }>())!.n;
 
 describe("Idempotency-Key on POST /v3/courses", () => {
   it("a replay answers exactly as the first (status, body, location) plus Idempotent-Replayed, and writes nothing", async () => {
@@ -89,13 +100,15 @@ describe("Idempotency-Key on POST /v3/courses", () => {
   it("a key older than 24 h is forgotten (a new course), and the cron's prune deletes it", async () => {
     const json = { ...course, name: "Expired key" };
     await post("key-expired", json);
-    await (await shardOf("sch_a")).prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
+    await (await shardOf("sch_a"))
+      .prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
       .bind(IDEMPOTENCY_TTL_MS + 1000)
       .run();
     const again = await post("key-expired", json);
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([201, null]);
     expect(await count("Expired key")).toBe(2);
-    await (await shardOf("sch_a")).prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
+    await (await shardOf("sch_a"))
+      .prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
       .bind(IDEMPOTENCY_TTL_MS + 1000)
       .run();
     expect(await pruneIdempotencyKeys(await shardOf("sch_a"))).toBeGreaterThanOrEqual(1);

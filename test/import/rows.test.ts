@@ -5,10 +5,10 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { ImportFile } from "../../src/db/import";
 import { importFileSchema } from "../../src/db/import";
 import { directorySteps, shardSteps } from "../../src/db/import-rows";
 import { type ImportStep, renderBound, renderLiteral, rowCount } from "../../src/db/import-sql";
-import type { ImportFile } from "../../src/db/import";
 import { fixture } from "../support/fixtures";
 import { databasesOf, IMPORT_TABLES as TABLES } from "../support/helpers";
 

@@ -13,9 +13,9 @@ import type { SchoolEvent } from "../../src/events/types";
 import worker from "../../src/index";
 import { callJson } from "../support/helpers";
 import { checkEvent, checkResponse } from "../support/openapi-check";
+import { shardOf } from "../support/shards";
 import { courseEvent, drain, newSchool, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
-import { shardOf } from "../support/shards";
 
 const receivers = new Receivers();
 beforeAll(() => {
@@ -26,7 +26,10 @@ afterAll(() => receivers.restore());
 const base = { name: "Réseaux", startDateTime: "2026-10-05T08:00:00Z", endDateTime: "2026-10-05T10:00:00Z" };
 
 async function unpublished(schoolId: string): Promise<number> {
-  const row = await (await shardOf(schoolId)).prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>();
+  const row = await (await shardOf(schoolId))
+    .prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL")
+    .bind(schoolId)
+    .first<{ n: number }>();
   return row!.n;
 }
 
@@ -94,7 +97,12 @@ describe("the outbox sweep", () => {
     await waitOnExecutionContext(ctx);
 
     // A publish repeated by hand (as a sweep racing a slow request would) is a duplicate.
-    const { payload } = (await (await shardOf(schoolId)).prepare("SELECT payload FROM outbox WHERE school_id = ?").bind(schoolId).first<{ payload: string }>())!;
+    const { payload } = (await (
+      await shardOf(schoolId)
+    )
+      .prepare("SELECT payload FROM outbox WHERE school_id = ?")
+      .bind(schoolId)
+      .first<{ payload: string }>())!;
     const event = JSON.parse(payload) as SchoolEvent;
     expect(await hubFor(env, schoolId).publish([event])).toMatchObject({ accepted: 0, duplicates: 1, deliveries: 0 });
     expect(await publishEvents(env, await shardOf(schoolId), schoolId, [event])).toBe(true);
@@ -122,13 +130,15 @@ describe("the outbox sweep", () => {
 
 /** Puts `events` of `schoolId` in the outbox, unpublished, created from `createdAt` on (1 ms apart, in order). */
 async function queueUnpublished(schoolId: string, events: SchoolEvent[], createdAt: number): Promise<void> {
-  await (await shardOf(schoolId)).prepare("INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT json_extract(value, '$.id'), ?, value, ? + key FROM json_each(?)")
+  await (await shardOf(schoolId))
+    .prepare("INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT json_extract(value, '$.id'), ?, value, ? + key FROM json_each(?)")
     .bind(schoolId, createdAt, JSON.stringify(events))
     .run();
 }
 
 async function unpublishedIds(schoolId: string): Promise<string[]> {
-  const { results } = await (await shardOf(schoolId)).prepare("SELECT event_id FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at")
+  const { results } = await (await shardOf(schoolId))
+    .prepare("SELECT event_id FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at")
     .bind(schoolId)
     .all<{ event_id: string }>();
   return results.map((r) => r.event_id);

@@ -10,6 +10,7 @@ import {
   type CourierConfig,
   type CourierStep,
   type CreateWebhookResult,
+  HEADERS_REQUIRED,
   MAX_WEBHOOKS,
   type NewWebhook,
   type RotatedSecret,
@@ -18,7 +19,6 @@ import {
   type WebhookRecord,
   type WebhookUpdate,
 } from "../rpc";
-import { HEADERS_REQUIRED } from "../rpc";
 import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
 import { COURIER_OPEN } from "./storage";
 
