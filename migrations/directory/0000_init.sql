@@ -28,6 +28,7 @@ CREATE TABLE `schools` (
 	`name` text NOT NULL,
 	`shard` text NOT NULL,
 	`state` text DEFAULT 'active' NOT NULL,
+	`move_from` text,
 	`move_to` text,
 	`move_step` text
 );

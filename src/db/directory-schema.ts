@@ -21,6 +21,8 @@ export const schools = sqliteTable("schools", {
   state: text("state", { enum: ["active", "moving"] })
     .notNull()
     .default("active"),
+  /** The shard a move comes from (its rows are deleted there last); null when none runs. */
+  moveFrom: text("move_from"),
   /** The shard a move goes to; null when none runs. */
   moveTo: text("move_to"),
   /** The move's last completed step (src/db/move.ts `MoveStep`); null when none runs. */

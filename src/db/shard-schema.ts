@@ -18,13 +18,14 @@ import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlit
 /**
  * The schools this shard holds, and whether their course writes may commit here: `active`
  * (the school's shard), `fenced` (a move copies it away: a trigger refuses its outbox rows,
- * so no course write commits), `incoming` (a move copies it here; not yet readable). A read
+ * so no course write commits), `incoming` (a move copies it here; not yet readable), `gone`
+ * (moved away: not readable, writes refused, its rows being deleted). A read
  * answers only from a shard whose row says `active` or `fenced`, in the same batch as its
  * page (src/db/shards.ts), so no read answers from a shard that does not hold the school.
  */
 export const heldSchools = sqliteTable("held_schools", {
   schoolId: text("school_id").primaryKey(),
-  state: text("state", { enum: ["active", "fenced", "incoming"] }).notNull(),
+  state: text("state", { enum: ["active", "fenced", "incoming", "gone"] }).notNull(),
 });
 
 const namedColumns = () => ({

@@ -8,10 +8,10 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS, pruneIdempotencyKeys } from "../../src/db/idempotency";
+import { shardBindings, shardFor } from "../../src/db/shards";
 import { fixture, KEY_A, KEY_B } from "../support/fixtures";
 import { call, callJson, loadFixture } from "../support/helpers";
 import { shardOf } from "../support/shards";
-import { shardBindings, shardFor } from "../../src/db/shards";
 import { newSchool } from "../support/webhooks/harness";
 
 beforeAll(async () => {
@@ -24,7 +24,8 @@ const post = (key: string | undefined, json: unknown = course, apiKey = KEY_A) =
 /** Courses named `name`, on every shard. */
 async function count(name: string): Promise<number> {
   let n = 0;
-  for (const b of shardBindings(env)) n += (await shardFor(env, b).prepare("SELECT count(*) AS n FROM courses WHERE name = ?").bind(name).first<{ n: number }>())!.n;
+  for (const b of shardBindings(env))
+    n += (await shardFor(env, b).prepare("SELECT count(*) AS n FROM courses WHERE name = ?").bind(name).first<{ n: number }>())!.n;
   return n;
 }
 const outboxCount = async (id: string) =>
