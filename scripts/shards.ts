@@ -1,5 +1,6 @@
 /**
- * `npm run shards -- migrate | status [--json]` `[--local | --remote] [--persist-to DIR]`
+ * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort]`
+ * `[--local | --remote] [--persist-to DIR]`
  *
  * The operators' view of the D1 shards (docs/operations.md § Database shards), through
  * `wrangler d1 execute` like the import and the keys CLI; the shards are the `SHARD_<n>`
@@ -10,13 +11,22 @@
  * - `status` prints per shard its schools, courses, bytes (estimated from its row counts)
  *   and share of 10 GB, and per school its shard and state; `--json` prints one JSON document
  *   `{ shards: [{ binding, schools, courses, bytes, share }], schools: [{ id, name, shard, state }] }`.
+ * - `move` moves a school to another shard with src/db/move.ts (fence, drain, copy, verify,
+ *   switch, delete), resuming a move interrupted before; `--abort` undoes one that has not
+ *   switched. Locally it opens the SQLite files of the dev server's state through Miniflare
+ *   (scripts/lib/d1-local.ts): stop `npm start` / `wrangler dev` first. Unpublished outbox
+ *   rows move with the school (the sweep publishes them from the new shard).
  *
- * Exit status: 0 done, 1 wrangler failed, 2 bad usage.
+ * Exit status: 0 done (a move to the school's own shard included), 1 wrangler or a move's
+ * step failed (run it again), 2 bad usage, an unknown school or shard, or another move under way.
  */
 import { renderLiteral } from "../src/db/import-sql";
+import { abortMove, MoveRefused, moveSchool } from "../src/db/move";
+import { ID_RE } from "../src/lib/ids";
 import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
 import { parseCli } from "./lib/args";
 import { runIfMain } from "./lib/cli";
+import { openLocalD1 } from "./lib/d1-local";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, d1Query, shardBindingsOfConfig, userPath } from "./lib/wrangler";
 
@@ -28,6 +38,11 @@ const USAGE = `usage: npm run shards -- <command> [--local | --remote] [--persis
 commands:
   migrate   apply the D1 migrations to the directory and every shard of wrangler.toml
   status    per shard: schools, courses, bytes, share of 10 GB; per school: its shard and state
+  move SCHOOL_ID --to SHARD_k
+            move a school to another shard (or finish a move interrupted before); writes of the
+            school answer 503 SCHOOL_MOVING meanwhile, reads keep working. Local: stop the dev server first
+  move SCHOOL_ID --abort
+            undo a move that has not switched yet
 
 options:
   --local           the local D1 databases of wrangler dev (default)
@@ -100,6 +115,34 @@ async function status(json: boolean, where: Target): Promise<number> {
   return 0;
 }
 
+/** `move`: runs or resumes (or with `abort` undoes) a school's move, locally. @returns the exit status. */
+async function move(schoolId: string, to: string | undefined, abort: boolean, where: Target): Promise<number> {
+  if (where.target === "remote") {
+    console.error("move --remote is not supported yet: a remote move needs a driver over the D1 HTTP API (docs/operations.md § Move a school)");
+    return 2;
+  }
+  console.error(`moving locally: this opens the local D1 files (${where.persistTo ?? ".wrangler/state"}) directly; stop npm start / wrangler dev first`);
+  const local = await openLocalD1(where.persistTo);
+  const { DIRECTORY: directory, ...rest } = local.databases;
+  const dbs = { directory: directory!, shards: Object.fromEntries(shardBindingsOfConfig().map((b) => [b, rest[b]!])) };
+  try {
+    if (abort) {
+      const r = await abortMove(dbs, schoolId);
+      console.log(r === "none" ? `no move of ${schoolId} under way: nothing to undo` : r === "undone" ? `move of ${schoolId} undone: it is on its old shard again` : `the move of ${schoolId} had switched: finished instead`);
+      return 0;
+    }
+    const r = await moveSchool(dbs, schoolId, to!, { onStep: (step) => console.log(`  ${step}`) });
+    if (r.result === "noop") console.log(`${schoolId} is on ${to} already: nothing to do`);
+    else console.log(`${schoolId} moved from ${r.from} to ${r.to}${Object.keys(r.rows).length > 0 ? ` (${formatInt(Object.values(r.rows).reduce((a, b) => a + b, 0))} rows copied)` : ""}`);
+    return 0;
+  } catch (err) {
+    console.error((err as Error).message);
+    return err instanceof MoveRefused ? 2 : 1;
+  } finally {
+    await local.dispose();
+  }
+}
+
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
   const args = parseCli(
@@ -111,6 +154,8 @@ export async function main(argv: string[]): Promise<number> {
         remote: { type: "boolean" },
         "persist-to": { type: "string" },
         json: { type: "boolean" },
+        to: { type: "string" },
+        abort: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
     },
@@ -126,6 +171,11 @@ export async function main(argv: string[]): Promise<number> {
   if (v.remote && v["persist-to"]) return usage("--persist-to works only with --local");
   const where: Target = { target: v.remote ? "remote" : "local", persistTo: v["persist-to"] === undefined ? undefined : userPath(v["persist-to"]) };
   const [command, ...rest] = positionals;
+  if (command === "move") {
+    if (rest.length !== 1 || !ID_RE.test(rest[0]!)) return usage("move needs one SCHOOL_ID");
+    if ((v.to === undefined) === (v.abort !== true)) return usage("move needs --to SHARD_k, or --abort");
+    return move(rest[0]!, v.to, v.abort === true, where);
+  }
   if (rest.length > 0) return usage(`${command} takes no argument besides its options (got ${rest.join(" ")})`);
   if (command === "migrate") {
     const done = await applyMigrations(where.target, where.persistTo);
