@@ -2,7 +2,8 @@
  * The webhook portal end to end (API.md § "Webhook portal: GET /portal", § "Portal
  * sessions"): an administrator's session in Chromium against `wrangler dev` (seeded with the
  * demo data, WEBHOOK_ALLOW_INSECURE_URLS=true) and a local receiver on 127.0.0.1, signed in
- * with the pasted key; then portal links: sign-in by link, read-only, expiry, revoke-all.
+ * with the pasted key; then portal links: sign-in by link (redeemed: a link opens once), the
+ * school's name, another school's link (asked before switching), read-only, expiry, revoke-all.
  *
  * The tests are the steps of one session, in order, sharing `state`; each step ends with the
  * page's checks (no CSP violation, no uncaught error) and runs axe-core on every view it
@@ -19,7 +20,7 @@ import { mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { DEMO_API_KEY } from "../scripts/dataset/build";
+import { DEMO_API_KEY, OTHER_API_KEY } from "../scripts/dataset/build";
 import { type DevServer, startDevServer } from "../scripts/lib/dev-server";
 import { applyMigrations, d1Query, ROOT } from "../scripts/lib/wrangler";
 import { seedDemo } from "../scripts/seed-demo";
@@ -228,8 +229,10 @@ describe("the webhook portal, one administrator's session", () => {
     await keyField.press("Enter");
     await view("Webhook endpoints");
     await shown(page.getByText("No endpoint yet"));
-    // The key is kept in this tab's sessionStorage, never in the URL.
-    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([DEMO_API_KEY]);
+    // The key is kept in this tab's sessionStorage (with its school, named in the header), never in the URL.
+    expect(await page.evaluate(() => sessionStorage.getItem("webhook-portal.credential"))).toBe(DEMO_API_KEY);
+    expect(await page.evaluate(() => Object.values(sessionStorage).filter((v) => v.includes("sk_")))).toEqual([DEMO_API_KEY]);
+    await shown(page.locator("#school-name"));
     expect(page.url()).not.toContain(DEMO_API_KEY);
     // The view's heading has the focus; Tab reaches the next control, whose focus is visible.
     await page.keyboard.press("Tab");
@@ -746,12 +749,21 @@ describe("the webhook portal, one administrator's session", () => {
 });
 
 describe("portal links (API.md § Portal sessions)", () => {
-  /** A portal session of the demo school, minted with its API key. */
-  async function mintSession(body: { expiresInSeconds?: number; readOnly?: boolean } = {}) {
-    const res = await api("POST", "/v3/portal-sessions", body);
+  /** A portal session of the demo school (or of `key`'s), minted with its API key. */
+  async function mintSession(body: { expiresInSeconds?: number; readOnly?: boolean } = {}, key = DEMO_API_KEY) {
+    const res = await api("POST", "/v3/portal-sessions", body, key);
     expect(res.status, JSON.stringify(res.body)).toBe(201);
     return res.body.result as { token: string; url: string; expiresAt: string; readOnly: boolean };
   }
+
+  /** The school of `key` as GET /v3/school names it. */
+  const schoolOf = async (key: string) => (await api("GET", "/v3/school", undefined, key)).body.result as { id: string; name: string };
+
+  /** The token this tab holds (the redeemed one, after a link). */
+  const heldToken = () => page.evaluate(() => sessionStorage.getItem("webhook-portal.credential"));
+
+  /** The school name the header shows. */
+  const shownSchool = () => page.locator("#school-name strong").textContent();
 
   /** The session's end as the top bar shows it (its `<time datetime>`). */
   const shownEnd = () => page.locator("#session-info time").getAttribute("datetime");
@@ -763,7 +775,12 @@ describe("portal links (API.md § Portal sessions)", () => {
     await view("Webhook endpoints");
     expect(page.url()).toBe(`${server.base}/portal`);
     expect(await page.evaluate(() => location.hash)).toBe("");
-    expect(await page.evaluate(() => Object.values(sessionStorage))).toContain(session.token);
+    // The link's token was redeemed: the tab holds the new one, the link's is refused.
+    const held = await heldToken();
+    expect(held).toMatch(/^ps_/);
+    expect(held).not.toBe(session.token);
+    expect((await api("GET", "/v3/webhooks", undefined, session.token)).status).toBe(401);
+    expect(await shownSchool()).toBe((await schoolOf(DEMO_API_KEY)).name);
     expect(await shownEnd()).toBe(session.expiresAt);
     await shown(page.getByText(/Portal session ends/));
     expect(await page.getByText("Read-only", { exact: true }).count()).toBe(0);
@@ -775,10 +792,57 @@ describe("portal links (API.md § Portal sessions)", () => {
     await page.reload();
     await view("Webhook endpoints");
     expect(page.url()).not.toContain(session.token);
+    expect(await heldToken()).toBe(held);
+    // The same link opened again (history, a forwarded message): refused, saying so; the tab stays signed in.
+    await page.goto(session.url);
+    await says("status", /This portal link cannot be used: a link opens only once, and this one was used already/);
+    await says("status", /ask your school's administrator for a new portal link/);
+    await view("Webhook endpoints");
+    expect(await heldToken()).toBe(held);
+    await expectAccessible("list, a used link refused");
     // Sign-out forgets it.
     await page.getByRole("button", { name: "Sign out" }).click();
     await says("status", "Signed out");
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  it("a used link in a signed-out tab: the sign-in form says the link was used and a new one must be asked for", async () => {
+    const session = await mintSession();
+    expect((await api("POST", "/v3/portal-sessions/redeem", undefined, session.token)).status).toBe(201);
+    await page.goto(session.url);
+    await view("Sign in");
+    await says("alert", "This portal link cannot be used: a link opens only once, and this one was used already or has ended.");
+    await says("alert", "ask your school's administrator for a new portal link");
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await expectAccessible("sign-in, a used link refused");
+  });
+
+  it("another school's link while signed in: asked before switching; Stay keeps the school, Switch signs in to the other", async () => {
+    const [demo, other] = [await schoolOf(DEMO_API_KEY), await schoolOf(OTHER_API_KEY)];
+    expect(other.id).not.toBe(demo.id);
+    await page.goto((await mintSession()).url);
+    await view("Webhook endpoints");
+    expect(await shownSchool()).toBe(demo.name);
+    const held = await heldToken();
+
+    await page.goto((await mintSession({}, OTHER_API_KEY)).url);
+    await view("Switch school?");
+    await shown(page.getByText(`This portal link is for ${other.name}`));
+    await expectAccessible("switch school?");
+    await page.getByRole("button", { name: `Stay with ${demo.name}` }).click();
+    await view("Webhook endpoints");
+    expect([await shownSchool(), await heldToken()]).toEqual([demo.name, held]);
+
+    await page.goto((await mintSession({}, OTHER_API_KEY)).url);
+    await view("Switch school?");
+    await page.getByRole("button", { name: `Switch to ${other.name}` }).click();
+    await view("Webhook endpoints");
+    expect(await shownSchool()).toBe(other.name);
+    expect(await heldToken()).not.toBe(held);
+    // The other school's registrations, not the demo school's.
+    expect(await page.locator(`a[href="#/webhooks/${state.controlId}"]`).count()).toBe(0);
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await says("status", "Signed out");
   });
 
   it("a read-only link offers no action that changes anything; the API refuses a change with it (403)", async () => {
@@ -814,7 +878,7 @@ describe("portal links (API.md § Portal sessions)", () => {
       await view("Read-only access");
     }
     await expectAccessible("read-only notice");
-    const refused = await api("PATCH", `/v3/webhooks/${state.controlId}`, { enabled: false }, session.token);
+    const refused = await api("PATCH", `/v3/webhooks/${state.controlId}`, { enabled: false }, (await heldToken())!);
     expect([refused.status, refused.body.code]).toEqual([403, "FORBIDDEN"]);
     await page.getByRole("button", { name: "Sign out" }).click();
     await says("status", "Signed out");
@@ -846,9 +910,11 @@ describe("portal links (API.md § Portal sessions)", () => {
     await view("Webhook endpoints");
     // The list has loaded (its request went out before the session ends).
     await shown(page.locator(`a[href="#/webhooks/${state.controlId}"]`), 30_000);
-    const hash = createHash("sha256").update(ending.token).digest("hex");
+    // The tab holds the token its link was redeemed for.
+    const held = (await heldToken())!;
+    const hash = createHash("sha256").update(held).digest("hex");
     await d1Query(`UPDATE portal_sessions SET expires_at = ${Date.now() - 1000} WHERE token_hash = '${hash}'`, "local", persistTo);
-    const refused = await api("GET", "/v3/webhooks", undefined, ending.token);
+    const refused = await api("GET", "/v3/webhooks", undefined, held);
     expect([refused.status, refused.body.code]).toEqual([401, "UNAUTHORIZED"]);
     expect(refused.body.message).toContain("ended at");
     await page.locator(`a[href="#/webhooks/${state.controlId}"]`).click();
@@ -867,7 +933,7 @@ describe("portal links (API.md § Portal sessions)", () => {
     const revoked = await api("DELETE", "/v3/portal-sessions");
     expect(revoked.status).toBe(200);
     expect(revoked.body.result.revoked).toBeGreaterThanOrEqual(1);
-    const refused = await api("GET", "/v3/webhooks", undefined, session.token);
+    const refused = await api("GET", "/v3/webhooks", undefined, (await heldToken())!);
     expect([refused.status, refused.body.code]).toEqual([401, "UNAUTHORIZED"]);
     await page.locator(`a[href="#/webhooks/${state.controlId}"]`).click();
     await view("Sign in");
@@ -883,7 +949,7 @@ describe("portal links (API.md § Portal sessions)", () => {
     await keyField.fill(DEMO_API_KEY);
     await keyField.press("Enter");
     await view("Webhook endpoints");
-    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([DEMO_API_KEY]);
+    expect(await page.evaluate(() => sessionStorage.getItem("webhook-portal.credential"))).toBe(DEMO_API_KEY);
     expect(await page.locator("#session-info").count()).toBe(0);
   });
 });

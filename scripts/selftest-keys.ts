@@ -7,9 +7,10 @@
  * (b) `create` prints a new `sk_live_` key once with its key id; D1 holds only its hash (with
  *     the id, label and last 4 characters); an unknown school exits 2 and writes nothing;
  * (c) `list` shows id, label, last 4 characters, createdAt and revokedAt, never a key;
- * (d) the new key authenticates against the running Worker; after `revoke KEY_ID` it is
- *     refused (401) from then on, the school's other keys still work; a second revoke keeps
- *     the first instant; an unknown id exits 2.
+ * (d) the new key authenticates against the running Worker; after `revoke KEY_ID` it and
+ *     the portal sessions it minted (a redeemed one included) are refused (401) from then on,
+ *     with their count printed; the school's other keys and their sessions still work; a
+ *     second revoke keeps the first instant and prints how to review the key; an unknown id exits 2.
  *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
@@ -111,13 +112,41 @@ async function main(): Promise<void> {
     server = await startDevServer({ persistTo: persist, vars: { RATE_LIMIT_ENABLED: "false" }, quiet: true, timeoutMs: 120_000 });
     const status = async (key: string) => (await fetch(`${server!.base}/v3/webhooks`, { headers: { authorization: `Bearer ${key}` } })).status;
     check((await status(made.key)) === 200, "the new key authenticates (200)");
+    // Two portal sessions minted with the key, one of them redeemed, and one minted with the other key.
+    const mint = async (key: string) => {
+      const res = await fetch(`${server!.base}/v3/portal-sessions`, { method: "POST", headers: { authorization: `Bearer ${key}` } });
+      return ((await res.json()) as { result: { token: string } }).result.token;
+    };
+    const redeem = async (token: string) => {
+      const res = await fetch(`${server!.base}/v3/portal-sessions/redeem`, { method: "POST", headers: { authorization: `Bearer ${token}` } });
+      return ((await res.json()) as { result: { token: string } }).result.token;
+    };
+    const sessions = [await mint(made.key), await redeem(await mint(made.key))];
+    const otherSession = await mint(IMPORTED_KEY);
+    check(
+      (await Promise.all(sessions.map(status))).every((s) => s === 200),
+      "the key's portal sessions work before the revocation",
+    );
     const revoked = await keys("revoke", made.id, "--json");
-    const revokedAt = (JSON.parse(revoked.stdout || "{}") as { revokedAt?: string }).revokedAt;
+    const out = JSON.parse(revoked.stdout || "{}") as { revokedAt?: string; portalSessionsRevoked?: number };
+    const revokedAt = out.revokedAt;
     check(revoked.code === 0 && typeof revokedAt === "string", "revoke: exit 0, with the instant", `${revoked.stdout}${revoked.stderr}`);
+    check(out.portalSessionsRevoked === 2, "revoke: counts the key's live portal sessions it revoked", revoked.stdout);
     check((await status(made.key)) === 401, "revoke: the key is refused from then on (401)");
-    check((await status(IMPORTED_KEY)) === 200, "revoke: the school's other keys still work");
+    check(
+      (await Promise.all(sessions.map(status))).every((s) => s === 401),
+      "revoke: its portal sessions, redeemed ones included, are refused (401)",
+    );
+    check((await status(IMPORTED_KEY)) === 200 && (await status(otherSession)) === 200, "revoke: the school's other keys and their sessions still work");
     const again = await keys("revoke", made.id);
     check(again.code === 0 && again.stdout.includes(`already revoked at ${revokedAt}`), "revoke twice: the first instant is kept", again.stdout);
+    check(
+      again.stdout.includes("portal sessions revoked with it: 0") &&
+        again.stdout.includes(`createdBy is "${made.id}"`) &&
+        again.stdout.includes(`keyId is "${made.id}"`),
+      "revoke (text): how many sessions, and how to review the key's registrations and log lines",
+      again.stdout,
+    );
     const after = JSON.parse((await keys("list", "--school", SCHOOL, "--json")).stdout) as { id: string; revokedAt: string | null }[];
     check(after.find((k) => k.id === made.id)?.revokedAt === revokedAt, "list: shows when the key was revoked", JSON.stringify(after));
     const missing = await keys("revoke", "key_00000000000000000000000000");

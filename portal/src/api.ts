@@ -24,10 +24,20 @@ export interface PortalSession {
   readOnly: boolean;
 }
 
-/** What the tab signs in with: the credential, and its session when it is a portal token. */
+/** sessionStorage entry holding the school of the credential (JSON of {@link School}). */
+const SCHOOL_ENTRY = "webhook-portal.school";
+
+/** The school a credential belongs to (GET /v3/school). */
+export interface School {
+  id: string;
+  name: string;
+}
+
+/** What the tab signs in with: the credential, its session when it is a portal token, and its school. */
 export interface Credential {
   secret: string;
   session: PortalSession | null;
+  school: School | null;
 }
 
 /** The credential of this tab, or null when signed out. */
@@ -36,7 +46,12 @@ export function storedCredential(): Credential | null {
     const secret = sessionStorage.getItem(CREDENTIAL_ENTRY);
     if (secret === null) return null;
     const session = sessionStorage.getItem(SESSION_ENTRY);
-    return { secret, session: session === null ? null : (JSON.parse(session) as PortalSession) };
+    const school = sessionStorage.getItem(SCHOOL_ENTRY);
+    return {
+      secret,
+      session: session === null ? null : (JSON.parse(session) as PortalSession),
+      school: school === null ? null : (JSON.parse(school) as School),
+    };
   } catch {
     return null;
   }
@@ -45,13 +60,14 @@ export function storedCredential(): Credential | null {
 /** Keeps `credential` for this tab (`null` forgets it: sign-out). */
 export function storeCredential(credential: Credential | null): void {
   if (credential === null) {
-    sessionStorage.removeItem(CREDENTIAL_ENTRY);
-    sessionStorage.removeItem(SESSION_ENTRY);
+    for (const entry of [CREDENTIAL_ENTRY, SESSION_ENTRY, SCHOOL_ENTRY]) sessionStorage.removeItem(entry);
     return;
   }
   sessionStorage.setItem(CREDENTIAL_ENTRY, credential.secret);
   if (credential.session) sessionStorage.setItem(SESSION_ENTRY, JSON.stringify(credential.session));
   else sessionStorage.removeItem(SESSION_ENTRY);
+  if (credential.school) sessionStorage.setItem(SCHOOL_ENTRY, JSON.stringify(credential.school));
+  else sessionStorage.removeItem(SCHOOL_ENTRY);
 }
 
 /**
@@ -291,11 +307,28 @@ export const api = {
     return (await request<{ result: Webhook }>("GET", `/v3/webhooks/${enc(id)}`)).result;
   },
   /**
-   * Checks a credential before it is kept (GET /v3/webhooks: 401 when refused) and returns
-   * it with its portal session (a token's end and mode), null for an API key.
+   * Checks a credential before it is kept (GET /v3/school: 401 when refused) and returns it
+   * with its school and its portal session (a token's end and mode), null for an API key.
    */
   async checkCredential(secret: string): Promise<Credential> {
-    return { secret, session: (await exchange("GET", "/v3/webhooks", { key: secret })).session };
+    const { json, session } = await exchange<{ result: School }>("GET", "/v3/school", { key: secret });
+    return { secret, session, school: json.result };
+  },
+  /**
+   * Redeems a portal link's token (POST /v3/portal-sessions/redeem): a link opens once. The
+   * new token, with the same scope and end, replaces it; the link's token is refused from
+   * then on (401: the link was used already, or its session ended or was revoked).
+   */
+  async redeemLink(token: string): Promise<Credential> {
+    const { json } = await exchange<{ result: { token: string; expiresAt: string; readOnly: boolean; school: School } }>("POST", "/v3/portal-sessions/redeem", {
+      key: token,
+    });
+    const r = json.result;
+    return { secret: r.token, session: { expiresAt: r.expiresAt, readOnly: r.readOnly }, school: r.school };
+  },
+  /** GET /v3/school with the tab's credential. */
+  async getSchool(): Promise<School> {
+    return (await request<{ result: School }>("GET", "/v3/school")).result;
   },
   /** POST /v3/webhooks with an `Idempotency-Key`, so a double submit creates one registration. */
   async createWebhook(body: WebhookCreate, idempotencyKey: string): Promise<CreatedWebhook> {

@@ -2,8 +2,10 @@
  * The webhook portal (API.md § "Webhook portal: GET /portal"): a single-page application
  * served by the Worker at /portal. Views are chosen by the URL's hash (`#/`, `#/new`,
  * `#/webhooks/{id}`, `#/webhooks/{id}/edit`), so the browser's back button works and no
- * server route is needed. A portal link (`/portal#token=ps_…`) signs the tab in with its
- * token, which leaves the address bar at once; no credential ever stays in a URL.
+ * server route is needed. A portal link (`/portal#token=ps_…`) signs the tab in: its token
+ * leaves the address bar at once and is redeemed before anything else (a link opens once);
+ * switching a signed-in tab to another school's link is asked first. No credential ever
+ * stays in a URL; the header names the school the tab is signed in to.
  */
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
@@ -43,8 +45,11 @@ type SignedOut = { error: Problem; title: string } | null;
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 function App({ linkToken }: { linkToken: string | null }) {
-  const [credential, setCredential] = useState<Credential | null>(linkToken ? null : storedCredential());
+  // A tab opened with a link keeps its sign-in until the link is redeemed (and, for another school, the switch accepted).
+  const [credential, setCredential] = useState<Credential | null>(storedCredential());
   const [checkingLink, setCheckingLink] = useState(linkToken !== null);
+  // A redeemed link of another school than the tab's: kept aside until the user chooses.
+  const [switchTo, setSwitchTo] = useState<Credential | null>(null);
   const [route, setRoute] = useState<Route>(parseRoute(location.hash));
   const [flash, setFlash] = useState<Flash>(null);
   const [signedOut, setSignedOut] = useState<SignedOut>(null);
@@ -63,15 +68,21 @@ function App({ linkToken }: { linkToken: string | null }) {
     setCredential(null);
     setSignedOut(why);
   };
-  /** Signs in with a portal link's token, once the API accepts it (a refused link says why). */
+  /**
+   * Signs in with a portal link: its token is redeemed first (a link opens once; a refused
+   * one says why). A tab signed in to another school asks before switching.
+   */
   const openLink = async (token: string) => {
-    storeCredential(null);
-    setCredential(null);
+    const current = storedCredential();
+    setSwitchTo(null);
     setCheckingLink(true);
     try {
-      signIn(await api.checkCredential(token));
+      const redeemed = await api.redeemLink(token);
+      if (current && current.school?.id !== redeemed.school?.id) setSwitchTo(redeemed);
+      else signIn(redeemed);
     } catch (err) {
-      dropCredential({ error: err as Problem, title: "The portal link could not be used" });
+      if (current) setFlash({ text: `${USED_LINK} ${(err as Problem).message}`, kind: "error" });
+      else dropCredential({ error: err as Problem, title: USED_LINK });
     } finally {
       setCheckingLink(false);
     }
@@ -101,6 +112,21 @@ function App({ linkToken }: { linkToken: string | null }) {
         return next;
       }),
     );
+    // A tab signed in before the school was kept: learn it for the header.
+    const stored = storedCredential();
+    if (!linkToken && stored && !stored.school) {
+      // A refusal signs the tab out through the 401 handler; anything else leaves the header without a name.
+      void api.getSchool().then(
+        (school) =>
+          setCredential((c) => {
+            if (!c || c.secret !== stored.secret) return c;
+            const next = { ...c, school };
+            storeCredential(next);
+            return next;
+          }),
+        () => undefined,
+      );
+    }
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
 
@@ -153,6 +179,11 @@ function App({ linkToken }: { linkToken: string | null }) {
         </p>
         {credential && (
           <div class="account">
+            {credential.school && (
+              <p class="school" id="school-name">
+                <span class="muted">School:</span> <strong>{credential.school.name}</strong>
+              </p>
+            )}
             {session && (
               <p class="session" id="session-info">
                 {readOnly && <span class="badge badge-off">Read-only</span>} Portal session ends{" "}
@@ -172,6 +203,17 @@ function App({ linkToken }: { linkToken: string | null }) {
         <ReadOnlyProvider value={readOnly}>
           {checkingLink ? (
             <p aria-busy="true">Signing in with the portal link…</p>
+          ) : switchTo && credential ? (
+            <SwitchSchool
+              from={credential}
+              to={switchTo}
+              onSwitch={() => {
+                setSwitchTo(null);
+                signIn(switchTo);
+                go("#/");
+              }}
+              onStay={() => setSwitchTo(null)}
+            />
           ) : !credential ? (
             <>
               <ErrorAlert error={signedOut?.error ?? null} title={signedOut?.title} />
@@ -191,6 +233,33 @@ function App({ linkToken }: { linkToken: string | null }) {
         </ReadOnlyProvider>
       </main>
     </>
+  );
+}
+
+/** The title of a portal link the API refuses (used already, ended or revoked). */
+const USED_LINK = "This portal link cannot be used: a link opens only once, and this one was used already or has ended.";
+
+/** Asks before a link of another school replaces the tab's sign-in. */
+function SwitchSchool({ from, to, onSwitch, onStay }: { from: Credential; to: Credential; onSwitch: () => void; onStay: () => void }) {
+  const fromName = from.school?.name ?? "another school";
+  const toName = to.school?.name ?? "another school";
+  return (
+    <section aria-labelledby="view-title" class="narrow">
+      <h1 id="view-title" tabIndex={-1}>
+        Switch school?
+      </h1>
+      <p>
+        This portal link is for <strong>{toName}</strong>. This tab is signed in to <strong>{fromName}</strong>. Switching signs it out of {fromName}.
+      </p>
+      <div class="actions">
+        <button type="button" onClick={onSwitch}>
+          Switch to {toName}
+        </button>
+        <button type="button" class="secondary" onClick={onStay}>
+          Stay with {fromName}
+        </button>
+      </div>
+    </section>
   );
 }
 

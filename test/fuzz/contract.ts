@@ -27,6 +27,7 @@ export type Code =
   | "METHOD_NOT_ALLOWED"
   | "WEBHOOK_LIMIT_REACHED"
   | "WEBHOOK_DISABLED"
+  | "PORTAL_SESSION_LIMIT_REACHED"
   | "EVENT_NOT_FOUND"
   | "PAYLOAD_TOO_LARGE"
   | "UNSUPPORTED_MEDIA_TYPE"
@@ -67,6 +68,8 @@ export const ROUTES: RouteSpec[] = [
   { method: "GET", path: "/v3/event-types", auth: false },
   { method: "POST", path: "/v3/portal-sessions", auth: true },
   { method: "DELETE", path: "/v3/portal-sessions", auth: true },
+  { method: "POST", path: "/v3/portal-sessions/redeem", auth: true },
+  { method: "GET", path: "/v3/school", auth: true },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
   // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench/entry.ts).
@@ -183,6 +186,7 @@ export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {
   METHOD_NOT_ALLOWED: 405,
   WEBHOOK_LIMIT_REACHED: 409,
   WEBHOOK_DISABLED: 409,
+  PORTAL_SESSION_LIMIT_REACHED: 409,
   EVENT_NOT_FOUND: 404,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,

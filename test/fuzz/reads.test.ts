@@ -1,6 +1,6 @@
 /**
  * Fuzz suite, reads (test/fuzz/requests.ts): the course listing, search and reads, the
- * reference routes, the disabled benchmark routes, known paths with other methods and
+ * school, the reference routes, the disabled benchmark routes, known paths with other methods and
  * unknown paths.
  */
 import { fuzzSuite } from "./suite";
@@ -14,6 +14,7 @@ fuzzSuite(
     "GET /openapi.json",
     "GET /docs",
     "GET /v3/event-types",
+    "GET /v3/school",
     "POST /__bench/publish",
     "GET /__bench/floor",
     "misrouted",

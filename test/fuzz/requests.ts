@@ -1069,6 +1069,9 @@ function webhookFields(ctx: FuzzContext): FieldGens {
   const policyBad = fc
     .constantFrom(
       "http://example.com/hook",
+      "https://hooks.example.com:6379/",
+      "https://hooks.example.com:80/in",
+      "https://hooks.example.com:8080/in",
       "https://localhost/",
       "https://LOCALHOST./x",
       "https://api.localhost/",
@@ -1756,10 +1759,45 @@ function createPortalSession(ctx: FuzzContext) {
           body,
           faults: faultsOf(query),
           success: [201],
+          // The write school may reach its 100 live sessions during a run.
+          stateCodes: ["PORTAL_SESSION_LIMIT_REACHED"],
           writes: true,
         }),
       ),
     ),
+  );
+}
+
+/**
+ * POST /v3/portal-sessions/redeem with the run's API keys: only a portal token is redeemed,
+ * so a valid key answers 403 FORBIDDEN (whatever the query), a bad one 401.
+ */
+function redeemPortalSession(ctx: FuzzContext) {
+  return fc.tuple(schoolFor(ctx, true), maybeQueryFaults(true)).chain(([school, query]) =>
+    authArb(ctx, school.key).map((auth) =>
+      build({
+        route: "POST /v3/portal-sessions/redeem",
+        method: "POST",
+        path: `/v3/portal-sessions/redeem${queryString(query)}`,
+        auth,
+        faults: [fault("an API key (only portal tokens are redeemed)", "FORBIDDEN")],
+        success: [],
+      }),
+    ),
+  );
+}
+
+/** GET /v3/school: no query parameter. */
+function getSchool(ctx: FuzzContext) {
+  return both((invalid) =>
+    fc
+      .tuple(
+        fc.constantFrom(ctx.readKey, ctx.writeKey).chain((k) => authArb(ctx, k)),
+        noQueryArb(invalid),
+      )
+      .map(([auth, params]) =>
+        build({ route: "GET /v3/school", method: "GET", path: `/v3/school${queryString(params)}`, auth, faults: faultsOf(params), success: [200] }),
+      ),
   );
 }
 
@@ -1954,6 +1992,8 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "GET /v3/event-types": eventTypes(ctx),
     "POST /v3/portal-sessions": createPortalSession(ctx),
     "DELETE /v3/portal-sessions": revokePortalSessions(ctx),
+    "POST /v3/portal-sessions/redeem": redeemPortalSession(ctx),
+    "GET /v3/school": getSchool(ctx),
     "GET /openapi.json": reference(ctx).filter((r) => r.route === "GET /openapi.json"),
     "GET /docs": reference(ctx).filter((r) => r.route === "GET /docs"),
     "POST /__bench/publish": bench(ctx).filter((r) => r.route === "POST /__bench/publish"),
@@ -1985,6 +2025,8 @@ const WEIGHTS: Record<string, number> = {
   "GET /v3/event-types": 1,
   "POST /v3/portal-sessions": 1,
   "DELETE /v3/portal-sessions": 1,
+  "POST /v3/portal-sessions/redeem": 1,
+  "GET /v3/school": 1,
   "GET /openapi.json": 1,
   "GET /docs": 1,
   "POST /__bench/publish": 1,

@@ -1,6 +1,6 @@
 /**
  * Fuzz suite, writes (test/fuzz/requests.ts): course writes, every webhook route and the
- * portal sessions. Valid writes go to a school of their own; the read school must end
+ * portal sessions (the redeem included). Valid writes go to a school of their own; the read school must end
  * unchanged.
  */
 import { fuzzSuite } from "./suite";
@@ -23,6 +23,7 @@ fuzzSuite(
     "GET /v3/events",
     "POST /v3/portal-sessions",
     "DELETE /v3/portal-sessions",
+    "POST /v3/portal-sessions/redeem",
   ],
   2000,
   20260911,

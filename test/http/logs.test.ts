@@ -51,6 +51,7 @@ describe("one JSON line per request", () => {
       kind: "request",
       requestId: "req_log_ok",
       schoolId,
+      keyId: expect.stringMatching(/^key_/),
       operationId: "listCourses",
       method: "GET",
       path: "/v3/courses",

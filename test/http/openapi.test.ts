@@ -163,10 +163,13 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
     401: ["UNAUTHORIZED"],
     403: ["FORBIDDEN"],
+    409: ["PORTAL_SESSION_LIMIT_REACHED"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
   },
   "DELETE /v3/portal-sessions": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"] },
+  "POST /v3/portal-sessions/redeem": { 201: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"] },
+  "GET /v3/school": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"] },
   "GET /openapi.json": { 200: [] },
   "GET /docs": { 200: [] },
 };
@@ -269,8 +272,9 @@ describe("the document covers the route table and the contract", () => {
     for (const key of ROUTE_KEYS) {
       const op = operation(key);
       if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs") || key === "GET /v3/event-types") expect(op.security, key).toEqual([]);
-      // API.md § "Conventions": portal tokens may use only /v3/webhooks… (and /v3/events, /v3/event-types).
-      else if (/^[A-Z]+ \/v3\/(webhooks|events)/.test(key)) expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }]);
+      // Conventions: portal tokens may use only /v3/webhooks…, /v3/events, /v3/event-types, /v3/school and the redeem.
+      else if (/^[A-Z]+ \/v3\/(webhooks|events|school$|portal-sessions\/redeem$)/.test(key))
+        expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }]);
       else expect(op.security, key).toBeUndefined();
     }
   });
@@ -429,7 +433,12 @@ describe("GET /openapi.json and GET /docs", () => {
 });
 
 describe("the response check of every HTTP test (test/support/openapi-check.ts)", () => {
-  const headers = { "content-type": "application/json; charset=utf-8", "x-request-id": "req_1", "server-timing": "db;dur=1.0, total;dur=2.0" };
+  const headers = {
+    "content-type": "application/json; charset=utf-8",
+    "x-request-id": "req_1",
+    "server-timing": "db;dur=1.0, total;dur=2.0",
+    "cache-control": "no-store",
+  };
   const page = { status: "success", result: [], pagination: { page: 1, limit: 100, hasMore: false } };
   const json = (body: unknown, status = 200, h: Record<string, string> = headers) => new Response(JSON.stringify(body), { status, headers: h });
 
@@ -490,6 +499,8 @@ describe("every documented status and code is one the code answers", () => {
   /** Portal session tokens of the school: one that may change, one read-only. */
   let fullToken: string;
   let readOnlyToken: string;
+  /** A token for the redeem's cases (its 400, then its 201). */
+  let redeemToken: string;
   const seen = new Set<string>();
 
   beforeAll(async () => {
@@ -516,6 +527,9 @@ describe("every documented status and code is one the code answers", () => {
     for (let i = 0; i < 50; i++) await callJson("/v3/webhooks", { method: "POST", key: `${KEY}_full`, json: { url: `https://hooks.example.com/${i}` } });
     fullToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY })).body.result.token;
     readOnlyToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY, json: { readOnly: true } })).body.result.token;
+    redeemToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY })).body.result.token;
+    // The full school's 100 live sessions: its next mint is 409.
+    for (let i = 0; i < 100; i++) expect((await callJson("/v3/portal-sessions", { method: "POST", key: `${KEY}_full` })).status).toBe(201);
   });
   afterAll(() => rx.restore());
 
@@ -826,12 +840,20 @@ describe("every documented status and code is one the code answers", () => {
     ["POST /v3/portal-sessions", 401, "UNAUTHORIZED", () => "/v3/portal-sessions", () => ({ method: "POST" })],
     ["POST /v3/portal-sessions", 413, "PAYLOAD_TOO_LARGE", () => "/v3/portal-sessions", raw("POST", big)],
     ["POST /v3/portal-sessions", 415, "UNSUPPORTED_MEDIA_TYPE", () => "/v3/portal-sessions", raw("POST", "{}", "text/plain")],
+    ["POST /v3/portal-sessions", 409, "PORTAL_SESSION_LIMIT_REACHED", () => "/v3/portal-sessions", post({}, `${KEY}_full`)],
+    ["POST /v3/portal-sessions/redeem", 400, "UNKNOWN_PARAMETER", () => "/v3/portal-sessions/redeem?x=1", () => ({ method: "POST", key: redeemToken })],
+    ["POST /v3/portal-sessions/redeem", 201, null, () => "/v3/portal-sessions/redeem", () => ({ method: "POST", key: redeemToken })],
+    ["POST /v3/portal-sessions/redeem", 401, "UNAUTHORIZED", () => "/v3/portal-sessions/redeem", () => ({ method: "POST", key: redeemToken })],
+    ["POST /v3/portal-sessions/redeem", 403, "FORBIDDEN", () => "/v3/portal-sessions/redeem", () => ({ method: "POST", key: KEY })],
+    ["GET /v3/school", 200, null, () => "/v3/school", get()],
+    ["GET /v3/school", 400, "UNKNOWN_PARAMETER", () => "/v3/school?id=1", get()],
+    ["GET /v3/school", 401, "UNAUTHORIZED", () => "/v3/school", anon()],
     ["DELETE /v3/portal-sessions", 400, "UNKNOWN_PARAMETER", () => "/v3/portal-sessions?all=1", () => ({ method: "DELETE", key: KEY })],
     ["DELETE /v3/portal-sessions", 401, "UNAUTHORIZED", () => "/v3/portal-sessions", () => ({ method: "DELETE" })],
     // A valid portal token outside its scope (API.md § "Conventions"), on every operation that
     // can refuse one: those that take API keys only, and the changes of a read-only token.
     ...operations
-      .filter((op) => !op.public && !(op.portalTokens && op.method === "GET"))
+      .filter((op) => !op.public && !(op.portalTokens && (op.method === "GET" || op.readOnlyTokens)))
       .map(
         (op): Case => [
           `${op.method} ${op.path}`,

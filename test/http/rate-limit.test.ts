@@ -102,6 +102,38 @@ describe("rate limit", () => {
     expect((await send("/v3/courses?limit=1", { authorization: `Bearer ${KEY_B}` })).status).toBe(200);
   });
 
+  it("all portal tokens of one school share one counter: minting tokens does not multiply the limit", async () => {
+    const schoolId = `sch_rl_portal_${crypto.randomUUID().slice(0, 8)}`;
+    const key = `sk_test_rl_portal_${crypto.randomUUID().slice(0, 8)}`;
+    await loadFixture({ schools: [{ id: schoolId, name: "Portal counter school", apiKeys: [key] }] });
+    const tokens: string[] = [];
+    for (let i = 0; i <= LIMIT; i++) {
+      const token = `ps_rl_shared_${i}_${crypto.randomUUID().replaceAll("-", "")}`;
+      await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+        .bind(await sha256Hex(token), schoolId, Date.now(), Date.now() + 3600_000)
+        .run();
+      tokens.push(token);
+    }
+    // LIMIT + 1 tokens, one request each (from distinct IPs: their first request is also charged to the IP).
+    for (const [i, token] of tokens.entries()) {
+      expect((await send("/v3/webhooks", { authorization: `Bearer ${token}`, "cf-connecting-ip": `192.0.2.${100 + i}` })).status).toBe(200);
+    }
+    // The school's tokens have made LIMIT + 1 requests: the next one of any of them is 429.
+    const over = await send("/v3/webhooks", { authorization: `Bearer ${tokens[0]}`, "cf-connecting-ip": "192.0.2.99" });
+    expect(over.status).toBe(429);
+    // The school's API key has its own counter.
+    expect((await send("/v3/webhooks", { authorization: `Bearer ${key}` })).status).toBe(200);
+  });
+
+  it("an IPv6 client is counted by its /64: rotating addresses within it does not reset the count", async () => {
+    const statuses: number[] = [];
+    for (let i = 1; i <= LIMIT + 1; i++) statuses.push((await send("/v3/courses", { "cf-connecting-ip": `2001:db8:5:6:${i}::${i}` })).status);
+    expect(statuses).toEqual([...Array(LIMIT).fill(401), 429]);
+    // Another /64 is another client; an IPv4-mapped address is its IPv4 client.
+    expect((await send("/v3/courses", { "cf-connecting-ip": "2001:db8:5:7::1" })).status).toBe(401);
+    expect((await send("/v3/courses", { "cf-connecting-ip": "::ffff:198.51.100.77" })).status).toBe(401);
+  });
+
   it("an IP over its limit answers 429 before any D1 read to new guesses, no credential, public routes and unknown paths", async () => {
     const ip = { "cf-connecting-ip": "198.51.100.20" };
     // Each guess is charged to the IP before its lookup: LIMIT lookups, then none.

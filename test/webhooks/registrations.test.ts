@@ -40,6 +40,7 @@ describe("POST /v3/webhooks", () => {
       enabled: true,
       disabledReason: null,
       disabledAt: null,
+      createdBy: expect.stringMatching(/^key_/),
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
       updatedAt: hook.createdAt,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),
@@ -160,6 +161,30 @@ describe("GET /v3/webhooks", () => {
     const { status, body } = await callJson("/v3/webhooks?page=2", { key });
     expect([status, body.code]).toEqual([400, "UNKNOWN_PARAMETER"]);
     expect((await callJson("/v3/webhooks")).status).toBe(401);
+  });
+});
+
+describe("PATCH of url on a registration with custom headers (header values are bound to their URL)", () => {
+  it("400 VALIDATION_ERROR naming headers without headers; with the same values, new ones or null, the url changes", async () => {
+    const { key } = await newSchool("hdr");
+    const hook = await register(key, "https://erp.example.com/in", { headers: { "x-api-key": "secret-value-1" } });
+    const moved = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { url: "https://attacker.example.net/in" } });
+    expect([moved.status, moved.body.code, moved.body.details.map((d: { path: string }) => d.path)]).toEqual([400, "VALIDATION_ERROR", ["headers"]]);
+    // Nothing changed.
+    expect((await callJson(`/v3/webhooks/${hook.id}`, { key })).body.result).toMatchObject({ url: "https://erp.example.com/in", headerNames: ["x-api-key"] });
+
+    for (const [i, headers, names] of [
+      [1, { "x-api-key": "secret-value-1" }, ["x-api-key"]],
+      [2, { authorization: "Bearer new" }, ["authorization"]],
+      [3, null, []],
+    ] as const) {
+      const url = `https://erp${i}.example.com/in`;
+      const ok = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { url, headers } });
+      expect([ok.status, ok.body.result.url, ok.body.result.headerNames]).toEqual([200, url, names]);
+    }
+    // Without custom headers, a url alone is fine.
+    const bare = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { url: "https://erp.example.com/again" } });
+    expect(bare.status).toBe(200);
   });
 });
 

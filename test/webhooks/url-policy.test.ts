@@ -172,6 +172,43 @@ describe("checkWebhookUrl (strict)", () => {
   });
 });
 
+describe("ports: 443 and 8443 only, unless insecure URLs are allowed", () => {
+  it.each(["https://hooks.example.com:6379/in", "https://hooks.example.com:80/in", "https://hooks.example.com:8080/in", "https://93.184.215.14:22/"])(
+    "refuses %s, naming the port",
+    (url) => {
+      const verdict = checkWebhookUrl(url, false);
+      expect(verdict).toMatchObject({ ok: false, liftable: true });
+      if (!verdict.ok) expect(verdict.reason).toMatch(/^the port \d+ is not allowed; use 443 or 8443$/);
+    },
+  );
+
+  it.each([
+    ["https://hooks.example.com:443/in", "https://hooks.example.com/in"],
+    ["https://hooks.example.com:8443/in", "https://hooks.example.com:8443/in"],
+  ])("accepts %s", (url, normalized) => {
+    expect(checkWebhookUrl(url, false)).toEqual({ ok: true, url: normalized });
+  });
+
+  it("lets any port through with WEBHOOK_ALLOW_INSECURE_URLS=true", () => {
+    expect(checkWebhookUrl("https://hooks.example.com:6379/in", true)).toEqual({ ok: true, url: "https://hooks.example.com:6379/in" });
+  });
+
+  it("POST and PATCH answer 400 INVALID_WEBHOOK_URL with the port in the reason", async () => {
+    const { key } = await newSchool("port");
+    const created = await callJson("/v3/webhooks", { method: "POST", key, json: { url: "https://hooks.example.com:6379/" } });
+    expect([created.status, created.body.code, created.body.details]).toEqual([
+      400,
+      "INVALID_WEBHOOK_URL",
+      [{ path: "url", message: "the port 6379 is not allowed; use 443 or 8443" }],
+    ]);
+    const hook = await callJson("/v3/webhooks", { method: "POST", key, json: { url: "https://hooks.example.com:8443/" } });
+    expect(hook.status).toBe(201);
+    const patched = await callJson(`/v3/webhooks/${hook.body.result.id}`, { method: "PATCH", key, json: { url: "https://hooks.example.com:25/" } });
+    expect([patched.status, patched.body.code]).toEqual([400, "INVALID_WEBHOOK_URL"]);
+    expect(patched.body.message).toContain("the port 25 is not allowed");
+  });
+});
+
 describe("sendRefusal (the courier's check before each attempt)", () => {
   it("refuses, with the reason, a stored URL the current policy refuses", () => {
     expect(sendRefusal("https://[::ffff:7f00:1]/hook", false)).toMatch(/^refused by the URL policy: .*IPv4-mapped loopback/);
