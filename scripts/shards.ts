@@ -22,8 +22,8 @@
  */
 import { renderLiteral } from "../src/db/import-sql";
 import { abortMove, MoveRefused, moveSchool } from "../src/db/move";
-import { ID_RE } from "../src/lib/ids";
 import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
+import { ID_RE } from "../src/lib/ids";
 import { parseCli } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { openLocalD1 } from "./lib/d1-local";
@@ -128,12 +128,21 @@ async function move(schoolId: string, to: string | undefined, abort: boolean, wh
   try {
     if (abort) {
       const r = await abortMove(dbs, schoolId);
-      console.log(r === "none" ? `no move of ${schoolId} under way: nothing to undo` : r === "undone" ? `move of ${schoolId} undone: it is on its old shard again` : `the move of ${schoolId} had switched: finished instead`);
+      console.log(
+        r === "none"
+          ? `no move of ${schoolId} under way: nothing to undo`
+          : r === "undone"
+            ? `move of ${schoolId} undone: it is on its old shard again`
+            : `the move of ${schoolId} had switched: finished instead`,
+      );
       return 0;
     }
     const r = await moveSchool(dbs, schoolId, to!, { onStep: (step) => console.log(`  ${step}`) });
     if (r.result === "noop") console.log(`${schoolId} is on ${to} already: nothing to do`);
-    else console.log(`${schoolId} moved from ${r.from} to ${r.to}${Object.keys(r.rows).length > 0 ? ` (${formatInt(Object.values(r.rows).reduce((a, b) => a + b, 0))} rows copied)` : ""}`);
+    else
+      console.log(
+        `${schoolId} moved from ${r.from} to ${r.to}${Object.keys(r.rows).length > 0 ? ` (${formatInt(Object.values(r.rows).reduce((a, b) => a + b, 0))} rows copied)` : ""}`,
+      );
     return 0;
   } catch (err) {
     console.error((err as Error).message);

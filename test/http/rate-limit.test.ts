@@ -109,7 +109,7 @@ describe("rate limit", () => {
     const tokens: string[] = [];
     for (let i = 0; i <= LIMIT; i++) {
       const token = `ps_rl_shared_${i}_${crypto.randomUUID().replaceAll("-", "")}`;
-      await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+      await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
         .bind(await sha256Hex(token), schoolId, Date.now(), Date.now() + 3600_000)
         .run();
       tokens.push(token);

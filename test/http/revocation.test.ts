@@ -19,7 +19,7 @@ const rx = new Receivers();
 async function newKey(label: string) {
   const k = await newApiKey(SCHOOL, label);
   const [s] = renderBound([insertKey(k)]);
-  await env.DB.prepare(s!.sql)
+  await env.DIRECTORY.prepare(s!.sql)
     .bind(...s!.params)
     .run();
   return k;
@@ -29,7 +29,7 @@ async function newKey(label: string) {
 async function revoke(id: string): Promise<number> {
   const now = Date.now();
   const statements = renderBound([revokeKey(id, now), revokeSessionsOfKey(id, now)]);
-  const [, sessions] = await env.DB.batch(statements.map((s) => env.DB.prepare(s.sql).bind(...s.params)));
+  const [, sessions] = await env.DIRECTORY.batch(statements.map((s) => env.DIRECTORY.prepare(s.sql).bind(...s.params)));
   return sessions!.results.length;
 }
 
@@ -59,7 +59,9 @@ describe("revoking a key revokes its portal sessions, in the same batch", () => 
     const readOnly = await mint(leaked.key, { readOnly: true });
     const redeemed = await redeem(await mint(leaked.key));
     const other = await mint(kept.key);
-    const stored = await env.DB.prepare("SELECT key_id FROM portal_sessions WHERE school_id = ? AND revoked_at IS NULL ORDER BY created_at").bind(SCHOOL).all();
+    const stored = await env.DIRECTORY.prepare("SELECT key_id FROM portal_sessions WHERE school_id = ? AND revoked_at IS NULL ORDER BY created_at")
+      .bind(SCHOOL)
+      .all();
     expect(new Set(stored.results.map((r) => r.key_id))).toEqual(new Set([leaked.id, kept.id]));
     for (const credential of [leaked.key, direct, readOnly, redeemed, other]) expect(await listStatus(credential)).toBe(200);
 
