@@ -27,7 +27,9 @@
  * autocannon run), `--port N` (wrangler dev on N, Miniflare on N + 1; default: free ports), `--skip-hub`, `--only "name|name"` (query names), `--keep` (keep the temp
  * database and print its path), `--data DIR` (reuse a database imported by an earlier `--keep`),
  * `--skip-ab`, `--ab-only` (only the A/B, Miniflare on `--port` N + 2: rewrites its own section
- * of bench/RESULTS.md and its key of bench/results.json, nothing else), `--ab-rounds 200`.
+ * of bench/RESULTS.md and its key of bench/results.json, nothing else), `--ab-rounds 200`,
+ * `--shards-only` (only the listing mix on two shards beside one database, cold first request
+ * apart: scripts/lib/bench-shards.ts; rewrites its own section of bench/RESULTS.md), `--shard-rounds 60`.
  */
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -43,8 +45,9 @@ const DEMO_SCHOOL_ID = "sch_demo";
 import { datasetStats } from "./generate";
 import { type ImportSummary, importData } from "./import";
 import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
-import { type AbQueryResult, abSection, abSummary, replaceAbSection } from "./lib/bench-ab-report";
+import { type AbQueryResult, abSection, abSummary, replaceAbSection, replaceSection } from "./lib/bench-ab-report";
 import { benchFeed, type FeedFigures, feedLines } from "./lib/bench-feed";
+import { runShardBench, SHARD_SECTION_END, SHARD_SECTION_START, shardSection } from "./lib/bench-shards";
 import { type DevServer, startDevServer } from "./lib/dev-server";
 import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
 import { localShardFile, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
@@ -64,6 +67,8 @@ const { values: opts } = parseArgs({
     "skip-ab": { type: "boolean", default: false },
     "ab-only": { type: "boolean", default: false },
     "ab-rounds": { type: "string", default: "200" },
+    "shards-only": { type: "boolean", default: false },
+    "shard-rounds": { type: "string", default: "60" },
   },
 });
 
@@ -249,6 +254,21 @@ async function main() {
     log("importing into a fresh local D1…");
     importSummary = await importData(data, { persistTo, progress: true });
     log(`imported ${importSummary.rows} rows in ${fmt(importSummary.seconds)} s: ${Math.round(importSummary.rowsPerSecond)} rows/s`);
+  }
+
+  if (opts["shards-only"]) {
+    try {
+      const queries = mix(data).filter((q) => q.path !== "/__bench/floor");
+      const rounds = Number(opts["shard-rounds"]);
+      const b = await runShardBench({ persistTo, queries, apiKey: DEMO_API_KEY, schoolId: DEMO_SCHOOL_ID, rounds, log });
+      const md = path.join(ROOT, "bench", "RESULTS.md");
+      const section = shardSection(b, { courses: genOpts.courses, rounds, date: new Date().toISOString(), cpus: os.cpus().length });
+      writeFileSync(md, replaceSection(existsSync(md) ? readFileSync(md, "utf8") : "# Benchmark results\n", section, SHARD_SECTION_START, SHARD_SECTION_END));
+      log("wrote the shards section of bench/RESULTS.md");
+    } finally {
+      if (!opts.keep && !opts.data) rmSync(persistTo, { recursive: true, force: true });
+    }
+    return;
   }
 
   const abPort = opts.port === undefined ? 0 : Number(opts.port) + 2;

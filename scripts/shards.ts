@@ -24,10 +24,10 @@ import { renderLiteral } from "../src/db/import-sql";
 import { abortMove, MoveRefused, moveSchool } from "../src/db/move";
 import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
 import { ID_RE } from "../src/lib/ids";
-import { parseCli } from "./lib/args";
+import { type D1Target, parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { openLocalD1 } from "./lib/d1-local";
-import { formatInt } from "./lib/progress";
+import { formatInt, table } from "./lib/progress";
 import { applyMigrations, d1Query, shardBindingsOfConfig, userPath } from "./lib/wrangler";
 
 /** A D1 database's size limit (Cloudflare D1 limits), in bytes. */
@@ -50,11 +50,7 @@ options:
   --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
   --json            status as one JSON document`;
 
-/** Where the statements run. */
-interface Target {
-  target: "local" | "remote";
-  persistTo?: string;
-}
+type Target = D1Target;
 
 /** One shard's line of `status`. */
 export interface ShardStatus {
@@ -85,12 +81,6 @@ export async function readStatus(where: Target): Promise<{ shards: ShardStatus[]
   }
   const schools = await d1Query<SchoolStatus>("SELECT id, name, shard, state FROM schools ORDER BY shard, id", where.target, where.persistTo);
   return { shards, schools };
-}
-
-/** Rows of text as aligned columns (two spaces between), the header first. */
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
 }
 
 async function status(json: boolean, where: Target): Promise<number> {
@@ -152,6 +142,12 @@ async function move(schoolId: string, to: string | undefined, abort: boolean, wh
   }
 }
 
+/** Prints a usage problem and the usage. @returns 2, the exit status of bad usage. */
+function usage(problem: string): number {
+  console.error(`${problem}\n${USAGE}`);
+  return 2;
+}
+
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
   const args = parseCli(
@@ -159,26 +155,19 @@ export async function main(argv: string[]): Promise<number> {
       args: argv,
       allowPositionals: true,
       options: {
-        local: { type: "boolean" },
-        remote: { type: "boolean" },
-        "persist-to": { type: "string" },
-        json: { type: "boolean" },
         to: { type: "string" },
         abort: { type: "boolean" },
+        json: { type: "boolean" },
         help: { type: "boolean", short: "h" },
+        ...TARGET_OPTIONS,
       },
     },
     USAGE,
   );
   if (typeof args === "number") return args;
   const { values: v, positionals } = args;
-  const usage = (problem: string) => {
-    console.error(`${problem}\n${USAGE}`);
-    return 2;
-  };
-  if (v.local && v.remote) return usage("--local and --remote are exclusive");
-  if (v.remote && v["persist-to"]) return usage("--persist-to works only with --local");
-  const where: Target = { target: v.remote ? "remote" : "local", persistTo: v["persist-to"] === undefined ? undefined : userPath(v["persist-to"]) };
+  const where = targetOf(v, userPath);
+  if (typeof where === "string") return usage(where);
   const [command, ...rest] = positionals;
   if (command === "move") {
     if (rest.length !== 1 || !ID_RE.test(rest[0]!)) return usage("move needs one SCHOOL_ID");

@@ -184,9 +184,14 @@ export function abSection(results: AbQueryResult[], info: AbRunInfo): string[] {
  * the end. The rest of the file is kept as it is.
  */
 export function replaceAbSection(markdown: string, section: string[]): string {
+  return replaceSection(markdown, section, AB_SECTION_START, AB_SECTION_END);
+}
+
+/** `markdown` with the section between `startMarker` and `endMarker` replaced by `section`, placed as `replaceAbSection` says when absent. */
+export function replaceSection(markdown: string, section: string[], startMarker: string, endMarker: string): string {
   const lines = markdown.split("\n");
-  const start = lines.indexOf(AB_SECTION_START);
-  const end = lines.indexOf(AB_SECTION_END);
+  const start = lines.indexOf(startMarker);
+  const end = lines.indexOf(endMarker);
   if (start !== -1 && end > start) return [...lines.slice(0, start), ...section, ...lines.slice(end + 1)].join("\n");
   let at = lines.findIndex((l) => l.startsWith("## Hub"));
   if (at === -1) at = lines.indexOf("## Reading these numbers");

@@ -17,7 +17,7 @@ export interface MoveDatabases {
 }
 
 /** The steps of a move, in order; `schools.move_step` holds the last one completed. */
-export const MOVE_STEPS = ["fenced", "drained", "copied", "verified", "switched"] as const;
+const MOVE_STEPS = ["fenced", "drained", "copied", "verified", "switched"] as const;
 /** A completed step of a move. */
 export type MoveStep = (typeof MOVE_STEPS)[number];
 
@@ -46,7 +46,7 @@ function spec(table: SQLiteTable, unchecked: string[] = []): TableSpec {
 }
 
 /** The tables of a school's rows on a shard, parents first. */
-export const SCHOOL_TABLES: readonly TableSpec[] = [
+const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.trainings),
   spec(shard.groups),
   spec(shard.surveyTemplates),
@@ -66,7 +66,7 @@ export const SCHOOL_TABLES: readonly TableSpec[] = [
  * (D1: 2 MB per value, 100 KB per statement's text; each batch is one statement with one
  * bound value, cut by bytes well under the value limit).
  */
-export interface CopyLimits {
+interface CopyLimits {
   pageRows: number;
   batchBytes: number;
 }
@@ -131,7 +131,7 @@ async function fence(dbs: MoveDatabases, s: SchoolRow, to: string): Promise<void
 }
 
 /** Publishes a school's events to its hub and marks them published on `shard`; false when the hub failed. */
-export type Publisher = (shard: D1Database, schoolId: string, payloads: string[]) => Promise<boolean>;
+type Publisher = (shard: D1Database, schoolId: string, payloads: string[]) => Promise<boolean>;
 
 /**
  * Step 2, the drain: with a `publish`er, the school's unpublished outbox rows are published

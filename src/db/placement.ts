@@ -12,7 +12,7 @@ import type { ImportStep } from "./import-sql";
  * Bytes a course takes on a shard with its relation rows and indexes, for estimates
  * (measured by `npm run bench`: docs/operations.md § Capacity).
  */
-export const BYTES_PER_COURSE = 2_500;
+const BYTES_PER_COURSE = 2_500;
 /** Bytes of a person, training, group or template row with its index entries (estimate). */
 const BYTES_PER_ROW = 200;
 

@@ -11,7 +11,7 @@ import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { heldSchools } from "./shard-schema";
 
 /** A shard's binding name: `SHARD_` and its number. */
-export const SHARD_BINDING_RE = /^SHARD_(0|[1-9][0-9]{0,3})$/;
+const SHARD_BINDING_RE = /^SHARD_(0|[1-9][0-9]{0,3})$/;
 
 /** The shard bindings of `env`, in their numbers' order (`SHARD_0`, `SHARD_1`, …, `SHARD_10`). */
 export function shardBindings(env: object): string[] {
@@ -62,7 +62,7 @@ export function rememberPlace(credentialHash: string, place: KnownPlace): void {
  * A school's rows on a shard, as `held_schools.state` says (src/db/shard-schema.ts):
  * readable when `active` or `fenced` (a move copies it away; its rows are all here).
  */
-export const READABLE_STATES = ["active", "fenced"] as const;
+const READABLE_STATES = ["active", "fenced"] as const;
 
 /** One row, `held` 1 when the shard holds `schoolId` readably, 0 otherwise: for the batch of a read. */
 export const heldQuery = (db: DrizzleD1Database, schoolId: string) =>

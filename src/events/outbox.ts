@@ -163,7 +163,7 @@ async function sweepSchool(env: Env, primary: D1Database, schoolId: string, cuto
  * @returns counts of this sweep; a hub's failure is counted (and logged), never thrown.
  * @throws the shard's D1 errors (its schools wait for the next sweep).
  */
-export async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
+async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
   const bounds = { ...SWEEP_LIMITS, ...limits };
   const deadline = Date.now() + bounds.budgetMs;
   const cutoff = now - SWEEP_AFTER_MS;

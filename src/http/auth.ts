@@ -102,7 +102,7 @@ function placeOf(rc: RequestContext, row: { school_id: string; shard: string; st
  * @returns `schoolId`.
  * @throws ApiError 401 UNAUTHORIZED when `schoolId` is `undefined`.
  */
-export function verifiedSchool(rc: RequestContext, schoolId: string | undefined, keyId: string | null): string {
+function verifiedSchool(rc: RequestContext, schoolId: string | undefined, keyId: string | null): string {
   if (schoolId === undefined) throw errors.unauthorized();
   rc.schoolId = schoolId;
   rc.keyId = keyId;

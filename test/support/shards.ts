@@ -14,7 +14,7 @@ import { shardBindings, shardFor } from "../../src/db/shards";
 export type Databases = Pick<Env, "DIRECTORY"> & object;
 
 /** Runs import steps on a D1 database in one batch, and returns each statement's rows. */
-export async function runSteps<T = Record<string, unknown>>(d1: D1Database, steps: readonly ImportStep[]): Promise<T[][]> {
+async function runSteps<T = Record<string, unknown>>(d1: D1Database, steps: readonly ImportStep[]): Promise<T[][]> {
   const statements = renderBound(steps);
   if (statements.length === 0) return [];
   const results = await d1.batch<T>(statements.map((s) => d1.prepare(s.sql).bind(...s.params)));
