@@ -218,6 +218,19 @@ describe("every step resumes, or undoes", () => {
   });
 });
 
+describe("a read never answers from a shard that does not hold the school", () => {
+  it("a directory naming a shard without the school's rows answers 500, never an empty page", async () => {
+    const s = await schools();
+    expect(await allIds(s.key)).toHaveLength(120); // the isolate now knows the key's shard
+    // An operator's mistake: the directory names the other shard, which holds nothing of the school.
+    await env.DIRECTORY.prepare("UPDATE schools SET shard = 'SHARD_1' WHERE id = ?").bind(s.id).run();
+    const r = await callJson("/v3/courses?limit=5", { key: s.key });
+    expect([r.status, r.body.code]).toEqual([500, "INTERNAL_ERROR"]);
+    await env.DIRECTORY.prepare("UPDATE schools SET shard = 'SHARD_0' WHERE id = ?").bind(s.id).run();
+    expect(await allIds(s.key)).toHaveLength(120);
+  });
+});
+
 describe("what a move refuses or skips", () => {
   it("a move to the school's own shard is a no-op", async () => {
     const s = await schools();
