@@ -7,7 +7,8 @@
 import { operations } from "./api";
 import { openSession } from "./db/client";
 import { pruneIdempotencyKeys } from "./db/idempotency";
-import { shardBindings, shardFor } from "./db/shards";
+import { shardBindings } from "./db/shard-names";
+import { shardFor } from "./db/shards";
 import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";

@@ -8,7 +8,7 @@ import { type ChildProcess, type StdioOptions, spawn } from "node:child_process"
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { shardBindings } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
 
 /** The repository root (where wrangler.toml lives); wrangler always runs there. */
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");

@@ -11,7 +11,9 @@
  * costs apart: S (A's sessions, no limiter) and M (A with the limiter's counters in the
  * isolate, as on Cloudflare: `isolateLimiter`).
  */
-import { shardBindings, shardFor } from "../db/shards";
+
+import { shardBindings } from "../db/shard-names";
+import { shardFor } from "../db/shards";
 
 /**
  * Request header choosing the variant: `b` serves B, `s` the sessions of A without its rate

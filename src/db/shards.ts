@@ -8,17 +8,8 @@
  */
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
+import { SHARD_BINDING_RE } from "./shard-names";
 import { heldSchools } from "./shard-schema";
-
-/** A shard's binding name: `SHARD_` and its number. */
-const SHARD_BINDING_RE = /^SHARD_(0|[1-9][0-9]{0,3})$/;
-
-/** The shard bindings of `env`, in their numbers' order (`SHARD_0`, `SHARD_1`, …, `SHARD_10`). */
-export function shardBindings(env: object): string[] {
-  return Object.keys(env)
-    .filter((k) => SHARD_BINDING_RE.test(k))
-    .sort((a, b) => Number(a.slice(6)) - Number(b.slice(6)));
-}
 
 /**
  * The D1 database of the shard `binding` (the directory's `schools.shard`).

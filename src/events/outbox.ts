@@ -7,7 +7,8 @@
  * holds up no other's events.
  */
 import { openSession } from "../db/client";
-import { shardBindings, shardFor } from "../db/shards";
+import { shardBindings } from "../db/shard-names";
+import { shardFor } from "../db/shards";
 import { type D1Timer, untimed } from "../http/context";
 import { describeError, logPublishFailure } from "../lib/log";
 import { hubFor } from "./hub-client";

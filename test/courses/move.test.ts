@@ -7,7 +7,8 @@
 import { env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { abortMove, MoveRefused, type MoveStep, moveSchool } from "../../src/db/move";
-import { shardBindings, shardFor } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { publishEvents } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
 import { callJson } from "../support/helpers";

@@ -8,7 +8,8 @@
 import { env } from "cloudflare:test";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { shardBindings, shardFor } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { fold } from "../../src/lib/text";
 import { callJson, loadFixture } from "../support/helpers";
 

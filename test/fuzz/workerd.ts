@@ -10,7 +10,7 @@
  * 5,000-request suite quadratic. The handler, router and bindings are the same.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { shardBindings } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
 import worker from "../../src/index";
 import { limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A, REVOKED_KEY } from "../support/fixtures";

@@ -8,7 +8,8 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS, pruneIdempotencyKeys } from "../../src/db/idempotency";
-import { shardBindings, shardFor } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { fixture, KEY_A, KEY_B } from "../support/fixtures";
 import { call, callJson, loadFixture } from "../support/helpers";
 import { shardOf } from "../support/shards";

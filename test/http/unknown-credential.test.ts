@@ -5,7 +5,8 @@
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { shardBindings, shardFor } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import worker from "../../src/index";
 import { recordingD1 } from "../support/d1-statements";
 import { fixture, KEY_A } from "../support/fixtures";

@@ -9,7 +9,8 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { shardBindings, shardFor } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { checkResponse } from "./openapi-check";
 
 export { loadFixture } from "./shards";

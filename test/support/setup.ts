@@ -1,5 +1,6 @@
 import { applyD1Migrations, env } from "cloudflare:test";
-import { shardBindings, shardFor } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 
 // Storage is isolated per test file; migrations are idempotent (d1_migrations table). The
 // directory and every shard, from their own folders (migrations/directory, migrations/shard).

@@ -8,7 +8,8 @@ import { importFileSchema } from "../../src/db/import";
 import { directorySteps, shardSteps } from "../../src/db/import-rows";
 import { type ImportStep, renderBound } from "../../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../../src/db/placement";
-import { shardBindings, shardFor } from "../../src/db/shards";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 
 /** The D1 bindings a fixture is loaded into: the test env's, or some replaced (a simulated replica). */
 export type Databases = Pick<Env, "DIRECTORY"> & object;
