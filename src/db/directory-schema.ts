@@ -5,7 +5,6 @@
  * booleans INTEGER 0/1. Migrations: `npm run db:generate` (drizzle.directory.config.ts) into
  * migrations/directory/.
  */
-import { sql } from "drizzle-orm";
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /**

@@ -3,7 +3,6 @@
  * /v3/courses/{id}", § "Data import"): 1 at creation or first import, +1 per committed
  * change, in records and events; `ETag` on GET without includes; `If-Match` on PATCH.
  */
-import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixture, KEY_A } from "../support/fixtures";
 import { callJson, loadFixture } from "../support/helpers";

@@ -2,7 +2,6 @@
  * POST /v3/courses and PATCH /v3/courses/{id} (API.md): fields, errors, events derived from
  * the change (read from the D1 outbox, written in the same batch), concurrency.
  */
-import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixture, KEY_A, KEY_B } from "../support/fixtures";
 import { callJson, loadFixture } from "../support/helpers";
