@@ -148,7 +148,7 @@ async function revoke(id: string, json: boolean, where: Target): Promise<number>
   }
   const head = already
     ? `key ${id} (school ${row.school_id}) was already revoked at ${formatInstant(row.revoked_at)}`
-    : `key ${id} (school ${row.school_id}) revoked at ${formatInstant(row.revoked_at)}: it is refused (401) from now on`;
+    : `key ${id} (school ${row.school_id}) revoked at ${formatInstant(row.revoked_at)}: it and its portal sessions are refused (401) from now on`;
   console.log(`${head}\nportal sessions revoked with it: ${sessions}\n${reviewHint(id, row.school_id)}`);
   return 0;
 }

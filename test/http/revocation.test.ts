@@ -9,7 +9,10 @@ import { env } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { insertKey, newApiKey, revokeKey, revokeSessionsOfKey } from "../../src/db/api-keys";
 import { renderBound } from "../../src/db/import-sql";
+import { sha256Hex } from "../../src/lib/crypto";
+import { migrate as migrateHub } from "../../src/webhooks/hub/storage";
 import { callJson, loadFixture } from "../support/helpers";
+import { inHub, newSchool } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const SCHOOL = "sch_revoke";
@@ -71,6 +74,37 @@ describe("revoking a key revokes its portal sessions, in the same batch", () => 
     expect(await listStatus(kept.key)).toBe(200);
     // Revoking again revokes nothing more.
     expect(await revoke(leaked.id)).toBe(0);
+  });
+});
+
+describe("rows stored before the key was recorded stay valid", () => {
+  it("a portal session without key_id still works and ends by DELETE; revoking a key leaves it", async () => {
+    const k = await newKey("old-rows");
+    const token = `ps_stored_before_key_ids_${crypto.randomUUID().replaceAll("-", "")}`;
+    await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+      .bind(await sha256Hex(token), SCHOOL, Date.now(), Date.now() + 3600_000)
+      .run();
+    expect(await listStatus(token)).toBe(200);
+    await revoke(k.id);
+    expect(await listStatus(token)).toBe(200);
+    expect((await callJson("/v3/portal-sessions", { method: "DELETE", key: (await newKey("other")).key })).status).toBe(200);
+    expect(await listStatus(token)).toBe(401);
+  });
+
+  it("a registration stored before the hub's created_by column reads createdBy: null once migrated", async () => {
+    const { schoolId, key } = await newSchool("oldhub");
+    await inHub(schoolId, (_hub, state) => {
+      const sql = state.storage.sql;
+      // Back to schema version 1, with a registration written then.
+      sql.exec("ALTER TABLE webhooks DROP COLUMN created_by");
+      sql.exec("UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+      sql.exec(
+        "INSERT INTO webhooks (id, url, events, headers, secret, created_at, updated_at) VALUES ('wh_before', 'https://old.example.com/in', '[\"*\"]', '{}', 'whsec_x', 1, 1)",
+      );
+      migrateHub(sql);
+    });
+    const { status, body } = await callJson("/v3/webhooks/wh_before", { key });
+    expect([status, body.result.createdBy, body.result.url]).toEqual([200, null, "https://old.example.com/in"]);
   });
 });
 
