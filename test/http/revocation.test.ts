@@ -81,7 +81,7 @@ describe("rows stored before the key was recorded stay valid", () => {
   it("a portal session without key_id still works and ends by DELETE; revoking a key leaves it", async () => {
     const k = await newKey("old-rows");
     const token = `ps_stored_before_key_ids_${crypto.randomUUID().replaceAll("-", "")}`;
-    await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+    await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
       .bind(await sha256Hex(token), SCHOOL, Date.now(), Date.now() + 3600_000)
       .run();
     expect(await listStatus(token)).toBe(200);

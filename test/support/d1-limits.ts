@@ -13,7 +13,7 @@
  * (`json_group_array(...)` of an include, for example): production refuses to build one over
  * the limit, so a result value over it would have failed there.
  *
- * `limitedD1(env.DB)` returns a D1Database that runs every statement on `env.DB` and throws
+ * `limitedD1(env.SHARD_0)` returns a D1Database that runs every statement on `env.SHARD_0` and throws
  * what production would (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`) when one is crossed.
  */
 
