@@ -37,13 +37,19 @@ interface TableSpec {
   order: string[];
   /** Columns left out of the checksum: `published_at` of the outbox, which the old shard's sweep may still set. */
   unchecked: string[];
+  /** Whether a row may weigh up to D1's 2 MB (an event, a stored answer): read 20 per page, so a page stays far below an isolate's 128 MB. */
+  large: boolean;
 }
 
-function spec(table: SQLiteTable, unchecked: string[] = []): TableSpec {
+function spec(table: SQLiteTable, unchecked: string[] = [], large = false): TableSpec {
   const config = getTableConfig(table);
   const key = config.primaryKeys[0]?.columns.map((c) => c.name) ?? config.columns.filter((c) => c.primary).map((c) => c.name);
-  return { name: config.name, columns: config.columns.map((c) => c.name), order: key.filter((c) => c !== "school_id"), unchecked };
+  return { name: config.name, columns: config.columns.map((c) => c.name), order: key.filter((c) => c !== "school_id"), unchecked, large };
 }
+
+/** Rows per page of a large-rowed table (see `TableSpec.large`). */
+const LARGE_PAGE_ROWS = 20;
+const pageRowsOf = (t: TableSpec, limits: CopyLimits) => (t.large ? Math.min(LARGE_PAGE_ROWS, limits.pageRows) : limits.pageRows);
 
 /** The tables of a school's rows on a shard, parents first. */
 const SCHOOL_TABLES: readonly TableSpec[] = [
@@ -57,8 +63,8 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.courseStudents),
   spec(shard.courseProfessors),
   spec(shard.courseSurveyTemplates),
-  spec(shard.outbox, ["published_at"]),
-  spec(shard.idempotencyKeys),
+  spec(shard.outbox, ["published_at"], true),
+  spec(shard.idempotencyKeys, [], true),
 ];
 
 /**
@@ -219,11 +225,11 @@ async function copy(from: D1Database, to: D1Database, schoolId: string, limits: 
     let copied = 0;
     let after: string | null = null;
     for (;;) {
-      const p = await page(from, t, schoolId, after, limits.pageRows);
+      const p = await page(from, t, schoolId, after, pageRowsOf(t, limits));
       await insertRows(to, t, p.rows, limits.batchBytes);
       copied += p.rows.length;
       counts[t.name] = copied;
-      if (p.rows.length < limits.pageRows) break;
+      if (p.rows.length < pageRowsOf(t, limits)) break;
       after = p.last;
     }
   }
@@ -237,10 +243,10 @@ async function digest(d1: D1Database, t: TableSpec, schoolId: string, limits: Co
   let sum = "";
   let after: string | null = null;
   for (;;) {
-    const p = await page(d1, checked, schoolId, after, limits.pageRows);
+    const p = await page(d1, checked, schoolId, after, pageRowsOf(t, limits));
     rows += p.rows.length;
     sum = await sha256Hex(`${sum}\n${p.rows.join("\n")}`);
-    if (p.rows.length < limits.pageRows) return { rows, sha256: sum };
+    if (p.rows.length < pageRowsOf(t, limits)) return { rows, sha256: sum };
     after = p.last;
   }
 }
