@@ -201,12 +201,23 @@ async function checkStoredKeys(file: ImportFile, opts: ImportOptions): Promise<v
  * from each shard's row counts), or all to `opts.shard`. One `wrangler d1 execute` on the
  * directory and one per shard.
  *
- * @throws ImportValidationError when `opts.shard` is not a shard of wrangler.toml.
+ * @throws ImportValidationError when `opts.shard` is not a shard of wrangler.toml, or a
+ *   school of the file is being moved (nothing written).
  */
 async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<string, string>> {
   const target = opts.target ?? "local";
   const [sql] = renderLiteral([knownSchools(schoolsOf(file))], Number.POSITIVE_INFINITY);
-  const known = await d1Query<{ id: string; shard: string }>(sql!, target, opts.persistTo);
+  const known = await d1Query<{ id: string; shard: string; state: string }>(sql!, target, opts.persistTo);
+  // Rows written to a school's old shard during its move would be left behind by the switch.
+  const moving = known.filter((r) => r.state !== "active");
+  if (moving.length > 0) {
+    throw new ImportValidationError(
+      moving.map((r) => ({
+        path: "$",
+        message: `school "${r.id}" is being moved to another shard: finish the move first (npm run shards -- move ${r.id} --to …)`,
+      })),
+    );
+  }
   const bytes = new Map<string, number>();
   const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
   for (const b of shardBindingsOfConfig()) {

@@ -79,10 +79,10 @@ export function partOn(file: ImportFile, placed: ReadonlyMap<string, string>, sh
   };
 }
 
-/** The statement that reads every school the directory knows, with its shard (rows `{ id, shard }`). */
+/** The statement that reads which of `ids` the directory knows, with their shard and state (rows `{ id, shard, state }`). */
 export const knownSchools = (ids: readonly string[]): ImportStep => ({
   kind: "command",
-  sql: (v) => `SELECT id, shard FROM schools WHERE id IN (SELECT value FROM json_each(${v(JSON.stringify(ids))}))`,
+  sql: (v) => `SELECT id, shard, state FROM schools WHERE id IN (SELECT value FROM json_each(${v(JSON.stringify(ids))}))`,
 });
 
 /** A shard's size as `shardSize` reads it. */
