@@ -9,14 +9,17 @@ export default defineConfig(async () => {
   // GET /portal) must exist; the plugin does not run wrangler's custom build.
   ensureDocsAssets();
   await ensurePortalAssets();
-  const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
+  // The directory's and the shards' migrations (wrangler.toml's migrations_dir of each
+  // binding), applied by test/support/setup.ts to DIRECTORY and every SHARD_<n>.
+  const migrations = (folder: string) => readD1Migrations(path.join(import.meta.dirname, "migrations", folder));
   return {
     plugins: [
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
           bindings: {
-            TEST_MIGRATIONS: migrations,
+            TEST_DIRECTORY_MIGRATIONS: await migrations("directory"),
+            TEST_SHARD_MIGRATIONS: await migrations("shard"),
             WEBHOOK_ALLOW_INSECURE_URLS: "false",
             // A short attempt timeout so the webhook timeout test does not wait 15 s.
             WEBHOOK_TIMEOUT_MS: "1000",

@@ -16,14 +16,19 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { DEMO_API_KEY, generateDataset } from "./dataset/build";
+
+/** The school whose courses the mix reads. */
+const DEMO_SCHOOL_ID = "sch_demo";
+
 import { datasetStats } from "./generate";
 import { type ImportSummary, importData } from "./import";
 import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
-import { type AbQueryResult, abSection, abSummary, replaceAbSection } from "./lib/bench-ab-report";
+import { type AbQueryResult, abSection, abSummary, replaceAbSection, replaceSection } from "./lib/bench-ab-report";
 import { benchFeed, type FeedFigures, feedLines } from "./lib/bench-feed";
+import { runShardBench, SHARD_SECTION_END, SHARD_SECTION_START, shardSection } from "./lib/bench-shards";
 import { type DevServer, startDevServer } from "./lib/dev-server";
 import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
-import { localD1File, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
+import { localShardFile, type SqliteTiming, statementsOf, timeInSqlite } from "./lib/sqlite-alone";
 import { applyMigrations, BENCH_ENTRY, ROOT } from "./lib/wrangler";
 
 const { values: opts } = parseArgs({
@@ -40,6 +45,8 @@ const { values: opts } = parseArgs({
     "skip-ab": { type: "boolean", default: false },
     "ab-only": { type: "boolean", default: false },
     "ab-rounds": { type: "string", default: "200" },
+    "shards-only": { type: "boolean", default: false },
+    "shard-rounds": { type: "string", default: "60" },
   },
 });
 
@@ -227,6 +234,21 @@ async function main() {
     log(`imported ${importSummary.rows} rows in ${fmt(importSummary.seconds)} s: ${Math.round(importSummary.rowsPerSecond)} rows/s`);
   }
 
+  if (opts["shards-only"]) {
+    try {
+      const queries = mix(data).filter((q) => q.path !== "/__bench/floor");
+      const rounds = Number(opts["shard-rounds"]);
+      const b = await runShardBench({ persistTo, queries, apiKey: DEMO_API_KEY, schoolId: DEMO_SCHOOL_ID, rounds, log });
+      const md = path.join(ROOT, "bench", "RESULTS.md");
+      const section = shardSection(b, { courses: genOpts.courses, rounds, date: new Date().toISOString(), cpus: os.cpus().length });
+      writeFileSync(md, replaceSection(existsSync(md) ? readFileSync(md, "utf8") : "# Benchmark results\n", section, SHARD_SECTION_START, SHARD_SECTION_END));
+      log("wrote the shards section of bench/RESULTS.md");
+    } finally {
+      if (!opts.keep && !opts.data) rmSync(persistTo, { recursive: true, force: true });
+    }
+    return;
+  }
+
   const abPort = opts.port === undefined ? 0 : Number(opts.port) + 2;
   const abList = abQueries(mix(data), data.courses!.find((c) => c.schoolId === "sch_demo")!.id);
   const runAbOf = (list: AbQuery[]) => runAb({ persistTo, port: abPort, queries: list, rounds: Number(opts["ab-rounds"]), log });
@@ -257,10 +279,10 @@ async function main() {
     log(`wrangler dev on ${server.base}`);
     const only = opts.only?.split("|");
     const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
-    const dbFile = localD1File(persistTo);
+    const dbFile = localShardFile(persistTo, DEMO_SCHOOL_ID);
     let floorP50 = NaN;
     for (const q of queries) {
-      const sqlite = timeInSqlite(dbFile, await statementsOf(DEMO_API_KEY, q.method, q.path, q.body));
+      const sqlite = timeInSqlite(dbFile, statementsOf(DEMO_SCHOOL_ID, q.method, q.path, q.body));
       const s = await sample(server.base, q, 40); // also warms the isolate and D1's page cache
       const c1 = await cannon(server.base, q, 1, seconds);
       const c16 = await cannon(server.base, q, 16, seconds);

@@ -1,25 +1,26 @@
 /**
  * `npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--chunk-mb N] [--keep-sql DIR] [--quiet]`
  *
- * Loads an import file (docs/operations.md § Data import (operators)) into the D1 database
- * of wrangler.toml (binding DB): validates the whole file (`validateImport`, src/db/import.ts)
- * and its keys against the database (`keyOwnershipProblems`), writing nothing on a problem;
- * then renders the upserts of `importSteps` (src/db/import-rows.ts) into SQL chunk files of
- * about `--chunk-mb` MB and runs `wrangler d1 execute` per chunk, in order, building the next
- * while wrangler runs the current one. Each chunk is one D1 batch (written whole or not at
- * all); a failed import can be run again. Exit status: 0 done, 1 wrangler failed, 2 bad
- * usage or file.
+ * Loads an import file (docs/operations.md § Data import (operators)) into the D1 databases
+ * of wrangler.toml (the directory DIRECTORY and the shards SHARD_<n>), local by default:
+ * validates the whole file (`validateImport`, src/db/import.ts) and its keys against the
+ * directory (`keyOwnershipProblems`), writing nothing on a problem; places each school
+ * (src/db/placement.ts, or `--shard`) and writes schools and keys to the directory; then
+ * renders each shard's upserts (`shardSteps`, src/db/import-rows.ts) into SQL chunk files of
+ * about `--chunk-mb` MB, one `wrangler d1 execute SHARD_k` per chunk (one D1 batch each:
+ * written whole or not at all; a rerun is safe). Exit: 0 done, 1 wrangler failed, 2 bad input.
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { type ImportFile, type ImportProblem, validateImport } from "../src/db/import";
-import { importedKeys, importSteps, keyOwnershipProblems, storedKeyOwners } from "../src/db/import-rows";
+import { directorySteps, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
 import { type ImportStep, renderLiteral, rowCount } from "../src/db/import-sql";
+import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../src/db/placement";
 import { parseCli } from "./lib/args";
 import { formatInt, Progress } from "./lib/progress";
-import { DB_BINDING, d1Query, migrationHint, runWrangler, targetArgs, userPath } from "./lib/wrangler";
+import { DIRECTORY_BINDING, d1Query, migrationHint, runWrangler, shardBindingsOfConfig, targetArgs, userPath } from "./lib/wrangler";
 
 /** Default size of one SQL chunk file, in MB (measured: see `--chunk-mb`). */
 export const DEFAULT_CHUNK_MB = 24;
@@ -42,8 +43,10 @@ export interface ImportOptions {
   keepSqlDir?: string;
   /** Draw the progress bar on stderr (default true). */
   progress?: boolean;
-  /** ms since the epoch, for the stamps the file leaves out (see `importSteps`). Default: now. */
+  /** ms since the epoch, for the stamps the file leaves out (see `shardSteps`). Default: now. */
   now?: number;
+  /** The shard every new school of the file goes to (`--shard SHARD_k`); by default each goes to the shard with the fewest bytes. */
+  shard?: string;
 }
 
 /** What an import did. */
@@ -94,7 +97,7 @@ export class ImportExecutionError extends Error {
  */
 export const DEFAULT_STATEMENT_CHARS = 16_000;
 
-/** Rows the import of a validated file writes, computed like `importSteps` (lists deduplicated), without building them. */
+/** Rows the import of a validated file writes, computed like its steps (lists deduplicated), without building them. */
 export function countRows(file: ImportFile): number {
   let n = file.schools.length + file.trainings.length + file.groups.length + file.surveyTemplates.length;
   n += file.students.length + file.professors.length + file.courses.length;
@@ -114,8 +117,9 @@ interface Chunk {
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
- * The SQL of the import, cut into chunks of about `chunkChars` characters. Cuts fall only
- * between course batches, so a course's upsert and its relation lists are in one chunk.
+ * The SQL of one shard's part of the import, cut into chunks of about `chunkChars`
+ * characters. Cuts fall only between course batches, so a course's upsert and its relation
+ * lists are in one chunk.
  */
 async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, statementChars: number): AsyncGenerator<Chunk> {
   const empty: ImportFile = { schools: [], trainings: [], groups: [], students: [], professors: [], surveyTemplates: [], courses: [] };
@@ -131,14 +135,14 @@ async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, sta
       statements++;
     }
   };
-  add(await importSteps({ ...file, courses: [] }, now));
+  add(shardSteps({ ...file, courses: [] }, now));
   for (let i = 0; i < file.courses.length; i += BATCH_COURSES) {
     if (chars >= chunkChars) {
       yield { sql: parts.join("\n"), rows, statements };
       parts = [];
       chars = rows = statements = 0;
     }
-    add(await importSteps({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now));
+    add(shardSteps({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now));
     await tick(); // let wrangler's output flow while we build
   }
   // Refresh the query planner's statistics (sqlite_stat1): without them SQLite assumes an
@@ -180,19 +184,106 @@ async function checkStoredKeys(file: ImportFile, opts: ImportOptions): Promise<v
   if (problems.length > 0) throw new ImportValidationError(problems);
 }
 
-async function importValidated(file: ImportFile, opts: ImportOptions): Promise<ImportSummary> {
+/**
+ * Where each school of `file` goes (docs/reference.md § Database shards): the directory's
+ * known schools keep their shard, new ones go to the shard with the fewest bytes (estimated
+ * from each shard's row counts), or all to `opts.shard`. One `wrangler d1 execute` on the
+ * directory and one per shard.
+ *
+ * @throws ImportValidationError when `opts.shard` is not a shard of wrangler.toml, or a
+ *   school of the file is being moved (nothing written).
+ */
+async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<string, string>> {
   const target = opts.target ?? "local";
+  const [sql] = renderLiteral([knownSchools(schoolsOf(file))], Number.POSITIVE_INFINITY);
+  const known = await d1Query<{ id: string; shard: string; state: string }>(sql!, target, opts.persistTo);
+  // Rows written to a school's old shard during its move would be left behind by the switch.
+  const moving = known.filter((r) => r.state !== "active");
+  if (moving.length > 0) {
+    throw new ImportValidationError(
+      moving.map((r) => ({
+        path: "$",
+        message: `school "${r.id}" is being moved to another shard: finish the move first (npm run shards -- move ${r.id} --to …)`,
+      })),
+    );
+  }
+  const bytes = new Map<string, number>();
+  const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
+  for (const b of shardBindingsOfConfig()) {
+    const [size] = await d1Query<ShardSize>(sizeSql!, target, opts.persistTo, b);
+    bytes.set(b, estimateBytes(size!));
+  }
+  try {
+    return placeSchools(file, { known: new Map(known.map((r) => [r.id, r.shard])), bytes }, opts.shard);
+  } catch (err) {
+    throw new ImportValidationError([{ path: "--shard", message: (err as Error).message }]);
+  }
+}
+
+/** Runs one SQL file on `binding` with wrangler. @throws ImportExecutionError when wrangler fails. */
+async function executeFile(binding: string, file: string, n: number, opts: ImportOptions): Promise<void> {
+  const target = opts.target ?? "local";
+  const res = await runWrangler(["d1", "execute", binding, ...targetArgs(target, opts.persistTo), "--file", file, "--yes"]);
+  if (res.code !== 0) {
+    const output = `${res.stdout}${res.stderr}`.trim();
+    const hint = migrationHint(output, target, opts.persistTo);
+    throw new ImportExecutionError(
+      `wrangler d1 execute ${binding} failed on chunk ${n} (exit ${res.code}); ${n === 1 ? "no earlier chunk" : `chunks 1..${n - 1}`} written` +
+        `${target === "local" ? `, chunk ${n} rolled back` : ""}. The import is idempotent: fix the cause and run it again.${hint}`,
+      n,
+      output,
+    );
+  }
+}
+
+async function importValidated(file: ImportFile, opts: ImportOptions): Promise<ImportSummary> {
   const now = opts.now ?? Date.now();
-  const chunkChars = Math.max(1, Math.round((opts.chunkMb ?? DEFAULT_CHUNK_MB) * 2 ** 20));
-  const total = countRows(file);
+  const placed = await placement(file, opts);
   const dir = opts.keepSqlDir ?? (await mkdtemp(path.join(os.tmpdir(), "d1-import-")));
   if (opts.keepSqlDir) await mkdir(dir, { recursive: true });
-  const bar = opts.progress === false ? undefined : new Progress(total);
+  const bar = opts.progress === false ? undefined : new Progress(countRows(file));
   const started = performance.now();
-  let done = 0;
-  let statements = 0;
-  let sqlChars = 0;
-  let n = 0;
+  const sum = { done: 0, statements: 0, sqlChars: 0, n: 0 };
+  try {
+    // The directory first: a school is placed before its rows are written, so a rerun after
+    // a failure finds it on the same shard.
+    const steps = await directorySteps(file, placed, now);
+    const sql = renderLiteral(steps, opts.statementChars ?? DEFAULT_STATEMENT_CHARS);
+    const first = path.join(dir, "directory.sql");
+    await writeFile(first, sql.join("\n"));
+    sum.n++;
+    await executeFile(DIRECTORY_BINDING, first, sum.n, opts);
+    sum.done += rowCount(steps);
+    sum.statements += sql.length;
+    for (const shard of new Set(placed.values())) await importShard(shard, partOn(file, placed, shard), now, dir, opts, bar, sum);
+  } finally {
+    bar?.finish();
+    if (!opts.keepSqlDir) await rm(dir, { recursive: true, force: true });
+  }
+  const seconds = (performance.now() - started) / 1000;
+  return {
+    rows: sum.done,
+    courses: file.courses.length,
+    statements: sum.statements,
+    chunks: sum.n,
+    sqlChars: sum.sqlChars,
+    seconds,
+    rowsPerSecond: sum.done / seconds,
+    validateSeconds: 0,
+  };
+}
+
+/** Imports the part of the file placed on `shard`, chunk by chunk, building the next chunk while wrangler runs one. */
+async function importShard(
+  shard: string,
+  file: ImportFile,
+  now: number,
+  dir: string,
+  opts: ImportOptions,
+  bar: Progress | undefined,
+  sum: { done: number; statements: number; sqlChars: number; n: number },
+): Promise<void> {
+  const chunkChars = Math.max(1, Math.round((opts.chunkMb ?? DEFAULT_CHUNK_MB) * 2 ** 20));
   let charsPerSecond = 1.5 * 2 ** 20; // first guess for the progress estimate, then measured
   const gen = sqlChunks(file, now, chunkChars, opts.statementChars ?? DEFAULT_STATEMENT_CHARS);
   try {
@@ -201,41 +292,27 @@ async function importValidated(file: ImportFile, opts: ImportOptions): Promise<I
       const r = await next;
       if (r.done) break;
       const chunk = r.value;
-      n++;
+      const n = ++sum.n;
       const chunkFile = path.join(dir, `chunk-${String(n).padStart(4, "0")}.sql`);
       await writeFile(chunkFile, chunk.sql);
-      bar?.update(done, `chunk ${n} (${(chunk.sql.length / 2 ** 20).toFixed(1)} MB)`);
+      bar?.update(sum.done, `${shard} chunk ${n} (${(chunk.sql.length / 2 ** 20).toFixed(1)} MB)`);
       bar?.expect(chunk.rows, WRANGLER_START_SECONDS + chunk.sql.length / charsPerSecond);
       const chunkStarted = performance.now();
-      const run = runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, opts.persistTo), "--file", chunkFile, "--yes"]);
+      const run = executeFile(shard, chunkFile, n, opts);
       next = gen.next(); // build the next chunk while wrangler runs this one
       next.catch(() => {}); // a build error surfaces at the next `await next`, not as an unhandled rejection
-      const res = await run;
-      if (res.code !== 0) {
-        const output = `${res.stdout}${res.stderr}`.trim();
-        const hint = migrationHint(output, target, opts.persistTo);
-        throw new ImportExecutionError(
-          `wrangler d1 execute failed on chunk ${n} (exit ${res.code}); ${n === 1 ? "no earlier chunk" : `chunks 1..${n - 1}`} written` +
-            `${target === "local" ? `, chunk ${n} rolled back` : ""}. The import is idempotent: fix the cause and run it again.${hint}`,
-          n,
-          output,
-        );
-      }
+      await run;
       if (!opts.keepSqlDir) await rm(chunkFile, { force: true });
       const chunkSeconds = (performance.now() - chunkStarted) / 1000;
       if (chunkSeconds > WRANGLER_START_SECONDS) charsPerSecond = chunk.sql.length / (chunkSeconds - WRANGLER_START_SECONDS);
-      done += chunk.rows;
-      statements += chunk.statements;
-      sqlChars += chunk.sql.length;
-      bar?.update(done, `chunk ${n} done`);
+      sum.done += chunk.rows;
+      sum.statements += chunk.statements;
+      sum.sqlChars += chunk.sql.length;
+      bar?.update(sum.done, `${shard} chunk ${n} done`);
     }
   } finally {
     await gen.return(undefined);
-    bar?.finish();
-    if (!opts.keepSqlDir) await rm(dir, { recursive: true, force: true });
   }
-  const seconds = (performance.now() - started) / 1000;
-  return { rows: done, courses: file.courses.length, statements, chunks: n, sqlChars, seconds, rowsPerSecond: done / seconds, validateSeconds: 0 };
 }
 
 /**
@@ -263,13 +340,14 @@ export async function importJsonFile(file: string, opts: ImportOptions = {}): Pr
   return { ...(await importValidated(checked.file, opts)), validateSeconds };
 }
 
-const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--chunk-mb N] [--statement-kb N] [--keep-sql DIR] [--quiet]
+const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--shard SHARD_k] [--chunk-mb N] [--statement-kb N] [--keep-sql DIR] [--quiet]
 
   --local           write to the local D1 database of wrangler dev (default)
   --remote          write to the remote D1 database of wrangler.toml
   --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
   --chunk-mb N      size of one SQL file handed to wrangler, in MB (default ${DEFAULT_CHUNK_MB})
   --statement-kb N  longest INSERT statement, in thousands of characters (default ${DEFAULT_STATEMENT_CHARS / 1000})
+  --shard SHARD_k   place every new school of the file on this shard (default: each on the shard with the fewest bytes)
   --keep-sql DIR    keep the generated SQL chunk files in DIR
   --quiet           no progress bar`;
 
@@ -286,6 +364,7 @@ export async function main(argv: string[]): Promise<number> {
         "chunk-mb": { type: "string" },
         "keep-sql": { type: "string" },
         "statement-kb": { type: "string" },
+        shard: { type: "string" },
         quiet: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -325,6 +404,7 @@ export async function main(argv: string[]): Promise<number> {
       chunkMb,
       statementChars: Math.round(statementKb * 1000),
       keepSqlDir: v["keep-sql"] === undefined ? undefined : userPath(v["keep-sql"]),
+      shard: v.shard,
       progress: !v.quiet,
     });
     console.log(

@@ -26,6 +26,7 @@ import { ID_RE } from "../src/lib/ids";
 import { formatInstant } from "../src/lib/time";
 import { parseCli } from "./lib/args";
 import { runIfMain } from "./lib/cli";
+import { table } from "./lib/progress";
 import { d1Query, d1Statements, userPath } from "./lib/wrangler";
 
 const USAGE = `usage: npm run keys -- <command> [--local | --remote] [--persist-to DIR] [--json]
@@ -57,12 +58,6 @@ const instant = (ms: number | null) => (ms === null ? null : formatInstant(ms));
 
 /** A listing as `--json` prints it (instants in ISO 8601 UTC). */
 const listingJson = (k: ApiKeyListing) => ({ id: k.id, label: k.label, last4: k.last4, createdAt: instant(k.createdAt), revokedAt: instant(k.revokedAt) });
-
-/** Rows of text as aligned columns (two spaces between), the header first. */
-function table(header: string[], rows: string[][]): string {
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
-}
 
 /**
  * `create`: stores a new key of `schoolId`.

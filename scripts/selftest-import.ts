@@ -19,11 +19,12 @@ import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows } from "./import";
 import { check, runScript, runSelfTest } from "./lib/selftest";
-import { applyMigrations, d1Query } from "./lib/wrangler";
+import { applyMigrations, d1Query, shardBindingsOfConfig } from "./lib/wrangler";
 
-const TABLES = [
-  "schools",
-  "api_keys",
+/** The directory's tables. */
+const DIRECTORY_TABLES = ["schools", "api_keys"];
+/** Each shard's tables. */
+const SHARD_TABLES = [
   "trainings",
   "groups",
   "survey_templates",
@@ -39,19 +40,32 @@ const TABLES = [
 /** Runs `tsx scripts/import.ts <args>`; resolves with its exit code and output. */
 const runImport = (args: string[]) => runScript("import.ts", args);
 
-/** Row count of every table, plus sums that change when a stored value changes. */
+const TABLES = [...DIRECTORY_TABLES, ...SHARD_TABLES];
+
+/**
+ * Row count of every table (each shard's summed), plus sums that change when a stored value
+ * changes, and `shard_<k>_courses`: the courses of each shard.
+ */
 async function snapshot(persistTo: string): Promise<Record<string, number>> {
-  const parts = TABLES.map((t) => `(SELECT count(*) FROM ${t}) AS ${t}`);
-  parts.push(
+  const count = (t: string) => `(SELECT count(*) FROM ${t}) AS ${t}`;
+  const [out = {}] = await d1Query<Record<string, number>>(
+    `SELECT ${[...DIRECTORY_TABLES.map(count), "(SELECT total(created_at) FROM api_keys) AS key_created_sum", "(SELECT total(revoked_at) FROM api_keys) AS key_revoked_sum"].join(", ")}`,
+    "local",
+    persistTo,
+  );
+  const parts = [
+    ...SHARD_TABLES.map(count),
     "(SELECT total(start_ms) + total(end_ms) + total(created_at) + total(updated_at) + total(archived) + total(absences_sent) + total(length(name)) + total(length(classroom)) FROM courses) AS course_sum",
     "(SELECT total(co_teacher) * 1000000 + total(signed) FROM course_professors) AS professor_sum",
-    "(SELECT total(created_at) FROM api_keys) AS key_created_sum",
-    "(SELECT total(revoked_at) FROM api_keys) AS key_revoked_sum",
     "(SELECT total(version) FROM courses) AS version_sum",
     "(SELECT count(*) FROM courses WHERE version <> 1) AS versions_not_1",
-  );
-  const [row] = await d1Query<Record<string, number>>(`SELECT ${parts.join(", ")}`, "local", persistTo);
-  return row ?? {};
+  ];
+  for (const shard of shardBindingsOfConfig()) {
+    const [row = {}] = await d1Query<Record<string, number>>(`SELECT ${parts.join(", ")}`, "local", persistTo, shard);
+    for (const [k, v] of Object.entries(row)) out[k] = (out[k] ?? 0) + v;
+    out[`${shard}_courses`] = row.courses ?? 0;
+  }
+  return out;
 }
 
 async function main(): Promise<void> {
@@ -157,6 +171,8 @@ async function main(): Promise<void> {
       `stored ${stored}, file ${countRows(checked.file)}: ${JSON.stringify(s1)}`,
     );
     check((s1.courses ?? 0) === 140 && (s1.schools ?? 0) === 2, "small file: 140 courses in 2 schools", JSON.stringify(s1));
+    // Placement: the first school (120 courses) on SHARD_0, the second (20) on the emptier SHARD_1.
+    check(s1.SHARD_0_courses === 120 && s1.SHARD_1_courses === 20, "small file: its two schools spread over the two shards", JSON.stringify(s1));
     check(s1.versions_not_1 === 0, "small file: every new course is at version 1", JSON.stringify(s1));
 
     const second = await runImport([file, "--persist-to", persist, "--quiet"]);
@@ -220,6 +236,21 @@ async function main(): Promise<void> {
       "a key stored for another school: nothing written",
       JSON.stringify(await snapshot(persist)),
     );
+
+    // (e) --shard places a new school there, even on the fuller shard; an unknown shard writes nothing.
+    const placed = { schools: [{ id: "sch_placed", name: "Placé", apiKeys: [] }], trainings: [{ id: "trn_p", schoolId: "sch_placed", name: "BTS" }] };
+    const placedFile = path.join(dir, "placed.json");
+    await writeFile(placedFile, JSON.stringify(placed));
+    const s5 = await snapshot(persist);
+    const unknown = await runImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_9"]);
+    check(
+      unknown.code === 2 && unknown.stderr.includes('no shard "SHARD_9"') && JSON.stringify(await snapshot(persist)) === JSON.stringify(s5),
+      "--shard SHARD_9 (unknown): exit 2, nothing written",
+      `exit ${unknown.code}\n${unknown.stderr}`,
+    );
+    const sixth = await runImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_0"]);
+    const [where] = await d1Query<{ shard: string }>("SELECT shard FROM schools WHERE id = 'sch_placed'", "local", persist);
+    check(sixth.code === 0 && where?.shard === "SHARD_0", "--shard SHARD_0 places the new school there", `${sixth.stderr}\n${JSON.stringify(where)}`);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -1,14 +1,14 @@
 /**
  * `npm start [-- --persist-to DIR] [--port N] [--verbose] [-- <more wrangler dev flags>]`:
  * one command from a fresh clone (after `npm ci`) to a running local API, on one screen:
- * 1. applies the local D1 migrations (non-interactive) and says how many it applied;
- * 2. when the local database has no course, loads the demo data (scripts/seed-demo.ts);
+ * 1. applies the local D1 migrations, directory and shards, and says how many it applied;
+ * 2. when the directory has no school, loads the demo data (scripts/seed-demo.ts: the import
+ *    spreads the schools over the shards);
  * 3. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true`
  *    (its custom build, wrangler.toml `[build]`, builds the /docs and /portal assets) and,
  *    once it is ready, prints the demo API keys, a curl to try and the URLs of /docs and
  *    /portal, then streams wrangler's request log. Forwards SIGINT/SIGTERM; exits with its status.
- * Wrangler's own detail before that (migration tables, bindings, build) goes to
- * .wrangler/start.log ({@link START_LOG}); `--verbose` shows it on the terminal instead.
+ * Wrangler's detail before that goes to .wrangler/start.log; `--verbose` shows it instead.
  */
 import { createWriteStream, mkdirSync } from "node:fs";
 import path from "node:path";
@@ -49,7 +49,7 @@ Ready on ${base} (Ctrl-C stops it); requests are logged below.
 
 /** One line on the migrations: their names when few, else the first and the last. */
 function migrationLine(applied: string[]): string {
-  if (applied.length === 0) return "D1 migrations: the local database is up to date";
+  if (applied.length === 0) return "D1 migrations: the directory and every shard are up to date";
   const names = applied.length <= 3 ? applied.join(", ") : `${applied[0]} … ${applied.at(-1)}`;
   return `D1 migrations: applied ${applied.length} (${names})`;
 }
@@ -71,14 +71,14 @@ async function main(argv: string[]): Promise<number> {
   const { applied, output } = await applyMigrations("local", persistTo, { quiet: !verbose });
   log.write(output);
   if (!verbose) console.log(migrationLine(applied));
-  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM courses", "local", persistTo);
-  const courses = Number(row?.n ?? 0);
-  if (courses === 0) {
-    console.log("the local database has no course: loading the demo data…");
+  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM schools", "local", persistTo);
+  const schools = Number(row?.n ?? 0);
+  if (schools === 0) {
+    console.log("the local directory has no school: loading the demo data…");
     const { summary: s } = await seedDemo({ persistTo, skipMigrations: true, progress: verbose || process.stdout.isTTY === true });
     console.log(`demo data loaded: ${formatInt(s.rows)} rows, ${formatInt(s.courses)} courses in ${s.seconds.toFixed(1)} s`);
   } else {
-    console.log(`the local database has ${formatInt(courses)} courses: keeping them (npm run seed:demo reloads the demo data)`);
+    console.log(`the local directory has ${formatInt(schools)} schools: keeping them (npm run seed:demo reloads them; npm run shards -- status shows where)`);
   }
   console.log(`starting wrangler dev (build, bindings: ${verbose ? "below" : path.relative(ROOT, START_LOG)})…`);
 

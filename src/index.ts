@@ -7,6 +7,8 @@
 import { operations } from "./api";
 import { openSession } from "./db/client";
 import { pruneIdempotencyKeys } from "./db/idempotency";
+import { shardBindings } from "./db/shard-names";
+import { shardFor } from "./db/shards";
 import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
@@ -50,17 +52,21 @@ export function workerOf(routes: readonly Route<Env>[]) {
       return response;
     },
     /**
-     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows, fairly per
-     * school, and prune old ones; prune idempotency keys older than 24 h and portal sessions expired for a day (on the primary);
-     * once an hour also `PRAGMA optimize`, which refreshes the query planner's statistics
-     * (D1 runs ANALYZE on the tables that need it). Each writes its log line.
+     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows of every
+     * shard, fairly per shard and per school, and prune old ones; prune idempotency keys
+     * older than 24 h (every shard) and portal sessions expired for a day (the directory), on
+     * the primaries; once an hour also `PRAGMA optimize` on every database, which refreshes
+     * the query planner's statistics. Each writes its log line.
      */
     async scheduled(controller, env, exec): Promise<void> {
       const started = Date.now();
       exec.waitUntil(sweepOutbox(env).then((r) => logSweep({ ...r, durationMs: Date.now() - started })));
-      exec.waitUntil(pruneIdempotencyKeys(openSession(env.DB, "write").d1).then((n) => logPrune({ idempotencyKeys: n })));
-      exec.waitUntil(prunePortalSessions(env.DB).then((n) => logPrune({ portalSessions: n })));
-      if (new Date(controller.scheduledTime).getUTCMinutes() === 0) exec.waitUntil(env.DB.exec("PRAGMA optimize"));
+      const shards = shardBindings(env).map((b) => shardFor(env, b));
+      for (const shard of shards) exec.waitUntil(pruneIdempotencyKeys(openSession(shard, "write").d1).then((n) => logPrune({ idempotencyKeys: n })));
+      exec.waitUntil(prunePortalSessions(env.DIRECTORY).then((n) => logPrune({ portalSessions: n })));
+      if (new Date(controller.scheduledTime).getUTCMinutes() === 0) {
+        for (const d1 of [env.DIRECTORY, ...shards]) exec.waitUntil(d1.exec("PRAGMA optimize"));
+      }
     },
   } satisfies ExportedHandler<Env>;
 }

@@ -25,3 +25,28 @@ export function parseCli<T extends ParseArgsConfig>(config: T, usage: string): R
   }
   return parsed;
 }
+
+/** The options every D1 CLI takes: `--local` (default) or `--remote`, and `--persist-to DIR`. */
+export const TARGET_OPTIONS = {
+  local: { type: "boolean" },
+  remote: { type: "boolean" },
+  "persist-to": { type: "string" },
+} as const;
+
+/** Where a D1 CLI's statements run. */
+export interface D1Target {
+  target: "local" | "remote";
+  /** The local state directory (wrangler `--persist-to`), resolved against the user's directory. */
+  persistTo?: string;
+}
+
+/**
+ * The target of `TARGET_OPTIONS`' values, or the usage problem that makes them invalid.
+ *
+ * @param resolve resolves a path given on the command line (`userPath`).
+ */
+export function targetOf(v: { local?: boolean; remote?: boolean; "persist-to"?: string }, resolve: (p: string) => string): D1Target | string {
+  if (v.local && v.remote) return "--local and --remote are exclusive";
+  if (v.remote && v["persist-to"]) return "--persist-to works only with --local";
+  return { target: v.remote ? "remote" : "local", persistTo: v["persist-to"] === undefined ? undefined : resolve(v["persist-to"]) };
+}

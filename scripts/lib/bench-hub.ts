@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { ensureDocsAssets } from "../docs-assets";
-import { BENCH_ENTRY, wranglerEnv } from "./wrangler";
+import { BENCH_ENTRY, shardBindingsOfConfig, wranglerEnv } from "./wrangler";
 
 const KEY = "sk_test_bench_hub";
 export const SCHOOL = "sch_bench_hub";
@@ -197,25 +197,21 @@ export interface DevServer {
 const SERVED_VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" };
 
 /**
- * Makes `state` a local state directory with the D1 migrations applied, the bench school and
+ * Makes `state` a local state directory with the D1 migrations applied (the directory and every shard), the bench school (on SHARD_0) and
  * its key (SCHOOL, the key `api` sends); builds the docs assets the Worker serves.
  *
  * @returns `state`.
  */
 export function prepareState(state: string): string {
   ensureDocsAssets();
-  wranglerSync(["d1", "migrations", "apply", "DB", "--local", "--persist-to", state]);
+  for (const binding of ["DIRECTORY", ...shardBindingsOfConfig()]) wranglerSync(["d1", "migrations", "apply", binding, "--local", "--persist-to", state]);
   const keyHash = createHash("sha256").update(KEY).digest("hex");
-  wranglerSync([
-    "d1",
-    "execute",
-    "DB",
-    "--local",
-    "--persist-to",
-    state,
-    "--command",
-    `INSERT INTO schools (id, name) VALUES ('${SCHOOL}', 'Bench'); INSERT INTO api_keys (key_hash, school_id, created_at) VALUES ('${keyHash}', '${SCHOOL}', 0);`,
-  ]);
+  const execute = (binding: string, sql: string) => wranglerSync(["d1", "execute", binding, "--local", "--persist-to", state, "--command", sql]);
+  execute(
+    "DIRECTORY",
+    `INSERT INTO schools (id, name, shard) VALUES ('${SCHOOL}', 'Bench', 'SHARD_0'); INSERT INTO api_keys (key_hash, school_id, created_at, id) VALUES ('${keyHash}', '${SCHOOL}', 0, 'key_bench');`,
+  );
+  execute("SHARD_0", `INSERT INTO held_schools (school_id, state) VALUES ('${SCHOOL}', 'active');`);
   return state;
 }
 

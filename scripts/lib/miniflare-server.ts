@@ -27,7 +27,7 @@ export interface MiniflareServer {
  * default: a free port),
  * state read from `persistTo` (`<dir>/v3/d1`, `<dir>/v3/do`, as `wrangler dev --persist-to`).
  * `ratelimits` replaces wrangler.toml's rate-limiting bindings (e.g. a limit a benchmark
- * never reaches).
+ * never reaches), `d1Databases` its D1 bindings' database ids.
  *
  * @throws Error when the bundle fails (wrangler's output included).
  */
@@ -37,6 +37,8 @@ export async function startMiniflare(opts: {
   vars?: Record<string, string>;
   ratelimits?: Record<string, { namespace_id: string; simple: { limit: number; period: 10 | 60 } }>;
   port?: number;
+  /** D1 bindings → database ids, replacing wrangler.toml's (the shard benchmark's one-database layout). */
+  d1Databases?: Record<string, string>;
 }): Promise<MiniflareServer> {
   const outdir = mkdtempSync(path.join(os.tmpdir(), "school-bench-bundle-"));
   const built = spawnSync(process.execPath, [wranglerBin(), "deploy", "--dry-run", "--outdir", outdir, opts.entry], {
@@ -62,6 +64,7 @@ export async function startMiniflare(opts: {
         modulesRoot: outdir,
         bindings: { ...(workerOptions.bindings ?? {}), ...opts.vars },
         ...(opts.ratelimits ? { ratelimits: opts.ratelimits } : {}),
+        ...(opts.d1Databases ? { d1Databases: opts.d1Databases } : {}),
       },
     ],
   });

@@ -1,5 +1,5 @@
 /**
- * A tiny progress bar on stderr: `[#######-------]  52%  730,000/1,400,000 rows  24,310 rows/s  30.0 s`.
+ * Terminal output of the scripts: numbers, aligned tables, and a tiny progress bar on stderr: `[#######-------]  52%  730,000/1,400,000 rows  24,310 rows/s  30.0 s`.
  * On a terminal it redraws one line (and ticks the elapsed time while a step runs); otherwise it
  * prints one line per update, so logs stay readable.
  */
@@ -9,6 +9,12 @@ const fmt = new Intl.NumberFormat("en-US");
 /** Formats an integer with thousands separators (`1,234,567`). */
 export function formatInt(n: number): string {
   return fmt.format(Math.round(n));
+}
+
+/** Rows of text as aligned columns (two spaces between), the header first. */
+export function table(header: string[], rows: string[][]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
 }
 
 /** Progress of a count of units (rows) towards a known total. */

@@ -6,12 +6,10 @@
 import { readdirSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync, type SQLInputValue } from "node:sqlite";
-import { and, eq, isNull } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/d1";
 import { parseListQuery, parseSearchBody } from "../../src/courses/filters";
 import { selectCoursePage } from "../../src/courses/query";
-import { apiKeys } from "../../src/db/schema";
-import { sha256Hex } from "../../src/lib/crypto";
+import { heldQuery } from "../../src/db/shards";
 
 /** One statement as D1 receives it. */
 export interface Statement {
@@ -20,37 +18,40 @@ export interface Statement {
 }
 
 /**
- * The local D1 database file under a `--persist-to` directory
- * (`<dir>/v3/d1/miniflare-D1DatabaseObject/<hash>.sqlite`, the only one there).
+ * The local D1 file of the shard that holds `schoolId`, under a `--persist-to` directory
+ * (`<dir>/v3/d1/miniflare-D1DatabaseObject/<hash>.sqlite`: the one whose `held_schools`
+ * names the school).
  *
- * @throws Error when there is none or more than one.
+ * @throws Error when no local shard holds it.
  */
-export function localD1File(persistTo: string): string {
+export function localShardFile(persistTo: string, schoolId: string): string {
   const dir = path.join(persistTo, "v3", "d1", "miniflare-D1DatabaseObject");
-  const files = readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
-  if (files.length !== 1) throw new Error(`expected one D1 database in ${dir}, found ${files.join(", ") || "none"}`);
-  return path.join(dir, files[0]!);
+  for (const f of readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite")) {
+    const db = new DatabaseSync(path.join(dir, f), { readOnly: true });
+    try {
+      const held =
+        db.prepare("SELECT name FROM sqlite_master WHERE name = 'held_schools'").get() &&
+        db.prepare("SELECT 1 FROM held_schools WHERE school_id = ?").get(schoolId);
+      if (held) return path.join(dir, f);
+    } finally {
+      db.close();
+    }
+  }
+  throw new Error(`no local shard in ${dir} holds school ${schoolId}`);
 }
 
 /**
- * The statements of one request of the benchmark mix, as the Worker builds them: the key
- * lookup and the page statement of `readCoursePage` (src/courses/read.ts) for
+ * The shard's statements of one request of the benchmark mix, as the Worker builds them:
+ * the held check and the page statement of `readCoursePage` (src/courses/read.ts) for
  * `GET /v3/courses?…` and `POST /v3/courses:search`, `SELECT 1` for the floor.
  */
-export async function statementsOf(apiKey: string, method: string, urlPath: string, body?: unknown): Promise<Statement[]> {
+export function statementsOf(schoolId: string, method: string, urlPath: string, body?: unknown): Statement[] {
   if (urlPath.startsWith("/__bench/floor")) return [{ sql: "SELECT 1 AS one", params: [] }];
-  const keyHash = await sha256Hex(apiKey);
   const url = new URL(urlPath, "http://bench");
   const q = method === "POST" ? parseSearchBody(body) : parseListQuery(url.searchParams);
   // toSQL() only: the binding is never called.
   const db = drizzle({} as D1Database);
-  const key = db
-    .select({ schoolId: apiKeys.schoolId })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.keyHash, keyHash), isNull(apiKeys.revokedAt)))
-    .toSQL();
-  const page = selectCoursePage(db, { keyHash }, q).toSQL();
-  return [key, page];
+  return [heldQuery(db, schoolId).toSQL(), selectCoursePage(db, { schoolId }, q).toSQL()];
 }
 
 /** Timings of statements run by SQLite alone, in ms (performance.now, µs resolution). */

@@ -8,6 +8,7 @@ import { type ChildProcess, type StdioOptions, spawn } from "node:child_process"
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { shardBindings } from "../../src/db/shard-names";
 
 /** The repository root (where wrangler.toml lives); wrangler always runs there. */
 export const ROOT = path.resolve(import.meta.dirname, "..", "..");
@@ -15,8 +16,18 @@ export const ROOT = path.resolve(import.meta.dirname, "..", "..");
 /** The benchmark entry: the Worker plus its `/__bench/*` routes (see src/bench/entry.ts). */
 export const BENCH_ENTRY = "src/bench/entry.ts";
 
-/** The D1 binding of wrangler.toml that the scripts act on. */
-export const DB_BINDING = "DB";
+/** The directory's D1 binding (schools and their shards, API keys, portal sessions). */
+export const DIRECTORY_BINDING = "DIRECTORY";
+
+/**
+ * The shard bindings wrangler.toml declares (`[[d1_databases]]` whose `binding` is
+ * `SHARD_<n>`), in their numbers' order: what `npm run shards` and the import act on.
+ */
+export function shardBindingsOfConfig(): string[] {
+  const toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8");
+  const names = [...toml.matchAll(/^\s*binding\s*=\s*"([^"]+)"/gm)].map((m) => m[1]!);
+  return shardBindings(Object.fromEntries(names.map((n) => [n, true])));
+}
 
 /**
  * The directory the user ran the command from. `npm run` changes the working directory to
@@ -129,29 +140,39 @@ export function targetArgs(target: "local" | "remote", persistTo?: string): stri
  */
 export function migrationHint(output: string, target: "local" | "remote", persistTo?: string): string {
   return /no such (table|column)/i.test(output)
-    ? `\nhint: apply the migrations first: npx wrangler d1 migrations apply ${DB_BINDING} ${targetArgs(target, persistTo).join(" ")}`
+    ? `\nhint: apply the migrations first: npm run shards -- migrate ${targetArgs(target, persistTo).join(" ")}`
     : "";
 }
 
 /**
- * Runs one SQL query with `wrangler d1 execute DB --command … --json` and returns the rows
- * of its (last) statement.
+ * Runs one SQL query with `wrangler d1 execute BINDING --command … --json` (the directory
+ * by default) and returns the rows of its (last) statement.
  *
  * @throws Error with wrangler's output (and `migrationHint`) when wrangler fails or prints no JSON.
  */
-export async function d1Query<T = Record<string, unknown>>(sql: string, target: "local" | "remote" = "local", persistTo?: string): Promise<T[]> {
-  return (await d1Statements<T>(sql, target, persistTo)).at(-1) ?? [];
+export async function d1Query<T = Record<string, unknown>>(
+  sql: string,
+  target: "local" | "remote" = "local",
+  persistTo?: string,
+  binding = DIRECTORY_BINDING,
+): Promise<T[]> {
+  return (await d1Statements<T>(sql, target, persistTo, binding)).at(-1) ?? [];
 }
 
 /**
- * Runs `sql`, one or more statements separated by `;`, with one `wrangler d1 execute DB
- * --command … --json` (D1 runs them as one batch: all commit or none) and returns the rows of
- * each statement, in order.
+ * Runs `sql`, one or more statements separated by `;`, with one `wrangler d1 execute BINDING
+ * --command … --json` (the directory by default; D1 runs them as one batch: all commit or
+ * none) and returns the rows of each statement, in order.
  *
  * @throws Error as `d1Query`.
  */
-export async function d1Statements<T = Record<string, unknown>>(sql: string, target: "local" | "remote" = "local", persistTo?: string): Promise<T[][]> {
-  const r = await runWrangler(["d1", "execute", DB_BINDING, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
+export async function d1Statements<T = Record<string, unknown>>(
+  sql: string,
+  target: "local" | "remote" = "local",
+  persistTo?: string,
+  binding = DIRECTORY_BINDING,
+): Promise<T[][]> {
+  const r = await runWrangler(["d1", "execute", binding, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
   if (r.code !== 0)
     throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}${migrationHint(`${r.stdout}${r.stderr}`, target, persistTo)}`);
   const start = r.stdout.indexOf("[");
@@ -165,21 +186,31 @@ export async function d1Statements<T = Record<string, unknown>>(sql: string, tar
 }
 
 /**
- * Applies the pending D1 migrations (`wrangler d1 migrations apply DB`), non-interactively
- * (stdin closed: wrangler skips its confirmation), streaming wrangler's output unless `quiet`.
+ * Applies the pending D1 migrations to the directory and every shard of wrangler.toml
+ * (`wrangler d1 migrations apply BINDING` each, from its own `migrations_dir`),
+ * non-interactively (stdin closed: wrangler skips its confirmation), streaming wrangler's
+ * output unless `quiet`.
  *
- * @returns the file names of the migrations applied (read from wrangler's closing table, so
- *   `[]` when not quiet) and wrangler's captured output (empty when not quiet).
- * @throws Error when wrangler exits non-zero (with its output when quiet).
+ * @returns the bindings migrated, in order, the file names of the migrations applied (read
+ *   from wrangler's closing tables, so `[]` when not quiet) and wrangler's captured output
+ *   (empty when not quiet).
+ * @throws Error when wrangler exits non-zero (with its output when quiet); the bindings
+ *   before it are migrated.
  */
 export async function applyMigrations(
   target: "local" | "remote" = "local",
   persistTo?: string,
   opts: { quiet?: boolean } = {},
-): Promise<{ applied: string[]; output: string }> {
-  const r = await runWrangler(["d1", "migrations", "apply", DB_BINDING, ...targetArgs(target, persistTo)], { inherit: !opts.quiet });
-  if (r.code !== 0) throw new Error(`wrangler d1 migrations apply failed (exit ${r.code})${opts.quiet ? `:\n${r.stdout}${r.stderr}` : ""}`);
-  // Wrangler redraws its table after each migration: a name is applied once it shows ✅.
-  const applied = [...new Set([...r.stdout.matchAll(/│ (\S+\.sql)\s+│ ✅/g)].map((m) => m[1]!))];
-  return { applied, output: `${r.stdout}${r.stderr}` };
+): Promise<{ bindings: string[]; applied: string[]; output: string }> {
+  const bindings = [DIRECTORY_BINDING, ...shardBindingsOfConfig()];
+  const applied: string[] = [];
+  let output = "";
+  for (const b of bindings) {
+    const r = await runWrangler(["d1", "migrations", "apply", b, ...targetArgs(target, persistTo)], { inherit: !opts.quiet });
+    if (r.code !== 0) throw new Error(`wrangler d1 migrations apply ${b} failed (exit ${r.code})${opts.quiet ? `:\n${r.stdout}${r.stderr}` : ""}`);
+    // Wrangler redraws its table after each migration: a name is applied once it shows ✅.
+    applied.push(...new Set([...r.stdout.matchAll(/│ (\S+\.sql)\s+│ ✅/g)].map((m) => `${b}/${m[1]!}`)));
+    output += `${r.stdout}${r.stderr}`;
+  }
+  return { bindings, applied, output };
 }

@@ -9,6 +9,9 @@
  * Cloudflare: `isolateLimiter`) tell the two steps' costs apart.
  */
 
+import { shardBindings } from "../db/shard-names";
+import { shardFor } from "../db/shards";
+
 /**
  * Request header choosing the variant: `b` serves B, `s` the sessions of A without its rate
  * limiter (to tell the two steps' costs apart), `m` A with the limiter's counters in the
@@ -89,15 +92,22 @@ export function isolateLimiter(limit: number, periodS: number, now: () => number
 
 const variants = { b: new WeakMap<Env, Env>(), s: new WeakMap<Env, Env>(), m: new WeakMap<Env, Env>() };
 
+/** Every D1 binding of `env` (the directory and the shards), each replaced by `wrap`'s. */
+function eachD1(env: Env, wrap: (d1: D1Database) => D1Database): Partial<Env> {
+  return Object.fromEntries(["DIRECTORY", ...shardBindings(env)].map((b) => [b, wrap(shardOrDirectory(env, b))]));
+}
+
+const shardOrDirectory = (env: Env, binding: string) => (binding === "DIRECTORY" ? env.DIRECTORY : shardFor(env, binding));
+
 /** The environment of variant `v` of `env` (not A). */
 function build(env: Env, v: keyof typeof variants): Env {
   if (v === "m") return { ...env, RATE_LIMITER: isolateLimiter(Number(env.RATE_LIMIT_QUOTA), 60) };
-  return { ...env, RATE_LIMIT_ENABLED: "false", ...(v === "b" ? { DB: sessionlessD1(env.DB) } : {}) };
+  return { ...env, RATE_LIMIT_ENABLED: "false", ...(v === "b" ? eachD1(env, sessionlessD1) : {}) };
 }
 
 /**
  * The environment of a variant (one object per `env` and variant): `b`, B (a session-less
- * `DB`, the rate limiter off); `s`, the rate limiter off only; `m`, the rate limiter's counters
+ * directory and shards, the rate limiter off); `s`, the rate limiter off only; `m`, the rate limiter's counters
  * in the isolate; anything else, `env` itself (A).
  */
 export function variantEnv(env: Env, variant: string | null): Env {
@@ -151,7 +161,7 @@ function countedQueries(target: D1Database | D1DatabaseSession, counts: CallCoun
 }
 
 /**
- * `env` with its `DB` (and every session opened on it) and `RATE_LIMITER` counting their
+ * `env` with its D1 bindings (and every session opened on them) and `RATE_LIMITER` counting their
  * calls into the returned `counts`: what a request really asks of D1 and of the limiter,
  * whatever the code's own `Server-Timing` count (src/http/context.ts) says. Statements are
  * wrapped, and unwrapped again before they reach the real `batch`.
@@ -160,27 +170,27 @@ function countedQueries(target: D1Database | D1DatabaseSession, counts: CallCoun
  */
 export function countingEnv(env: Env): { env: Env; counts: CallCounts } {
   const counts: CallCounts = { d1: 0, rateLimit: 0 };
-  const d1 = env.DB;
-  const db = {
-    ...countedQueries(d1, counts),
-    exec: (sql: string) => {
-      counts.d1 += 1;
-      return d1.exec(sql);
-    },
-    dump: () => {
-      counts.d1 += 1;
-      return d1.dump();
-    },
-    withSession: (constraintOrBookmark?: string) => {
-      const session = d1.withSession(constraintOrBookmark);
-      return { ...countedQueries(session, counts), getBookmark: () => session.getBookmark() };
-    },
-  } as D1Database;
+  const counted = (d1: D1Database) =>
+    ({
+      ...countedQueries(d1, counts),
+      exec: (sql: string) => {
+        counts.d1 += 1;
+        return d1.exec(sql);
+      },
+      dump: () => {
+        counts.d1 += 1;
+        return d1.dump();
+      },
+      withSession: (constraintOrBookmark?: string) => {
+        const session = d1.withSession(constraintOrBookmark);
+        return { ...countedQueries(session, counts), getBookmark: () => session.getBookmark() };
+      },
+    }) as D1Database;
   const limiter: RateLimit = {
     limit: (options) => {
       counts.rateLimit += 1;
       return env.RATE_LIMITER.limit(options);
     },
   };
-  return { env: { ...env, DB: db, RATE_LIMITER: limiter }, counts };
+  return { env: { ...env, ...eachD1(env, counted), RATE_LIMITER: limiter }, counts };
 }

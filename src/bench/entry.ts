@@ -20,7 +20,7 @@ export { SchoolHub, WebhookCourier } from "../index";
 
 /** The floor handler: `{ one: 1 }` after one D1 round trip. */
 async function benchFloor(_req: unknown, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
-  return success(await rc.db(() => env.DB.prepare("SELECT 1 AS one").first<{ one: number }>()));
+  return success(await rc.db(() => env.DIRECTORY.prepare("SELECT 1 AS one").first<{ one: number }>()));
 }
 
 /** The routes the benchmark entry adds to the API's operations. */

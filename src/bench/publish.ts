@@ -40,7 +40,7 @@ function sampleCourse(n: number, now: number): CourseRecord {
 
 /** The benchmark publish handler (see the module comment). */
 export async function benchPublish(req: IRequest, env: Env, _exec: ExecutionContext, rc: RequestContext): Promise<Response> {
-  const schoolId = await authenticate(req, env.DB, rc);
+  const schoolId = await authenticate(req, env.DIRECTORY, rc);
   const { count, type } = await parseBody(benchBody, req);
   const now = Date.now();
   const events: SchoolEvent[] = Array.from({ length: count }, (_, i) => ({

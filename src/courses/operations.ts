@@ -2,15 +2,14 @@
  * The course operations (docs/reference.md § "GET /v3/courses" … § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"), each
  * declared once: the router and the OpenAPI document are built from these declarations.
  *
- * Reads answer with exactly one D1 round trip, the API key lookup included (src/courses/
- * read.ts); a request that fails validation checks the key first, so 401 comes before 400
- * (src/courses/session.ts, with the D1 session every operation runs in).
+ * Reads answer with one round trip of latency on a warm isolate: the directory's check of
+ * the key and the page's batch on the school's shard go out together (src/courses/
+ * session.ts); a request that fails validation checks the key first, so 401 comes before 400.
  * Writes commit the rows and the outbox in one batch, then hand the events to the school's
  * hub through `publish` (injected by src/api.ts: the events layer sits above courses).
  */
 import type { IRequest } from "itty-router";
 import { z } from "zod";
-import { type DbSession, openSession } from "../db/client";
 import { findKey, isKeyConflict, type KeyRow, keyStatements, requestHash, type StoredResponse } from "../db/idempotency";
 import { apiKeyHash, schoolOfKey } from "../http/auth";
 import { readJson } from "../http/body";
@@ -30,8 +29,8 @@ import { pathParam } from "../http/request";
 import { replayedHeader, storedAnswer, success, successRaw } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
-import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody } from "./filters";
-import { readCourse, readCoursePage } from "./read";
+import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
+import { type CoursePage, readCoursePage } from "./read";
 import {
   COURSE_EXAMPLE,
   COURSE_WITH_INCLUDES,
@@ -41,19 +40,44 @@ import {
   courseNotFound,
   courseResponseSchema,
 } from "./schemas";
-import { inSession, inWriteSession, parseAuthenticated, sessionHeaders } from "./session";
+import { inWriteSession, parseAuthenticated, readOnShard, sessionHeaders } from "./session";
 import { createCourseSchema, parseCreateBody, parsePatchBody, patchCourseSchema } from "./write-schemas";
 import { createCourse, patchCourse } from "./writes";
 
 /**
  * Hands a committed write's events to the school's hub (`publishEvents` of
- * src/events/outbox.ts); never throws: what it cannot publish the outbox sweep does.
+ * src/events/outbox.ts; `shard` holds the school's outbox); never throws: what it cannot
+ * publish the outbox sweep does.
  */
-export type PublishEvents = (env: Env, schoolId: string, events: CourseEvent[], timed: D1Timer) => Promise<unknown>;
+export type PublishEvents = (env: Env, shard: D1Database, schoolId: string, events: CourseEvent[], timed: D1Timer) => Promise<unknown>;
 
-async function answerPage(session: DbSession, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
-  const { rows, hasMore } = await readCoursePage(session, rc, keyHash, q);
-  return successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } });
+/** Reads a page of the key's school on its shard and answers it. */
+function answerPage(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
+  return readOnShard(
+    req,
+    env,
+    rc,
+    keyHash,
+    (s, schoolId) => readCoursePage(s, schoolId, q),
+    ({ rows, hasMore }: CoursePage) => successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } }),
+  );
+}
+
+/** Reads one course of the key's school on its shard and answers it (404 when the school has no such course). */
+function answerOne(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery, id: string): Promise<Response> {
+  return readOnShard(
+    req,
+    env,
+    rc,
+    keyHash,
+    (s, schoolId) => readCoursePage(s, schoolId, q),
+    ({ rows: [course] }: CoursePage) => {
+      if (!course) throw courseNotFound(id);
+      // The ETag names the bare record's version; a response with includes is another representation.
+      const bare = !Object.values(q.include).some(Boolean);
+      return successRaw(course.record, { headers: bare ? { etag: `"${course.version}"` } : {} });
+    },
+  );
 }
 
 /** `ETag` of GET /v3/courses/{id} without include flags. */
@@ -81,6 +105,12 @@ const WRITE_400_CODES: ErrorCodes = [
   "INVALID_PARAMETER",
 ];
 
+/** The 503 of a course write (docs/reference.md § Error codes). */
+const MOVING = {
+  codes: ["SCHOOL_MOVING"],
+  lead: "Nothing was written and no event published: an operator is moving the school's data to another database shard, which pauses its course writes for a few seconds. Retry the same request after `Retry-After` seconds (with the same `Idempotency-Key`, if any). Reads keep working during the move.",
+} satisfies { codes: ErrorCodes; lead: string };
+
 const TAG = { name: "Courses", description: "Courses: list, search, read, create, change." };
 
 /** The course operations; `publish` hands a write's events to the hub. */
@@ -105,9 +135,9 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"],
       },
       async handler(req, env, _exec, rc) {
-        const keyHash = await apiKeyHash(req, env.DB, rc);
+        const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
         const q = await parseAuthenticated(env, rc, keyHash, () => parseListQuery(queryOf(req)));
-        return inSession(req, env, rc, "read", (s) => answerPage(s, rc, keyHash, q));
+        return answerPage(req, env, rc, keyHash, q);
       },
     },
     {
@@ -129,10 +159,10 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"],
       },
       async handler(req, env, _exec, rc) {
-        const keyHash = await apiKeyHash(req, env.DB, rc);
+        const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
         // A key this isolate has not verified recently is checked alone, one small read,
         // before its body (up to 1 MiB) is parsed or sent to D1 (docs/reference.md § Conventions).
-        if (!rc.credentialRecentlyVerified) await schoolOfKey(env.DB, rc, keyHash);
+        if (!rc.credentialRecentlyVerified) await schoolOfKey(env.DIRECTORY, rc, keyHash);
         const q = await parseAuthenticated(env, rc, keyHash, async () => {
           const names = [...new Set(queryOf(req).keys())];
           if (names.length > 0) {
@@ -144,7 +174,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           }
           return parseSearchBody(await readJson(req));
         });
-        return inSession(req, env, rc, "read", (s) => answerPage(s, rc, keyHash, q));
+        return answerPage(req, env, rc, keyHash, q);
       },
     },
     {
@@ -171,16 +201,17 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`.",
         },
         422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was written; use a new key for a new request." },
+        503: MOVING,
       },
       async handler(req, env, _exec, rc) {
-        return inWriteSession(req, env, rc, async (s, schoolId) => {
+        return inWriteSession(req, env, rc, async (s, schoolId, shard) => {
           const key = readIdempotencyKey(req);
           const json = await readJson(req);
           const input = parseCreateBody(json);
           const timed = rc.db.bind(rc);
           if (key === undefined) {
             const { course, events } = await createCourse(s.d1, schoolId, input, timed);
-            await publish(env, schoolId, events, timed);
+            await publish(env, shard, schoolId, events, timed);
             return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
           }
           // docs/reference.md § "Conventions" (idempotent creation): the answer is stored with the course.
@@ -201,12 +232,12 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
               first = { status: 201, body: JSON.stringify({ status: "success", result: course }), location: `/v3/courses/${course.id}` };
               return keyStatements(schoolId, key, hash, first);
             });
-            await publish(env, schoolId, events, timed);
+            await publish(env, shard, schoolId, events, timed);
             return storedAnswer(first!, false);
           } catch (err) {
             if (!isKeyConflict(err)) throw err;
             // A concurrent request with this key committed first: answer as it did (read on the primary).
-            const winner = await timed(() => findKey(openSession(env.DB, "write").d1, schoolId, key));
+            const winner = await timed(() => findKey(shard, schoolId, key));
             if (!winner) throw err;
             return replay(winner);
           }
@@ -233,19 +264,15 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         404: ["COURSE_NOT_FOUND"],
       },
       async handler(req, env, _exec, rc) {
-        const keyHash = await apiKeyHash(req, env.DB, rc);
+        const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
         const id = pathParam(req);
         const include = await parseAuthenticated(env, rc, keyHash, () => parseIncludeQuery(queryOf(req)));
-        return inSession(req, env, rc, "read", async (s) => {
-          if (!ID_RE.test(id)) {
-            await schoolOfKey(s.d1, rc, keyHash);
-            throw courseNotFound(id);
-          }
-          const course = await readCourse(s, rc, keyHash, id, include);
-          // The ETag names the bare record's version; a response with includes is another representation.
-          const bare = !Object.values(include).some(Boolean);
-          return successRaw(course.record, { headers: bare ? { etag: `"${course.version}"` } : {} });
-        });
+        if (!ID_RE.test(id)) {
+          await schoolOfKey(env.DIRECTORY, rc, keyHash);
+          throw courseNotFound(id);
+        }
+        const q: CourseQuery = { ...toCourseQuery({ courseId: [id], limit: 1 }), include };
+        return answerOne(req, env, rc, keyHash, q, id);
       },
     },
     {
@@ -274,16 +301,17 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
         },
         404: ["COURSE_NOT_FOUND"],
         412: { codes: ["PRECONDITION_FAILED"], lead: "Nothing was written and no event published; read the course again and reapply the change." },
+        503: MOVING,
       },
       async handler(req, env, _exec, rc) {
-        return inWriteSession(req, env, rc, async (s, schoolId) => {
+        return inWriteSession(req, env, rc, async (s, schoolId, shard) => {
           const id = pathParam(req);
           const ifMatch = readIfMatch(req);
           const patch = parsePatchBody(await readJson(req));
           if (!ID_RE.test(id)) throw courseNotFound(id);
           const timed = rc.db.bind(rc);
           const { course, events } = await patchCourse(s.d1, schoolId, id, patch, timed, ifMatch);
-          await publish(env, schoolId, events, timed);
+          await publish(env, shard, schoolId, events, timed);
           return success(course);
         });
       },

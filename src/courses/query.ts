@@ -9,22 +9,17 @@
  */
 import { and, asc, desc, eq, gte, lte, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import { courses } from "../db/schema";
+import { courses } from "../db/shard-schema";
 import { fold } from "../lib/text";
 import type { SortKey } from "./filter-schemas";
 import type { CourseQuery } from "./filters";
 import { courseRecordJson } from "./record";
 
-/**
- * The school a statement reads: a literal school id (writes, hub) or the school of an API
- * key hash, resolved inside the statement so that auth travels in the same round trip.
- */
-export type SchoolScope = { schoolId: string } | { keyHash: string };
+/** The school a statement reads (the directory named it; src/courses/session.ts). */
+export type SchoolScope = { schoolId: string };
 
 /** SQL for the school id of a scope. */
-function schoolIdSql(scope: SchoolScope): SQL {
-  return "schoolId" in scope ? sql`${scope.schoolId}` : sql`(SELECT school_id FROM api_keys WHERE key_hash = ${scope.keyHash} AND revoked_at IS NULL)`;
-}
+const schoolIdSql = (scope: SchoolScope): SQL => sql`${scope.schoolId}`;
 
 const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
 

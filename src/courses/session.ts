@@ -1,63 +1,152 @@
 /**
- * The D1 session of a course operation: every operation runs its database work in one
- * session whose bookmark the client may send (`x-d1-bookmark`) and gets back, and checks the
- * API key before it reports a malformed request, so that 401 comes before 400.
+ * Where a course operation meets its school's shard (docs/reference.md § Database shards):
+ * the directory names the school and its shard, and every operation runs its database work
+ * in one D1 session of that shard, whose bookmark the client may send (`x-d1-bookmark`) and
+ * gets back. A read sends its query together with the directory's check when the isolate
+ * knows the credential's shard; the key is checked before a malformed request is reported,
+ * so that 401 comes before 400.
  */
 import type { IRequest } from "itty-router";
 import { z } from "zod";
-import { type DbSession, openSession, type SessionKind } from "../db/client";
-import { authenticate, schoolOfKey } from "../http/auth";
+import { type DbSession, openSession } from "../db/client";
+import { knownPlace, rememberPlace, shardFor } from "../db/shards";
+import { authenticate, authenticatePlace, type SchoolPlace, schoolOfKey } from "../http/auth";
 import type { RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import { BOOKMARK_HEADER, bookmarkHeaderSchema, readBookmark } from "../http/headers";
 import { rejectQuery } from "../http/request";
+
+/** Seconds a client waits before retrying a write refused by a move (`Retry-After`). */
+const MOVING_RETRY_AFTER_S = 5;
+
+/** 503 SCHOOL_MOVING with `Retry-After` (docs/reference.md § Error codes). */
+const schoolMoving = () => new ApiError("SCHOOL_MOVING", undefined, undefined, { "retry-after": String(MOVING_RETRY_AFTER_S) });
+
+/** Whether a failed write batch was refused by a move's fence (migrations/shard/0002_move_fence.sql). */
+const isFenced = (err: unknown) => err instanceof Error && /SCHOOL_MOVING/.test(err.message);
 
 /** Validates a request, answering 401 before 400: when parsing fails, the key is checked first unless it was already (an extra round trip on the error path only). */
 export async function parseAuthenticated<T>(env: Env, rc: RequestContext, keyHash: string, parse: () => T | Promise<T>): Promise<T> {
   try {
     return await parse();
   } catch (err) {
-    if (err instanceof ApiError && rc.schoolId === undefined) await schoolOfKey(env.DB, rc, keyHash);
+    if (err instanceof ApiError && rc.schoolId === undefined) await schoolOfKey(env.DIRECTORY, rc, keyHash);
     throw err;
   }
 }
 
-/**
- * Runs a course operation's database work in one D1 session (docs/reference.md § "Read consistency at
- * the edge"): `kind` "read" may be served by a replica, "write" starts on the primary; the
- * client's `x-d1-bookmark` (validated here, 401 before 400) makes either at least that
- * fresh. The session's bookmark is set on the response, errors included, once the session
- * has reached the database.
- *
- * @throws ApiError 400 INVALID_PARAMETER naming `x-d1-bookmark`; whatever `work` throws.
- */
-export async function inSession(req: IRequest, env: Env, rc: RequestContext, kind: SessionKind, work: (s: DbSession) => Promise<Response>): Promise<Response> {
-  let bookmark: string | undefined;
+/** The client's bookmark, once the credential is checked when the header is malformed (401 before 400). */
+async function bookmarkOf(req: IRequest, env: Env, rc: RequestContext): Promise<string | undefined> {
   try {
-    bookmark = readBookmark(req);
+    return readBookmark(req);
   } catch (err) {
-    await authenticate(req, env.DB, rc);
+    await authenticate(req, env.DIRECTORY, rc);
     throw err;
   }
-  const session = openSession(env.DB, kind, bookmark);
+}
+
+/** Sets the session's bookmark on a response or on the ApiError it became, once the session reached the database. */
+async function withBookmark(session: () => DbSession | undefined, work: () => Promise<Response>): Promise<Response> {
   try {
-    const res = await work(session);
-    const after = session.bookmark();
+    const res = await work();
+    const after = session()?.bookmark();
     if (after) res.headers.set(BOOKMARK_HEADER, after);
     return res;
   } catch (err) {
-    const after = session.bookmark();
+    const after = session()?.bookmark();
     throw err instanceof ApiError && after ? err.withHeaders({ [BOOKMARK_HEADER]: after }) : err;
   }
 }
 
-/** A course write: a write session, the key's school (checked in it), no query string. */
-export function inWriteSession(req: IRequest, env: Env, rc: RequestContext, work: (s: DbSession, schoolId: string) => Promise<Response>): Promise<Response> {
-  return inSession(req, env, rc, "write", async (s) => {
-    const schoolId = await authenticate(req, s.d1, rc);
-    rejectQuery(req);
-    return work(s, schoolId);
-  });
+/** What a read on a shard found: whether the shard holds the school (read in the same batch), and the read's value. */
+export interface ShardRead<T> {
+  held: boolean;
+  value: T;
+}
+
+/** Tries of a read on the shard the directory names before giving up (a move switching meanwhile). */
+const READ_TRIES = 3;
+
+/**
+ * Runs a course read on the school's shard (docs/reference.md § Database shards). When the
+ * isolate knows the key's shard, the directory's check and the shard's query go out
+ * together (one round trip of latency); the shard's answer is used only when the check
+ * passes, names that school and shard, and the shard holds the school. Otherwise the read
+ * is repeated on the shard the directory names — on a replica, then on its primary, then
+ * after reading the directory again — so no read answers from a shard that does not hold
+ * the school. The answering session's bookmark is set on the response (errors included).
+ *
+ * @param read one batch on the session, `held` read in it (`heldQuery` of src/db/shards.ts).
+ * @param answer the response of the read's value; its ApiError carries the bookmark too.
+ * @throws ApiError 401 UNAUTHORIZED, 400 for a malformed `x-d1-bookmark`; Error when no
+ *   shard holds the school after three tries.
+ */
+export async function readOnShard<T>(
+  req: IRequest,
+  env: Env,
+  rc: RequestContext,
+  keyHash: string,
+  read: (s: DbSession, schoolId: string) => Promise<ShardRead<T>>,
+  answer: (value: T) => Response | Promise<Response>,
+): Promise<Response> {
+  const bookmark = await bookmarkOf(req, env, rc);
+  let session: DbSession | undefined;
+  const attempt = async (place: { schoolId: string; shard: string }, primary: boolean) => {
+    const s = openSession(shardFor(env, place.shard), primary ? "write" : "read", bookmark);
+    return { s, ...(await rc.db(() => read(s, place.schoolId))) };
+  };
+  return withBookmark(
+    () => session,
+    async () => {
+      const known = rc.schoolId === undefined ? knownPlace(keyHash) : undefined;
+      const early = known && attempt(known, false);
+      early?.catch(() => {}); // awaited below only when the directory's check passes
+      let place: SchoolPlace =
+        rc.schoolId !== undefined && rc.shard !== undefined
+          ? { schoolId: rc.schoolId, shard: rc.shard, moving: false }
+          : await schoolOfKey(env.DIRECTORY, rc, keyHash);
+      rememberPlace(keyHash, place);
+      let found = early && known.shard === place.shard && known.schoolId === place.schoolId ? await early : undefined;
+      for (let i = 0; !found?.held && i < READ_TRIES; i++) {
+        if (i === 2) place = await schoolOfKey(env.DIRECTORY, rc, keyHash);
+        found = await attempt(place, i > 0 || found !== undefined);
+      }
+      session = found!.s;
+      if (!found!.held) throw new Error(`shard ${place.shard} does not hold school ${place.schoolId}`);
+      return answer(found!.value);
+    },
+  );
+}
+
+/**
+ * A course write: the directory's check (school, shard, state), then a write session on the
+ * school's shard; no query string. While the school moves, 503 SCHOOL_MOVING with
+ * `Retry-After` — also when the move's fence refuses the write's batch on the shard.
+ *
+ * @param work gets the session, the school and its shard's binding (primary reads).
+ */
+export async function inWriteSession(
+  req: IRequest,
+  env: Env,
+  rc: RequestContext,
+  work: (s: DbSession, schoolId: string, shard: D1Database) => Promise<Response>,
+): Promise<Response> {
+  const bookmark = await bookmarkOf(req, env, rc);
+  const place = await authenticatePlace(req, env.DIRECTORY, rc);
+  rejectQuery(req);
+  if (place.moving) throw schoolMoving();
+  const shard = shardFor(env, place.shard);
+  const session = openSession(shard, "write", bookmark);
+  return withBookmark(
+    () => session,
+    async () => {
+      try {
+        return await work(session, place.schoolId, shard);
+      } catch (err) {
+        throw isFenced(err) ? schoolMoving() : err;
+      }
+    },
+  );
 }
 
 /** The request header every course operation reads. */

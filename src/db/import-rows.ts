@@ -16,14 +16,41 @@ import { type ImportStep, upsert, type Value } from "./import-sql";
 const bool = (b: boolean) => (b ? 1 : 0);
 
 /**
- * The steps of importing a validated file, in dependency order.
+ * The directory's steps of importing a validated file: its schools, each with the shard
+ * `placed` names (a known school keeps its own), and its API keys.
  *
- * @param now ms since the epoch, used for `createdAt`/`updatedAt` of courses that omit them
- *   (on first insert only: an existing row keeps its stored values) and for key `created_at`.
+ * @param now ms since the epoch: the keys' `created_at`.
  */
-export async function importSteps(file: ImportFile, now = Date.now()): Promise<ImportStep[]> {
+export async function directorySteps(file: ImportFile, placed: ReadonlyMap<string, string>, now = Date.now()): Promise<ImportStep[]> {
   const keyRows: Value[][] = [];
   for (const k of await importedKeys(file)) keyRows.push([k.hash, k.schoolId, now, mintId("key", now), k.last4]);
+  return [
+    upsert(
+      "schools",
+      ["id", "name", "shard"],
+      file.schools.map((s) => [s.id, s.name, placed.get(s.id)!]),
+      "ON CONFLICT(id) DO UPDATE SET name = excluded.name",
+    ),
+    // A stored key keeps its school, id, label and state: importing it again never revokes
+    // or un-revokes it (a key of another school refuses the whole file before this runs:
+    // `keyOwnershipProblems`). Only the last 4 characters of a key stored without them are filled.
+    upsert(
+      "api_keys",
+      ["key_hash", "school_id", "created_at", "id", "last4"],
+      keyRows,
+      "ON CONFLICT(key_hash) DO UPDATE SET last4 = coalesce(api_keys.last4, excluded.last4) WHERE api_keys.school_id = excluded.school_id",
+    ),
+  ];
+}
+
+/**
+ * A shard's steps of importing the part of a validated file placed on it, in dependency
+ * order: the shard records that it holds the file's schools, then their rows.
+ *
+ * @param now ms since the epoch, used for `createdAt`/`updatedAt` of courses that omit them
+ *   (on first insert only: an existing row keeps its stored values).
+ */
+export function shardSteps(file: ImportFile, now = Date.now()): ImportStep[] {
   // Folded keys (`fold()`) are written beside the names they fold: the page statement orders
   // included people and survey templates by them (src/courses/query.ts).
   const named = (table: string, rows: { id: string; schoolId: string; name: string }[]) =>
@@ -48,19 +75,10 @@ export async function importSteps(file: ImportFile, now = Date.now()): Promise<I
     );
   return [
     upsert(
-      "schools",
-      ["id", "name"],
-      file.schools.map((s) => [s.id, s.name]),
-      "ON CONFLICT(id) DO UPDATE SET name = excluded.name",
-    ),
-    // A stored key keeps its school, id, label and state: importing it again never revokes
-    // or un-revokes it (a key of another school refuses the whole file before this runs:
-    // `keyOwnershipProblems`). Only the last 4 characters of a key stored without them are filled.
-    upsert(
-      "api_keys",
-      ["key_hash", "school_id", "created_at", "id", "last4"],
-      keyRows,
-      "ON CONFLICT(key_hash) DO UPDATE SET last4 = coalesce(api_keys.last4, excluded.last4) WHERE api_keys.school_id = excluded.school_id",
+      "held_schools",
+      ["school_id", "state"],
+      file.schools.map((s) => [s.id, "active"]),
+      "ON CONFLICT(school_id) DO NOTHING",
     ),
     named("trainings", file.trainings),
     named("groups", file.groups),

@@ -3,10 +3,13 @@
  * the same batch as the write (src/courses/storage.ts); this module hands them to the
  * school's hub and marks them published, in batches cut by bytes and count. The hub's
  * `publish` is idempotent by event id, so the cron sweep may repeat a publish safely; the
- * sweep goes school by school, fairly, and a row whose publish failed waits a back-off, so
- * that neither a failing hub nor one refused event holds up any other event.
+ * sweep walks every shard's outbox at once and each shard's school by school, fairly, and a
+ * row whose publish failed waits a back-off, so that neither a failing shard, a failing hub
+ * nor one refused event holds up any other event.
  */
 import { openSession } from "../db/client";
+import { shardBindings } from "../db/shard-names";
+import { shardFor } from "../db/shards";
 import { type D1Timer, untimed } from "../http/context";
 import { cutBatches } from "../lib/batches";
 import { describeError, logPublishFailure } from "../lib/log";
@@ -76,7 +79,7 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
 /**
  * Publishes events of one school to its hub, in order, in batches cut by `cutBatches`
  * (count and bytes: one call never carries more than the hub stores in one step), each
- * batch then marked published in the outbox. Each call takes a fresh stub (`hubFor`): a
+ * batch then marked published in the outbox of `shard` (the school's). Each call takes a fresh stub (`hubFor`): a
  * stub that threw once stays broken. Stops at the first batch that fails.
  *
  * @param timed wraps the D1 round trip (a request's `RequestContext.db`); identity by default.
@@ -86,10 +89,17 @@ function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<
  *   fewer than all when the hub could not be reached, did not answer in time or the mark
  *   failed (those rows stay unpublished for the sweep; the failure is logged, never thrown).
  */
-export async function publishEvents(env: Env, schoolId: string, events: SchoolEvent[], timed: D1Timer = untimed, timeoutMs?: number): Promise<number> {
+export async function publishEvents(
+  env: Env,
+  shard: D1Database,
+  schoolId: string,
+  events: SchoolEvent[],
+  timed: D1Timer = untimed,
+  timeoutMs?: number,
+): Promise<number> {
   let done = 0;
   try {
-    const primary = openSession(env.DB, "write").d1;
+    const primary = openSession(shard, "write").d1;
     for (const batch of cutBatches(events)) {
       const call = hubFor(env, schoolId).publish(batch.items);
       await (timeoutMs === undefined ? call : withTimeout(call, timeoutMs, `the hub of ${schoolId}`));
@@ -146,7 +156,16 @@ async function schoolsDue(primary: D1Database, now: number, cutoff: number, limi
  *
  * @returns rows re-published and rows whose publish failed.
  */
-async function sweepSchool(env: Env, primary: D1Database, schoolId: string, now: number, cutoff: number, deadline: number, limits: SweepLimits) {
+async function sweepSchool(
+  env: Env,
+  shard: D1Database,
+  primary: D1Database,
+  schoolId: string,
+  now: number,
+  cutoff: number,
+  deadline: number,
+  limits: SweepLimits,
+) {
   let republished = 0;
   let failed = 0;
   for (;;) {
@@ -162,6 +181,7 @@ async function sweepSchool(env: Env, primary: D1Database, schoolId: string, now:
     const rows = results[0]!.attempts > 0 ? results.slice(0, 1) : fresh === -1 ? results : results.slice(0, fresh);
     const done = await publishEvents(
       env,
+      shard,
       schoolId,
       rows.map((r) => JSON.parse(r.payload) as SchoolEvent),
       untimed,
@@ -189,7 +209,7 @@ async function sweepSchool(env: Env, primary: D1Database, schoolId: string, now:
 }
 
 /**
- * The cron sweep (docs/architecture.md § Invariants: the outbox), fair per school: it
+ * The sweep of one shard's outbox (docs/architecture.md § Invariants: the outbox), fair per school: it
  * re-publishes outbox rows older than 30 s that are not marked published and not backing
  * off, school by school — the schools with the first due rows first, up to `concurrency`
  * hubs at a time, each call with its timeout — so that a failing or slow hub delays only
@@ -201,12 +221,13 @@ async function sweepSchool(env: Env, primary: D1Database, schoolId: string, now:
  * @param now the sweep's instant (ms since epoch); rows created up to 30 s before it are due.
  * @param limits overrides of `SweepLimits` (tests).
  * @returns counts of this sweep; a hub's failure is counted (and logged), never thrown.
+ * @throws the shard's D1 errors (its schools wait for the next sweep).
  */
-export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
+async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
   const bounds = { ...SWEEP_LIMITS, ...limits };
   const deadline = Date.now() + bounds.budgetMs;
   const cutoff = now - SWEEP_AFTER_MS;
-  const primary = openSession(env.DB, "write").d1;
+  const primary = openSession(shard, "write").d1;
   const schools = await schoolsDue(primary, now, cutoff, bounds);
   const result: SweepResult = { schools: schools.length, republished: 0, failed: 0, pruned: 0 };
   let next = 0;
@@ -214,7 +235,7 @@ export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<Sw
     while (next < schools.length && Date.now() < deadline) {
       const schoolId = schools[next++]!;
       try {
-        const done = await sweepSchool(env, primary, schoolId, now, cutoff, deadline, bounds);
+        const done = await sweepSchool(env, shard, primary, schoolId, now, cutoff, deadline, bounds);
         result.republished += done.republished;
         result.failed += done.failed;
       } catch (err) {
@@ -230,4 +251,30 @@ export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<Sw
     .run();
   result.pruned = pruned.meta.changes ?? 0;
   return result;
+}
+
+/**
+ * The cron sweep (docs/architecture.md § The outbox): every shard's outbox at once, each by
+ * `sweepShard`, the hub calls shared out between the shards (at least one each), so that a
+ * failing or slow shard delays only its own schools.
+ *
+ * @param now the sweep's instant (ms since epoch).
+ * @param limits overrides of `SweepLimits` (tests); `concurrency` is the whole sweep's.
+ * @returns the counts of every shard, summed; a shard's failure is logged, never thrown.
+ */
+export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
+  const shards = shardBindings(env);
+  const concurrency = Math.max(1, Math.floor((limits.concurrency ?? SWEEP_LIMITS.concurrency) / shards.length));
+  const total: SweepResult = { schools: 0, republished: 0, failed: 0, pruned: 0 };
+  await Promise.all(
+    shards.map(async (binding) => {
+      try {
+        const r = await sweepShard(env, shardFor(env, binding), now, { ...limits, concurrency });
+        for (const k of ["schools", "republished", "failed", "pruned"] as const) total[k] += r[k];
+      } catch (err) {
+        logPublishFailure({ schoolId: binding, events: 0, ...describeError(err) });
+      }
+    }),
+  );
+  return total;
 }

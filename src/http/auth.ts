@@ -6,9 +6,9 @@
  *   `portalTokens` (src/http/operation.ts; the router copies it into the request context),
  *   and with a read-only token only their GETs and those declared `readOnlyTokens` (the
  *   redeem); any other operation: 403 FORBIDDEN.
- *
- * Both kinds are stored only as SHA-256 hashes and belong to exactly one school. The scope
- * lives in the operations' declarations, never in paths: this module only compares.
+ * Both kinds are stored only as SHA-256 hashes in the directory (binding DIRECTORY) and
+ * belong to exactly one school, whose shard the same query reads. The scope lives in the
+ * operations' declarations, never in paths: this module only compares.
  */
 import { sha256Hex } from "../lib/crypto";
 import { API_KEY_PATTERN, PORTAL_TOKEN_PATTERN } from "../lib/ids";
@@ -38,32 +38,57 @@ async function credentialOf(request: Request): Promise<{ kind: "key" | "portal";
 }
 
 /**
- * The SHA-256 hex of the request's API key, for operations that resolve the key inside
- * their own statements (the course reads: one D1 round trip). Those operations take API
- * keys only, so a portal token is resolved here instead, one D1 query, and refused.
+ * The SHA-256 hex of the request's API key, for the course operations (which take API keys
+ * only and send their shard's query together with the directory's check). A portal token is
+ * resolved here instead, one D1 query, and refused.
  *
  * @throws ApiError 401 UNAUTHORIZED when the header is missing or malformed, or the token
  *   unknown, expired or revoked; 403 FORBIDDEN for a valid portal token.
  */
-export async function apiKeyHash(request: Request, db: D1Database, rc: RequestContext): Promise<string> {
+export async function apiKeyHash(request: Request, directory: D1Database, rc: RequestContext): Promise<string> {
   const { kind, hash } = await credentialOf(request);
   if (kind === "key") return hash;
-  await schoolOfPortalToken(request, db, rc, hash);
+  await schoolOfPortalToken(request, directory, rc, hash);
   // Only an operation declared with `portalTokens` gets here, and such an operation must
   // resolve its credential with `authenticate`.
   throw new Error("an operation that resolves API keys in its own statements cannot take portal tokens");
 }
 
+/** Where a school's course data lives, as the directory says (docs/reference.md § Database shards). */
+export interface SchoolPlace {
+  schoolId: string;
+  /** The D1 binding of the school's shard (`SHARD_0`, …). */
+  shard: string;
+  /** Whether a move runs: its course writes answer 503 SCHOOL_MOVING. */
+  moving: boolean;
+}
+
+/** The directory's columns of a school, joined to a credential's row. */
+const PLACE_COLUMNS = "s.shard AS shard, s.state AS state";
+
 /**
- * Resolves a key hash to its school id with one D1 query.
+ * Resolves an API key's hash to its school and the school's shard: one directory query, on
+ * the primary, so that a key minted a moment ago works at once and a revoked one is refused
+ * at once (docs/reference.md § Conventions).
  *
  * @throws ApiError 401 UNAUTHORIZED for unknown or revoked keys.
  */
-export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: string): Promise<string> {
+export async function schoolOfKey(directory: D1Database, rc: RequestContext, keyHash: string): Promise<SchoolPlace> {
   const row = await rc.db(() =>
-    db.prepare("SELECT school_id, id FROM api_keys WHERE key_hash = ? AND revoked_at IS NULL").bind(keyHash).first<{ school_id: string; id: string | null }>(),
+    directory
+      .prepare(`SELECT k.school_id, k.id, ${PLACE_COLUMNS} FROM api_keys k JOIN schools s ON s.id = k.school_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`)
+      .bind(keyHash)
+      .first<{ school_id: string; id: string; shard: string; state: string }>(),
   );
-  return verifiedSchool(rc, row?.school_id, row?.id ?? null);
+  verifiedSchool(rc, row?.school_id, row?.id ?? null);
+  return placeOf(rc, row!);
+}
+
+/** Records the school's place in the request's context. */
+function placeOf(rc: RequestContext, row: { school_id: string; shard: string; state: string }): SchoolPlace {
+  const place = { schoolId: row.school_id, shard: row.shard, moving: row.state !== "active" };
+  rc.shard = place.shard;
+  return place;
 }
 
 /**
@@ -76,7 +101,7 @@ export async function schoolOfKey(db: D1Database, rc: RequestContext, keyHash: s
  * @returns `schoolId`.
  * @throws ApiError 401 UNAUTHORIZED when `schoolId` is `undefined`.
  */
-export function verifiedSchool(rc: RequestContext, schoolId: string | undefined, keyId: string | null): string {
+function verifiedSchool(rc: RequestContext, schoolId: string | undefined, keyId: string | null): string {
   if (schoolId === undefined) throw errors.unauthorized();
   rc.schoolId = schoolId;
   rc.keyId = keyId;
@@ -89,16 +114,18 @@ export function verifiedSchool(rc: RequestContext, schoolId: string | undefined,
  * session is recorded in `rc.portalSession` (the router sends it as response headers), the
  * read-only check included.
  *
- * @returns the token's school id.
+ * @returns the token's school and its shard.
  * @throws ApiError 401 UNAUTHORIZED (unknown, expired or revoked token), 403 FORBIDDEN
  *   (an operation that takes API keys only, or a change with a read-only token).
  */
-async function schoolOfPortalToken(request: Request, db: D1Database, rc: RequestContext, tokenHash: string): Promise<string> {
+async function schoolOfPortalToken(request: Request, directory: D1Database, rc: RequestContext, tokenHash: string): Promise<SchoolPlace> {
   const row = await rc.db(() =>
-    db
-      .prepare("SELECT school_id, expires_at, read_only, revoked_at, key_id FROM portal_sessions WHERE token_hash = ?")
+    directory
+      .prepare(
+        `SELECT p.school_id, p.expires_at, p.read_only, p.revoked_at, p.key_id, ${PLACE_COLUMNS} FROM portal_sessions p JOIN schools s ON s.id = p.school_id WHERE p.token_hash = ?`,
+      )
       .bind(tokenHash)
-      .first<{ school_id: string; expires_at: number; read_only: number; revoked_at: number | null; key_id: string | null }>(),
+      .first<{ school_id: string; expires_at: number; read_only: number; revoked_at: number | null; key_id: string | null; shard: string; state: string }>(),
   );
   if (!row) throw errors.unauthorized();
   // Only the holder of the token learns why it no longer works: say so, the portal shows it.
@@ -118,17 +145,23 @@ async function schoolOfPortalToken(request: Request, db: D1Database, rc: Request
   if (readOnly && request.method !== "GET" && !rc.readOnlyTokens) {
     throw new ApiError("FORBIDDEN", "This portal session is read-only: it can read the webhooks, their deliveries and statistics, and change nothing.");
   }
-  return row.school_id;
+  return placeOf(rc, row);
 }
 
 /**
- * The school of the request's credential (header check + one D1 query), in the scope of the
- * operation being served: API keys everywhere, portal tokens where the declaration allows.
+ * The school of the request's credential and its shard (header check + one directory query
+ * on the primary), in the scope of the operation being served: API
+ * keys everywhere, portal tokens where the declaration allows.
  *
  * @throws ApiError 401 UNAUTHORIZED (missing, malformed, unknown, expired or revoked), 403
  *   FORBIDDEN (a valid portal token outside its scope).
  */
-export async function authenticate(request: Request, db: D1Database, rc: RequestContext): Promise<string> {
+export async function authenticatePlace(request: Request, directory: D1Database, rc: RequestContext): Promise<SchoolPlace> {
   const { kind, hash } = await credentialOf(request);
-  return kind === "key" ? schoolOfKey(db, rc, hash) : schoolOfPortalToken(request, db, rc, hash);
+  return kind === "key" ? schoolOfKey(directory, rc, hash) : schoolOfPortalToken(request, directory, rc, hash);
+}
+
+/** `authenticatePlace`'s school id, for the operations that do not read a shard. */
+export async function authenticate(request: Request, directory: D1Database, rc: RequestContext): Promise<string> {
+  return (await authenticatePlace(request, directory, rc)).schoolId;
 }

@@ -51,6 +51,8 @@ export class RequestContext {
    * first checks a credential not known yet, alone (docs/reference.md § Conventions).
    */
   credentialRecentlyVerified = false;
+  /** The shard of the credential's school (`SHARD_0`, …), once the directory named it (src/http/auth.ts). */
+  shard: string | undefined = undefined;
   /** Whether the verified credential is a portal session token (its school's tokens share one rate-limit counter). */
   viaPortalToken = false;
   /** The `operationId` of the operation the router matched (the log line's). */
@@ -62,14 +64,23 @@ export class RequestContext {
     this.requestId = incomingId && /^[A-Za-z0-9_.:-]{1,128}$/.test(incomingId) ? incomingId : mintId("req");
   }
 
-  /** Runs one D1 round trip and adds its duration to `dbMs`. */
+  /** D1 calls under way, and when the first of them started (ms, `performance.now()`). */
+  private inFlight = 0;
+  private inFlightSince = 0;
+
+  /**
+   * Runs one D1 call and counts its latency: calls that overlap (the directory's check and
+   * the shard's query sent together) count as one round trip, and their union as `dbMs`.
+   */
   async db<T>(run: () => Promise<T>): Promise<T> {
-    const t0 = performance.now();
+    if (this.inFlight++ === 0) {
+      this.inFlightSince = performance.now();
+      this.dbRoundTrips += 1;
+    }
     try {
       return await run();
     } finally {
-      this.dbMs += performance.now() - t0;
-      this.dbRoundTrips += 1;
+      if (--this.inFlight === 0) this.dbMs += performance.now() - this.inFlightSince;
     }
   }
 

@@ -110,6 +110,12 @@ export const ERRORS = {
   PRECONDITION_FAILED: { status: 412, when: "`If-Match` names another version than the course's current one" },
   IDEMPOTENCY_KEY_MISMATCH: { status: 422, when: "an `Idempotency-Key` reused with a different body" },
   RATE_LIMITED: { status: 429, when: "the key (or client IP) exceeded its rate limit; `Retry-After` says when to retry" },
+  SCHOOL_MOVING: {
+    status: 503,
+    when: "a course write while an operator moves the school to another database shard (seconds); `Retry-After` says when to retry; reads keep working",
+    message:
+      "This school's data is being moved to another database shard: course writes are paused for a few seconds, reads keep working; retry after the Retry-After delay.",
+  },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     when: `the body is over ${MAX_BODY_BYTES} bytes (1 MiB)`,

@@ -44,7 +44,8 @@ export const COMMON_HEADERS = {
     example: "no-store",
   },
   RetryAfter: {
-    description: "Seconds to wait before retrying (the rate-limit window: an upper bound).",
+    description:
+      "Seconds to wait before retrying: the rate-limit window (429, an upper bound), or the pause of a school's course writes while it moves to another database shard (503 SCHOOL_MOVING).",
     required: true,
     schema: { type: "string", pattern: "^[0-9]+$" },
     example: String(RATE_LIMIT_WINDOW_S),
@@ -103,7 +104,7 @@ function fail(response: ErrorResponse): ResponseConfig {
   const shared = sharedErrors[status as keyof typeof sharedErrors];
   const schema = shared && codes.length === 1 && shared.shape.code.options[0] === codes[0] ? shared : errorEnvelope(codes);
   const lines = codes.map((c) => `- \`${c}\`: ${when(c)}.`).join("\n");
-  const headers = status === 429 ? { ...headerRefs, "Retry-After": { $ref: "#/components/headers/RetryAfter" } } : headerRefs;
+  const headers = status === 429 || status === 503 ? { ...headerRefs, "Retry-After": { $ref: "#/components/headers/RetryAfter" } } : headerRefs;
   return {
     description: `${lead ? `${lead}\n\n` : ""}${lines}`,
     headers: headers as ResponseConfig["headers"],

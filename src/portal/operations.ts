@@ -57,14 +57,14 @@ export const portalSessionOperations: Operation<Env>[] = [
     },
     /** The link's origin is the one the request reached (the Worker serves /portal itself). */
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const body = parseBodyWith(
         createPortalSessionSchema,
         await readOptionalJson(req),
         "The body, if any, must be a JSON object: { expiresInSeconds?, readOnly? }.",
       );
-      const session = await createPortalSession(env.DB, rc.db.bind(rc), schoolId, rc.keyId ?? null, {
+      const session = await createPortalSession(env.DIRECTORY, rc.db.bind(rc), schoolId, rc.keyId ?? null, {
         expiresInSeconds: body.expiresInSeconds ?? DEFAULT_SESSION_SECONDS,
         readOnly: body.readOnly ?? false,
       });
@@ -89,9 +89,9 @@ export const portalSessionOperations: Operation<Env>[] = [
       400: ["UNKNOWN_PARAMETER"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
-      return success({ revoked: await revokePortalSessions(env.DB, rc.db.bind(rc), schoolId) });
+      return success({ revoked: await revokePortalSessions(env.DIRECTORY, rc.db.bind(rc), schoolId) });
     },
   },
   {
@@ -114,10 +114,10 @@ export const portalSessionOperations: Operation<Env>[] = [
       403: { codes: ["FORBIDDEN"], lead: "An API key: only portal session tokens are redeemed." },
     },
     async handler(req, env, _exec, rc) {
-      await authenticate(req, env.DB, rc);
+      await authenticate(req, env.DIRECTORY, rc);
       if (rc.portalSession === null) throw new ApiError("FORBIDDEN", "Only a portal session token (ps_…) can be redeemed; an API key needs no redeem.");
       rejectQuery(req);
-      const s = await redeemPortalSession(env.DB, rc.db.bind(rc), rc.portalSession.tokenHash);
+      const s = await redeemPortalSession(env.DIRECTORY, rc.db.bind(rc), rc.portalSession.tokenHash);
       return success({ token: s.token, expiresAt: formatInstant(s.expiresAt), readOnly: s.readOnly, school: s.school }, { status: 201 });
     },
   },
@@ -134,9 +134,9 @@ export const portalSessionOperations: Operation<Env>[] = [
       400: ["UNKNOWN_PARAMETER"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
-      return success(await readSchool(env.DB, rc.db.bind(rc), schoolId));
+      return success(await readSchool(env.DIRECTORY, rc.db.bind(rc), schoolId));
     },
   },
 ];

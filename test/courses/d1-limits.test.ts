@@ -20,6 +20,7 @@ import { limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A } from "../support/fixtures";
 import { loadFixture } from "../support/helpers";
 import { checkResponse } from "../support/openapi-check";
+import { shardOf } from "../support/shards";
 
 /** Calls the Worker on the limited D1 and checks the answer against the OpenAPI document. */
 async function call(path: string, init: { method?: string; key?: string; json?: unknown; body?: string | ReadableStream } = {}) {
@@ -47,7 +48,7 @@ beforeAll(async () => {
 });
 
 describe("the D1 simulation refuses what production refuses", () => {
-  const db = limitedD1(env.DB);
+  const db = limitedD1(env.SHARD_0);
   it("101 bound parameters, 100,001 bytes of SQL, a value or a row over 2,000,000 bytes", async () => {
     const marks = (n: number) => Array.from({ length: n }, () => "?").join(",");
     await expect(
@@ -242,7 +243,7 @@ describe("other filters at their bounds", () => {
       includeTraining: true,
       sort: ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"].map((field) => ({ field, order: "desc" }) as never),
     });
-    const { sql, params } = selectCoursePage(getDb(env.DB), { keyHash: "0".repeat(64) }, full).toSQL();
+    const { sql, params } = selectCoursePage(getDb(env.SHARD_0), { schoolId: "0".repeat(64) }, full).toSQL();
     expect(params.length).toBeLessThanOrEqual(100);
     expect(new TextEncoder().encode(sql).byteLength).toBeLessThan(100_000);
     // And through the Worker, on the limited D1.
@@ -334,9 +335,8 @@ describe("a course with every list at its maximum (1,000 ids of 64 characters, 1
         })
       ).status,
     ).toBe(200);
-    const outbox = await env.DB.prepare(
-      "SELECT count(*) AS n, count(published_at) AS published, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?",
-    )
+    const outbox = await (await shardOf(BOUNDS))
+      .prepare("SELECT count(*) AS n, count(published_at) AS published, max(length(CAST(payload AS BLOB))) AS biggest FROM outbox WHERE school_id = ?")
       .bind(BOUNDS)
       .first<{ n: number; published: number; biggest: number }>();
     // created; then updated, archived, absences sent and one signature per professor.

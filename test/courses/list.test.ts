@@ -6,7 +6,7 @@ import { referenceList } from "../support/reference";
 
 beforeAll(async () => {
   await loadFixture(fixture);
-  await env.DB.prepare("UPDATE api_keys SET revoked_at = 1 WHERE school_id = 'sch_revoked'").run();
+  await env.DIRECTORY.prepare("UPDATE api_keys SET revoked_at = 1 WHERE school_id = 'sch_revoked'").run();
 });
 
 const list = async (qs: string, key = KEY_A) => callJson(`/v3/courses${qs ? `?${qs}` : ""}`, { key });

@@ -12,6 +12,7 @@ import { getDb } from "../../src/db/client";
 import { coursesA, fixture, KEY_A } from "../support/fixtures";
 import { callJson, loadFixture } from "../support/helpers";
 import { referenceList } from "../support/reference";
+import { shardOf } from "../support/shards";
 
 beforeAll(async () => {
   await loadFixture(fixture);
@@ -42,22 +43,23 @@ describe("name filter through the trigram index", () => {
   });
 
   it("stays in sync with direct row changes (insert, update, delete)", async () => {
+    const shard = await shardOf("sch_a");
     const row = (id: string, name: string) =>
-      env.DB.prepare(
-        "INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, created_at, updated_at) VALUES ('sch_a', ?, ?, ?, 0, 1, 0, 0)",
-      ).bind(id, name, name.toLowerCase());
-    await env.DB.batch([row("crs_fts_1", "Xylophone"), row("crs_fts_2", "Xylographie")]);
+      shard
+        .prepare("INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, created_at, updated_at) VALUES ('sch_a', ?, ?, ?, 0, 1, 0, 0)")
+        .bind(id, name, name.toLowerCase());
+    await shard.batch([row("crs_fts_1", "Xylophone"), row("crs_fts_2", "Xylographie")]);
     expect(await found("xylo")).toEqual(["crs_fts_1", "crs_fts_2"]);
-    await env.DB.prepare("UPDATE courses SET name = 'Harpe', name_folded = 'harpe' WHERE school_id = 'sch_a' AND id = 'crs_fts_1'").run();
-    await env.DB.prepare("DELETE FROM courses WHERE school_id = 'sch_a' AND id = 'crs_fts_2'").run();
+    await shard.prepare("UPDATE courses SET name = 'Harpe', name_folded = 'harpe' WHERE school_id = 'sch_a' AND id = 'crs_fts_1'").run();
+    await shard.prepare("DELETE FROM courses WHERE school_id = 'sch_a' AND id = 'crs_fts_2'").run();
     expect(await found("xylo")).toEqual([]);
     expect(await found("harp")).toEqual(["crs_fts_1"]);
   });
 
   it("3+ code points read the trigram index; 1–2 check the school's names", async () => {
     const plan = async (name: string) => {
-      const { sql, params } = selectCoursePage(getDb(env.DB), { keyHash: "h" }, parseListQuery(new URLSearchParams({ name }))).toSQL();
-      const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+      const { sql, params } = selectCoursePage(getDb(env.SHARD_0), { schoolId: "h" }, parseListQuery(new URLSearchParams({ name }))).toSQL();
+      const rows = await env.SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`)
         .bind(...params)
         .all<{ detail: string }>();
       return rows.results.map((r) => r.detail).join("\n");
@@ -73,7 +75,7 @@ describe("name filter through the trigram index", () => {
         const q = parseListQuery(new URLSearchParams({ name, limit: "2", page: String(page) }));
         const expected = referenceList({ name, limit: 2, page });
         for (const maxDocs of [-1, Number.MAX_SAFE_INTEGER]) {
-          const rows = await selectCoursePage(getDb(env.DB), { schoolId: "sch_a" }, q, maxDocs);
+          const rows = await selectCoursePage(getDb(await shardOf("sch_a")), { schoolId: "sch_a" }, q, maxDocs);
           expect({ name, page, maxDocs, ids: rows.slice(0, 2).map((r) => r.id), hasMore: rows.length > 2 }).toEqual({ name, page, maxDocs, ...expected });
         }
       }

@@ -11,8 +11,8 @@ import { selectCoursePage } from "../../src/courses/query";
 import { getDb } from "../../src/db/client";
 
 const plan = async (q: ReturnType<typeof parseListQuery>) => {
-  const { sql, params } = selectCoursePage(getDb(env.DB), { keyHash: "h" }, q).toSQL();
-  const rows = await env.DB.prepare(`EXPLAIN QUERY PLAN ${sql}`)
+  const { sql, params } = selectCoursePage(getDb(env.SHARD_0), { schoolId: "h" }, q).toSQL();
+  const rows = await env.SHARD_0.prepare(`EXPLAIN QUERY PLAN ${sql}`)
     .bind(...params)
     .all<{ detail: string }>();
   return rows.results.map((r) => r.detail);

@@ -8,11 +8,13 @@
  */
 import { applyD1Migrations, createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { shardFor } from "../../src/db/shards";
 import worker from "../../src/index";
 import { fixture, KEY_A } from "../support/fixtures";
 import { BASE, callJson, loadFixture } from "../support/helpers";
 import { checkResponse } from "../support/openapi-check";
 import { ReplicatedD1 } from "../support/replica-sim";
+import { shardNameOf } from "../support/shards";
 
 const BOOKMARK = "x-d1-bookmark";
 const course = { name: "Séance de rattrapage", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z" };
@@ -81,6 +83,8 @@ describe("a malformed bookmark", () => {
 
 describe("read-your-writes across requests (simulated replica lag)", () => {
   let sim: ReplicatedD1;
+  /** The shard of sch_a, which the simulated replicated database replaces. */
+  let shard: string;
 
   /** Calls the Worker with the simulated replicated database as its DB binding. */
   async function send(path: string, init: { method?: string; json?: unknown; bookmark?: string | null } = {}) {
@@ -90,17 +94,18 @@ describe("read-your-writes across requests (simulated replica lag)", () => {
     const method = init.method ?? "GET";
     const request = new Request(`${BASE}${path}`, { method, headers, body: init.json === undefined ? undefined : JSON.stringify(init.json) });
     const exec = createExecutionContext();
-    const res = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, DB: sim.binding() }, exec);
+    const res = await worker.fetch(request as Request<unknown, IncomingRequestCfProperties>, { ...env, [shard]: sim.binding() }, exec);
     await waitOnExecutionContext(exec);
     await checkResponse(method, `${BASE}${path}`, res);
     return { status: res.status, body: (await res.json()) as any, bookmark: res.headers.get(BOOKMARK), timing: res.headers.get("server-timing") ?? "" };
   }
 
   beforeAll(async () => {
-    await applyD1Migrations(env.TEST_REPLICA, env.TEST_MIGRATIONS);
-    sim = new ReplicatedD1(env.DB, env.TEST_REPLICA);
+    shard = await shardNameOf("sch_a");
+    await applyD1Migrations(env.TEST_REPLICA, env.TEST_SHARD_MIGRATIONS);
+    sim = new ReplicatedD1(shardFor(env, shard), env.TEST_REPLICA);
     // The replica starts as a copy of the primary's data.
-    await loadFixture(fixture, undefined, env.TEST_REPLICA);
+    await loadFixture(fixture, undefined, { ...env, [shard]: env.TEST_REPLICA });
   });
 
   it("a read without a bookmark may lag; with the write's bookmark it sees the write, in one round trip", async () => {

@@ -2,10 +2,10 @@
  * Course versions (docs/reference.md § "Course record", § "GET /v3/courses/{id}", § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one", docs/operations.md § "Data import (operators)"): 1 at creation or first import, +1 per committed
  * change, in records and events; `ETag` on GET without includes; `If-Match` on PATCH.
  */
-import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixture, KEY_A } from "../support/fixtures";
 import { callJson, loadFixture } from "../support/helpers";
+import { shardOf } from "../support/shards";
 
 beforeAll(async () => {
   await loadFixture(fixture);
@@ -19,10 +19,14 @@ const create = async () => {
 };
 const patch = (id: string, json: unknown, ifMatch?: string) =>
   callJson(`/v3/courses/${id}`, { method: "PATCH", key: KEY_A, json, headers: ifMatch === undefined ? {} : { "if-match": ifMatch } });
-const versionOf = async (id: string) => (await env.DB.prepare("SELECT version FROM courses WHERE id = ?").bind(id).first<{ version: number }>())!.version;
+const versionOf = async (id: string) =>
+  (await (await shardOf("sch_a")).prepare("SELECT version FROM courses WHERE id = ?").bind(id).first<{ version: number }>())!.version;
 const outbox = async (id: string) =>
   (
-    await env.DB.prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
+    await (
+      await shardOf("sch_a")
+    )
+      .prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
       .bind(id)
       .all<{ payload: string }>()
   ).results.map((r) => JSON.parse(r.payload) as { type: string; data: { course: { version: number } } });
@@ -107,7 +111,7 @@ describe("import and versions", () => {
   it("a new course gets 1, a changed course +1 (content or relations), an identical re-import changes nothing", async () => {
     const one = { ...fixture, courses: fixture.courses.filter((c) => c.id === "crs_06") };
     const target = one.courses[0]!;
-    await env.DB.prepare("DELETE FROM courses WHERE id = 'crs_06'").run();
+    await (await shardOf("sch_a")).prepare("DELETE FROM courses WHERE id = 'crs_06'").run();
     await loadFixture(one);
     expect(await versionOf("crs_06")).toBe(1);
     await loadFixture(one);
@@ -118,7 +122,7 @@ describe("import and versions", () => {
     expect(await versionOf("crs_06")).toBe(3);
     await loadFixture({ ...one, courses: [{ ...target, name: "Renamed", studentIds: [] }] });
     expect(await versionOf("crs_06")).toBe(3);
-    const scratch = await env.DB.prepare("SELECT count(*) AS n FROM import_course_states").first<{ n: number }>();
+    const scratch = await (await shardOf("sch_a")).prepare("SELECT count(*) AS n FROM import_course_states").first<{ n: number }>();
     expect(scratch!.n).toBe(0);
   });
 

@@ -2,10 +2,10 @@
  * POST /v3/courses and PATCH /v3/courses/{id} (docs/reference.md): fields, errors, events derived from
  * the change (read from the D1 outbox, written in the same batch), concurrency.
  */
-import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { fixture, KEY_A, KEY_B } from "../support/fixtures";
 import { callJson, loadFixture } from "../support/helpers";
+import { shardOf } from "../support/shards";
 
 beforeAll(async () => {
   await loadFixture(fixture);
@@ -18,7 +18,8 @@ const base = { name: "Droit des contrats", startDateTime: "2026-10-01T10:00:00+0
 
 /** Events of a course in the outbox, in the order they were written. */
 async function outboxEvents(courseId: string): Promise<{ type: string; data: any }[]> {
-  const { results } = await env.DB.prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
+  const { results } = await (await shardOf("sch_a"))
+    .prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
     .bind(courseId)
     .all<{ payload: string }>();
   return results.map((r) => JSON.parse(r.payload));
@@ -108,7 +109,8 @@ describe("POST /v3/courses", () => {
   }
 
   const rawPost = (body: string) => callJson("/v3/courses", { method: "POST", key: KEY_A, body, headers: { "content-type": "application/json" } });
-  const countCourses = async () => (await env.DB.prepare("SELECT count(*) AS n FROM courses WHERE school_id = 'sch_a'").first<{ n: number }>())!.n;
+  const countCourses = async () =>
+    (await (await shardOf("sch_a")).prepare("SELECT count(*) AS n FROM courses WHERE school_id = 'sch_a'").first<{ n: number }>())!.n;
 
   for (const key of ["__proto__", "constructor", "prototype"]) {
     it(`a ${key} key is 400 UNKNOWN_PARAMETER, at the root and in a professor, and nothing is written`, async () => {
@@ -179,7 +181,10 @@ describe("POST /v3/courses", () => {
     const other = await post({ ...base, studentIds: ["stu_2"], groupIds: ["grp_2"] }, KEY_B);
     expect(other.body.code).toBe("STUDENTS_NOT_FOUND");
     expect(other.body.details.map((d: any) => d.path)).toEqual(["studentIds[0]", "groupIds[0]"]);
-    const { results } = await env.DB.prepare("SELECT count(*) AS n FROM courses WHERE name = ? AND school_id = 'sch_b'").bind(base.name).all<{ n: number }>();
+    const { results } = await (await shardOf("sch_b"))
+      .prepare("SELECT count(*) AS n FROM courses WHERE name = ? AND school_id = 'sch_b'")
+      .bind(base.name)
+      .all<{ n: number }>();
     expect(results[0]!.n).toBe(0);
   });
 

@@ -10,15 +10,17 @@
  * 5,000-request suite quadratic. The handler, router and bindings are the same.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
+import { shardBindings } from "../../src/db/shard-names";
 import worker from "../../src/index";
 import { limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A, REVOKED_KEY } from "../support/fixtures";
 import { loadFixture } from "../support/helpers";
+import { shardOf } from "../support/shards";
 import type { Send } from "./oracle";
 import type { FuzzContext } from "./requests";
 
 /** The Worker's env with D1's production limits enforced. */
-const limitedEnv = { ...env, DB: limitedD1(env.DB) };
+const limitedEnv = { ...env, ...Object.fromEntries(["DIRECTORY", ...shardBindings(env)].map((b) => [b, limitedD1(env[b as "DIRECTORY"])])) };
 
 /** Sends a request to the Worker (see the module comment) and waits for its `waitUntil` work. */
 export const send: Send = async (req) => {
@@ -65,7 +67,7 @@ const register = async (key: string, url: string) => {
  */
 export async function setUpSchools(): Promise<FuzzContext> {
   await loadFixture(fixture);
-  await env.DB.prepare("UPDATE api_keys SET revoked_at = 1 WHERE school_id = 'sch_revoked'").run();
+  await env.DIRECTORY.prepare("UPDATE api_keys SET revoked_at = 1 WHERE school_id = 'sch_revoked'").run();
   // The same reference ids exist in both schools, so that a body sent to either references
   // only existing rows unless it is meant not to.
   const both = [WRITE_SCHOOL, "sch_a"];
@@ -114,7 +116,8 @@ export async function setUpSchools(): Promise<FuzzContext> {
 export async function d1Fingerprint(schoolId: string): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const table of ["courses", "course_groups", "course_students", "course_professors", "course_survey_templates", "outbox", "portal_sessions"]) {
-    const { results } = await env.DB.prepare(`SELECT * FROM ${table} WHERE school_id = ? ORDER BY 1, 2, 3`).bind(schoolId).all();
+    const db = table === "portal_sessions" ? env.DIRECTORY : await shardOf(schoolId);
+    const { results } = await db.prepare(`SELECT * FROM ${table} WHERE school_id = ? ORDER BY 1, 2, 3`).bind(schoolId).all();
     const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(JSON.stringify(results)));
     out[table] = `${results.length} rows, ${[...new Uint8Array(digest)]
       .slice(0, 8)

@@ -17,7 +17,7 @@ const SCHOOL = "sch_keys";
 async function run<T>(step: ImportStep): Promise<T[]> {
   const [s] = renderBound([step]);
   return (
-    await env.DB.prepare(s!.sql)
+    await env.DIRECTORY.prepare(s!.sql)
       .bind(...s!.params)
       .all<T>()
   ).results;
@@ -34,7 +34,7 @@ describe("npm run keys: the statements", () => {
     expect(k.id).toMatch(/^key_[0-9A-Z]{26}$/);
     expect(k.last4).toBe(k.key.slice(-4));
     expect(await run(insertKey(k))).toEqual([{ id: k.id }]);
-    const { results } = await env.DB.prepare("SELECT * FROM api_keys WHERE school_id = ?").bind(SCHOOL).all();
+    const { results } = await env.DIRECTORY.prepare("SELECT * FROM api_keys WHERE school_id = ?").bind(SCHOOL).all();
     expect(JSON.stringify(results)).not.toContain(k.key.slice("sk_live_".length, -4));
     expect(results).toContainEqual({
       key_hash: await sha256Hex(k.key),
@@ -51,7 +51,7 @@ describe("npm run keys: the statements", () => {
   it("create for an unknown school writes nothing", async () => {
     const k = await newApiKey("sch_nowhere", null);
     expect(await run(insertKey(k))).toEqual([]);
-    expect(await env.DB.prepare("SELECT count(*) AS n FROM api_keys WHERE school_id = 'sch_nowhere'").first()).toEqual({ n: 0 });
+    expect(await env.DIRECTORY.prepare("SELECT count(*) AS n FROM api_keys WHERE school_id = 'sch_nowhere'").first()).toEqual({ n: 0 });
   });
 
   it("list: every key of the school, oldest first — id, label, last 4, createdAt, revokedAt, never the key; null for an unknown school", async () => {

@@ -37,23 +37,23 @@ async function read(variant: string, count = true) {
 }
 
 describe("the variants of the benchmark entry", () => {
-  it("A: one D1 call counted at the binding, one limit() call, the bookmark and the policy", async () => {
+  it("A: two D1 calls counted at the bindings in one round trip (the directory's check and the shard's page, sent together), one limit() call, the bookmark and the policy", async () => {
     // The key's first request in this isolate is charged to the client IP, then (once
     // verified) recorded against the key: two limit() calls (src/http/rate-limit.ts).
     expect((await read("a")).headers.get("x-bench-ratelimit-calls")).toBe("2");
     const res = await read("a");
     expect(res.status).toBe(200);
-    expect(res.headers.get("x-bench-d1-calls")).toBe("1");
+    expect(res.headers.get("x-bench-d1-calls")).toBe("2");
     expect(res.headers.get("x-bench-ratelimit-calls")).toBe("1");
     expect(res.headers.get("server-timing")).toContain("D1 round trips: 1");
     expect(res.headers.get("x-d1-bookmark")).toBeTruthy();
     expect(res.headers.get("ratelimit-policy")).toBe(`"default";q=${env.RATE_LIMIT_QUOTA};w=60`);
   });
 
-  it("B: the same records, one D1 call, no limit() call, no bookmark, no policy", async () => {
+  it("B: the same records, the same two D1 calls, no limit() call, no bookmark, no policy", async () => {
     const [a, b] = [await read("a"), await read("b")];
     expect(b.status).toBe(200);
-    expect(b.headers.get("x-bench-d1-calls")).toBe("1");
+    expect(b.headers.get("x-bench-d1-calls")).toBe("2");
     expect(b.headers.get("x-bench-ratelimit-calls")).toBe("0");
     expect(b.headers.get("x-d1-bookmark")).toBeNull();
     expect(b.headers.get("ratelimit-policy")).toBeNull();
@@ -79,15 +79,15 @@ describe("the variants of the benchmark entry", () => {
 
 describe("sessionlessD1", () => {
   it("hands back a session over the same database, with no bookmark", async () => {
-    const view = sessionlessD1(env.DB);
-    expect(sessionlessD1(env.DB)).toBe(view);
+    const view = sessionlessD1(env.DIRECTORY);
+    expect(sessionlessD1(env.DIRECTORY)).toBe(view);
     const session = openSession(view, "read");
     const row = await session.d1.prepare("SELECT count(*) AS n FROM api_keys").first<{ n: number }>();
-    const direct = await env.DB.prepare("SELECT count(*) AS n FROM api_keys").first<{ n: number }>();
+    const direct = await env.DIRECTORY.prepare("SELECT count(*) AS n FROM api_keys").first<{ n: number }>();
     expect(row).toEqual(direct);
     expect(session.bookmark()).toBeNull();
     // The real session reports one after a query.
-    const real = openSession(env.DB, "read");
+    const real = openSession(env.DIRECTORY, "read");
     await real.d1.prepare("SELECT 1").first();
     expect(real.bookmark()).toBeTruthy();
   });
@@ -96,12 +96,12 @@ describe("sessionlessD1", () => {
 describe("countingEnv", () => {
   it("counts each batch, statement run and limit() call, sessions included; statements bound in a batch still run", async () => {
     const { env: counted, counts } = countingEnv(env);
-    const session = openSession(counted.DB, "read");
+    const session = openSession(counted.DIRECTORY, "read");
     const [one, two] = await session.d1.batch<{ v: number }>([session.d1.prepare("SELECT ? AS v").bind(1), session.d1.prepare("SELECT 2 AS v")]);
     expect([one!.results[0]!.v, two!.results[0]!.v]).toEqual([1, 2]);
     expect(counts).toEqual({ d1: 1, rateLimit: 0 });
-    await counted.DB.prepare("SELECT 1").first();
-    await counted.DB.prepare("SELECT 1").raw();
+    await counted.DIRECTORY.prepare("SELECT 1").first();
+    await counted.DIRECTORY.prepare("SELECT 1").raw();
     await session.db.run("SELECT 1");
     expect(counts.d1).toBe(4);
     expect(session.bookmark()).toBeTruthy();
@@ -128,18 +128,18 @@ describe("isolateLimiter", () => {
   });
 });
 
-const timings = (latencies: number[], d1 = 1): AbTimings => ({
+const timings = (latencies: number[], trips = 1): AbTimings => ({
   latencies,
   serverTotals: latencies,
-  counts: { d1Calls: [d1], roundTrips: [d1], rateLimitCalls: [1], bookmark: true, policy: true },
+  counts: { d1Calls: [2], roundTrips: [trips], rateLimitCalls: [1], bookmark: true, policy: true },
 });
 
-function result(name: string, a: number[], b: number[], listing = true, d1 = 1): AbQueryResult {
+function result(name: string, a: number[], b: number[], listing = true, trips = 1): AbQueryResult {
   return {
     name,
     request: "GET /v3/courses",
     listing,
-    a: timings(a, d1),
+    a: timings(a, trips),
     m: timings(b),
     s: timings(b),
     b: timings(b),
@@ -155,7 +155,7 @@ describe("the A/B report", () => {
     expect(quantile([], 0.5)).toBeNaN();
   });
 
-  it("the target: p50 A − B ≤ 1 ms over the reads (the floor aside) and one D1 call per request in A", () => {
+  it("the target: p50 A − B ≤ 1 ms over the reads (the floor aside) and one D1 round trip per request in A", () => {
     const floor = result("floor", [9, 9, 9], [1, 1, 1], false);
     expect(abVerdict([floor, result("q", [10, 11, 12], [10, 10, 11])])).toMatchObject({ latencyMet: true, tripsMet: true, met: true, worst: 1 });
     expect(abVerdict([result("q", [10, 12, 13], [10, 10, 11])])).toMatchObject({ latencyMet: false, met: false, worst: 2 });

@@ -8,8 +8,11 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pruneIdempotencyKeys } from "../../src/db/idempotency";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { fixture, KEY_A, KEY_B } from "../support/fixtures";
 import { call, callJson, loadFixture } from "../support/helpers";
+import { shardOf } from "../support/shards";
 import { newSchool } from "../support/webhooks/harness";
 
 beforeAll(async () => {
@@ -19,9 +22,20 @@ beforeAll(async () => {
 const course = { name: "Cours idempotent", startDateTime: "2026-10-01T08:00:00Z", endDateTime: "2026-10-01T10:00:00Z", studentIds: ["stu_1"] };
 const post = (key: string | undefined, json: unknown = course, apiKey = KEY_A) =>
   call("/v3/courses", { method: "POST", key: apiKey, json, headers: key === undefined ? {} : { "idempotency-key": key } });
-const count = async (name: string) => (await env.DB.prepare("SELECT count(*) AS n FROM courses WHERE name = ?").bind(name).first<{ n: number }>())!.n;
+/** Courses named `name`, on every shard. */
+async function count(name: string): Promise<number> {
+  let n = 0;
+  for (const b of shardBindings(env))
+    n += (await shardFor(env, b).prepare("SELECT count(*) AS n FROM courses WHERE name = ?").bind(name).first<{ n: number }>())!.n;
+  return n;
+}
 const outboxCount = async (id: string) =>
-  (await env.DB.prepare("SELECT count(*) AS n FROM outbox WHERE json_extract(payload, '$.data.course.id') = ?").bind(id).first<{ n: number }>())!.n;
+  (await (
+    await shardOf("sch_a")
+  )
+    .prepare("SELECT count(*) AS n FROM outbox WHERE json_extract(payload, '$.data.course.id') = ?")
+    .bind(id)
+    .first<{ n: number }>())!.n;
 
 describe("Idempotency-Key on POST /v3/courses", () => {
   it("a replay answers exactly as the first (status, body, location) plus Idempotent-Replayed, and writes nothing", async () => {
@@ -88,17 +102,19 @@ describe("Idempotency-Key on POST /v3/courses", () => {
   it("a key older than 24 h is forgotten (a new course), and the cron's prune deletes it", async () => {
     const json = { ...course, name: "Expired key" };
     await post("key-expired", json);
-    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
+    await (await shardOf("sch_a"))
+      .prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
       .bind(86_400_000 + 1000)
       .run();
     const again = await post("key-expired", json);
     expect([again.status, again.headers.get("idempotent-replayed")]).toEqual([201, null]);
     expect(await count("Expired key")).toBe(2);
-    await env.DB.prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
+    await (await shardOf("sch_a"))
+      .prepare("UPDATE idempotency_keys SET created_at = created_at - ? WHERE key = 'key-expired'")
       .bind(86_400_000 + 1000)
       .run();
-    expect(await pruneIdempotencyKeys(env.DB)).toBeGreaterThanOrEqual(1);
-    const left = await env.DB.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'key-expired'").first<{ n: number }>();
+    expect(await pruneIdempotencyKeys(await shardOf("sch_a"))).toBeGreaterThanOrEqual(1);
+    const left = await (await shardOf("sch_a")).prepare("SELECT count(*) AS n FROM idempotency_keys WHERE key = 'key-expired'").first<{ n: number }>();
     expect(left!.n).toBe(0);
   });
 });

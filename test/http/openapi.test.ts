@@ -79,6 +79,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     422: ["IDEMPOTENCY_KEY_MISMATCH"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
+    503: ["SCHOOL_MOVING"],
   },
   "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["COURSE_NOT_FOUND"] },
   "PATCH /v3/courses/{id}": {
@@ -90,6 +91,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     412: ["PRECONDITION_FAILED"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
+    503: ["SCHOOL_MOVING"],
   },
   "POST /v3/webhooks": {
     201: [],
@@ -512,9 +514,12 @@ describe("every documented status and code is one the code answers", () => {
       schools: [
         { id: SCHOOL, name: "OpenAPI school", apiKeys: [KEY] },
         { id: `${SCHOOL}_full`, name: "Full school", apiKeys: [`${KEY}_full`] },
+        { id: `${SCHOOL}_moving`, name: "Moving school", apiKeys: [`${KEY}_moving`] },
       ],
       trainings: [{ id: "trn_oa", schoolId: SCHOOL, name: "BTS" }],
     });
+    // As `npm run shards -- move` leaves a school while it runs (src/db/move.ts).
+    await env.DIRECTORY.prepare("UPDATE schools SET state = 'moving' WHERE id = ?").bind(`${SCHOOL}_moving`).run();
     const created = await callJson("/v3/courses", {
       method: "POST",
       key: KEY,
@@ -599,6 +604,7 @@ describe("every documented status and code is one the code answers", () => {
       () => ({ method: "POST", key: KEY, json: { ...course, name: "Autre" }, headers: { "idempotency-key": "openapi-1" } }),
     ],
     ...writeErrors("POST /v3/courses", () => "/v3/courses", "POST"),
+    ["POST /v3/courses", 503, "SCHOOL_MOVING", () => "/v3/courses", post(course, `${KEY}_moving`)],
     ["GET /v3/courses/{id}", 200, null, () => `/v3/courses/${courseId}?includeTraining=true&includeSurveyTemplates=true&includeStudents=true`, get()],
     ["GET /v3/courses/{id}", 400, "INVALID_PARAMETER", () => `/v3/courses/${courseId}?includeStudents=yes`, get()],
     ["GET /v3/courses/{id}", 400, "UNKNOWN_PARAMETER", () => `/v3/courses/${courseId}?limit=1`, get()],
@@ -614,6 +620,7 @@ describe("every documented status and code is one the code answers", () => {
       () => ({ method: "PATCH", key: KEY, json: { archived: false }, headers: { "if-match": '"999"' } }),
     ],
     ...writeErrors("PATCH /v3/courses/{id}", () => `/v3/courses/${courseId}`, "PATCH"),
+    ["PATCH /v3/courses/{id}", 503, "SCHOOL_MOVING", () => "/v3/courses/crs_any", () => ({ method: "PATCH", key: `${KEY}_moving`, json: { archived: true } })],
     ["POST /v3/webhooks", 201, null, () => "/v3/webhooks", post({ url: "https://hooks.example.com/new", events: ["course.created"], description: "x" })],
     ["POST /v3/webhooks", 400, "VALIDATION_ERROR", () => "/v3/webhooks", post({ url: "https://hooks.example.com/", events: ["nope"] })],
     ["POST /v3/webhooks", 400, "UNKNOWN_PARAMETER", () => "/v3/webhooks", post({ url: "https://hooks.example.com/", event: ["*"] })],

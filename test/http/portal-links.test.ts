@@ -59,7 +59,7 @@ describe("POST /v3/portal-sessions/redeem", () => {
     const anon = await callJson("/v3/portal-sessions/redeem", { method: "POST" });
     expect([anon.status, anon.body.code]).toEqual([401, "UNAUTHORIZED"]);
     const ended = await mint();
-    await env.DB.prepare("UPDATE portal_sessions SET expires_at = ? WHERE token_hash = ?")
+    await env.DIRECTORY.prepare("UPDATE portal_sessions SET expires_at = ? WHERE token_hash = ?")
       .bind(Date.now() - 1, await sha256Hex(ended.token))
       .run();
     expect((await redeem(ended.token)).status).toBe(401);

@@ -69,10 +69,10 @@ describe("POST /v3/portal-sessions", () => {
 
   it("stores the token only as its SHA-256 hash, with its school, end and mode", async () => {
     const s = await mint({ expiresInSeconds: 120, readOnly: true });
-    const { results } = await env.DB.prepare("SELECT * FROM portal_sessions").all<Record<string, unknown>>();
+    const { results } = await env.DIRECTORY.prepare("SELECT * FROM portal_sessions").all<Record<string, unknown>>();
     expect(JSON.stringify(results)).not.toContain(s.token);
     expect(JSON.stringify(results)).not.toContain(s.token.slice(3));
-    const mine = await env.DB.prepare("SELECT * FROM portal_sessions WHERE token_hash = ?")
+    const mine = await env.DIRECTORY.prepare("SELECT * FROM portal_sessions WHERE token_hash = ?")
       .bind(await sha256Hex(s.token))
       .first();
     expect(mine).toMatchObject({ school_id: school.schoolId, expires_at: Date.parse(s.expiresAt), read_only: 1, revoked_at: null });
@@ -231,7 +231,7 @@ describe("ended tokens: expired, revoked, unknown, malformed", () => {
     expect((await listWith(live.token)).status).toBe(200);
     // The session's end moved into the past: the clock of the test cannot run 60 s ahead.
     const endedAt = Date.now() - 1;
-    await env.DB.prepare("UPDATE portal_sessions SET expires_at = ? WHERE token_hash = ?")
+    await env.DIRECTORY.prepare("UPDATE portal_sessions SET expires_at = ? WHERE token_hash = ?")
       .bind(endedAt, await sha256Hex(ended.token))
       .run();
     const { status, body } = await listWith(ended.token);
@@ -244,7 +244,7 @@ describe("ended tokens: expired, revoked, unknown, malformed", () => {
     const mine = [await mint(), await mint({ readOnly: true })];
     const theirs = await mint(undefined, other.key);
     // Count what is still valid before (earlier tests minted some).
-    const valid = await env.DB.prepare("SELECT count(*) AS n FROM portal_sessions WHERE school_id = ? AND revoked_at IS NULL AND expires_at > ?")
+    const valid = await env.DIRECTORY.prepare("SELECT count(*) AS n FROM portal_sessions WHERE school_id = ? AND revoked_at IS NULL AND expires_at > ?")
       .bind(school.schoolId, Date.now())
       .first<{ n: number }>();
     const { status, body } = await callJson("/v3/portal-sessions", { method: "DELETE", key: school.key });
@@ -285,12 +285,12 @@ describe("pruning (the cron)", () => {
       ["prune_live", now + 3600_000],
     ] as const;
     for (const [hash, expires] of rows) {
-      await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, 'sch_prune', ?, ?)")
+      await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, 'sch_prune', ?, ?)")
         .bind(hash, now - 30 * 3600_000, expires)
         .run();
     }
-    expect(await prunePortalSessions(env.DB, now)).toBe(1);
-    const { results } = await env.DB.prepare("SELECT token_hash FROM portal_sessions WHERE school_id = 'sch_prune' ORDER BY token_hash").all();
+    expect(await prunePortalSessions(env.DIRECTORY, now)).toBe(1);
+    const { results } = await env.DIRECTORY.prepare("SELECT token_hash FROM portal_sessions WHERE school_id = 'sch_prune' ORDER BY token_hash").all();
     expect(results).toEqual([{ token_hash: "prune_live" }, { token_hash: "prune_recent" }]);
   });
 });

@@ -22,7 +22,7 @@ const rx = new Receivers();
 async function newKey(label: string) {
   const k = await newApiKey(SCHOOL, label);
   const [s] = renderBound([insertKey(k)]);
-  await env.DB.prepare(s!.sql)
+  await env.DIRECTORY.prepare(s!.sql)
     .bind(...s!.params)
     .run();
   return k;
@@ -32,7 +32,7 @@ async function newKey(label: string) {
 async function revoke(id: string): Promise<number> {
   const now = Date.now();
   const statements = renderBound([revokeKey(id, now), revokeSessionsOfKey(id, now)]);
-  const [, sessions] = await env.DB.batch(statements.map((s) => env.DB.prepare(s.sql).bind(...s.params)));
+  const [, sessions] = await env.DIRECTORY.batch(statements.map((s) => env.DIRECTORY.prepare(s.sql).bind(...s.params)));
   return sessions!.results.length;
 }
 
@@ -62,7 +62,9 @@ describe("revoking a key revokes its portal sessions, in the same batch", () => 
     const readOnly = await mint(leaked.key, { readOnly: true });
     const redeemed = await redeem(await mint(leaked.key));
     const other = await mint(kept.key);
-    const stored = await env.DB.prepare("SELECT key_id FROM portal_sessions WHERE school_id = ? AND revoked_at IS NULL ORDER BY created_at").bind(SCHOOL).all();
+    const stored = await env.DIRECTORY.prepare("SELECT key_id FROM portal_sessions WHERE school_id = ? AND revoked_at IS NULL ORDER BY created_at")
+      .bind(SCHOOL)
+      .all();
     expect(new Set(stored.results.map((r) => r.key_id))).toEqual(new Set([leaked.id, kept.id]));
     for (const credential of [leaked.key, direct, readOnly, redeemed, other]) expect(await listStatus(credential)).toBe(200);
 
@@ -79,7 +81,7 @@ describe("rows stored before the key was recorded stay valid", () => {
   it("a portal session without key_id still works and ends by DELETE; revoking a key leaves it", async () => {
     const k = await newKey("old-rows");
     const token = `ps_stored_before_key_ids_${crypto.randomUUID().replaceAll("-", "")}`;
-    await env.DB.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+    await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
       .bind(await sha256Hex(token), SCHOOL, Date.now(), Date.now() + 3600_000)
       .run();
     expect(await listStatus(token)).toBe(200);

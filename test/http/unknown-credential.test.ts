@@ -5,6 +5,8 @@
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import worker from "../../src/index";
 import { recordingD1 } from "../support/d1-statements";
 import { fixture, KEY_A } from "../support/fixtures";
@@ -15,19 +17,19 @@ beforeAll(async () => {
   await loadFixture(fixture);
 });
 
-/** POSTs `body` to /v3/courses:search with `key`, on a D1 that records what is sent. */
+/** POSTs `body` to /v3/courses:search with `key`, on D1 bindings (the directory and every shard) that record what is sent. */
 async function search(key: string, body: string) {
-  const { db, sent } = recordingD1(env.DB);
+  const recorded = ["DIRECTORY", ...shardBindings(env)].map((b) => [b, recordingD1(b === "DIRECTORY" ? env.DIRECTORY : shardFor(env, b))] as const);
   const exec = createExecutionContext();
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   const res = await worker.fetch(
     new Request(`${BASE}/v3/courses:search`, { method: "POST", headers, body }) as Request<unknown, IncomingRequestCfProperties>,
-    { ...env, DB: db },
+    { ...env, ...Object.fromEntries(recorded.map(([b, r]) => [b, r.db])) },
     exec,
   );
   await waitOnExecutionContext(exec);
   await checkResponse("POST", `${BASE}/v3/courses:search`, res.clone());
-  return { res, sent };
+  return { res, sent: recorded.flatMap(([, r]) => r.sent) };
 }
 
 /** A valid search body of just under 1 MiB (1,048,576 bytes): two long id lists of 64-character ids. */

@@ -9,12 +9,14 @@ import { importedKeys, keyOwnershipProblems, storedKeyOwners } from "../../src/d
 import { renderBound } from "../../src/db/import-sql";
 import { sha256Hex } from "../../src/lib/crypto";
 import { fixture } from "../support/fixtures";
-import { callJson, loadFixture, IMPORT_TABLES as TABLES } from "../support/helpers";
+import { callJson, databasesOf, loadFixture, IMPORT_TABLES as TABLES } from "../support/helpers";
+import { shardOf } from "../support/shards";
 
 async function snapshot(): Promise<Record<string, string>> {
   const out: Record<string, string> = {};
   for (const t of TABLES) {
-    const { results } = await env.DB.prepare(`SELECT * FROM ${t}`).all();
+    const results = [];
+    for (const d1 of databasesOf(t)) results.push(...(await d1.prepare(`SELECT * FROM ${t}`).all()).results);
     results.sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
     out[t] = JSON.stringify(results);
   }
@@ -95,13 +97,13 @@ describe("importing", () => {
     expect(await snapshot()).toEqual(once);
     const fewer = { ...fixture, courses: fixture.courses.map((c) => (c.id === "crs_06" ? { ...c, studentIds: ["stu_2"] } : c)) };
     await loadFixture(fewer);
-    const { results } = await env.DB.prepare("SELECT student_id FROM course_students WHERE course_id = 'crs_06'").all();
+    const { results } = await (await shardOf("sch_a")).prepare("SELECT student_id FROM course_students WHERE course_id = 'crs_06'").all();
     expect(results).toEqual([{ student_id: "stu_2" }]);
   });
 
   it("stores API keys only as SHA-256 hashes", async () => {
     await loadFixture(fixture);
-    const { results } = await env.DB.prepare("SELECT key_hash FROM api_keys").all<{ key_hash: string }>();
+    const { results } = await env.DIRECTORY.prepare("SELECT key_hash FROM api_keys").all<{ key_hash: string }>();
     for (const r of results) expect(r.key_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(JSON.stringify(await snapshot())).not.toContain("sk_test_");
   });
@@ -111,7 +113,7 @@ describe("importing API keys (docs/operations.md § Data import (operators): a k
   const KEY = "sk_test_import_rules_1";
   const school = (id: string, apiKeys: string[]) => ({ schools: [{ id, name: `School ${id}`, apiKeys }] });
   const row = async (key: string) =>
-    env.DB.prepare("SELECT * FROM api_keys WHERE key_hash = ?")
+    env.DIRECTORY.prepare("SELECT * FROM api_keys WHERE key_hash = ?")
       .bind(await sha256Hex(key))
       .first();
 
@@ -122,7 +124,7 @@ describe("importing API keys (docs/operations.md § Data import (operators): a k
     for (const s of renderBound(storedKeyOwners(keys.map((k) => k.hash)))) {
       stored.push(
         ...(
-          await env.DB.prepare(s.sql)
+          await env.DIRECTORY.prepare(s.sql)
             .bind(...s.params)
             .all<{ key_hash: string; school_id: string }>()
         ).results,
@@ -145,7 +147,7 @@ describe("importing API keys (docs/operations.md § Data import (operators): a k
   it("importing a key again never un-revokes it, nor changes its id", async () => {
     await loadFixture(school("sch_rules", [KEY]));
     const first = await row(KEY);
-    await env.DB.prepare("UPDATE api_keys SET revoked_at = 1234 WHERE key_hash = ?")
+    await env.DIRECTORY.prepare("UPDATE api_keys SET revoked_at = 1234 WHERE key_hash = ?")
       .bind(await sha256Hex(KEY))
       .run();
     await loadFixture(school("sch_rules", [KEY]));

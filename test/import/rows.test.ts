@@ -5,43 +5,62 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { ImportFile } from "../../src/db/import";
 import { importFileSchema } from "../../src/db/import";
-import { importSteps } from "../../src/db/import-rows";
-import { renderBound, renderLiteral, rowCount } from "../../src/db/import-sql";
+import { directorySteps, shardSteps } from "../../src/db/import-rows";
+import { type ImportStep, renderBound, renderLiteral, rowCount } from "../../src/db/import-sql";
 import { fixture } from "../support/fixtures";
-import { IMPORT_TABLES as TABLES } from "../support/helpers";
+import { databasesOf, IMPORT_TABLES as TABLES } from "../support/helpers";
 
 const NOW = Date.parse("2026-08-01T00:00:00Z");
 
 async function snapshot(): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
   for (const t of TABLES) {
-    const { results } = await env.DB.prepare(`SELECT * FROM ${t}`).all();
-    out[t] = results.map((r) => JSON.stringify(r)).sort();
+    out[t] = [];
+    for (const d1 of databasesOf(t)) out[t].push(...(await d1.prepare(`SELECT * FROM ${t}`).all()).results.map((r) => JSON.stringify(r)));
+    out[t].sort();
   }
   return out;
 }
 
 async function clear(): Promise<void> {
-  await env.DB.batch(TABLES.map((t) => env.DB.prepare(`DELETE FROM ${t}`)));
+  for (const t of TABLES) for (const d1 of databasesOf(t)) await d1.prepare(`DELETE FROM ${t}`).run();
+}
+
+/** The import's steps of `file`, every school placed on SHARD_0: the directory's, then the shard's. */
+async function stepsOf(file: ImportFile): Promise<{ directory: ImportStep[]; shard: ImportStep[] }> {
+  const placed = new Map(file.schools.map((s) => [s.id, "SHARD_0"]));
+  return { directory: await directorySteps(file, placed, NOW), shard: shardSteps(file, NOW) };
+}
+
+/** Runs each part on its database, through `run`. */
+async function write(steps: { directory: ImportStep[]; shard: ImportStep[] }, run: (d1: D1Database, steps: ImportStep[]) => Promise<void>) {
+  await run(env.DIRECTORY, steps.directory);
+  await run(env.SHARD_0, steps.shard);
 }
 
 describe("the import row model", () => {
   it("bound and literal renderings write the same rows, and as many as rowCount says", async () => {
-    const steps = await importSteps(importFileSchema.parse(fixture), NOW);
+    const steps = await stepsOf(importFileSchema.parse(fixture));
     await clear();
-    await env.DB.batch(renderBound(steps).map((s) => env.DB.prepare(s.sql).bind(...s.params)));
+    await write(steps, async (d1, part) => {
+      await d1.batch(renderBound(part).map((s) => d1.prepare(s.sql).bind(...s.params)));
+    });
     const bound = await snapshot();
     await clear();
     // A short limit, so that every upsert is cut into several INSERTs.
-    for (const sql of renderLiteral(steps, 300)) await env.DB.prepare(sql).run();
+    await write(steps, async (d1, part) => {
+      for (const sql of renderLiteral(part, 300)) await d1.prepare(sql).run();
+    });
     const literal = await snapshot();
     expect(literal).toEqual(bound);
-    expect(Object.values(bound).reduce((n, rows) => n + rows.length, 0)).toBe(rowCount(steps));
+    expect(Object.values(bound).reduce((n, rows) => n + rows.length, 0)).toBe(rowCount([...steps.directory, ...steps.shard]));
   });
 
   it("keeps each rendering within its limit", async () => {
-    const steps = await importSteps(importFileSchema.parse(fixture), NOW);
+    const { directory, shard } = await stepsOf(importFileSchema.parse(fixture));
+    const steps = [...directory, ...shard];
     for (const s of renderBound(steps)) expect(s.params.length).toBeLessThanOrEqual(100);
     const literal = renderLiteral(steps, 300);
     // An INSERT of several rows stays within the limit (a single row may not fit in it).
@@ -57,7 +76,8 @@ describe("the import row model", () => {
         { id: "crs_q", schoolId: "sch_q", name: "Cours d'été", startDateTime: "2026-09-07T08:00:00Z", endDateTime: "2026-09-07T10:00:00Z", classroom: null },
       ],
     });
-    const sql = renderLiteral(await importSteps(file, NOW), 10_000).join("\n");
+    const { directory, shard } = await stepsOf(file);
+    const sql = renderLiteral([...directory, ...shard], 10_000).join("\n");
     expect(sql).toContain("'L''école'");
     expect(sql).toContain("'Cours d''été', 'cours d''ete'");
     expect(sql).toMatch(/'cours d''ete', 1788768000000, 1788775200000, NULL, NULL, NULL, NULL, 0, 0,/);

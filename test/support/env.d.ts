@@ -6,7 +6,9 @@ import type { D1Migration } from "cloudflare:test";
 declare global {
   namespace Cloudflare {
     interface Env {
-      TEST_MIGRATIONS: D1Migration[];
+      /** The migrations of the directory (migrations/directory) and of every shard (migrations/shard). */
+      TEST_DIRECTORY_MIGRATIONS: D1Migration[];
+      TEST_SHARD_MIGRATIONS: D1Migration[];
       /** The simulated read replica (test/support/replica-sim.ts). */
       TEST_REPLICA: D1Database;
     }

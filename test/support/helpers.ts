@@ -1,6 +1,6 @@
 /**
  * Test helpers: calls into the Worker's own `fetch`, and fixture loading through the same
- * import model as `npm run import`.
+ * import model as `npm run import` (test/support/shards.ts).
  *
  * Every response that goes through `call` (and so `callJson`) is checked against the
  * OpenAPI document (`checkResponse`, test/support/openapi-check.ts): an undocumented operation,
@@ -9,10 +9,11 @@
 import { env } from "cloudflare:test";
 import { exports } from "cloudflare:workers";
 import { expect } from "vitest";
-import { importFileSchema } from "../../src/db/import";
-import { importSteps } from "../../src/db/import-rows";
-import { renderBound } from "../../src/db/import-sql";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { checkResponse } from "./openapi-check";
+
+export { loadFixture } from "./shards";
 
 export const BASE = "http://api.test";
 
@@ -58,18 +59,11 @@ export async function callJson<T = any>(path: string, init: Parameters<typeof ca
   return { status: res.status, body, res };
 }
 
-/** Loads an import file (docs/operations.md § "Data import (operators)") into the test D1 database, in one batch. */
-export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z"), db: D1Database = env.DB): Promise<void> {
-  const file = importFileSchema.parse(data);
-  const statements = renderBound(await importSteps(file, now));
-  if (statements.length === 0) return;
-  await db.batch(statements.map((s) => db.prepare(s.sql).bind(...s.params)));
-}
-
-/** Every table the import model writes, in dependency order (docs/operations.md § "Data import (operators)"). */
+/** Every table the import model writes, in dependency order (docs/operations.md § Data import (operators)): the directory's, then each shard's. */
 export const IMPORT_TABLES = [
   "schools",
   "api_keys",
+  "held_schools",
   "trainings",
   "groups",
   "students",
@@ -81,3 +75,7 @@ export const IMPORT_TABLES = [
   "course_professors",
   "course_survey_templates",
 ];
+
+/** The databases that hold `table` (one of `IMPORT_TABLES`): the directory, or every shard. */
+export const databasesOf = (table: string): D1Database[] =>
+  table === "schools" || table === "api_keys" ? [env.DIRECTORY] : shardBindings(env).map((b) => shardFor(env, b));

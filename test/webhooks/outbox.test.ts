@@ -7,12 +7,15 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { hubFor } from "../../src/events/hub-client";
 import { publishEvents, SWEEP_AFTER_MS as SWEEP_AFTER_MS_OF_CODE, sweepOutbox } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
 import worker from "../../src/index";
 import { callJson } from "../support/helpers";
 import { checkEvent, checkResponse } from "../support/openapi-check";
+import { shardOf } from "../support/shards";
 import { courseEvent, drain, newSchool, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
@@ -28,7 +31,10 @@ const SWEEP_AFTER_MS = 30_000;
 const base = { name: "Réseaux", startDateTime: "2026-10-05T08:00:00Z", endDateTime: "2026-10-05T10:00:00Z" };
 
 async function unpublished(schoolId: string): Promise<number> {
-  const row = await env.DB.prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>();
+  const row = await (await shardOf(schoolId))
+    .prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL")
+    .bind(schoolId)
+    .first<{ n: number }>();
   return row!.n;
 }
 
@@ -108,17 +114,23 @@ describe("the outbox sweep", () => {
     expect(second.status).toBe(201);
     expect(await unpublished(schoolId)).toBe(1);
     // Written a minute ago, as far as the sweep (on the real clock) can tell.
-    await env.DB.prepare("UPDATE outbox SET created_at = created_at - 60000 WHERE school_id = ? AND published_at IS NULL").bind(schoolId).run();
+    await (await shardOf(schoolId))
+      .prepare("UPDATE outbox SET created_at = created_at - 60000 WHERE school_id = ? AND published_at IS NULL")
+      .bind(schoolId)
+      .run();
     const ctx = createExecutionContext();
     await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, ctx);
     await waitOnExecutionContext(ctx);
     expect(await unpublished(schoolId)).toBe(0);
 
     // A publish repeated by hand (as a sweep racing a slow request would) is a duplicate.
-    const { results } = await env.DB.prepare("SELECT payload FROM outbox WHERE school_id = ? ORDER BY event_id").bind(schoolId).all<{ payload: string }>();
+    const { results } = await (await shardOf(schoolId))
+      .prepare("SELECT payload FROM outbox WHERE school_id = ? ORDER BY event_id")
+      .bind(schoolId)
+      .all<{ payload: string }>();
     const [event, other] = results.map((r) => JSON.parse(r.payload) as SchoolEvent) as [SchoolEvent, SchoolEvent];
     expect(await hubFor(env, schoolId).publish([event])).toMatchObject({ accepted: 0, duplicates: 1, deliveries: 0 });
-    expect(await publishEvents(env, schoolId, [event])).toBe(1);
+    expect(await publishEvents(env, await shardOf(schoolId), schoolId, [event])).toBe(1);
 
     await drain(schoolId);
     const got = receivers.to("sweep.example.com");
@@ -129,27 +141,29 @@ describe("the outbox sweep", () => {
 
   it("prunes rows published more than 7 days ago", async () => {
     const old = Date.now() - 8 * 24 * 3600 * 1000;
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)")
+    await env.SHARD_0.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_old', 'sch_x', '{}', ?, ?)")
       .bind(old, old)
       .run();
-    await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)")
+    await env.SHARD_0.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) VALUES ('evt_recent', 'sch_x', '{}', ?, ?)")
       .bind(Date.now(), Date.now())
       .run();
     expect((await sweepOutbox(env)).pruned).toBe(1);
-    const left = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = 'sch_x'").all<{ event_id: string }>();
+    const left = await env.SHARD_0.prepare("SELECT event_id FROM outbox WHERE school_id = 'sch_x'").all<{ event_id: string }>();
     expect(left.results.map((r) => r.event_id)).toEqual(["evt_recent"]);
   });
 });
 
 /** Puts `events` of `schoolId` in the outbox, unpublished, created from `createdAt` on (1 ms apart, in order). */
 async function queueUnpublished(schoolId: string, events: SchoolEvent[], createdAt: number): Promise<void> {
-  await env.DB.prepare("INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT json_extract(value, '$.id'), ?, value, ? + key FROM json_each(?)")
+  await (await shardOf(schoolId))
+    .prepare("INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT json_extract(value, '$.id'), ?, value, ? + key FROM json_each(?)")
     .bind(schoolId, createdAt, JSON.stringify(events))
     .run();
 }
 
 async function unpublishedIds(schoolId: string): Promise<string[]> {
-  const { results } = await env.DB.prepare("SELECT event_id FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at")
+  const { results } = await (await shardOf(schoolId))
+    .prepare("SELECT event_id FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at")
     .bind(schoolId)
     .all<{ event_id: string }>();
   return results.map((r) => r.event_id);
@@ -243,7 +257,7 @@ describe("the outbox sweep is fair per school", () => {
     expect(await Promise.all([oldest, middle, newest, young].map(async (id) => (await unpublishedIds(id)).length))).toEqual([0, 0, 1, 1]);
     expect(await sweepOutbox(fake, later, { schools: 2 })).toMatchObject({ schools: 1, republished: 1 });
     expect(await unpublishedIds(young)).toHaveLength(1);
-    await env.DB.prepare("DELETE FROM outbox WHERE school_id = ?").bind(young).run();
+    await (await shardOf(young)).prepare("DELETE FROM outbox WHERE school_id = ?").bind(young).run();
   });
 });
 
@@ -252,8 +266,16 @@ describe("the outbox sweep is not stuck by failures", () => {
   const hour = 3_600_000;
 
   /** The outbox's retry state of `eventId`. */
-  const retryState = async (eventId: string) =>
-    env.DB.prepare("SELECT attempts, retry_at AS retryAt, published_at IS NOT NULL AS published FROM outbox WHERE event_id = ?").bind(eventId).first();
+  const retryState = async (eventId: string) => {
+    for (const b of shardBindings(env)) {
+      const row = await shardFor(env, b)
+        .prepare("SELECT attempts, retry_at AS retryAt, published_at IS NOT NULL AS published FROM outbox WHERE event_id = ?")
+        .bind(eventId)
+        .first();
+      if (row) return row;
+    }
+    return null;
+  };
 
   it("a hub that refuses one event: that row backs off (1 min, doubling), the school's later rows and other schools are published", async () => {
     const [refusing, other] = [await newSchool("poison"), await newSchool("bystander")];
@@ -297,7 +319,7 @@ describe("the outbox sweep is not stuck by failures", () => {
     const { schoolId } = await newSchool("capped");
     const [event] = eventsOf(schoolId, 1);
     await queueUnpublished(schoolId, [event!], later - hour);
-    await env.DB.prepare("UPDATE outbox SET attempts = 12 WHERE event_id = ?").bind(event!.id).run();
+    await (await shardOf(schoolId)).prepare("UPDATE outbox SET attempts = 12 WHERE event_id = ?").bind(event!.id).run();
     const { env: down } = envWithHubs({ [schoolId]: { publish: () => Promise.reject(new Error("down")) } });
     expect(await sweepOutbox(down, later)).toMatchObject({ failed: 1 });
     expect(await retryState(event!.id)).toEqual({ attempts: 13, retryAt: later + 3_600_000, published: 0 });

@@ -6,6 +6,7 @@
  * runtime behind production's size limits (test/support/setup.ts installs them: 2,000,000
  * bytes per bound value, 100 KB per statement, for D1 and for the objects' SQLite).
  */
+
 import { env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openSession } from "../../src/db/client";
@@ -14,6 +15,7 @@ import type { SchoolEvent } from "../../src/events/types";
 import { cutBatches, ItemTooLarge } from "../../src/lib/batches";
 import { mintId } from "../../src/lib/ids";
 import { callJson, loadFixture } from "../support/helpers";
+import { shardOf } from "../support/shards";
 import { courseEvent, drain, eventually, inCourier, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
@@ -52,9 +54,8 @@ async function largeSchool(label: string, courses: number): Promise<{ schoolId: 
 
 /** The school's outbox: rows, and rows marked published. */
 async function outboxOf(schoolId: string): Promise<{ ids: string[]; published: number; biggest: number }> {
-  const { results } = await env.DB.prepare(
-    "SELECT event_id, published_at, length(CAST(payload AS BLOB)) AS bytes FROM outbox WHERE school_id = ? ORDER BY created_at, event_id",
-  )
+  const { results } = await (await shardOf(schoolId))
+    .prepare("SELECT event_id, published_at, length(CAST(payload AS BLOB)) AS bytes FROM outbox WHERE school_id = ? ORDER BY created_at, event_id")
     .bind(schoolId)
     .all<{ event_id: string; published_at: number | null; bytes: number }>();
   return {
@@ -66,7 +67,8 @@ async function outboxOf(schoolId: string): Promise<{ ids: string[]; published: n
 
 /** Each outbox row's event id and type. */
 async function outboxTypes(schoolId: string): Promise<{ id: string; type: string }[]> {
-  const { results } = await env.DB.prepare("SELECT event_id AS id, json_extract(payload, '$.type') AS type FROM outbox WHERE school_id = ?")
+  const { results } = await (await shardOf(schoolId))
+    .prepare("SELECT event_id AS id, json_extract(payload, '$.type') AS type FROM outbox WHERE school_id = ?")
     .bind(schoolId)
     .all<{ id: string; type: string }>();
   return results;
@@ -114,7 +116,7 @@ describe("production's limits, as the tests run them", () => {
   });
 
   it("a D1 session the Worker opens refuses a bound value over 2,000,000 bytes", async () => {
-    const d1 = openSession(env.DB, "write").d1;
+    const d1 = openSession(env.SHARD_0, "write").d1;
     expect(await d1.prepare("SELECT length(?) AS n").bind("x".repeat(2_000_000)).first("n")).toBe(2_000_000);
     await expect(d1.prepare("SELECT length(?) AS n").bind("x".repeat(2_000_001)).first("n")).rejects.toThrow(/SQLITE_TOOBIG/);
   });

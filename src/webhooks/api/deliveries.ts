@@ -51,7 +51,7 @@ export const deliveryOperations: Operation<Env>[] = [
       404: ["WEBHOOK_NOT_FOUND"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       const { page = 1, limit = MAX_PAGE_SIZE, ...filter } = parseQuery(deliveriesQuerySchema, req);
       const id = webhookId(req);
       const used = await hubFor(env, schoolId).courierInUse(id);
@@ -77,7 +77,7 @@ export const deliveryOperations: Operation<Env>[] = [
       404: ["WEBHOOK_NOT_FOUND"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       const query = parseQuery(statsQuerySchema, req);
       const until = query.until ?? (query.since === undefined ? Date.now() : Math.min(Date.now(), query.since + STATS_MAX_WINDOW_MS));
       // A derived start never falls before year 0000, which the API could not write.
@@ -118,7 +118,7 @@ export const deliveryOperations: Operation<Env>[] = [
     },
     /** The body may be absent (or empty) or an empty JSON object; the signed POST follows asynchronously. */
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       parseBodyWith(emptyBodySchema, await readOptionalJson(req), "The body, if any, must be an empty JSON object.");
       const id = webhookId(req);
@@ -144,7 +144,7 @@ export const deliveryOperations: Operation<Env>[] = [
       409: ["WEBHOOK_DISABLED"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       parseBodyWith(emptyBodySchema, await readOptionalJson(req));
       const id = webhookId(req);
@@ -172,7 +172,7 @@ export const deliveryOperations: Operation<Env>[] = [
       409: ["WEBHOOK_DISABLED"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const body = parseBodyWith(recoverSchema, await readOptionalJson(req));
       if (body.since < Date.now() - RETENTION_MS) {

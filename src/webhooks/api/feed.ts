@@ -93,7 +93,7 @@ export const feedOperations: Operation<Env>[] = [
       410: ["CURSOR_EXPIRED"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       const query = parseQuery(feedQuerySchema, req);
       if (query.after !== undefined && query.since !== undefined) {
         throw new ApiError("INVALID_PARAMETER", "Give `after` (a cursor) or `since` (an instant), not both.", [

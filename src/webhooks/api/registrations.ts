@@ -65,7 +65,7 @@ export const registrationOperations: Operation<Env>[] = [
      * is stored in its normalized form (see `checkWebhookUrl`, applied by `requireWebhookUrl`).
      */
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const key = readIdempotencyKey(req);
       const body = await parseBody(createWebhookSchema, req, "The body must be a JSON object: { url, events?, description? }.");
@@ -109,7 +109,7 @@ export const registrationOperations: Operation<Env>[] = [
       400: ["UNKNOWN_PARAMETER"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const list = await hubFor(env, schoolId).listWebhooks();
       return success(list, { pagination: { page: 1, limit: MAX_WEBHOOKS, hasMore: false } });
@@ -130,7 +130,7 @@ export const registrationOperations: Operation<Env>[] = [
       404: ["WEBHOOK_NOT_FOUND"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const id = webhookId(req);
       const record = await hubFor(env, schoolId).getWebhook(id);
@@ -159,7 +159,7 @@ export const registrationOperations: Operation<Env>[] = [
     },
     /** A disable holds the registration before answering: from the 200 on, no attempt to it starts. */
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const body = parseBodyWith(updateWebhookSchema, await readOptionalJson(req));
       const url = body.url === undefined ? undefined : requireWebhookUrl(body.url, env.WEBHOOK_ALLOW_INSECURE_URLS === "true");
@@ -197,7 +197,7 @@ export const registrationOperations: Operation<Env>[] = [
       404: ["WEBHOOK_NOT_FOUND"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const body = parseBodyWith(rotateSchema, await readOptionalJson(req));
       const id = webhookId(req);
@@ -227,7 +227,7 @@ export const registrationOperations: Operation<Env>[] = [
     },
     /** Once answered, nothing more is ever sent to the registration (`SchoolHub.deleteWebhook`). */
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DB, rc);
+      const schoolId = await authenticate(req, env.DIRECTORY, rc);
       rejectQuery(req);
       const id = webhookId(req);
       if (!(await hubFor(env, schoolId).deleteWebhook(id))) throw webhookNotFound(id);

@@ -1,83 +1,29 @@
 /**
- * D1 schema (drizzle-orm, SQLite dialect). Every school-owned table has the primary key
- * `(school_id, id)`, so every index is led by the school; instants are INTEGER milliseconds
- * since the epoch (UTC); booleans INTEGER 0/1. `*_folded` columns hold `fold()` of
- * src/lib/text.ts, written by every write path, for the `name` filter, the sorts and the
- * order of nested lists (docs/architecture.md § Course reads: one round trip).
+ * A shard's D1 schema (bindings SHARD_0, SHARD_1, …; drizzle-orm, SQLite dialect): the
+ * course data of the schools the directory places on it (docs/reference.md § Database
+ * shards). Migrations: `npm run db:generate` (drizzle.shard.config.ts) into migrations/shard/.
  *
- * Migrations are generated from this file by `npm run db:generate` (drizzle-kit) into
- * migrations/ as flat `NNNN_name.sql` files.
+ * Every school-owned table has the primary key `(school_id, id)`, so every index is led by
+ * the school; instants are INTEGER milliseconds since the epoch (UTC); booleans INTEGER 0/1.
+ * `*_folded` columns hold `fold()` of src/lib/text.ts, written by every write path, for the
+ * `name` filter, the sorts and the order of nested lists (docs/architecture.md § Course
+ * reads: one round trip).
  */
-
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
-/** A school: the tenant. */
-export const schools = sqliteTable("schools", {
-  id: text("id").primaryKey(),
-  name: text("name").notNull(),
+/**
+ * The schools this shard holds, and whether their course writes may commit here: `active`
+ * (the school's shard), `fenced` (a move copies it away: a trigger refuses its outbox rows,
+ * so no course write commits), `incoming` (a move copies it here; not yet readable), `gone`
+ * (moved away: not readable, writes refused, its rows being deleted). A read
+ * answers only from a shard whose row says `active` or `fenced`, in the same batch as its
+ * page (src/db/shards.ts), so no read answers from a shard that does not hold the school.
+ */
+export const heldSchools = sqliteTable("held_schools", {
+  schoolId: text("school_id").primaryKey(),
+  state: text("state", { enum: ["active", "fenced", "incoming", "gone"] }).notNull(),
 });
-
-/**
- * API keys, stored only as lowercase hex SHA-256 of the key. A key belongs to one school.
- * Operators manage them with `npm run keys` (scripts/keys.ts, rows of src/db/api-keys.ts) or
- * the import (src/db/import-rows.ts).
- */
-export const apiKeys = sqliteTable(
-  "api_keys",
-  {
-    keyHash: text("key_hash").primaryKey(),
-    schoolId: text("school_id").notNull(),
-    createdAt: integer("created_at").notNull(),
-    /** ms since epoch; non-null means the key no longer authenticates. */
-    revokedAt: integer("revoked_at"),
-    /**
-     * The key's id (`key_…`), what operators name it by. Nullable only because SQLite cannot
-     * add a NOT NULL column without a constant default: migration 0009 gives every existing
-     * row one, and every write path sets it.
-     */
-    id: text("id"),
-    /** The operator's note (`--label`); null when none was given or for imported keys. */
-    label: text("label"),
-    /** The key's last 4 characters, so that a listing can tell keys apart; null for keys stored before it was kept. */
-    last4: text("last4"),
-  },
-  (t) => [index("api_keys_school_idx").on(t.schoolId), uniqueIndex("api_keys_id_idx").on(t.id)],
-);
-
-/**
- * Portal session tokens (docs/reference.md § "Portal sessions"), stored only as lowercase hex SHA-256
- * of the token: short-lived credentials of one school limited to the webhook operations.
- */
-export const portalSessions = sqliteTable(
-  "portal_sessions",
-  {
-    tokenHash: text("token_hash").primaryKey(),
-    schoolId: text("school_id").notNull(),
-    /** ms since epoch. */
-    createdAt: integer("created_at").notNull(),
-    /** ms since epoch; from this instant on the token is refused (401). */
-    expiresAt: integer("expires_at").notNull(),
-    /** Only the GET operations of its scope. */
-    readOnly: integer("read_only", { mode: "boolean" }).notNull().default(false),
-    /** ms since epoch; non-null means revoked (DELETE /v3/portal-sessions, a redeem, the key's revocation). */
-    revokedAt: integer("revoked_at"),
-    /**
-     * The id of the API key that minted the session (`api_keys.id`); a redeemed session
-     * inherits it. Revoking the key revokes its sessions. Null for sessions minted before it
-     * was recorded (they end by expiry or DELETE /v3/portal-sessions).
-     */
-    keyId: text("key_id"),
-  },
-  (t) => [
-    // DELETE /v3/portal-sessions and the live-session cap: the school's tokens still alive.
-    index("portal_sessions_school_idx").on(t.schoolId, t.expiresAt),
-    // The cron's pruning of ended sessions.
-    index("portal_sessions_expires_idx").on(t.expiresAt),
-    // `npm run keys -- revoke`: the sessions of a key.
-    index("portal_sessions_key_idx").on(t.keyId),
-  ],
-);
 
 const namedColumns = () => ({
   schoolId: text("school_id").notNull(),
@@ -229,7 +175,7 @@ export const courseSurveyTemplates = sqliteTable(
 );
 
 /**
- * Transactional outbox (docs/architecture.md): events written in the same D1 batch as the course
+ * Transactional outbox (docs/architecture.md § The outbox): events written in the same D1 batch as the course
  * write, marked `published_at` once the school's hub acknowledged them. The sweep finds the
  * schools with unpublished rows, and each one's first due, through the partial index of
  * unpublished rows by school and retry time; a failed row waits `retry_at` (src/events/outbox.ts).

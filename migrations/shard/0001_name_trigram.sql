@@ -5,8 +5,6 @@
 -- restore), run INSERT INTO courses_name_fts(courses_name_fts) VALUES ('rebuild').
 CREATE VIRTUAL TABLE `courses_name_fts` USING fts5(`name_folded`, content='courses', content_rowid='rowid', tokenize='trigram case_sensitive 1');
 --> statement-breakpoint
-INSERT INTO `courses_name_fts`(`courses_name_fts`) VALUES ('rebuild');
---> statement-breakpoint
 CREATE TRIGGER `courses_name_fts_insert` AFTER INSERT ON `courses` BEGIN
   INSERT INTO `courses_name_fts`(rowid, `name_folded`) VALUES (new.rowid, new.`name_folded`);
 END;

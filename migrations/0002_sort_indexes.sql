@@ -1,2 +1,0 @@
-CREATE INDEX `courses_school_name_idx` ON `courses` (`school_id`,`name_folded`);--> statement-breakpoint
-CREATE INDEX `courses_school_classroom_folded_idx` ON `courses` (`school_id`,`classroom_folded`);

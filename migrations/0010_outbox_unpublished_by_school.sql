@@ -1,1 +1,0 @@
-CREATE INDEX `outbox_unpublished_school_idx` ON `outbox` (`school_id`,`created_at`,`event_id`) WHERE "outbox"."published_at" IS NULL;

@@ -1,0 +1,177 @@
+/**
+ * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort]` [--local | --remote] [--persist-to DIR]
+ *
+ * The operators' view of the D1 shards (docs/operations.md § Database shards): the
+ * `SHARD_<n>` bindings of wrangler.toml and the directory `DIRECTORY`. `migrate` applies
+ * migrations/directory and migrations/shard; `status` prints each shard's schools, courses,
+ * estimated bytes and share of 10 GB, and each school's shard and state (`--json`: one
+ * document); `move` runs src/db/move.ts (fence, drain, copy, verify, switch, delete; resumes
+ * an interrupted move; `--abort` undoes one not switched), locally through Miniflare
+ * (scripts/lib/d1-local.ts: stop the dev server first). Exit status: 0 done (a no-op move
+ * included), 1 a step failed (run it again), 2 bad usage, unknown school or shard, or busy.
+ */
+import { renderLiteral } from "../src/db/import-sql";
+import { abortMove, MoveRefused, moveSchool } from "../src/db/move";
+import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
+import { ID_RE } from "../src/lib/ids";
+import { type D1Target, parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
+import { runIfMain } from "./lib/cli";
+import { openLocalD1 } from "./lib/d1-local";
+import { formatInt, table } from "./lib/progress";
+import { applyMigrations, d1Query, shardBindingsOfConfig, userPath } from "./lib/wrangler";
+
+/** A D1 database's size limit (Cloudflare D1 limits), in bytes. */
+const DATABASE_MAX_BYTES = 10 * 1000 ** 3;
+
+const USAGE = `usage: npm run shards -- <command> [--local | --remote] [--persist-to DIR] [--json]
+
+commands:
+  migrate   apply the D1 migrations to the directory and every shard of wrangler.toml
+  status    per shard: schools, courses, bytes, share of 10 GB; per school: its shard and state
+  move SCHOOL_ID --to SHARD_k
+            move a school to another shard (or finish a move interrupted before); writes of the
+            school answer 503 SCHOOL_MOVING meanwhile, reads keep working. Local: stop the dev server first
+  move SCHOOL_ID --abort
+            undo a move that has not switched yet
+
+options:
+  --local           the local D1 databases of wrangler dev (default)
+  --remote          the remote D1 databases of wrangler.toml
+  --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
+  --json            status as one JSON document`;
+
+type Target = D1Target;
+
+/** One shard's line of `status`. */
+export interface ShardStatus {
+  binding: string;
+  schools: number;
+  courses: number;
+  bytes: number;
+  /** bytes / 10 GB. */
+  share: number;
+}
+
+/** One school's line of `status`. */
+export interface SchoolStatus {
+  id: string;
+  name: string;
+  shard: string;
+  state: "active" | "moving";
+}
+
+/** Reads every shard's size and every school's place. One `wrangler d1 execute` per database. */
+export async function readStatus(where: Target): Promise<{ shards: ShardStatus[]; schools: SchoolStatus[] }> {
+  const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
+  const shards: ShardStatus[] = [];
+  for (const binding of shardBindingsOfConfig()) {
+    const [size] = await d1Query<ShardSize>(sizeSql!, where.target, where.persistTo, binding);
+    const bytes = estimateBytes(size!);
+    shards.push({ binding, schools: size!.schools, courses: size!.courses, bytes, share: bytes / DATABASE_MAX_BYTES });
+  }
+  const schools = await d1Query<SchoolStatus>("SELECT id, name, shard, state FROM schools ORDER BY shard, id", where.target, where.persistTo);
+  return { shards, schools };
+}
+
+async function status(json: boolean, where: Target): Promise<number> {
+  const s = await readStatus(where);
+  if (json) {
+    console.log(JSON.stringify(s, null, 2));
+    return 0;
+  }
+  console.log(
+    table(
+      ["shard", "schools", "courses", "bytes (est.)", "share of 10 GB"],
+      s.shards.map((r) => [r.binding, formatInt(r.schools), formatInt(r.courses), formatInt(r.bytes), `${(r.share * 100).toFixed(4)} %`]),
+    ),
+  );
+  console.log("");
+  console.log(
+    table(
+      ["school", "name", "shard", "state"],
+      s.schools.map((r) => [r.id, r.name, r.shard, r.state]),
+    ),
+  );
+  return 0;
+}
+
+/** `move`: runs or resumes (or with `abort` undoes) a school's move, locally. @returns the exit status. */
+async function move(schoolId: string, to: string | undefined, abort: boolean, where: Target): Promise<number> {
+  if (where.target === "remote") {
+    console.error("move --remote is not supported yet: a remote move needs a driver over the D1 HTTP API (docs/operations.md § Database shards)");
+    return 2;
+  }
+  console.error(`moving locally: this opens the local D1 files (${where.persistTo ?? ".wrangler/state"}) directly; stop npm start / wrangler dev first`);
+  const local = await openLocalD1(where.persistTo);
+  const { DIRECTORY: directory, ...rest } = local.databases;
+  const dbs = { directory: directory!, shards: Object.fromEntries(shardBindingsOfConfig().map((b) => [b, rest[b]!])) };
+  try {
+    if (abort) {
+      const r = await abortMove(dbs, schoolId);
+      console.log(
+        r === "none"
+          ? `no move of ${schoolId} under way: nothing to undo`
+          : r === "undone"
+            ? `move of ${schoolId} undone: it is on its old shard again`
+            : `the move of ${schoolId} had switched: finished instead`,
+      );
+      return 0;
+    }
+    const r = await moveSchool(dbs, schoolId, to!, { onStep: (step) => console.log(`  ${step}`) });
+    if (r.result === "noop") console.log(`${schoolId} is on ${to} already: nothing to do`);
+    else
+      console.log(
+        `${schoolId} moved from ${r.from} to ${r.to}${Object.keys(r.rows).length > 0 ? ` (${formatInt(Object.values(r.rows).reduce((a, b) => a + b, 0))} rows copied)` : ""}`,
+      );
+    return 0;
+  } catch (err) {
+    console.error((err as Error).message);
+    return err instanceof MoveRefused ? 2 : 1;
+  } finally {
+    await local.dispose();
+  }
+}
+
+/** Prints a usage problem and the usage. @returns 2, the exit status of bad usage. */
+function usage(problem: string): number {
+  console.error(`${problem}\n${USAGE}`);
+  return 2;
+}
+
+/** CLI entry point. Returns the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const args = parseCli(
+    {
+      args: argv,
+      allowPositionals: true,
+      options: {
+        to: { type: "string" },
+        abort: { type: "boolean" },
+        json: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+        ...TARGET_OPTIONS,
+      },
+    },
+    USAGE,
+  );
+  if (typeof args === "number") return args;
+  const { values: v, positionals } = args;
+  const where = targetOf(v, userPath);
+  if (typeof where === "string") return usage(where);
+  const [command, ...rest] = positionals;
+  if (command === "move") {
+    if (rest.length !== 1 || !ID_RE.test(rest[0]!)) return usage("move needs one SCHOOL_ID");
+    if ((v.to === undefined) === (v.abort !== true)) return usage("move needs --to SHARD_k, or --abort");
+    return move(rest[0]!, v.to, v.abort === true, where);
+  }
+  if (rest.length > 0) return usage(`${command} takes no argument besides its options (got ${rest.join(" ")})`);
+  if (command === "migrate") {
+    const { bindings } = await applyMigrations(where.target, where.persistTo);
+    console.log(`migrated: ${bindings.join(", ")}`);
+    return 0;
+  }
+  if (command === "status") return status(v.json === true, where);
+  return usage(command === undefined ? "a command is needed" : `unknown command "${command}"`);
+}
+
+await runIfMain(import.meta.url, main);

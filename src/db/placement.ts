@@ -1,0 +1,106 @@
+/**
+ * Where an import puts each school (docs/reference.md § Database shards, § Data import): a
+ * school the directory knows stays on its shard; each new one goes, in file order, to the
+ * shard with the fewest bytes, counting what the same import placed before it, so that the
+ * schools of one file spread; `--shard` places them all on one. Pure: the callers read the
+ * directory and the shards (scripts/import.ts through wrangler, the tests through bindings).
+ */
+import type { ImportFile } from "./import";
+import type { ImportStep } from "./import-sql";
+
+/**
+ * Bytes a course takes on a shard with its relation rows and indexes, for estimates
+ * (measured by `npm run bench`: docs/operations.md § Capacity).
+ */
+const BYTES_PER_COURSE = 2_500;
+/** Bytes of a person, training, group or template row with its index entries (estimate). */
+const BYTES_PER_ROW = 200;
+
+/** What the directory and the shards say before an import: each known school's shard, each shard's bytes. */
+export interface PlacementState {
+  /** The shard of each school the directory knows. */
+  known: ReadonlyMap<string, string>;
+  /** Every shard (binding → bytes now), in binding order: ties go to the first. */
+  bytes: ReadonlyMap<string, number>;
+}
+
+/** Estimated bytes of a school's rows in `file`. */
+function estimatedBytes(file: ImportFile, schoolId: string): number {
+  const rows = [file.trainings, file.groups, file.students, file.professors, file.surveyTemplates].reduce(
+    (n, list) => n + list.filter((r) => r.schoolId === schoolId).length,
+    0,
+  );
+  return file.courses.filter((c) => c.schoolId === schoolId).length * BYTES_PER_COURSE + rows * BYTES_PER_ROW;
+}
+
+/** Every school id the file's rows name, in file order (its `schools` first). */
+export function schoolsOf(file: ImportFile): string[] {
+  const ids = new Set(file.schools.map((s) => s.id));
+  for (const list of [file.trainings, file.groups, file.students, file.professors, file.surveyTemplates, file.courses]) {
+    for (const r of list) ids.add(r.schoolId);
+  }
+  return [...ids];
+}
+
+/**
+ * The shard of every school of `file`: a known school's own; a new one `chosen` when given,
+ * else the shard with the fewest bytes, counting the estimated bytes of the schools this
+ * file placed before it (ties: the first shard).
+ *
+ * @throws Error when `chosen` is not a shard of `state`, or there is no shard.
+ */
+export function placeSchools(file: ImportFile, state: PlacementState, chosen?: string): Map<string, string> {
+  if (state.bytes.size === 0) throw new Error("no shard: wrangler.toml declares no SHARD_<n> D1 binding");
+  if (chosen !== undefined && !state.bytes.has(chosen)) throw new Error(`no shard "${chosen}": the shards are ${[...state.bytes.keys()].join(", ")}`);
+  const bytes = new Map(state.bytes);
+  const placed = new Map<string, string>();
+  for (const id of schoolsOf(file)) {
+    let shard = state.known.get(id) ?? chosen;
+    if (shard === undefined) {
+      shard = [...bytes.entries()].reduce((best, e) => (e[1] < best[1] ? e : best))[0];
+    }
+    placed.set(id, shard);
+    bytes.set(shard, (bytes.get(shard) ?? 0) + estimatedBytes(file, id));
+  }
+  return placed;
+}
+
+/** The part of `file` whose schools `placed` puts on `shard` (its schools and their rows). */
+export function partOn(file: ImportFile, placed: ReadonlyMap<string, string>, shard: string): ImportFile {
+  const mine = <T extends { schoolId: string }>(list: T[]) => list.filter((r) => placed.get(r.schoolId) === shard);
+  return {
+    schools: file.schools.filter((s) => placed.get(s.id) === shard),
+    trainings: mine(file.trainings),
+    groups: mine(file.groups),
+    students: mine(file.students),
+    professors: mine(file.professors),
+    surveyTemplates: mine(file.surveyTemplates),
+    courses: mine(file.courses),
+  };
+}
+
+/** The statement that reads which of `ids` the directory knows, with their shard and state (rows `{ id, shard, state }`). */
+export const knownSchools = (ids: readonly string[]): ImportStep => ({
+  kind: "command",
+  sql: (v) => `SELECT id, shard, state FROM schools WHERE id IN (SELECT value FROM json_each(${v(JSON.stringify(ids))}))`,
+});
+
+/** A shard's size as `shardSize` reads it. */
+export interface ShardSize {
+  /** Schools it holds (readably: `active` or `fenced`). */
+  schools: number;
+  courses: number;
+  /** Rows of people, trainings, groups and templates. */
+  rows: number;
+}
+
+/** The statement that reads a shard's size (one row, `ShardSize`'s columns): a handful of counts. */
+export const shardSize: ImportStep = {
+  kind: "command",
+  sql: () =>
+    `SELECT (SELECT count(*) FROM held_schools WHERE state IN ('active', 'fenced')) AS schools, (SELECT count(*) FROM courses) AS courses,
+      (SELECT count(*) FROM students) + (SELECT count(*) FROM professors) + (SELECT count(*) FROM trainings) + (SELECT count(*) FROM groups) + (SELECT count(*) FROM survey_templates) AS rows`,
+};
+
+/** A shard's bytes estimated from its row counts (placement; `status` reports the database's own size when D1 gives it). */
+export const estimateBytes = (size: ShardSize): number => size.courses * BYTES_PER_COURSE + size.rows * BYTES_PER_ROW;

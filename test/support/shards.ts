@@ -1,0 +1,52 @@
+/**
+ * The test set-up's shards (vitest.config.ts binds the directory and two shards, as
+ * wrangler.toml does): loading an import file through the same model and placement as
+ * `npm run import`, and finding the shard that holds a school.
+ */
+import { env } from "cloudflare:test";
+import { importFileSchema } from "../../src/db/import";
+import { directorySteps, shardSteps } from "../../src/db/import-rows";
+import { type ImportStep, renderBound } from "../../src/db/import-sql";
+import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../../src/db/placement";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
+
+/** The D1 bindings a fixture is loaded into: the test env's, or some replaced (a simulated replica). */
+export type Databases = Pick<Env, "DIRECTORY"> & object;
+
+/** Runs import steps on a D1 database in one batch, and returns each statement's rows. */
+async function runSteps<T = Record<string, unknown>>(d1: D1Database, steps: readonly ImportStep[]): Promise<T[][]> {
+  const statements = renderBound(steps);
+  if (statements.length === 0) return [];
+  const results = await d1.batch<T>(statements.map((s) => d1.prepare(s.sql).bind(...s.params)));
+  return results.map((r) => r.results);
+}
+
+/** The shard binding the directory names for `schoolId`. @throws Error when the school is unknown. */
+export async function shardNameOf(schoolId: string): Promise<string> {
+  const row = await env.DIRECTORY.prepare("SELECT shard FROM schools WHERE id = ?").bind(schoolId).first<{ shard: string }>();
+  if (!row) throw new Error(`no school ${schoolId} in the directory`);
+  return row.shard;
+}
+
+/** The D1 database of the shard that holds `schoolId`. */
+export async function shardOf(schoolId: string): Promise<D1Database> {
+  return shardFor(env, await shardNameOf(schoolId));
+}
+
+/**
+ * Loads an import file (docs/operations.md § Data import) as `npm run import` does: placed
+ * by the same rule, the directory's rows first, then each shard's part in one batch.
+ */
+export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z"), into: Databases = env, chosen?: string): Promise<void> {
+  const file = importFileSchema.parse(data);
+  const [known = []] = await runSteps<{ id: string; shard: string }>(into.DIRECTORY, [knownSchools(schoolsOf(file))]);
+  const bytes = new Map<string, number>();
+  for (const b of shardBindings(env)) {
+    const [[size] = []] = await runSteps<ShardSize>(shardFor(into, b), [shardSize]);
+    bytes.set(b, estimateBytes(size!));
+  }
+  const placed = placeSchools(file, { known: new Map(known.map((r) => [r.id, r.shard])), bytes }, chosen);
+  await runSteps(into.DIRECTORY, await directorySteps(file, placed, now));
+  for (const b of bytes.keys()) await runSteps(shardFor(into, b), shardSteps(partOn(file, placed, b), now));
+}
