@@ -25,7 +25,7 @@ const MIN_CITED = 6;
 const SOURCE_DIRS = ["src/", "scripts/", "test/", "e2e/", "portal/src/", "bench/"];
 const SOURCE_EXTENSIONS = /\.(ts|tsx|js|mjs|cjs)$/;
 /** Files never read: binaries and generated files. */
-const SKIPPED = /\.(png|jpe?g|gif|ico|woff2?|wasm|sqlite)$|^package-lock\.json$|^migrations\/meta\/|^bench\/results\.json$/;
+const SKIPPED = /\.(png|jpe?g|gif|ico|woff2?|wasm|sqlite)$|^package-lock\.json$|^migrations\/[^/]+\/meta\/|^bench\/results\.json$/;
 
 /**
  * The names of the outside brief, written in pieces so that this file does not match itself:
@@ -34,7 +34,7 @@ const SKIPPED = /\.(png|jpe?g|gif|ico|woff2?|wasm|sqlite)$|^package-lock\.json$|
 const OUTSIDE = new RegExp([["\\.\\.", "shared"].join("/"), ["API", "md"].join("\\."), ["DESIGN", "md"].join("\\.")].join("|"));
 
 /** A path of the repository named in text: not preceded by a path character, no globs. */
-const NAMED_PATH = /(?<![\w./@~$\\-])((?:src|scripts|test|e2e|docs)\/[\w./-]*\w)(?![\w*{$\\-]|[./]\w)/g;
+const NAMED_PATH = /(?<![\w./@~$\\-])((?:src|scripts|test|e2e|docs|migrations)\/[\w./-]*\w)(?![\w*{$\\-]|[./]\w)/g;
 
 /** A citation of a section: a Markdown page's name, ` § `, then its heading, quoted or not. */
 const CITATION = /((?:docs\/)?[\w-]+\.md) § (?:"([^"]+)"|([^\n\]]+))/g;

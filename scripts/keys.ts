@@ -3,7 +3,7 @@
  * `[--local | --remote] [--persist-to DIR] [--json]`
  *
  * The operators' API keys (docs/operations.md § Keys, logs), in the D1 database of
- * wrangler.toml (binding DB), through `wrangler d1 execute` like the import
+ * wrangler.toml's directory (binding DIRECTORY), through `wrangler d1 execute` like the import
  * (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's. What each command
  * prints and stores (`revoke` also ends the key's portal sessions): docs/operations.md § API keys.
  *

@@ -3,7 +3,7 @@
  * benchmark entry (src/bench/entry.ts) only: the Worker as deployed (A: D1 sessions and
  * bookmarks, rate limiter on) against the same Worker without those steps (B), in one
  * isolate, chosen per request, and the binding-level counts of each request's D1 and
- * rate-limiter calls. B swaps the environment, not a code path: its `DB` hands back the
+ * rate-limiter calls. B swaps the environment, not a code path: its D1 bindings hand back the
  * binding itself from `withSession()` (no bookmark) and `RATE_LIMIT_ENABLED` is `"false"`.
  * S (A's sessions, no limiter) and M (the limiter's counters in the isolate, as on
  * Cloudflare: `isolateLimiter`) tell the two steps' costs apart.

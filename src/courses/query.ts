@@ -80,7 +80,7 @@ function sampleTrigrams(needle: string): string[] {
 const nameContains = (needle: string) => sql`instr(${courses.nameFolded}, ${needle}) > 0`;
 
 /**
- * Candidates from the FTS5 trigram index `courses_name_fts` (migrations/0007_name_trigram.sql):
+ * Candidates from the FTS5 trigram index `courses_name_fts` (migrations/shard/0001_name_trigram.sql):
  * the needle as one FTS5 phrase (double quotes doubled), whose trigrams in sequence are the
  * substrings; `nameContains` still decides.
  */

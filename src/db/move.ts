@@ -63,7 +63,8 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.courseStudents),
   spec(shard.courseProfessors),
   spec(shard.courseSurveyTemplates),
-  spec(shard.outbox, ["published_at"], true),
+  // The old shard's sweep may still publish or back off these rows while the move runs.
+  spec(shard.outbox, ["published_at", "attempts", "retry_at"], true),
   spec(shard.idempotencyKeys, [], true),
 ];
 

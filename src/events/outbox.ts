@@ -12,7 +12,8 @@ import { shardBindings } from "../db/shard-names";
 import { shardFor } from "../db/shards";
 import { type D1Timer, untimed } from "../http/context";
 import { cutBatches } from "../lib/batches";
-import { describeError, logPublishFailure } from "../lib/log";
+import { describeError, logPublishFailure, logShardSweepFailure } from "../lib/log";
+import { Slots } from "../lib/slots";
 import { hubFor } from "./hub-client";
 import type { SchoolEvent } from "./types";
 
@@ -156,19 +157,13 @@ async function schoolsDue(primary: D1Database, now: number, cutoff: number, limi
  *
  * @returns rows re-published and rows whose publish failed.
  */
-async function sweepSchool(
-  env: Env,
-  shard: D1Database,
-  primary: D1Database,
-  schoolId: string,
-  now: number,
-  cutoff: number,
-  deadline: number,
-  limits: SweepLimits,
-) {
+async function sweepSchool(env: Env, shard: D1Database, schoolId: string, now: number, cutoff: number, deadline: number, limits: SweepLimits) {
   let republished = 0;
   let failed = 0;
   for (;;) {
+    // A session of its own per round: it starts on the primary, so the marks of the round
+    // before (made through publishEvents' session) are seen.
+    const primary = openSession(shard, "write").d1;
     const { results } = await primary
       .prepare(
         `SELECT event_id, payload, attempts FROM outbox INDEXED BY outbox_unpublished_school_idx
@@ -223,7 +218,7 @@ async function sweepSchool(
  * @returns counts of this sweep; a hub's failure is counted (and logged), never thrown.
  * @throws the shard's D1 errors (its schools wait for the next sweep).
  */
-async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
+async function sweepShard(env: Env, shard: D1Database, slots: Slots, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
   const bounds = { ...SWEEP_LIMITS, ...limits };
   const deadline = Date.now() + bounds.budgetMs;
   const cutoff = now - SWEEP_AFTER_MS;
@@ -235,7 +230,7 @@ async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits:
     while (next < schools.length && Date.now() < deadline) {
       const schoolId = schools[next++]!;
       try {
-        const done = await sweepSchool(env, shard, primary, schoolId, now, cutoff, deadline, bounds);
+        const done = await slots.run(() => sweepSchool(env, shard, schoolId, now, cutoff, deadline, bounds));
         result.republished += done.republished;
         result.failed += done.failed;
       } catch (err) {
@@ -255,8 +250,9 @@ async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits:
 
 /**
  * The cron sweep (docs/architecture.md § The outbox): every shard's outbox at once, each by
- * `sweepShard`, the hub calls shared out between the shards (at least one each), so that a
- * failing or slow shard delays only its own schools.
+ * `sweepShard`; the whole sweep publishes to at most `concurrency` hubs at a time, the
+ * shards taking turns for them (first come, first served), so that a failing or slow shard
+ * delays only its own schools.
  *
  * @param now the sweep's instant (ms since epoch).
  * @param limits overrides of `SweepLimits` (tests); `concurrency` is the whole sweep's.
@@ -264,15 +260,17 @@ async function sweepShard(env: Env, shard: D1Database, now = Date.now(), limits:
  */
 export async function sweepOutbox(env: Env, now = Date.now(), limits: Partial<SweepLimits> = {}): Promise<SweepResult> {
   const shards = shardBindings(env);
-  const concurrency = Math.max(1, Math.floor((limits.concurrency ?? SWEEP_LIMITS.concurrency) / shards.length));
+  const slots = new Slots(limits.concurrency ?? SWEEP_LIMITS.concurrency);
   const total: SweepResult = { schools: 0, republished: 0, failed: 0, pruned: 0 };
   await Promise.all(
     shards.map(async (binding) => {
       try {
-        const r = await sweepShard(env, shardFor(env, binding), now, { ...limits, concurrency });
+        const r = await sweepShard(env, shardFor(env, binding), slots, now, limits);
         for (const k of ["schools", "republished", "failed", "pruned"] as const) total[k] += r[k];
       } catch (err) {
-        logPublishFailure({ schoolId: binding, events: 0, ...describeError(err) });
+        // The shard's D1 failed: its schools wait for the next sweep; the others go on.
+        total.failed += 1;
+        logShardSweepFailure({ shard: binding, ...describeError(err) });
       }
     }),
   );

@@ -61,12 +61,19 @@ export interface PublishFailureLine {
   error: string;
 }
 
+/** A shard whose outbox the cron sweep could not read (src/events/outbox.ts): its schools wait for the next sweep. */
+export interface ShardSweepFailureLine {
+  /** The shard's binding, `SHARD_<n>`. */
+  shard: string;
+  error: string;
+}
+
 /** One line per cron sweep of the outbox (src/events/outbox.ts). */
 export interface SweepLine {
   /** Schools with due rows handled by this sweep. */
   schools: number;
   republished: number;
-  /** Rows whose hub failed, timed out or was not reached within the sweep's budget. */
+  /** Rows whose hub failed, timed out or was not reached within the sweep's budget, plus shards that failed. */
   failed: number;
   pruned: number;
   durationMs: number;
@@ -100,6 +107,7 @@ interface Lines {
   delivery_attempt: DeliveryAttemptLine;
   outbox_publish_failed: PublishFailureLine;
   outbox_sweep: SweepLine;
+  outbox_shard_failed: ShardSweepFailureLine;
   prune: PruneLine;
   object_call_failed: ObjectCallFailureLine;
 }
@@ -131,6 +139,7 @@ const FIELDS: { [K in keyof Lines]: Record<keyof Lines[K], Form> } = {
   },
   outbox_publish_failed: { schoolId: "id", events: "int", error: "text" },
   outbox_sweep: { schools: "int", republished: "int", failed: "int", pruned: "int", durationMs: "ms" },
+  outbox_shard_failed: { shard: "word", error: "text" },
   prune: { idempotencyKeys: "int", portalSessions: "int" },
   object_call_failed: { from: "word", webhookId: "id", call: "word", failures: "int", retryInMs: "ms", error: "text" },
 };
@@ -198,6 +207,11 @@ export function logDeliveryAttempt(fields: DeliveryAttemptLine): void {
 /** The line of a failed publish to a school's hub (level `warn`); the sweep retries it. Never throws. */
 export function logPublishFailure(fields: PublishFailureLine): void {
   write("outbox_publish_failed", fields, "warn");
+}
+
+/** The line of a shard the sweep could not read (level `warn`). Never throws. */
+export function logShardSweepFailure(fields: ShardSweepFailureLine): void {
+  write("outbox_shard_failed", fields, "warn");
 }
 
 /** The line of one outbox sweep (level `log`, `warn` when some school failed). Never throws. */

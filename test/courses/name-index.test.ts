@@ -1,5 +1,5 @@
 /**
- * The `name` filter's trigram index (migrations/0007_name_trigram.sql) follows every write:
+ * The `name` filter's trigram index (migrations/shard/0001_name_trigram.sql) follows every write:
  * created, renamed and imported courses are found by their new name only, and the filter
  * keeps its exact semantics (docs/reference.md § "GET /v3/courses": case- and accent-insensitive
  * substring of the name) through the index.

@@ -86,7 +86,7 @@ describe("read-your-writes across requests (simulated replica lag)", () => {
   /** The shard of sch_a, which the simulated replicated database replaces. */
   let shard: string;
 
-  /** Calls the Worker with the simulated replicated database as its DB binding. */
+  /** Calls the Worker with the simulated replicated database as the school's shard binding. */
   async function send(path: string, init: { method?: string; json?: unknown; bookmark?: string | null } = {}) {
     const headers: Record<string, string> = { authorization: `Bearer ${KEY_A}` };
     if (init.json !== undefined) headers["content-type"] = "application/json";

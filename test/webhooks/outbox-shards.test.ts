@@ -74,3 +74,30 @@ describe("the cron sweep over the shards", () => {
     expect(await unpublished("SHARD_1", "sch_down_1")).toBe(0);
   });
 });
+
+describe("the sweep's hub calls, across shards", () => {
+  it("never more than `concurrency` hubs at a time for the whole sweep, whatever the shards", async () => {
+    for (let i = 0; i < 4; i++) {
+      await schoolWithBacklog(`sch_pool_0_${i}`, "SHARD_0", 1);
+      await schoolWithBacklog(`sch_pool_1_${i}`, "SHARD_1", 1);
+    }
+    let running = 0;
+    let most = 0;
+    const SCHOOL_HUB = {
+      idFromName: (name: string) => ({ name }),
+      get: () => ({
+        publish: async () => {
+          running += 1;
+          most = Math.max(most, running);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          running -= 1;
+          return {};
+        },
+      }),
+    };
+    const slow = { ...env, SCHOOL_HUB } as unknown as typeof env;
+    // Two shards with a sweep of 3 hubs at a time: 3, not 2 × 3 (nor 2 × 1).
+    expect(await sweepOutbox(slow, later, { concurrency: 3 })).toMatchObject({ schools: 8, republished: 8, failed: 0 });
+    expect(most).toBe(3);
+  });
+});
