@@ -1,24 +1,25 @@
 /**
  * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort]` [--local | --remote] [--persist-to DIR]
  *
- * The operators' view of the D1 shards (docs/operations.md § Database shards): the
- * `SHARD_<n>` bindings of wrangler.toml and the directory `DIRECTORY`. `migrate` applies
- * migrations/directory and migrations/shard; `status` prints each shard's schools, courses,
- * estimated bytes and share of 10 GB, and each school's shard and state (`--json`: one
- * document); `move` runs src/db/move.ts (fence, drain, copy, verify, switch, delete; resumes
- * an interrupted move; `--abort` undoes one not switched), locally through Miniflare
- * (scripts/lib/d1-local.ts: stop the dev server first). Exit status: 0 done (a no-op move
- * included), 1 a step failed (run it again), 2 bad usage, unknown school or shard, or busy.
+ * The operators' view of the D1 shards (docs/operations.md § Database shards): `migrate`
+ * applies migrations/directory and migrations/shard with wrangler; `status` prints each
+ * shard's schools, courses, bytes and share of 10 GB, and each school's shard and state;
+ * `move` runs src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched).
+ * `status` and `move` run on D1 bindings: locally through Miniflare (scripts/lib/d1-local.ts;
+ * a move wants the dev server stopped), remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
+ * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
+ * unknown school or shard, a move under way to another shard, or missing credentials.
  */
 import { renderLiteral } from "../src/db/import-sql";
-import { abortMove, MoveRefused, moveSchool } from "../src/db/move";
+import { abortMove, type MoveDatabases, MoveRefused, moveSchool } from "../src/db/move";
 import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
 import { ID_RE } from "../src/lib/ids";
 import { type D1Target, parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
 import { runIfMain } from "./lib/cli";
+import { d1ApiOfEnv, openRemoteD1 } from "./lib/d1-http";
 import { openLocalD1 } from "./lib/d1-local";
 import { formatInt, table } from "./lib/progress";
-import { applyMigrations, d1Query, shardBindingsOfConfig, userPath } from "./lib/wrangler";
+import { applyMigrations, DIRECTORY_BINDING, migrationHint, shardBindingsOfConfig, userPath } from "./lib/wrangler";
 
 /** A D1 database's size limit (Cloudflare D1 limits), in bytes. */
 const DATABASE_MAX_BYTES = 10 * 1000 ** 3;
@@ -36,7 +37,8 @@ commands:
 
 options:
   --local           the local D1 databases of wrangler dev (default)
-  --remote          the remote D1 databases of wrangler.toml
+  --remote          the remote D1 databases of wrangler.toml (migrate: through wrangler; status and
+                    move: the D1 HTTP API, with CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID set)
   --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
   --json            status as one JSON document`;
 
@@ -60,28 +62,68 @@ export interface SchoolStatus {
   state: "active" | "moving";
 }
 
-/** Reads every shard's size and every school's place. One `wrangler d1 execute` per database. */
-export async function readStatus(where: Target): Promise<{ shards: ShardStatus[]; schools: SchoolStatus[] }> {
+/** The directory and the shards of `where`, and how to let them go. */
+interface Opened {
+  dbs: MoveDatabases;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Opens the directory and every shard of wrangler.toml: locally through Miniflare on the
+ * files of `wrangler dev` (scripts/lib/d1-local.ts), remotely over the D1 HTTP API
+ * (scripts/lib/d1-http.ts). @returns them, or why `--remote` cannot run (a missing variable).
+ */
+async function open(where: Target): Promise<Opened | string> {
+  let opened: { databases: Record<string, D1Database>; dispose(): Promise<void> };
+  if (where.target === "remote") {
+    const api = d1ApiOfEnv();
+    if (typeof api === "string") return api;
+    opened = await openRemoteD1(api);
+  } else {
+    opened = await openLocalD1(where.persistTo);
+  }
+  const { [DIRECTORY_BINDING]: directory, ...rest } = opened.databases;
+  return { dbs: { directory: directory!, shards: Object.fromEntries(shardBindingsOfConfig().map((b) => [b, rest[b]!])) }, dispose: opened.dispose };
+}
+
+/**
+ * Reads every shard's size and every school's place: one statement per database. A shard's
+ * bytes are D1's own figure (`meta.size_after`), or estimated from its row counts where the
+ * runtime reports none.
+ */
+export async function readStatus(dbs: MoveDatabases): Promise<{ shards: ShardStatus[]; schools: SchoolStatus[] }> {
   const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
   const shards: ShardStatus[] = [];
-  for (const binding of shardBindingsOfConfig()) {
-    const [size] = await d1Query<ShardSize>(sizeSql!, where.target, where.persistTo, binding);
-    const bytes = estimateBytes(size!);
-    shards.push({ binding, schools: size!.schools, courses: size!.courses, bytes, share: bytes / DATABASE_MAX_BYTES });
+  for (const [binding, d1] of Object.entries(dbs.shards)) {
+    const r = await d1.prepare(sizeSql!).all<ShardSize>();
+    const size = r.results[0]!;
+    const reported = Number((r.meta as { size_after?: number }).size_after);
+    const bytes = reported > 0 ? reported : estimateBytes(size);
+    shards.push({ binding, schools: size.schools, courses: size.courses, bytes, share: bytes / DATABASE_MAX_BYTES });
   }
-  const schools = await d1Query<SchoolStatus>("SELECT id, name, shard, state FROM schools ORDER BY shard, id", where.target, where.persistTo);
+  const { results: schools } = await dbs.directory.prepare("SELECT id, name, shard, state FROM schools ORDER BY shard, id").all<SchoolStatus>();
   return { shards, schools };
 }
 
 async function status(json: boolean, where: Target): Promise<number> {
-  const s = await readStatus(where);
+  const opened = await open(where);
+  if (typeof opened === "string") return refuse(opened);
+  let s: Awaited<ReturnType<typeof readStatus>>;
+  try {
+    s = await readStatus(opened.dbs);
+  } catch (err) {
+    console.error(`${(err as Error).message}${migrationHint((err as Error).message, where.target, where.persistTo)}`);
+    return 1;
+  } finally {
+    await opened.dispose();
+  }
   if (json) {
     console.log(JSON.stringify(s, null, 2));
     return 0;
   }
   console.log(
     table(
-      ["shard", "schools", "courses", "bytes (est.)", "share of 10 GB"],
+      ["shard", "schools", "courses", "bytes", "share of 10 GB"],
       s.shards.map((r) => [r.binding, formatInt(r.schools), formatInt(r.courses), formatInt(r.bytes), `${(r.share * 100).toFixed(4)} %`]),
     ),
   );
@@ -95,16 +137,14 @@ async function status(json: boolean, where: Target): Promise<number> {
   return 0;
 }
 
-/** `move`: runs or resumes (or with `abort` undoes) a school's move, locally. @returns the exit status. */
+/** `move`: runs or resumes (or with `abort` undoes) a school's move. @returns the exit status. */
 async function move(schoolId: string, to: string | undefined, abort: boolean, where: Target): Promise<number> {
-  if (where.target === "remote") {
-    console.error("move --remote is not supported yet: a remote move needs a driver over the D1 HTTP API (docs/operations.md § Database shards)");
-    return 2;
+  if (where.target === "local") {
+    console.error(`moving locally: this opens the local D1 files (${where.persistTo ?? ".wrangler/state"}) directly; stop npm start / wrangler dev first`);
   }
-  console.error(`moving locally: this opens the local D1 files (${where.persistTo ?? ".wrangler/state"}) directly; stop npm start / wrangler dev first`);
-  const local = await openLocalD1(where.persistTo);
-  const { DIRECTORY: directory, ...rest } = local.databases;
-  const dbs = { directory: directory!, shards: Object.fromEntries(shardBindingsOfConfig().map((b) => [b, rest[b]!])) };
+  const opened = await open(where);
+  if (typeof opened === "string") return refuse(opened);
+  const { dbs } = opened;
   try {
     if (abort) {
       const r = await abortMove(dbs, schoolId);
@@ -125,11 +165,21 @@ async function move(schoolId: string, to: string | undefined, abort: boolean, wh
       );
     return 0;
   } catch (err) {
-    console.error((err as Error).message);
-    return err instanceof MoveRefused ? 2 : 1;
+    if (err instanceof MoveRefused) {
+      console.error(err.message);
+      return 2;
+    }
+    console.error(`${(err as Error).message}\nthe move stopped there; run the same command again to finish it (or with --abort to undo it)`);
+    return 1;
   } finally {
-    await local.dispose();
+    await opened.dispose();
   }
+}
+
+/** Prints why a command cannot run (nothing was changed). @returns 2. */
+function refuse(problem: string): number {
+  console.error(problem);
+  return 2;
 }
 
 /** Prints a usage problem and the usage. @returns 2, the exit status of bad usage. */

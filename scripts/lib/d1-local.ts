@@ -6,8 +6,7 @@
  */
 import path from "node:path";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
-import { unstable_getMiniflareWorkerOptions } from "wrangler";
-import { ROOT } from "./wrangler";
+import { d1DatabaseIdsOfConfig, ROOT } from "./wrangler";
 
 /** Open local D1 databases (binding → database) and how to close them. */
 export interface LocalD1 {
@@ -20,9 +19,7 @@ export interface LocalD1 {
  * .wrangler/state, as wrangler).
  */
 export async function openLocalD1(persistTo = path.join(ROOT, ".wrangler", "state")): Promise<LocalD1> {
-  const { d1Databases = {} } = unstable_getMiniflareWorkerOptions(path.join(ROOT, "wrangler.toml")).workerOptions as {
-    d1Databases?: Record<string, { id: string }>;
-  };
+  const ids = await d1DatabaseIdsOfConfig("local");
   // wrangler describes workers in Miniflare's v4 option shape; miniflare 5 converts it.
   const options = convertV4MiniflareOptions({
     workers: [
@@ -30,7 +27,7 @@ export async function openLocalD1(persistTo = path.join(ROOT, ".wrangler", "stat
         name: "d1-local",
         modules: true,
         script: "export default { fetch() { return new Response(null, { status: 404 }); } }",
-        d1Databases: Object.fromEntries(Object.entries(d1Databases).map(([binding, { id }]) => [binding, id])),
+        d1Databases: ids,
       },
     ],
   });
@@ -38,6 +35,6 @@ export async function openLocalD1(persistTo = path.join(ROOT, ".wrangler", "stat
   const mf = new Miniflare({ ...options, resourcePersistencePath: path.join(persistTo, "v3") });
   await mf.ready;
   const databases: Record<string, D1Database> = {};
-  for (const binding of Object.keys(d1Databases)) databases[binding] = (await mf.getD1Database(binding)) as unknown as D1Database;
+  for (const binding of Object.keys(ids)) databases[binding] = (await mf.getD1Database(binding)) as unknown as D1Database;
   return { databases, dispose: () => mf.dispose() };
 }

@@ -17,15 +17,15 @@ export function check(ok: boolean, name: string, detail = ""): void {
 }
 
 /**
- * Runs `tsx scripts/<script> <args>` from the repository root (relative paths resolve there);
- * resolves with its exit code and output.
+ * Runs `tsx scripts/<script> <args>` from the repository root (relative paths resolve there),
+ * with `env` over this process's environment; resolves with its exit code and output.
  */
-export function runScript(script: string, args: string[]): Promise<WranglerResult> {
+export function runScript(script: string, args: string[], env: Record<string, string> = {}): Promise<WranglerResult> {
   const tsx = createRequire(path.join(ROOT, "package.json")).resolve("tsx/cli");
   const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", script), ...args], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, INIT_CWD: ROOT },
+    env: { ...process.env, ...env, INIT_CWD: ROOT },
   });
   return completion(child);
 }

@@ -30,6 +30,23 @@ export function shardBindingsOfConfig(): string[] {
 }
 
 /**
+ * wrangler.toml's D1 databases: binding → id. `remote`: its `database_id` (the database's
+ * UUID on Cloudflare); `local`: the id `wrangler dev` keys its local file by
+ * (`preview_database_id`, else `database_id`, else the binding). Wrangler's own config reader
+ * is loaded on first use only.
+ */
+export async function d1DatabaseIdsOfConfig(target: "local" | "remote"): Promise<Record<string, string>> {
+  const { unstable_readConfig } = await import("wrangler");
+  const config = unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }, { hideWarnings: true });
+  return Object.fromEntries(
+    config.d1_databases.map((d: { binding: string; database_id?: string; preview_database_id?: string }) => [
+      d.binding,
+      (target === "local" ? (d.preview_database_id ?? d.database_id) : d.database_id) ?? d.binding,
+    ]),
+  );
+}
+
+/**
  * The directory the user ran the command from. `npm run` changes the working directory to
  * the package root but keeps the original in INIT_CWD, so relative file arguments of
  * `npm run import -- data.json` are resolved against it.
