@@ -1,6 +1,7 @@
 /**
  * Memory after commit (docs/architecture.md § Invariants): a webhook object's in-memory
- * mirror of its storage — a courier's config, cursor and closed flag, the hub's audiences —
+ * mirror of its storage — a courier's config, cursor, closed flag and failure streak, the
+ * hub's audiences —
  * changes only once the storage step it mirrors has committed. Each test makes that step
  * throw midway (a statement of it refused) and finds memory equal to storage.
  */
@@ -20,7 +21,14 @@ beforeAll(() => {
 afterAll(() => rx.restore());
 
 /** The fields of an object this test reads: the mirror and the SQL it runs its steps on. */
-type Mirrors = { sql: SqlStorage; config: CourierConfig | null; cursor: number; closed: boolean; audiences: unknown };
+type Mirrors = {
+  sql: SqlStorage;
+  config: CourierConfig | null;
+  cursor: number;
+  closed: boolean;
+  audiences: unknown;
+  failures: { failingSince: number | null };
+};
 
 /** Makes `object`'s statements matching `pattern` throw, as a refused statement would. */
 function refuse(object: unknown, pattern: RegExp): void {
@@ -55,8 +63,13 @@ async function courierState(id: string) {
     const o = courier as unknown as Mirrors;
     const kv = state.storage.kv;
     return {
-      memory: { config: o.config, cursor: o.cursor, closed: o.closed },
-      storage: { config: kv.get("config") ?? null, cursor: Number(kv.get("cursor") ?? 0), closed: kv.get("closed") === true },
+      memory: { config: o.config, cursor: o.cursor, closed: o.closed, failingSince: o.failures.failingSince },
+      storage: {
+        config: kv.get("config") ?? null,
+        cursor: Number(kv.get("cursor") ?? 0),
+        closed: kv.get("closed") === true,
+        failingSince: kv.get("failingSince") ?? null,
+      },
     };
   });
 }
@@ -101,8 +114,11 @@ describe("a step that throws leaves memory as storage", () => {
     expect(memory).toEqual(storage);
   });
 
-  it("a courier's close", async () => {
-    const { id } = await openCourier("mem-close");
+  it("a courier's close (its failure streak dropped in the same step)", async () => {
+    const { schoolId, id } = await openCourier("mem-close");
+    rx.on("mem-close.example.com", 500);
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
     const error = await inCourier(id, (courier) => {
       refuse(courier, /DELETE FROM queue/);
       try {
@@ -115,6 +131,7 @@ describe("a step that throws leaves memory as storage", () => {
     expect(error).toMatch(/refused by the test/);
     const { memory, storage } = await courierState(id);
     expect(storage.closed).toBe(false);
+    expect(storage.failingSince).toEqual(expect.any(Number));
     expect(memory).toEqual(storage);
   });
 

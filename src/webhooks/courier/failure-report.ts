@@ -13,9 +13,12 @@ import type { Outcome } from "./queue";
 /** A report the hub did not take is sent again this much later, by the courier's alarm (ms). */
 export const REPORT_RETRY_MS = 10_000;
 
-/** One courier's failure streak and the report it owes its hub. */
+/**
+ * One courier's failure streak and the report it owes its hub. The streak's start lives in KV
+ * only (read on use, a synchronous local read), so no copy in memory can outlive a step that
+ * rolled back.
+ */
 export class FailureReport {
-  private failingSince: number | null;
   private reporting = false;
 
   /**
@@ -27,8 +30,11 @@ export class FailureReport {
     private readonly hubs: ObjectCalls<ReturnType<Env["SCHOOL_HUB"]["get"]>>,
     private readonly disableAfterMs: number,
     private readonly retryLater: () => void,
-  ) {
-    this.failingSince = (kv.get("failingSince") as number | undefined) ?? null;
+  ) {}
+
+  /** When the current failure streak started (ms since epoch), or null. */
+  private get failingSince(): number | null {
+    return (this.kv.get("failingSince") as number | undefined) ?? null;
   }
 
   /**
@@ -37,19 +43,17 @@ export class FailureReport {
    * the hub while `config` is enabled.
    */
   recorded(outcome: Outcome, config: CourierConfig): void {
+    const since = this.failingSince;
     if (isSuccess(outcome.status)) {
-      if (this.failingSince !== null) this.kv.delete("failingSince");
-      this.failingSince = null;
+      if (since !== null) this.kv.delete("failingSince");
       return;
     }
-    if (this.failingSince === null) {
-      this.failingSince = outcome.sentAt;
-      this.kv.put("failingSince", outcome.sentAt);
-    }
+    if (since === null) this.kv.put("failingSince", outcome.sentAt);
+    const failingSince = since ?? outcome.sentAt;
     if (!config.enabled) return;
     if (outcome.status === 410) this.owe({ webhookId: config.webhookId, version: config.version, reason: "gone", failingSince: null });
-    else if (outcome.finishedAt - this.failingSince >= this.disableAfterMs) {
-      this.owe({ webhookId: config.webhookId, version: config.version, reason: "failing", failingSince: this.failingSince });
+    else if (outcome.finishedAt - failingSince >= this.disableAfterMs) {
+      this.owe({ webhookId: config.webhookId, version: config.version, reason: "failing", failingSince });
     }
   }
 
@@ -66,7 +70,6 @@ export class FailureReport {
 
   /** The registration was enabled again: the streak restarts. */
   enabled(): void {
-    this.failingSince = null;
     this.kv.delete("failingSince");
   }
 
