@@ -27,6 +27,21 @@ beforeEach(() => {
 });
 
 /** The queue rows of a registration's courier (deliveries not yet succeeded or failed). */
+/**
+ * A new school whose one registration's receiver at `host` never answers, and the first
+ * attempt at it, started (the hub's alarm handed the event over) and hanging.
+ */
+async function hangingAttempt(sim: SimulatedPlatform, label: string, host: string) {
+  const { schoolId, key } = await newSchool(label);
+  const hook = await register(key, `https://${host}/in`);
+  sim.on(host, "hang");
+  const hub = hubFor(env, schoolId);
+  await hub.publish([courseEvent(schoolId)]);
+  await runDurableObjectAlarm(hub);
+  await eventually(() => sim.to(host).length === 1, "the attempt to start");
+  return { schoolId, key, hook, req: sim.to(host)[0]! };
+}
+
 async function queueRows(webhookId: string) {
   return inCourier(webhookId, (_courier, state) =>
     state.storage.sql.exec<{ attempts: number; next_attempt_at: number }>(`SELECT attempts, next_attempt_at FROM queue ORDER BY id`).toArray(),
@@ -217,15 +232,7 @@ describe("retries", () => {
 
   it("an attempt is bounded by WEBHOOK_TIMEOUT_MS (1,000 ms in the suite: vitest.config.ts)", async () => {
     await withVirtualPlatform(rx, async (sim) => {
-      const { schoolId, key } = await newSchool("slow");
-      const host = "timeout.example.com";
-      const hook = await register(key, `https://${host}/in`);
-      sim.on(host, "hang");
-      const hub = hubFor(env, schoolId);
-      await hub.publish([courseEvent(schoolId)]);
-      await runDurableObjectAlarm(hub);
-      await eventually(() => sim.to(host).length === 1, "the attempt to start");
-      const req = sim.to(host)[0]!;
+      const { key, hook, req } = await hangingAttempt(sim, "slow", "timeout.example.com");
       await sim.advance(req.sentAt + 999 - sim.clock.now());
       expect(req.abortedAt).toBeUndefined();
       await sim.advance(1);
@@ -363,17 +370,9 @@ describe("delete", () => {
 
   it("aborts an attempt in flight and records nothing for it", async () => {
     await withVirtualPlatform(rx, async (sim) => {
-      const { schoolId, key } = await newSchool("abort");
-      const host = "hang.example.com";
-      const hook = await register(key, `https://${host}/in`);
-      sim.on(host, "hang");
-      const hub = hubFor(env, schoolId);
-      await hub.publish([courseEvent(schoolId)]);
-      await runDurableObjectAlarm(hub);
-      await eventually(() => sim.to(host).length === 1, "the attempt to start");
+      const { schoolId, key, hook, req } = await hangingAttempt(sim, "abort", "hang.example.com");
       expect((await call(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
       // Simulated time stood still, so no timeout ended it: the delete aborted it, at once.
-      const req = sim.to(host)[0]!;
       expect(req.abortedAt).toBe(req.sentAt);
       await inHub(schoolId, (h) => h.whenIdle());
       await inCourier(hook.id, (c) => c.whenIdle());
