@@ -7,6 +7,8 @@
  * layouts interleaved; and each layout's cold isolate's first request, reported apart.
  */
 import { cpSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import path from "node:path";
 import autocannon from "autocannon";
 import { openLocalD1 } from "./d1-local";
@@ -82,6 +84,20 @@ async function oneDatabaseCopy(persistTo: string, schoolId: string): Promise<{ d
   }
 }
 
+/**
+ * Sends this process's first `fetch` to a throw-away server: Node loads and compiles its
+ * HTTP client then, which would otherwise count in whichever cold request is timed first.
+ */
+async function warmClient(): Promise<void> {
+  const server = createServer((_req, res) => res.end("ok"));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    await (await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)).text();
+  } finally {
+    server.close();
+  }
+}
+
 /** One request: its latency (ms, client side) and its D1 round trips (`Server-Timing`). */
 async function timed(base: string, q: ShardBenchQuery, apiKey: string): Promise<{ ms: number; trips: number }> {
   const t0 = performance.now();
@@ -145,6 +161,7 @@ export async function runShardBench(opts: {
     two = await startMiniflare({ persistTo: opts.persistTo, entry: BENCH_ENTRY, vars });
     single = await startMiniflare({ persistTo: one.dir, entry: BENCH_ENTRY, vars, d1Databases: one.ids });
     const first = opts.queries[0]!;
+    await warmClient();
     const cold = { two: await timed(two.base, first, opts.apiKey), one: await timed(single.base, first, opts.apiKey) };
     const results: ShardBenchResult[] = [];
     const pooled = { two: [] as number[], one: [] as number[] };
