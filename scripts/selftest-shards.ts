@@ -22,7 +22,7 @@ import { applyMigrations } from "./lib/wrangler";
 
 const BIG = "sch_shards_big";
 const SMALL = "sch_shards_small";
-/** Courses of the big school: more than two pages of the move's copy (500 rows a page). */
+/** Courses of the big school: their 11,000 enrolments span three pages of the move's copy (5,000 rows a page). */
 const BIG_COURSES = 1_100;
 /** An outbox payload just under D1's 2,000,000 bytes per value: the largest row a move carries. */
 const LARGE_PAYLOAD_BYTES = 1_990_000;

@@ -19,7 +19,7 @@ export interface D1Api {
 
 /** Cloudflare's API address, as wrangler's default. */
 const DEFAULT_BASE_URL = "https://api.cloudflare.com/client/v4";
-/** Attempts of one request the API answered 429 (Cloudflare's API counts requests per 5 minutes). */
+/** Attempts of one request the API answered 429 (Cloudflare's API allows 1,200 requests per 5 minutes per user). */
 const MAX_ATTEMPTS = 6;
 /** Longest wait for one request (ms); a D1 query stops after 30 s of its own. */
 const REQUEST_TIMEOUT_MS = 120_000;
@@ -101,7 +101,8 @@ class HttpD1Database {
       });
       const text = await res.text();
       if (res.status === 429 && attempt < MAX_ATTEMPTS) {
-        await sleep(Math.max(1, Number(res.headers.get("retry-after")) || 2 ** attempt) * 1000);
+        // Cloudflare's API blocks a client for 5 minutes past its limit: without a Retry-After, back off to that.
+        await sleep((Number(res.headers.get("retry-after")) || Math.min(300, 15 * 2 ** (attempt - 1))) * 1000);
         continue;
       }
       let parsed: { success?: boolean; errors?: { code?: number; message?: string }[]; result?: QueryResult[] } | undefined;

@@ -78,7 +78,15 @@ interface CopyLimits {
   batchBytes: number;
 }
 
-const COPY_LIMITS: CopyLimits = { pageRows: 500, batchBytes: 900_000 };
+/**
+ * 5,000 rows a page: each page costs a request over the D1 HTTP API, whose rate limit bounds a
+ * remote move (docs/operations.md § Database shards). Text fields hold at most 200 characters,
+ * so a row of these tables stays under about 2 KB and a page under 10 MB, within D1's 50 MB
+ * per result.
+ */
+const COPY_LIMITS: CopyLimits = { pageRows: 5_000, batchBytes: 900_000 };
+/** Rows one DELETE of a school's old rows removes (a short statement on the primary). */
+const DELETE_ROWS = 5_000;
 
 /** What a move did (or found done). */
 export interface MoveOutcome {
@@ -199,12 +207,15 @@ async function insertRows(d1: D1Database, t: TableSpec, rows: string[], batchByt
   if (batches.length > 0) await d1.batch(batches.map((b) => d1.prepare(sql).bind(`[${b.join(",")}]`)));
 }
 
-/** Deletes the school's rows of every table of `d1`, 1,000 rows per statement. */
+/** Deletes the school's rows of every table of `d1`, DELETE_ROWS rows per statement. */
 async function deleteSchool(d1: D1Database, schoolId: string): Promise<void> {
   for (const t of [...SCHOOL_TABLES].reverse()) {
     for (;;) {
-      const r = await d1.prepare(`DELETE FROM "${t.name}" WHERE rowid IN (SELECT rowid FROM "${t.name}" WHERE school_id = ? LIMIT 1000)`).bind(schoolId).run();
-      if ((r.meta.changes ?? 0) < 1000) break;
+      const r = await d1
+        .prepare(`DELETE FROM "${t.name}" WHERE rowid IN (SELECT rowid FROM "${t.name}" WHERE school_id = ? LIMIT ${DELETE_ROWS})`)
+        .bind(schoolId)
+        .run();
+      if ((r.meta.changes ?? 0) < DELETE_ROWS) break;
     }
   }
 }
