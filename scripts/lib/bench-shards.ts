@@ -11,9 +11,12 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import autocannon from "autocannon";
+import { moveSchool } from "../../src/db/move";
+import { startD1ApiStub } from "./d1-api-stub";
+import { openRemoteD1 } from "./d1-http";
 import { openLocalD1 } from "./d1-local";
 import { type MiniflareServer, startMiniflare } from "./miniflare-server";
-import { BENCH_ENTRY, d1DatabaseIdsOfConfig, ROOT } from "./wrangler";
+import { BENCH_ENTRY, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, ROOT, shardBindingsOfConfig } from "./wrangler";
 
 /** One request of the mix. */
 export interface ShardBenchQuery {
@@ -44,6 +47,8 @@ export interface ShardBench {
   shard: { binding: string; courses: number; bytes: number; bytesPerCourse: number };
   /** What the shard's primary served at 16 connections for `seconds`: listing requests/s (one batch each) and course creations/s. */
   load: { seconds: number; readsPerSecond: number; writesPerSecond: number };
+  /** The school moved to another shard over the D1 HTTP API's stand-in: requests sent, seconds, rows copied. */
+  move: { to: string; requests: number; seconds: number; rows: number };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
@@ -157,6 +162,7 @@ export async function runShardBench(opts: {
   const vars = { RATE_LIMIT_ENABLED: "false" };
   let two: MiniflareServer | undefined;
   let single: MiniflareServer | undefined;
+  let measured: Omit<ShardBench, "move">;
   try {
     two = await startMiniflare({ persistTo: opts.persistTo, entry: BENCH_ENTRY, vars });
     single = await startMiniflare({ persistTo: one.dir, entry: BENCH_ENTRY, vars, d1Databases: one.ids });
@@ -216,11 +222,38 @@ export async function runShardBench(opts: {
     opts.log(
       `shards: ${shard.binding} ${shard.courses} courses, ${shard.bytes} bytes (${shard.bytesPerCourse.toFixed(0)} per course); ${load.readsPerSecond.toFixed(0)} listings/s, ${writesPerSecond.toFixed(0)} creations/s`,
     );
-    return { results, mix, cold, shard, load };
+    measured = { results, mix, cold, shard, load };
   } finally {
     await two?.stop();
     await single?.stop();
     rmSync(one.dir, { recursive: true, force: true });
+  }
+  // Last, as it changes the state: the served layouts are stopped and the school as imported.
+  const move = await remoteMove(opts.persistTo, opts.schoolId, shard.binding);
+  opts.log(
+    `shards: moved ${opts.schoolId} to ${move.to} over the D1 HTTP API's stand-in: ${move.requests} requests, ${move.seconds.toFixed(0)} s, ${move.rows} rows`,
+  );
+  return { ...measured, move };
+}
+
+/**
+ * Moves `schoolId` from `from` to the next shard with `npm run shards -- move --remote`'s
+ * driver (scripts/lib/d1-http.ts) against the stand-in of the D1 HTTP API over `persistTo`,
+ * counting the requests a remote move sends.
+ */
+async function remoteMove(persistTo: string, schoolId: string, from: string): Promise<ShardBench["move"]> {
+  const stub = await startD1ApiStub(persistTo);
+  try {
+    const { databases } = await openRemoteD1({ baseUrl: stub.baseUrl, accountId: stub.accountId, token: stub.token });
+    const { [DIRECTORY_BINDING]: directory, ...rest } = databases;
+    const shards = Object.fromEntries(shardBindingsOfConfig().map((b) => [b, rest[b]!]));
+    const names = Object.keys(shards);
+    const to = names[(names.indexOf(from) + 1) % names.length]!;
+    const t0 = performance.now();
+    const r = await moveSchool({ directory: directory!, shards }, schoolId, to);
+    return { to, requests: stub.requests.length, seconds: (performance.now() - t0) / 1000, rows: Object.values(r.rows).reduce((a, b) => a + b, 0) };
+  } finally {
+    await stub.close();
   }
 }
 
@@ -247,6 +280,8 @@ export function shardSection(b: ShardBench, info: { courses: number; rounds: num
     `Cold isolate, first request (${b.results[0]?.name ?? "—"}; the isolate does not know the key's shard yet, so the directory's check comes first): two shards ${b.cold.two.ms.toFixed(1)} ms in ${b.cold.two.trips} round trips, one database ${b.cold.one.ms.toFixed(1)} ms in ${b.cold.one.trips}.`,
     "",
     `The school's shard (${b.shard.binding}): ${b.shard.courses.toLocaleString("en")} courses in ${b.shard.bytes.toLocaleString("en")} bytes (D1's \`size_after\`), **${Math.round(b.shard.bytesPerCourse).toLocaleString("en")} bytes per course** with its relation rows, people and indexes. At 16 connections for ${b.load.seconds} s each, one shard's primary served **${Math.round(b.load.readsPerSecond).toLocaleString("en")} listings/s** (median over the mix; one batch each) and **${Math.round(b.load.writesPerSecond).toLocaleString("en")} course creations/s** (one directory read, one reference check, one batch each).`,
+    "",
+    `A move of the school to ${b.move.to} by \`npm run shards -- move --remote\`'s driver, against the stand-in of the D1 HTTP API over this state (scripts/lib/d1-api-stub.ts): **${b.move.requests.toLocaleString("en")} requests** for ${b.move.rows.toLocaleString("en")} rows, ${b.move.seconds.toFixed(0)} s here; Cloudflare's API allows 1,200 requests per 5 minutes per user.`,
     "",
     `The whole mix (every warm request above, pooled per layout): two shards p50 ${b.mix.twoP50.toFixed(2)} ms, one database ${b.mix.oneP50.toFixed(2)} ms, **×${b.mix.ratio.toFixed(3)}**. Per query, ${within} of ${b.results.length} within ×${SHARD_TARGET_RATIO} (largest ×${worst.toFixed(3)}; one query's p50 moves a few % between runs).`,
     "",
