@@ -18,7 +18,7 @@ import { type ImportFile, type ImportProblem, validateImport } from "../src/db/i
 import { directorySteps, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
 import { type ImportStep, renderLiteral, rowCount } from "../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../src/db/placement";
-import { parseCli } from "./lib/args";
+import { parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
 import { formatInt, Progress } from "./lib/progress";
 import { DIRECTORY_BINDING, d1Query, migrationHint, runWrangler, shardBindingsOfConfig, targetArgs, userPath } from "./lib/wrangler";
 
@@ -358,9 +358,7 @@ export async function main(argv: string[]): Promise<number> {
       args: argv,
       allowPositionals: true,
       options: {
-        local: { type: "boolean" },
-        remote: { type: "boolean" },
-        "persist-to": { type: "string" },
+        ...TARGET_OPTIONS,
         "chunk-mb": { type: "string" },
         "keep-sql": { type: "string" },
         "statement-kb": { type: "string" },
@@ -377,12 +375,9 @@ export async function main(argv: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  if (v.local && v.remote) {
-    console.error("--local and --remote are exclusive");
-    return 2;
-  }
-  if (v.remote && v["persist-to"]) {
-    console.error("--persist-to works only with --local");
+  const where = targetOf(v, userPath);
+  if (typeof where === "string") {
+    console.error(where);
     return 2;
   }
   const chunkMb = v["chunk-mb"] === undefined ? DEFAULT_CHUNK_MB : Number(v["chunk-mb"]);
@@ -396,11 +391,9 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const file = userPath(positionals[0]!);
-  const target = v.remote ? "remote" : "local";
   try {
     const s = await importJsonFile(file, {
-      target,
-      persistTo: v["persist-to"] === undefined ? undefined : userPath(v["persist-to"]),
+      ...where,
       chunkMb,
       statementChars: Math.round(statementKb * 1000),
       keepSqlDir: v["keep-sql"] === undefined ? undefined : userPath(v["keep-sql"]),
@@ -408,7 +401,7 @@ export async function main(argv: string[]): Promise<number> {
       progress: !v.quiet,
     });
     console.log(
-      `imported ${formatInt(s.rows)} rows (${formatInt(s.courses)} courses) into ${target} D1 in ${s.seconds.toFixed(1)} s: ` +
+      `imported ${formatInt(s.rows)} rows (${formatInt(s.courses)} courses) into ${where.target} D1 in ${s.seconds.toFixed(1)} s: ` +
         `${formatInt(s.rowsPerSecond)} rows/s (${formatInt(s.rowsPerSecond * 60)} rows/min); ` +
         `${formatInt(s.statements)} statements, ${s.chunks} wrangler call(s), ${(s.sqlChars / 2 ** 20).toFixed(1)} MB of SQL; ` +
         `read+validate ${s.validateSeconds.toFixed(1)} s`,

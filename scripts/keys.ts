@@ -24,7 +24,7 @@ import {
 import { renderLiteral } from "../src/db/import-sql";
 import { ID_RE } from "../src/lib/ids";
 import { formatInstant } from "../src/lib/time";
-import { parseCli } from "./lib/args";
+import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { table } from "./lib/progress";
 import { d1Query, d1Statements, userPath } from "./lib/wrangler";
@@ -42,14 +42,8 @@ options:
   --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
   --json            print JSON instead of text`;
 
-/** Where the statements run. */
-interface Target {
-  target: "local" | "remote";
-  persistTo?: string;
-}
-
 /** Runs one statement of src/db/api-keys.ts through wrangler and returns its rows. */
-async function run<T>(step: Parameters<typeof renderLiteral>[0][number], where: Target): Promise<T[]> {
+async function run<T>(step: Parameters<typeof renderLiteral>[0][number], where: D1Target): Promise<T[]> {
   const [sql] = renderLiteral([step], Number.POSITIVE_INFINITY);
   return d1Query<T>(sql!, where.target, where.persistTo);
 }
@@ -64,7 +58,7 @@ const listingJson = (k: ApiKeyListing) => ({ id: k.id, label: k.label, last4: k.
  *
  * @returns the exit status (2 when the school is unknown: nothing written).
  */
-async function create(schoolId: string, label: string | null, json: boolean, where: Target): Promise<number> {
+async function create(schoolId: string, label: string | null, json: boolean, where: D1Target): Promise<number> {
   const key = await newApiKey(schoolId, label);
   const rows = await run<{ id: string }>(insertKey(key), where);
   if (rows.length === 0) {
@@ -85,7 +79,7 @@ async function create(schoolId: string, label: string | null, json: boolean, whe
 }
 
 /** `list`: the keys of `schoolId`. @returns the exit status (2 when the school is unknown). */
-async function list(schoolId: string, json: boolean, where: Target): Promise<number> {
+async function list(schoolId: string, json: boolean, where: D1Target): Promise<number> {
   const keys = keyListing(await run<KeyListRow>(listKeys(schoolId), where));
   if (keys === null) {
     console.error(`no school "${schoolId}" in the ${where.target} database`);
@@ -117,7 +111,7 @@ const reviewHint = (id: string, schoolId: string) =>
  *
  * @returns the exit status (2 when no key has this id: nothing changed).
  */
-async function revoke(id: string, json: boolean, where: Target): Promise<number> {
+async function revoke(id: string, json: boolean, where: D1Target): Promise<number> {
   const now = Date.now();
   const sql = renderLiteral([revokeKey(id, now), revokeSessionsOfKey(id, now)], Number.POSITIVE_INFINITY).join(";\n");
   const [keyRows = [], sessionRows = []] = await d1Statements<Record<string, unknown>>(sql, where.target, where.persistTo);
@@ -147,32 +141,11 @@ async function revoke(id: string, json: boolean, where: Target): Promise<number>
 
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const args = parseCli(
-    {
-      args: argv,
-      allowPositionals: true,
-      options: {
-        school: { type: "string" },
-        label: { type: "string" },
-        local: { type: "boolean" },
-        remote: { type: "boolean" },
-        "persist-to": { type: "string" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    },
-    USAGE,
-  );
+  const args = parseD1Cli(argv, { school: { type: "string" }, label: { type: "string" }, json: { type: "boolean" } }, USAGE, userPath);
   if (typeof args === "number") return args;
-  const { values: v, positionals } = args;
-  const usage = (problem: string) => {
-    console.error(`${problem}\n${USAGE}`);
-    return 2;
-  };
+  const { values: v, positionals, where } = args;
+  const usage = (problem: string) => usageError(problem, USAGE);
   const [command, ...rest] = positionals;
-  if (v.local && v.remote) return usage("--local and --remote are exclusive");
-  if (v.remote && v["persist-to"]) return usage("--persist-to works only with --local");
-  const where: Target = { target: v.remote ? "remote" : "local", persistTo: v["persist-to"] === undefined ? undefined : userPath(v["persist-to"]) };
   const json = v.json === true;
   if (command === "create" || command === "list") {
     if (rest.length > 0) return usage(`${command} takes no argument besides its options (got ${rest.join(" ")})`);

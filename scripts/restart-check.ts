@@ -13,7 +13,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { api, createHook, prepareState, publish, sleep } from "./lib/bench-hub";
+import { api, createHook, prepareState, publish, SERVED_VARS, sleep } from "./lib/bench-hub";
 import { type DevServer, startDevServer } from "./lib/dev-server";
 import { BENCH_ENTRY } from "./lib/wrangler";
 
@@ -21,7 +21,6 @@ const EVENTS = 2_000;
 /** Deliveries received before the kill: the rest is queued in the couriers or not handed over yet. */
 const KILL_AFTER = 300;
 const WITHIN_MS = 60_000;
-const VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" };
 
 /** Arrivals per receiver path: event id → first arrival (ms). */
 const arrivals = new Map<string, Map<string, number>>();
@@ -54,10 +53,10 @@ async function acknowledged(base: string): Promise<string[]> {
 async function main(): Promise<boolean> {
   await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
   const port = (receiver.address() as AddressInfo).port;
-  const state = prepareState(mkdtempSync(path.join(tmpdir(), "restart-check-")));
+  const state = await prepareState(mkdtempSync(path.join(tmpdir(), "restart-check-")));
   let server: DevServer | null = null;
   try {
-    server = await startDevServer({ persistTo: state, entry: BENCH_ENTRY, vars: VARS, quiet: true });
+    server = await startDevServer({ persistTo: state, entry: BENCH_ENTRY, vars: SERVED_VARS, quiet: true });
     const hooks = [await createHook(server.base, `http://127.0.0.1:${port}/a`), await createHook(server.base, `http://127.0.0.1:${port}/b`)];
     console.log(`${hooks.length} registrations; publishing ${EVENTS} events; SIGKILL after ${KILL_AFTER} deliveries`);
     const burst = publish(server.base, EVENTS, 50, 2).catch((err: unknown) => String(err));
@@ -66,7 +65,7 @@ async function main(): Promise<boolean> {
     const killedAt = Date.now();
     console.log(`killed: ${received()} deliveries received; the burst: ${await burst}`);
     await sleep(1_000);
-    server = await startDevServer({ persistTo: state, entry: BENCH_ENTRY, vars: VARS, quiet: true });
+    server = await startDevServer({ persistTo: state, entry: BENCH_ENTRY, vars: SERVED_VARS, quiet: true });
     const restartedAt = Date.now();
     const list = await api(server.base, "/v3/webhooks");
     console.log(`restarted in ${((restartedAt - killedAt) / 1000).toFixed(1)} s; GET /v3/webhooks → ${list.status}; waiting ${WITHIN_MS / 1000} s`);

@@ -14,12 +14,12 @@ import { renderLiteral } from "../src/db/import-sql";
 import { abortMove, type MoveDatabases, MoveRefused, moveSchool } from "../src/db/move";
 import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
 import { ID_RE } from "../src/lib/ids";
-import { type D1Target, parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
+import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { d1ApiOfEnv, openRemoteD1 } from "./lib/d1-http";
 import { openLocalD1 } from "./lib/d1-local";
 import { formatInt, table } from "./lib/progress";
-import { applyMigrations, DIRECTORY_BINDING, migrationHint, shardBindingsOfConfig, userPath } from "./lib/wrangler";
+import { applyMigrations, directoryAndShards, migrationHint, userPath } from "./lib/wrangler";
 
 /** A D1 database's size limit (Cloudflare D1 limits), in bytes. */
 const DATABASE_MAX_BYTES = 10 * 1000 ** 3;
@@ -41,8 +41,6 @@ options:
                     move: the D1 HTTP API, with CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID set)
   --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
   --json            status as one JSON document`;
-
-type Target = D1Target;
 
 /** One shard's line of `status`. */
 export interface ShardStatus {
@@ -73,7 +71,7 @@ interface Opened {
  * files of `wrangler dev` (scripts/lib/d1-local.ts), remotely over the D1 HTTP API
  * (scripts/lib/d1-http.ts). @returns them, or why `--remote` cannot run (a missing variable).
  */
-async function open(where: Target): Promise<Opened | string> {
+async function open(where: D1Target): Promise<Opened | string> {
   let opened: { databases: Record<string, D1Database>; dispose(): Promise<void> };
   if (where.target === "remote") {
     const api = d1ApiOfEnv();
@@ -82,8 +80,7 @@ async function open(where: Target): Promise<Opened | string> {
   } else {
     opened = await openLocalD1(where.persistTo);
   }
-  const { [DIRECTORY_BINDING]: directory, ...rest } = opened.databases;
-  return { dbs: { directory: directory!, shards: Object.fromEntries(shardBindingsOfConfig().map((b) => [b, rest[b]!])) }, dispose: opened.dispose };
+  return { dbs: directoryAndShards(opened.databases), dispose: opened.dispose };
 }
 
 /**
@@ -105,7 +102,7 @@ export async function readStatus(dbs: MoveDatabases): Promise<{ shards: ShardSta
   return { shards, schools };
 }
 
-async function status(json: boolean, where: Target): Promise<number> {
+async function status(json: boolean, where: D1Target): Promise<number> {
   const opened = await open(where);
   if (typeof opened === "string") return refuse(opened);
   let s: Awaited<ReturnType<typeof readStatus>>;
@@ -138,7 +135,7 @@ async function status(json: boolean, where: Target): Promise<number> {
 }
 
 /** `move`: runs or resumes (or with `abort` undoes) a school's move. @returns the exit status. */
-async function move(schoolId: string, to: string | undefined, abort: boolean, where: Target): Promise<number> {
+async function move(schoolId: string, to: string | undefined, abort: boolean, where: D1Target): Promise<number> {
   if (where.target === "local") {
     console.error(`moving locally: this opens the local D1 files (${where.persistTo ?? ".wrangler/state"}) directly; stop npm start / wrangler dev first`);
   }
@@ -182,32 +179,13 @@ function refuse(problem: string): number {
   return 2;
 }
 
-/** Prints a usage problem and the usage. @returns 2, the exit status of bad usage. */
-function usage(problem: string): number {
-  console.error(`${problem}\n${USAGE}`);
-  return 2;
-}
+const usage = (problem: string) => usageError(problem, USAGE);
 
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const args = parseCli(
-    {
-      args: argv,
-      allowPositionals: true,
-      options: {
-        to: { type: "string" },
-        abort: { type: "boolean" },
-        json: { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-        ...TARGET_OPTIONS,
-      },
-    },
-    USAGE,
-  );
+  const args = parseD1Cli(argv, { to: { type: "string" }, abort: { type: "boolean" }, json: { type: "boolean" } }, USAGE, userPath);
   if (typeof args === "number") return args;
-  const { values: v, positionals } = args;
-  const where = targetOf(v, userPath);
-  if (typeof where === "string") return usage(where);
+  const { values: v, positionals, where } = args;
   const [command, ...rest] = positionals;
   if (command === "move") {
     if (rest.length !== 1 || !ID_RE.test(rest[0]!)) return usage("move needs one SCHOOL_ID");

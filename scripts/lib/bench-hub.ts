@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Worker } from "node:worker_threads";
 import { ensureDocsAssets } from "../docs-assets";
-import { BENCH_ENTRY, shardBindingsOfConfig, wranglerEnv } from "./wrangler";
+import { applyMigrations, BENCH_ENTRY, DIRECTORY_BINDING, wranglerEnv } from "./wrangler";
 
 const KEY = "sk_test_bench_hub";
 export const SCHOOL = "sch_bench_hub";
@@ -194,21 +194,22 @@ export interface DevServer {
  * The vars of the served Worker, whichever way it is started: receivers on 127.0.0.1 over
  * http, and no rate limit on the benchmark's own calls.
  */
-const SERVED_VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" };
+export const SERVED_VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" };
 
 /**
  * Makes `state` a local state directory with the D1 migrations applied (the directory and every shard), the bench school (on SHARD_0) and
  * its key (SCHOOL, the key `api` sends); builds the docs assets the Worker serves.
  *
  * @returns `state`.
+ * @throws Error when a migration fails (with wrangler's output).
  */
-export function prepareState(state: string): string {
+export async function prepareState(state: string): Promise<string> {
   ensureDocsAssets();
-  for (const binding of ["DIRECTORY", ...shardBindingsOfConfig()]) wranglerSync(["d1", "migrations", "apply", binding, "--local", "--persist-to", state]);
+  await applyMigrations("local", state, { quiet: true });
   const keyHash = createHash("sha256").update(KEY).digest("hex");
   const execute = (binding: string, sql: string) => wranglerSync(["d1", "execute", binding, "--local", "--persist-to", state, "--command", sql]);
   execute(
-    "DIRECTORY",
+    DIRECTORY_BINDING,
     `INSERT INTO schools (id, name, shard) VALUES ('${SCHOOL}', 'Bench', 'SHARD_0'); INSERT INTO api_keys (key_hash, school_id, created_at, id) VALUES ('${keyHash}', '${SCHOOL}', 0, 'key_bench');`,
   );
   execute("SHARD_0", `INSERT INTO held_schools (school_id, state) VALUES ('${SCHOOL}', 'active');`);
@@ -225,7 +226,7 @@ export function prepareState(state: string): string {
  * scripts/bench-hub-worker.ts, which wraps it).
  */
 export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string }): Promise<DevServer> {
-  const state = prepareState(mkdtempSync(path.join(tmpdir(), "bench-hub-")));
+  const state = await prepareState(mkdtempSync(path.join(tmpdir(), "bench-hub-")));
   console.log(`local state: ${state}`);
   const port = await freePort();
   const entry = opts.entry ?? BENCH_ENTRY;

@@ -16,7 +16,7 @@ import { startD1ApiStub } from "./d1-api-stub";
 import { openRemoteD1 } from "./d1-http";
 import { openLocalD1 } from "./d1-local";
 import { type MiniflareServer, startMiniflare } from "./miniflare-server";
-import { BENCH_ENTRY, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, ROOT, shardBindingsOfConfig } from "./wrangler";
+import { BENCH_ENTRY, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, directoryAndShards, ROOT } from "./wrangler";
 
 /** One request of the mix. */
 export interface ShardBenchQuery {
@@ -54,17 +54,16 @@ export interface ShardBench {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)] ?? Number.NaN;
 
 /**
- * A copy of the state in `persistTo` where the shard holding `schoolId` also holds the
+ * A copy of the state in `persistTo` where `shard` (the bench school's) also holds the
  * directory's tables and rows: the one-database layout. @returns its directory and the bindings' ids.
  */
-async function oneDatabaseCopy(persistTo: string, schoolId: string): Promise<{ dir: string; ids: Record<string, string> }> {
+async function oneDatabaseCopy(persistTo: string, shard: string): Promise<{ dir: string; ids: Record<string, string> }> {
   const dir = `${persistTo}-one-database`;
   rmSync(dir, { recursive: true, force: true });
   cpSync(persistTo, dir, { recursive: true });
   const local = await openLocalD1(dir);
   try {
-    const directory = local.databases.DIRECTORY!;
-    const { shard } = (await directory.prepare("SELECT shard FROM schools WHERE id = ?").bind(schoolId).first<{ shard: string }>())!;
+    const directory = local.databases[DIRECTORY_BINDING]!;
     const target = local.databases[shard]!;
     const folder = path.join(ROOT, "migrations", "directory");
     for (const f of readdirSync(folder)
@@ -83,7 +82,7 @@ async function oneDatabaseCopy(persistTo: string, schoolId: string): Promise<{ d
       }
     }
     const ids = await d1DatabaseIdsOfConfig("local");
-    return { dir, ids: Object.fromEntries(Object.keys(ids).map((b) => [b, b === "DIRECTORY" ? ids[shard]! : ids[b]!])) };
+    return { dir, ids: Object.fromEntries(Object.keys(ids).map((b) => [b, b === DIRECTORY_BINDING ? ids[shard]! : ids[b]!])) };
   } finally {
     await local.dispose();
   }
@@ -158,7 +157,7 @@ export async function runShardBench(opts: {
   log: (s: string) => void;
 }): Promise<ShardBench> {
   const shard = await shardSize(opts.persistTo, opts.schoolId);
-  const one = await oneDatabaseCopy(opts.persistTo, opts.schoolId);
+  const one = await oneDatabaseCopy(opts.persistTo, shard.binding);
   const vars = { RATE_LIMIT_ENABLED: "false" };
   let two: MiniflareServer | undefined;
   let single: MiniflareServer | undefined;
@@ -245,12 +244,11 @@ async function remoteMove(persistTo: string, schoolId: string, from: string): Pr
   const stub = await startD1ApiStub(persistTo);
   try {
     const { databases } = await openRemoteD1({ baseUrl: stub.baseUrl, accountId: stub.accountId, token: stub.token });
-    const { [DIRECTORY_BINDING]: directory, ...rest } = databases;
-    const shards = Object.fromEntries(shardBindingsOfConfig().map((b) => [b, rest[b]!]));
-    const names = Object.keys(shards);
+    const dbs = directoryAndShards(databases);
+    const names = Object.keys(dbs.shards);
     const to = names[(names.indexOf(from) + 1) % names.length]!;
     const t0 = performance.now();
-    const r = await moveSchool({ directory: directory!, shards }, schoolId, to);
+    const r = await moveSchool(dbs, schoolId, to);
     return { to, requests: stub.requests.length, seconds: (performance.now() - t0) / 1000, rows: Object.values(r.rows).reduce((a, b) => a + b, 0) };
   } finally {
     await stub.close();

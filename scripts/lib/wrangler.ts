@@ -30,6 +30,18 @@ export function shardBindingsOfConfig(): string[] {
 }
 
 /**
+ * The directory and the shards among opened D1 databases (binding → database), shards in
+ * their numbers' order: the shape `src/db/move.ts` takes.
+ *
+ * @throws Error when there is no `DIRECTORY` among them.
+ */
+export function directoryAndShards<T>(databases: Record<string, T>): { directory: T; shards: Record<string, T> } {
+  const directory = databases[DIRECTORY_BINDING];
+  if (directory === undefined) throw new Error(`wrangler.toml declares no ${DIRECTORY_BINDING} D1 binding`);
+  return { directory, shards: Object.fromEntries(shardBindings(databases).map((b) => [b, databases[b]!])) };
+}
+
+/**
  * wrangler.toml's D1 databases: binding → id. `remote`: its `database_id` (the database's
  * UUID on Cloudflare); `local`: the id `wrangler dev` keys its local file by
  * (`preview_database_id`, else `database_id`, else the binding). Wrangler's own config reader
