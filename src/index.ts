@@ -7,8 +7,7 @@
 import { operations } from "./api";
 import { openSession } from "./db/client";
 import { pruneIdempotencyKeys } from "./db/idempotency";
-import { shardBindings } from "./db/shard-names";
-import { shardFor } from "./db/shards";
+import { shardsOf } from "./db/shards";
 import { sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
@@ -61,7 +60,7 @@ export function workerOf(routes: readonly Route<Env>[]) {
     async scheduled(controller, env, exec): Promise<void> {
       const started = Date.now();
       exec.waitUntil(sweepOutbox(env).then((r) => logSweep({ ...r, durationMs: Date.now() - started })));
-      const shards = shardBindings(env).map((b) => shardFor(env, b));
+      const shards = shardsOf(env).map((s) => s.d1);
       for (const shard of shards) exec.waitUntil(pruneIdempotencyKeys(openSession(shard, "write").d1).then((n) => logPrune({ idempotencyKeys: n })));
       exec.waitUntil(prunePortalSessions(env.DIRECTORY).then((n) => logPrune({ portalSessions: n })));
       if (new Date(controller.scheduledTime).getUTCMinutes() === 0) {

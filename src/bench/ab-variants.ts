@@ -9,8 +9,7 @@
  * Cloudflare: `isolateLimiter`) tell the two steps' costs apart.
  */
 
-import { shardBindings } from "../db/shard-names";
-import { shardFor } from "../db/shards";
+import { shardsOf } from "../db/shards";
 
 /**
  * Request header choosing the variant: `b` serves B, `s` the sessions of A without its rate
@@ -94,10 +93,8 @@ const variants = { b: new WeakMap<Env, Env>(), s: new WeakMap<Env, Env>(), m: ne
 
 /** Every D1 binding of `env` (the directory and the shards), each replaced by `wrap`'s. */
 function eachD1(env: Env, wrap: (d1: D1Database) => D1Database): Partial<Env> {
-  return Object.fromEntries(["DIRECTORY", ...shardBindings(env)].map((b) => [b, wrap(shardOrDirectory(env, b))]));
+  return Object.fromEntries([["DIRECTORY", wrap(env.DIRECTORY)], ...shardsOf(env).map(({ binding, d1 }) => [binding, wrap(d1)])]);
 }
-
-const shardOrDirectory = (env: Env, binding: string) => (binding === "DIRECTORY" ? env.DIRECTORY : shardFor(env, binding));
 
 /** The environment of variant `v` of `env` (not A). */
 function build(env: Env, v: keyof typeof variants): Env {

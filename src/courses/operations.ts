@@ -30,7 +30,6 @@ import { replayedHeader, storedAnswer, success, successRaw } from "../http/respo
 import { ID_RE } from "../lib/ids";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
 import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
-import { type CoursePage, readCoursePage } from "./read";
 import {
   COURSE_EXAMPLE,
   COURSE_WITH_INCLUDES,
@@ -53,31 +52,19 @@ export type PublishEvents = (env: Env, shard: D1Database, schoolId: string, even
 
 /** Reads a page of the key's school on its shard and answers it. */
 function answerPage(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
-  return readOnShard(
-    req,
-    env,
-    rc,
-    keyHash,
-    (s, schoolId) => readCoursePage(s, schoolId, q),
-    ({ rows, hasMore }: CoursePage) => successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } }),
+  return readOnShard(req, env, rc, keyHash, q, ({ rows, hasMore }) =>
+    successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } }),
   );
 }
 
 /** Reads one course of the key's school on its shard and answers it (404 when the school has no such course). */
 function answerOne(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery, id: string): Promise<Response> {
-  return readOnShard(
-    req,
-    env,
-    rc,
-    keyHash,
-    (s, schoolId) => readCoursePage(s, schoolId, q),
-    ({ rows: [course] }: CoursePage) => {
-      if (!course) throw courseNotFound(id);
-      // The ETag names the bare record's version; a response with includes is another representation.
-      const bare = !Object.values(q.include).some(Boolean);
-      return successRaw(course.record, { headers: bare ? { etag: `"${course.version}"` } : {} });
-    },
-  );
+  return readOnShard(req, env, rc, keyHash, q, ({ rows: [course] }) => {
+    if (!course) throw courseNotFound(id);
+    // The ETag names the bare record's version; a response with includes is another representation.
+    const bare = !Object.values(q.include).some(Boolean);
+    return successRaw(course.record, { headers: bare ? { etag: `"${course.version}"` } : {} });
+  });
 }
 
 /** `ETag` of GET /v3/courses/{id} without include flags. */

@@ -18,9 +18,6 @@ import { courseRecordJson } from "./record";
 /** The school a statement reads (the directory named it; src/courses/session.ts). */
 export type SchoolScope = { schoolId: string };
 
-/** SQL for the school id of a scope. */
-const schoolIdSql = (scope: SchoolScope): SQL => sql`${scope.schoolId}`;
-
 const jsonIds = (ids: string[]) => sql`(SELECT value FROM json_each(${JSON.stringify(ids)}))`;
 
 /**
@@ -162,7 +159,7 @@ function courseOrder(sort: SortKey[]): SQL[] {
  * @param trigramIndexMaxDocs see {@link TRIGRAM_INDEX_MAX_DOCS} (tests force either branch).
  */
 export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: CourseQuery, trigramIndexMaxDocs = TRIGRAM_INDEX_MAX_DOCS) {
-  const school = schoolIdSql(scope);
+  const school = sql`${scope.schoolId}`;
   const needle = q.name === undefined ? undefined : fold(q.name);
   // FTS5 ends a query string at NUL ("unterminated string"): such a needle walks instead.
   const byName = needle !== undefined && [...needle].length >= TRIGRAM && !needle.includes("\u0000");

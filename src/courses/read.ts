@@ -7,7 +7,12 @@ import type { DbSession } from "../db/client";
 import { heldQuery } from "../db/shards";
 import type { CourseQuery } from "./filters";
 import { type CourseRow, selectCoursePage } from "./query";
-import type { ShardRead } from "./session";
+
+/** What a read on a shard found: whether the shard holds the school (read in the same batch), and the read's value. */
+export interface ShardRead<T> {
+  held: boolean;
+  value: T;
+}
 
 /** A page: its courses (`record`: the JSON text of each, in order) and whether another page exists. */
 export interface CoursePage {

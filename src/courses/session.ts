@@ -9,12 +9,14 @@
 import type { IRequest } from "itty-router";
 import { z } from "zod";
 import { type DbSession, openSession } from "../db/client";
-import { knownPlace, rememberPlace, shardFor } from "../db/shards";
-import { authenticate, authenticatePlace, type SchoolPlace, schoolOfKey } from "../http/auth";
+import { type KnownPlace, knownPlace, rememberPlace, shardFor } from "../db/shards";
+import { authenticate, authenticatePlace, schoolOfKey } from "../http/auth";
 import type { RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import { BOOKMARK_HEADER, bookmarkHeaderSchema, readBookmark } from "../http/headers";
 import { rejectQuery } from "../http/request";
+import type { CourseQuery } from "./filters";
+import { type CoursePage, readCoursePage } from "./read";
 
 /** Seconds a client waits before retrying a write refused by a move (`Retry-After`). */
 const MOVING_RETRY_AFTER_S = 5;
@@ -58,17 +60,11 @@ async function withBookmark(session: () => DbSession | undefined, work: () => Pr
   }
 }
 
-/** What a read on a shard found: whether the shard holds the school (read in the same batch), and the read's value. */
-export interface ShardRead<T> {
-  held: boolean;
-  value: T;
-}
-
 /** Tries of a read on the shard the directory names before giving up (a move switching meanwhile). */
 const READ_TRIES = 3;
 
 /**
- * Runs a course read on the school's shard (docs/reference.md § Database shards). When the
+ * Reads a page of the key's school's courses on its shard (docs/reference.md § Database shards). When the
  * isolate knows the key's shard, the directory's check and the shard's query go out
  * together (one round trip of latency); the shard's answer is used only when the check
  * passes, names that school and shard, and the shard holds the school. Otherwise the read
@@ -76,24 +72,24 @@ const READ_TRIES = 3;
  * after reading the directory again — so no read answers from a shard that does not hold
  * the school. The answering session's bookmark is set on the response (errors included).
  *
- * @param read one batch on the session, `held` read in it (`heldQuery` of src/db/shards.ts).
- * @param answer the response of the read's value; its ApiError carries the bookmark too.
+ * @param q the page to read (`readCoursePage`: one batch, `held` read in it).
+ * @param answer the response of the page; its ApiError carries the bookmark too.
  * @throws ApiError 401 UNAUTHORIZED, 400 for a malformed `x-d1-bookmark`; Error when no
  *   shard holds the school after three tries.
  */
-export async function readOnShard<T>(
+export async function readOnShard(
   req: IRequest,
   env: Env,
   rc: RequestContext,
   keyHash: string,
-  read: (s: DbSession, schoolId: string) => Promise<ShardRead<T>>,
-  answer: (value: T) => Response | Promise<Response>,
+  q: CourseQuery,
+  answer: (page: CoursePage) => Response | Promise<Response>,
 ): Promise<Response> {
   const bookmark = await bookmarkOf(req, env, rc);
   let session: DbSession | undefined;
   const attempt = async (place: { schoolId: string; shard: string }, primary: boolean) => {
     const s = openSession(shardFor(env, place.shard), primary ? "write" : "read", bookmark);
-    return { s, ...(await rc.db(() => read(s, place.schoolId))) };
+    return { s, ...(await rc.db(() => readCoursePage(s, place.schoolId, q))) };
   };
   return withBookmark(
     () => session,
@@ -101,10 +97,8 @@ export async function readOnShard<T>(
       const known = rc.schoolId === undefined ? knownPlace(keyHash) : undefined;
       const early = known && attempt(known, false);
       early?.catch(() => {}); // awaited below only when the directory's check passes
-      let place: SchoolPlace =
-        rc.schoolId !== undefined && rc.shard !== undefined
-          ? { schoolId: rc.schoolId, shard: rc.shard, moving: false }
-          : await schoolOfKey(env.DIRECTORY, rc, keyHash);
+      let place: KnownPlace =
+        rc.schoolId !== undefined && rc.shard !== undefined ? { schoolId: rc.schoolId, shard: rc.shard } : await schoolOfKey(env.DIRECTORY, rc, keyHash);
       rememberPlace(keyHash, place);
       let found = early && known.shard === place.shard && known.schoolId === place.schoolId ? await early : undefined;
       for (let i = 0; !found?.held && i < READ_TRIES; i++) {

@@ -7,6 +7,7 @@
  * `abortMove` undoes one that has not switched yet. Every step is idempotent.
  */
 import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
+import { utf8Bytes } from "../lib/batches";
 import { sha256Hex } from "../lib/crypto";
 import * as shard from "./shard-schema";
 
@@ -196,7 +197,7 @@ async function insertRows(d1: D1Database, t: TableSpec, rows: string[], batchByt
   const batches: string[][] = [];
   let bytes = 0;
   for (const r of rows) {
-    const size = new TextEncoder().encode(r).byteLength + 1;
+    const size = utf8Bytes(r) + 1;
     if (batches.length === 0 || bytes + size > batchBytes) {
       batches.push([]);
       bytes = 0;
@@ -280,16 +281,16 @@ async function verify(from: D1Database, to: D1Database, schoolId: string, limits
  * (writes resume there), then the old shard marks it `gone` (reads there are repeated on the
  * shard the directory names; a late write is refused by the fence).
  */
-async function switchShard(dbs: MoveDatabases, s: SchoolRow, from: string, to: string): Promise<void> {
-  await setHeld(shardOf(dbs, to), s.id, "active");
-  await dbs.directory.prepare("UPDATE schools SET shard = ?, state = 'active', move_step = 'switched' WHERE id = ?").bind(to, s.id).run();
-  await setHeld(shardOf(dbs, from), s.id, "gone");
+async function switchShard(dbs: MoveDatabases, schoolId: string, from: string, to: string): Promise<void> {
+  await setHeld(shardOf(dbs, to), schoolId, "active");
+  await dbs.directory.prepare("UPDATE schools SET shard = ?, state = 'active', move_step = 'switched' WHERE id = ?").bind(to, schoolId).run();
+  await setHeld(shardOf(dbs, from), schoolId, "gone");
 }
 
 /** Step 6: the old rows are deleted and the move's record cleared. */
-async function finish(dbs: MoveDatabases, s: SchoolRow, from: string): Promise<void> {
-  await deleteSchool(shardOf(dbs, from), s.id);
-  await dbs.directory.prepare("UPDATE schools SET move_from = NULL, move_to = NULL, move_step = NULL WHERE id = ?").bind(s.id).run();
+async function finish(dbs: MoveDatabases, schoolId: string, from: string): Promise<void> {
+  await deleteSchool(shardOf(dbs, from), schoolId);
+  await dbs.directory.prepare("UPDATE schools SET move_from = NULL, move_to = NULL, move_step = NULL WHERE id = ?").bind(schoolId).run();
 }
 
 /** Options of `moveSchool`. */
@@ -311,7 +312,7 @@ export interface MoveOptions {
  */
 export async function moveSchool(dbs: MoveDatabases, schoolId: string, to: string, opts: MoveOptions = {}): Promise<MoveOutcome> {
   const limits = { ...COPY_LIMITS, ...opts.limits };
-  let s = await schoolRow(dbs, schoolId);
+  const s = await schoolRow(dbs, schoolId);
   const target = shardOf(dbs, to);
   if (s.move_to !== null && s.move_to !== to) {
     throw new MoveRefused(`school "${schoolId}" is being moved to ${s.move_to}: finish that move (--to ${s.move_to}) or undo it (--abort) first`);
@@ -344,11 +345,10 @@ export async function moveSchool(dbs: MoveDatabases, schoolId: string, to: strin
     await step("verified");
   }
   if (!done("switched")) {
-    s = await schoolRow(dbs, schoolId);
-    await switchShard(dbs, s, from, to);
+    await switchShard(dbs, schoolId, from, to);
     await step("switched");
   }
-  await finish(dbs, s, from);
+  await finish(dbs, schoolId, from);
   await step("deleted");
   return { schoolId, from, to, result: "moved", rows };
 }
@@ -366,7 +366,7 @@ export async function abortMove(dbs: MoveDatabases, schoolId: string): Promise<"
   if (s.move_to === null) return "none";
   const from = s.move_from ?? s.shard;
   if (s.move_step === "switched") {
-    await finish(dbs, s, from);
+    await finish(dbs, schoolId, from);
     return "finished";
   }
   const target = shardOf(dbs, s.move_to);

@@ -24,13 +24,15 @@ export interface PlacementState {
   bytes: ReadonlyMap<string, number>;
 }
 
-/** Estimated bytes of a school's rows in `file`. */
-function estimatedBytes(file: ImportFile, schoolId: string): number {
-  const rows = [file.trainings, file.groups, file.students, file.professors, file.surveyTemplates].reduce(
-    (n, list) => n + list.filter((r) => r.schoolId === schoolId).length,
-    0,
-  );
-  return file.courses.filter((c) => c.schoolId === schoolId).length * BYTES_PER_COURSE + rows * BYTES_PER_ROW;
+/** Estimated bytes of each school's rows in `file` (school id → bytes), in one pass over it. */
+function estimatedBytes(file: ImportFile): Map<string, number> {
+  const bytes = new Map<string, number>();
+  const add = (schoolId: string, n: number) => bytes.set(schoolId, (bytes.get(schoolId) ?? 0) + n);
+  for (const list of [file.trainings, file.groups, file.students, file.professors, file.surveyTemplates]) {
+    for (const r of list) add(r.schoolId, BYTES_PER_ROW);
+  }
+  for (const c of file.courses) add(c.schoolId, BYTES_PER_COURSE);
+  return bytes;
 }
 
 /** Every school id the file's rows name, in file order (its `schools` first). */
@@ -53,6 +55,7 @@ export function placeSchools(file: ImportFile, state: PlacementState, chosen?: s
   if (state.bytes.size === 0) throw new Error("no shard: wrangler.toml declares no SHARD_<n> D1 binding");
   if (chosen !== undefined && !state.bytes.has(chosen)) throw new Error(`no shard "${chosen}": the shards are ${[...state.bytes.keys()].join(", ")}`);
   const bytes = new Map(state.bytes);
+  const estimated = estimatedBytes(file);
   const placed = new Map<string, string>();
   for (const id of schoolsOf(file)) {
     let shard = state.known.get(id) ?? chosen;
@@ -60,7 +63,7 @@ export function placeSchools(file: ImportFile, state: PlacementState, chosen?: s
       shard = [...bytes.entries()].reduce((best, e) => (e[1] < best[1] ? e : best))[0];
     }
     placed.set(id, shard);
-    bytes.set(shard, (bytes.get(shard) ?? 0) + estimatedBytes(file, id));
+    bytes.set(shard, (bytes.get(shard) ?? 0) + (estimated.get(id) ?? 0));
   }
   return placed;
 }

@@ -8,7 +8,7 @@
  */
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import { SHARD_BINDING_RE } from "./shard-names";
+import { SHARD_BINDING_RE, shardBindings } from "./shard-names";
 import { heldSchools } from "./shard-schema";
 
 /**
@@ -21,6 +21,11 @@ export function shardFor(env: object, binding: string): D1Database {
   const d1 = SHARD_BINDING_RE.test(binding) ? (env as Record<string, unknown>)[binding] : undefined;
   if (!d1) throw new Error(`the directory names shard "${binding}", which this Worker has no binding for`);
   return d1 as D1Database;
+}
+
+/** Every shard of `env` (`SHARD_<n>` bindings, in their numbers' order) with its binding's name. */
+export function shardsOf(env: object): { binding: string; d1: D1Database }[] {
+  return shardBindings(env).map((binding) => ({ binding, d1: shardFor(env, binding) }));
 }
 
 /** Where a credential's school lives, as this isolate last learned it from the directory. */
