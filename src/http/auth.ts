@@ -30,11 +30,14 @@ export function bearerCredential(request: Request): string | undefined {
   return BEARER_RE.exec(request.headers.get("authorization") ?? "")?.[1];
 }
 
+/** A well-formed credential's kind: a portal session token (`ps_…`) or an API key. */
+export const credentialKind = (credential: string): "key" | "portal" => (credential.startsWith("ps_") ? "portal" : "key");
+
 /** The request's credential, hashed, and its kind. @throws ApiError 401 when missing or malformed. */
 async function credentialOf(request: Request): Promise<{ kind: "key" | "portal"; hash: string }> {
   const credential = bearerCredential(request);
   if (credential === undefined) throw errors.unauthorized();
-  return { kind: credential.startsWith("ps_") ? "portal" : "key", hash: await sha256Hex(credential) };
+  return { kind: credentialKind(credential), hash: await sha256Hex(credential) };
 }
 
 /**
@@ -57,6 +60,8 @@ export async function apiKeyHash(request: Request, directory: D1Database, rc: Re
 /** Where a school's course data lives, as the directory says (docs/reference.md § Database shards). */
 export interface SchoolPlace {
   schoolId: string;
+  /** The school's name (GET /v3/school). */
+  name: string;
   /** The D1 binding of the school's shard (`SHARD_0`, …). */
   shard: string;
   /** Whether a move runs: its course writes answer 503 SCHOOL_MOVING. */
@@ -64,7 +69,7 @@ export interface SchoolPlace {
 }
 
 /** The directory's columns of a school, joined to a credential's row. */
-const PLACE_COLUMNS = "s.shard AS shard, s.state AS state";
+const PLACE_COLUMNS = "s.name AS name, s.shard AS shard, s.state AS state";
 
 /**
  * Resolves an API key's hash to its school and the school's shard: one directory query, on
@@ -78,15 +83,15 @@ export async function schoolOfKey(directory: D1Database, rc: RequestContext, key
     directory
       .prepare(`SELECT k.school_id, k.id, ${PLACE_COLUMNS} FROM api_keys k JOIN schools s ON s.id = k.school_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`)
       .bind(keyHash)
-      .first<{ school_id: string; id: string; shard: string; state: string }>(),
+      .first<{ school_id: string; id: string; name: string; shard: string; state: string }>(),
   );
   verifiedSchool(rc, row?.school_id, row?.id ?? null);
   return placeOf(rc, row!);
 }
 
 /** Records the school's place in the request's context. */
-function placeOf(rc: RequestContext, row: { school_id: string; shard: string; state: string }): SchoolPlace {
-  const place = { schoolId: row.school_id, shard: row.shard, moving: row.state !== "active" };
+function placeOf(rc: RequestContext, row: { school_id: string; name: string; shard: string; state: string }): SchoolPlace {
+  const place = { schoolId: row.school_id, name: row.name, shard: row.shard, moving: row.state !== "active" };
   rc.shard = place.shard;
   return place;
 }
@@ -125,7 +130,16 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
         `SELECT p.school_id, p.expires_at, p.read_only, p.revoked_at, p.key_id, ${PLACE_COLUMNS} FROM portal_sessions p JOIN schools s ON s.id = p.school_id WHERE p.token_hash = ?`,
       )
       .bind(tokenHash)
-      .first<{ school_id: string; expires_at: number; read_only: number; revoked_at: number | null; key_id: string | null; shard: string; state: string }>(),
+      .first<{
+        school_id: string;
+        expires_at: number;
+        read_only: number;
+        revoked_at: number | null;
+        key_id: string | null;
+        name: string;
+        shard: string;
+        state: string;
+      }>(),
   );
   if (!row) throw errors.unauthorized();
   // Only the holder of the token learns why it no longer works: say so, the portal shows it.
@@ -133,7 +147,6 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
     throw new ApiError("UNAUTHORIZED", `This portal session was revoked, or its link was used already (a link opens once); ${NEW_LINK}.`);
   if (row.expires_at <= Date.now()) throw new ApiError("UNAUTHORIZED", `This portal session ended at ${formatInstant(row.expires_at)}; ${NEW_LINK}.`);
   verifiedSchool(rc, row.school_id, row.key_id);
-  rc.viaPortalToken = true;
   if (!rc.portalTokens) {
     throw new ApiError(
       "FORBIDDEN",

@@ -53,8 +53,6 @@ export class RequestContext {
   credentialRecentlyVerified = false;
   /** The shard of the credential's school (`SHARD_0`, …), once the directory named it (src/http/auth.ts). */
   shard: string | undefined = undefined;
-  /** Whether the verified credential is a portal session token (its school's tokens share one rate-limit counter). */
-  viaPortalToken = false;
   /** The `operationId` of the operation the router matched (the log line's). */
   operationId: string | undefined = undefined;
   /** What a 500 threw (the log line's `error` and `stack`; never sent to the client). */

@@ -13,7 +13,7 @@
 
 import { clientSubject } from "../lib/client-ip";
 import { sha256Hex } from "../lib/crypto";
-import { bearerCredential } from "./auth";
+import { bearerCredential, credentialKind } from "./auth";
 import type { RequestContext } from "./context";
 import { ApiError } from "./errors";
 
@@ -97,7 +97,8 @@ const rateLimited = (subject: string) =>
  * The counter a verified credential is charged to: its own (`cred:<sha256>`) for an API key,
  * its school's (`portal:<school id>`) for a portal session token.
  */
-const counterOf = (hash: string, rc: RequestContext) => (rc.viaPortalToken ? `portal:${rc.schoolId}` : `cred:${hash}`);
+const counterOf = (credential: string, hash: string, rc: RequestContext) =>
+  credentialKind(credential) === "portal" ? `portal:${rc.schoolId}` : `cred:${hash}`;
 
 /**
  * Runs `next` under the rate limit.
@@ -134,8 +135,8 @@ export async function withRateLimit(
   try {
     if (await limited(known ?? clientKey)) throw rateLimited(known ? "credential" : "client IP");
     const res = await next();
-    if (hash !== undefined && rc.schoolId !== undefined) {
-      const own = counterOf(hash, rc);
+    if (credential !== undefined && hash !== undefined && rc.schoolId !== undefined) {
+      const own = counterOf(credential, hash, rc);
       verified.remember(hash, own);
       if (known === undefined) await limited(own);
     } else if (hash !== undefined && res.status === 401) {

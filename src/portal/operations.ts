@@ -6,7 +6,7 @@
  * its school. Order of answers: 401 / 403, then 400, then the write.
  */
 
-import { authenticate } from "../http/auth";
+import { authenticate, authenticatePlace } from "../http/auth";
 import { parseBodyWith, readOptionalJson } from "../http/body";
 import { ApiError } from "../http/errors";
 import type { Operation } from "../http/operation";
@@ -25,7 +25,7 @@ import {
   SCHOOL_EXAMPLE,
   schoolResponseSchema,
 } from "./schemas";
-import { createPortalSession, readSchool, redeemPortalSession, revokePortalSessions } from "./sessions";
+import { createPortalSession, redeemPortalSession, revokePortalSessions } from "./sessions";
 
 const TAG = {
   name: "Portal sessions",
@@ -134,9 +134,9 @@ export const portalSessionOperations: Operation<Env>[] = [
       400: ["UNKNOWN_PARAMETER"],
     },
     async handler(req, env, _exec, rc) {
-      const schoolId = await authenticate(req, env.DIRECTORY, rc);
+      const place = await authenticatePlace(req, env.DIRECTORY, rc);
       rejectQuery(req);
-      return success(await readSchool(env.DIRECTORY, rc.db.bind(rc), schoolId));
+      return success({ id: place.schoolId, name: place.name });
     },
   },
 ];

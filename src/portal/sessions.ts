@@ -97,14 +97,6 @@ export async function redeemPortalSession(d1: D1Database, timed: D1Timer, tokenH
   return { token, expiresAt: row.expires_at, readOnly: row.read_only === 1, school: { id: row.school_id, name: row.name } };
 }
 
-/** The school `schoolId` as GET /v3/school answers it (one D1 read). */
-export async function readSchool(d1: D1Database, timed: D1Timer, schoolId: string): Promise<{ id: string; name: string }> {
-  const row = await timed(() => d1.prepare("SELECT id, name FROM schools WHERE id = ?").bind(schoolId).first<{ id: string; name: string }>());
-  // A credential's school always exists (keys and sessions are written with their school).
-  if (!row) throw errors.unauthorized();
-  return row;
-}
-
 /**
  * Revokes every token of `schoolId` that still works (one D1 statement): from then on each
  * answers 401.
