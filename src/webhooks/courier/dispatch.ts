@@ -14,10 +14,8 @@ import { COURIER_SLOTS, type CourierConfig } from "../rpc";
 import type { FailureReport } from "./failure-report";
 import { nextDueAt, type Outcome, readDue, recordAttempt, skipQueued } from "./queue";
 import { Sender, Throttle } from "./sender";
-import { hasRetained } from "./storage";
+import { hasRetained, PRUNE_INTERVAL_MS } from "./storage";
 
-/** When idle with a log to prune, the alarm comes back after this long (ms). */
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** Outcomes are recorded at most this long after their attempt ends (ms), or … */
 const OUTCOME_BATCH_MS = 5;
 /** … as soon as this many wait: one storage commit for many attempts. */

@@ -80,6 +80,12 @@ export function migrate(sql: SqlStorage): void {
 /** Where a pruning of event copies goes on: after (accepted at, rowid); ms. */
 export type PrunePosition = [number, number];
 
+/** The start of the event copies, where a prune begins. */
+export const PRUNE_START: PrunePosition = [Number.MIN_SAFE_INTEGER, 0];
+
+/** When idle with a log to prune, the courier's alarm comes back after this long (ms). */
+export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
+
 /**
  * Deletes at most PRUNE_CHUNK log rows older than the retention at `now` (ms), and reads at
  * most PRUNE_CHUNK event copies older than it after `from`, deleting those not queued (a
@@ -111,7 +117,7 @@ export function pruneLog(sql: SqlStorage, now: number, from: PrunePosition): { m
     );
   }
   const full = old.length >= PRUNE_CHUNK;
-  return { more: log >= PRUNE_CHUNK || full, next: full && last ? [last.accepted_at, last.rid] : [Number.MIN_SAFE_INTEGER, 0] };
+  return { more: log >= PRUNE_CHUNK || full, next: full && last ? [last.accepted_at, last.rid] : PRUNE_START };
 }
 
 /** Whether anything is left to prune one day (the log or event copies are not empty). */

@@ -27,14 +27,10 @@ import { Dispatch } from "./dispatch";
 import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
 import { backlog, enqueue, nextDueAt, skipQueued, take } from "./queue";
 import { readStats } from "./stats";
-import { erase, hasRetained, migrate, type PrunePosition, pruneLog } from "./storage";
+import { erase, hasRetained, migrate, PRUNE_INTERVAL_MS, PRUNE_START, type PrunePosition, pruneLog } from "./storage";
 
 /** Events a recover queues per synchronous step (other calls interleave between two). */
 const RECOVER_CHUNK = 200;
-/** When idle with a log to prune, the alarm comes back after this long (ms). */
-const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
-/** The start of the event copies, for `pruneLog`. */
-const PRUNE_START: PrunePosition = [Number.MIN_SAFE_INTEGER, 0];
 
 /** What a config step leaves for memory: the config in force, and whether it re-enabled the registration. */
 interface Applied {

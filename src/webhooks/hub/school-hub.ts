@@ -241,16 +241,17 @@ export class SchoolHub extends DurableObject<Env> {
    * is given the config that stops it.
    */
   async reportFailing(report: FailingReport): Promise<void> {
-    const addressed = this.ctx.storage.transactionSync(() => {
+    const step = this.ctx.storage.transactionSync(() => {
       const now = this.platform.now();
       if (!registrations.disableWebhook(this.sql, report.webhookId, report.reason, report.version, now)) return null;
       // Read within the step (the registration now disabled), cached only once it committed.
+      const audiences = audiencesOf(registrations.readWebhooks(this.sql));
       const event = disabledEvent(this.school ?? "", report, now);
-      return accept(this.sql, audiencesOf(registrations.readWebhooks(this.sql)), [event], now, report.webhookId).audiences;
+      return { audiences, addressed: accept(this.sql, audiences, [event], now, report.webhookId).audiences };
     });
-    if (addressed === null) return;
-    this.audiences = null;
-    this.handOver(addressed);
+    if (step === null) return;
+    this.audiences = step.audiences;
+    this.handOver(step.addressed);
     this.readers.wake();
     await this.couriers.configure(report.webhookId).catch(() => {});
   }
