@@ -7,7 +7,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/lib/crypto";
 import { callJson } from "../support/helpers";
-import { newSchool } from "../support/webhooks/harness";
+import { mintPortalSession, newSchool } from "../support/webhooks/harness";
 
 let school: { schoolId: string; key: string };
 
@@ -15,11 +15,7 @@ beforeAll(async () => {
   school = await newSchool("links");
 });
 
-const mint = async (json: unknown = {}, key = school.key) => {
-  const { status, body } = await callJson("/v3/portal-sessions", { method: "POST", key, json });
-  expect(status, JSON.stringify(body)).toBe(201);
-  return body.result as { token: string; expiresAt: string; readOnly: boolean };
-};
+const mint = (json: unknown = {}, key = school.key) => mintPortalSession(key, json);
 const redeem = (token: string) => callJson("/v3/portal-sessions/redeem", { method: "POST", key: token });
 
 describe("POST /v3/portal-sessions/redeem", () => {

@@ -9,7 +9,7 @@ import { operations } from "../../src/api";
 import { sha256Hex } from "../../src/lib/crypto";
 import { prunePortalSessions } from "../../src/portal/sessions";
 import { BASE, callJson } from "../support/helpers";
-import { newSchool, register } from "../support/webhooks/harness";
+import { mintPortalSession, newSchool, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const rx = new Receivers();
@@ -26,11 +26,7 @@ beforeAll(async () => {
 afterAll(() => rx.restore());
 
 /** POST /v3/portal-sessions with the school's key; the 201's result. */
-async function mint(body?: unknown, key = school.key): Promise<{ token: string; url: string; expiresAt: string; readOnly: boolean }> {
-  const { status, body: res } = await callJson("/v3/portal-sessions", { method: "POST", key, ...(body === undefined ? {} : { json: body }) });
-  expect(status, JSON.stringify(res)).toBe(201);
-  return res.result;
-}
+const mint = (body?: unknown, key = school.key) => mintPortalSession(key, body);
 
 /** GET /v3/webhooks with `token`. */
 const listWith = (token: string) => callJson("/v3/webhooks", { key: token });

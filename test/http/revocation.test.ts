@@ -8,11 +8,11 @@
 import { env } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { insertKey, newApiKey, revokeKey, revokeSessionsOfKey } from "../../src/db/api-keys";
-import { renderBound } from "../../src/db/import-sql";
 import { sha256Hex } from "../../src/lib/crypto";
 import { migrate as migrateHub } from "../../src/webhooks/hub/storage";
 import { callJson, loadFixture } from "../support/helpers";
-import { inHub, newSchool } from "../support/webhooks/harness";
+import { runSteps } from "../support/shards";
+import { inHub, mintPortalSession, newSchool } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const SCHOOL = "sch_revoke";
@@ -21,26 +21,18 @@ const rx = new Receivers();
 /** A new key of the school, stored: its plaintext and id. */
 async function newKey(label: string) {
   const k = await newApiKey(SCHOOL, label);
-  const [s] = renderBound([insertKey(k)]);
-  await env.DIRECTORY.prepare(s!.sql)
-    .bind(...s!.params)
-    .run();
+  await runSteps(env.DIRECTORY, [insertKey(k)]);
   return k;
 }
 
 /** What `npm run keys -- revoke ID` sends: the key and its sessions in one batch. @returns how many sessions it revoked. */
 async function revoke(id: string): Promise<number> {
   const now = Date.now();
-  const statements = renderBound([revokeKey(id, now), revokeSessionsOfKey(id, now)]);
-  const [, sessions] = await env.DIRECTORY.batch(statements.map((s) => env.DIRECTORY.prepare(s.sql).bind(...s.params)));
-  return sessions!.results.length;
+  const [, sessions] = await runSteps(env.DIRECTORY, [revokeKey(id, now), revokeSessionsOfKey(id, now)]);
+  return sessions!.length;
 }
 
-const mint = async (key: string, json: unknown = {}) => {
-  const { status, body } = await callJson("/v3/portal-sessions", { method: "POST", key, json });
-  expect(status).toBe(201);
-  return body.result.token as string;
-};
+const mint = async (key: string, json: unknown = {}) => (await mintPortalSession(key, json)).token;
 const redeem = async (token: string) => {
   const { status, body } = await callJson("/v3/portal-sessions/redeem", { method: "POST", key: token });
   expect(status).toBe(201);

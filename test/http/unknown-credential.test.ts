@@ -5,8 +5,7 @@
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { shardBindings } from "../../src/db/shard-names";
-import { shardFor } from "../../src/db/shards";
+import { shardsOf } from "../../src/db/shards";
 import worker from "../../src/index";
 import { recordingD1 } from "../support/d1-statements";
 import { fixture, KEY_A } from "../support/fixtures";
@@ -19,7 +18,9 @@ beforeAll(async () => {
 
 /** POSTs `body` to /v3/courses:search with `key`, on D1 bindings (the directory and every shard) that record what is sent. */
 async function search(key: string, body: string) {
-  const recorded = ["DIRECTORY", ...shardBindings(env)].map((b) => [b, recordingD1(b === "DIRECTORY" ? env.DIRECTORY : shardFor(env, b))] as const);
+  const recorded = [["DIRECTORY", env.DIRECTORY] as const, ...shardsOf(env).map(({ binding, d1 }) => [binding, d1] as const)].map(
+    ([b, d1]) => [b, recordingD1(d1)] as const,
+  );
   const exec = createExecutionContext();
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   const res = await worker.fetch(

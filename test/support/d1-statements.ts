@@ -6,14 +6,15 @@
  * is known).
  */
 
+import { utf8Bytes } from "../../src/lib/batches";
+
 /** One statement sent: its SQL and the UTF-8 bytes of its bound values (numbers count 8). */
 export interface SentStatement {
   sql: string;
   boundBytes: number;
 }
 
-const encoder = new TextEncoder();
-const sizeOf = (values: unknown[]) => values.reduce<number>((n, v) => n + (typeof v === "string" ? encoder.encode(v).byteLength : 8), 0);
+const sizeOf = (values: unknown[]) => values.reduce<number>((n, v) => n + (typeof v === "string" ? utf8Bytes(v) : 8), 0);
 
 /** A prepared statement that records itself in `sent` when it runs. */
 class RecordedStatement {
