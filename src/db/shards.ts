@@ -8,6 +8,7 @@
  */
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
+import { BoundedMap } from "../lib/bounded-map";
 import { SHARD_BINDING_RE, shardBindings } from "./shard-names";
 import { heldSchools } from "./shard-schema";
 
@@ -36,7 +37,7 @@ export interface KnownPlace {
 
 /** Credentials whose place the isolate remembers (the oldest forgotten first). */
 const KNOWN_PLACES_MAX = 10_000;
-const knownPlaces = new Map<string, KnownPlace>();
+const knownPlaces = new BoundedMap<string, KnownPlace>(KNOWN_PLACES_MAX);
 
 /**
  * The place the isolate remembers for a credential's hash: only where to send the query
@@ -49,9 +50,7 @@ export function knownPlace(credentialHash: string): KnownPlace | undefined {
 
 /** Remembers a credential's place, as the directory just named it. */
 export function rememberPlace(credentialHash: string, place: KnownPlace): void {
-  knownPlaces.delete(credentialHash);
   knownPlaces.set(credentialHash, place);
-  if (knownPlaces.size > KNOWN_PLACES_MAX) knownPlaces.delete(knownPlaces.keys().next().value!);
 }
 
 /**

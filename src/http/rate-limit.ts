@@ -11,6 +11,7 @@
  * what it costs a correct client: docs/choices.md § Rate limit.
  */
 
+import { BoundedMap } from "../lib/bounded-map";
 import { clientSubject } from "../lib/client-ip";
 import { sha256Hex } from "../lib/crypto";
 import { bearerCredential, credentialKind } from "./auth";
@@ -37,14 +38,16 @@ export interface RateLimitEnv {
  * once); this only decides which counter a request is charged to before that lookup.
  */
 export class RecentlyVerified {
-  /** Hash → ms of the last verification and the counter it is charged to; Map order is verification order (oldest first). */
-  private readonly verifiedAt = new Map<string, { at: number; counter: string }>();
+  /** Hash → ms of the last verification and the counter it is charged to, the least recently verified first. */
+  private readonly verifiedAt: BoundedMap<string, { at: number; counter: string }>;
 
   constructor(
-    private readonly maxEntries: number,
+    maxEntries: number,
     private readonly maxAgeMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.verifiedAt = new BoundedMap(maxEntries);
+  }
 
   /** Whether `hash` was verified less than `maxAgeMs` ago (and is still kept). */
   has(hash: string): boolean {
@@ -65,9 +68,7 @@ export class RecentlyVerified {
    * `cred:<hash>`), evicting the least recently verified beyond `maxEntries`.
    */
   remember(hash: string, counter = `cred:${hash}`): void {
-    this.verifiedAt.delete(hash);
     this.verifiedAt.set(hash, { at: this.now(), counter });
-    if (this.verifiedAt.size > this.maxEntries) this.verifiedAt.delete(this.verifiedAt.keys().next().value!);
   }
 
   /** Drops `hash` (its lookup just failed: unknown, revoked or expired). */
