@@ -188,7 +188,7 @@ async function checkStoredKeys(file: ImportFile, opts: ImportOptions): Promise<v
  * Where each school of `file` goes (docs/reference.md § Database shards): the directory's
  * known schools keep their shard, new ones go to the shard with the fewest bytes (estimated
  * from each shard's row counts), or all to `opts.shard`. One `wrangler d1 execute` on the
- * directory and one per shard.
+ * directory, and one per shard when a new school is placed by size.
  *
  * @throws ImportValidationError when `opts.shard` is not a shard of wrangler.toml, or a
  *   school of the file is being moved (nothing written).
@@ -207,14 +207,17 @@ async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<str
       })),
     );
   }
+  const knownShards = new Map(known.map((r) => [r.id, r.shard]));
+  // Sizes matter only when a new school is placed by them.
+  const bySize = opts.shard === undefined && schoolsOf(file).some((id) => !knownShards.has(id));
   const bytes = new Map<string, number>();
   const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
   for (const b of shardBindingsOfConfig()) {
-    const [size] = await d1Query<ShardSize>(sizeSql!, target, opts.persistTo, b);
-    bytes.set(b, estimateBytes(size!));
+    const [size] = bySize ? await d1Query<ShardSize>(sizeSql!, target, opts.persistTo, b) : [];
+    bytes.set(b, size ? estimateBytes(size) : 0);
   }
   try {
-    return placeSchools(file, { known: new Map(known.map((r) => [r.id, r.shard])), bytes }, opts.shard);
+    return placeSchools(file, { known: knownShards, bytes }, opts.shard);
   } catch (err) {
     throw new ImportValidationError([{ path: "--shard", message: (err as Error).message }]);
   }
