@@ -30,17 +30,26 @@ async function statuses(key: string, webhookId: string): Promise<string[]> {
   return (body.result as { status: string }[]).map((d) => d.status);
 }
 
+/**
+ * On a new virtual platform (kept in `sim` for `afterEach`): a school whose receiver at `host`
+ * never answers, an event published, and its first attempt started and hanging.
+ */
+async function hangingFirstAttempt(label: string, host: string) {
+  const virtual = SimulatedPlatform.virtual().install();
+  sim = virtual;
+  virtual.delay = [1, 1];
+  const { schoolId, key } = await newSchool(label);
+  const hook = await register(key, `https://${host}/in`);
+  virtual.on(host, "hang");
+  await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+  await virtual.advance(10);
+  expect(virtual.to(host)).toHaveLength(1);
+  return { sim: virtual, schoolId, key, host, hook };
+}
+
 describe("a courier reset with an attempt in flight", () => {
   it("has an alarm within the timeout + 60 s, and that alarm alone sends the delivery again", async () => {
-    sim = SimulatedPlatform.virtual().install();
-    sim.delay = [1, 1];
-    const { schoolId, key } = await newSchool("rsflight");
-    const host = "rs-flight.example.com";
-    const hook = await register(key, `https://${host}/in`);
-    sim.on(host, "hang");
-    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
-    await sim.advance(10);
-    expect(sim.to(host)).toHaveLength(1);
+    const { sim, key, host, hook } = await hangingFirstAttempt("rsflight", "rs-flight.example.com");
 
     const resetAt = sim.clock.now();
     const alarm = await resetObject(sim, courierStub(hook.id));
@@ -84,15 +93,7 @@ describe("a hub reset with a hand-over owed", () => {
 
 describe("every alarm lost at a restart (wrangler dev)", () => {
   it("one request to the hub wakes the courier, which sends its attempt again", async () => {
-    sim = SimulatedPlatform.virtual().install();
-    sim.delay = [1, 1];
-    const { schoolId, key } = await newSchool("rslost");
-    const host = "rs-lost.example.com";
-    const hook = await register(key, `https://${host}/in`);
-    sim.on(host, "hang");
-    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
-    await sim.advance(10);
-    expect(sim.to(host)).toHaveLength(1);
+    const { sim, schoolId, key, host, hook } = await hangingFirstAttempt("rslost", "rs-lost.example.com");
 
     await resetObject(sim, courierStub(hook.id), { loseAlarm: true });
     await resetObject(sim, hubStub(schoolId), { loseAlarm: true });
