@@ -316,6 +316,18 @@ async function main(): Promise<void> {
       refusedBind = (err as Error).message;
     }
     check(refusedBind.includes("binds strings only"), "the driver refuses a value that is not a string", refusedBind);
+    // The stand-in refuses what the real API refuses (production's per-query limits).
+    const args = (n: number) => `SELECT concat(${Array.from({ length: n }, () => "'x'").join(", ")}) AS v`;
+    const atLimit = await remote.databases.DIRECTORY!.prepare(args(32)).first<{ v: string }>();
+    check(atLimit?.v === "x".repeat(32), "the API runs a function call of 32 arguments", JSON.stringify(atLimit));
+    const overLimit = await remote.databases
+      .DIRECTORY!.prepare(args(33))
+      .first()
+      .then(
+        () => "",
+        (err: Error) => err.message,
+      );
+    check(overLimit.includes("too many arguments on function concat"), "the API refuses a function call of 33 arguments", overLimit);
   } finally {
     await stub?.close();
     await rm(dir, { recursive: true, force: true });

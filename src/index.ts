@@ -5,7 +5,7 @@
  * bindings.
  */
 import { operations } from "./api";
-import { openSession } from "./db/client";
+import { openSession, withD1Seam } from "./db/client";
 import { pruneIdempotencyKeys } from "./db/idempotency";
 import { shardsOf } from "./db/shards";
 import { sweepOutbox } from "./events/outbox";
@@ -23,7 +23,8 @@ export { SchoolHub } from "./webhooks/hub/school-hub";
 export function workerOf(routes: readonly Route<Env>[]) {
   const handle = buildRouter(routes);
   return {
-    async fetch(request, env, exec): Promise<Response> {
+    async fetch(request, workerEnv, exec): Promise<Response> {
+      const env = withD1Seam(workerEnv);
       const rc = new RequestContext(request.headers.get("x-request-id"));
       let response: Response;
       try {
@@ -57,7 +58,8 @@ export function workerOf(routes: readonly Route<Env>[]) {
      * the primaries; once an hour also `PRAGMA optimize` on every database, which refreshes
      * the query planner's statistics. Each writes its log line.
      */
-    async scheduled(controller, env, exec): Promise<void> {
+    async scheduled(controller, workerEnv, exec): Promise<void> {
+      const env = withD1Seam(workerEnv);
       const started = Date.now();
       exec.waitUntil(sweepOutbox(env).then((r) => logSweep({ ...r, durationMs: Date.now() - started })));
       const shards = shardsOf(env).map((s) => s.d1);

@@ -2,12 +2,15 @@
  * A stand-in for Cloudflare's D1 HTTP API on 127.0.0.1, over the local D1 files under
  * `persistTo` (Miniflare): `POST /client/v4/accounts/{account}/d1/database/{database_id}/query`
  * with `{ sql, params }` or `{ batch: [{ sql, params }] }`, params strings only, a bearer
- * token, answers in the API's envelope (`{ success, errors, messages, result }`). The
+ * token, answers in the API's envelope (`{ success, errors, messages, result }`), refusing what
+ * production's D1 refuses (test/support/d1-limits.ts: 32 arguments per SQL function, 100 bound
+ * parameters, 100,000 bytes of SQL, 2,000,000 bytes per value or row). The
  * self-test of `npm run shards -- … --remote` points CLOUDFLARE_API_BASE_URL at it, since
  * this machine reaches no Cloudflare API; `fault` lets it answer a request itself.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { limitedD1 } from "../../test/support/d1-limits";
 import { openLocalD1 } from "./d1-local";
 import { d1DatabaseIdsOfConfig } from "./wrangler";
 
@@ -88,7 +91,8 @@ export async function startD1ApiStub(persistTo: string): Promise<D1ApiStub> {
       }
       const f = stub.fault?.(request, stub.requests.length - 1);
       if (f) return send(res, f.status, envelope(null, f.errors), f.headers);
-      const d1 = local.databases[binding]!;
+      // The real API runs each statement on D1 itself: production's per-query limits apply.
+      const d1 = limitedD1(local.databases[binding]!);
       try {
         const statements = request.queries.map((q) => d1.prepare(q.sql).bind(...q.params));
         const results = statements.length === 1 && !Array.isArray(parsed.batch) ? [await statements[0]!.all()] : await d1.batch(statements);

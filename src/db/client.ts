@@ -1,6 +1,7 @@
 import type { SQL } from "drizzle-orm";
 import { type DrizzleD1Database, drizzle } from "drizzle-orm/d1";
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
+import { shardBindings } from "./shard-names";
 
 const cache = new WeakMap<D1Database, DrizzleD1Database>();
 
@@ -14,15 +15,34 @@ export function getDb(d1: D1Database): DrizzleD1Database {
   return db;
 }
 
-let sessionSeam: ((session: D1Database) => D1Database) | null = null;
+type D1Seam = (d1: D1Database) => D1Database;
+let d1Seam: D1Seam | null = null;
+/** Each env's wrapped copy, with the seam that built it. */
+const seamed = new WeakMap<object, { seam: D1Seam; env: object }>();
 
 /**
- * Installs a wrapper of every D1 session opened from now on (`null`: none). Tests install
- * one that refuses what production's D1 refuses and the local runtime accepts
+ * Installs a wrapper of every D1 binding the Worker reads from now on (`null`: none). Tests
+ * install one that refuses what production's D1 refuses and the local runtime accepts
  * (test/support/d1-limits.ts); production never calls it.
  */
-export function useSessionSeam(next: ((session: D1Database) => D1Database) | null): void {
-  sessionSeam = next;
+export function useD1Seam(next: D1Seam | null): void {
+  d1Seam = next;
+}
+
+/**
+ * `env` as the Worker's handlers use it: itself, or (with a seam installed) a copy whose D1
+ * bindings — `DIRECTORY` and every `SHARD_<n>` — are wrapped by the seam, built once per `env`
+ * and seam.
+ */
+export function withD1Seam<E extends object>(env: E): E {
+  const seam = d1Seam;
+  if (seam === null) return env;
+  const known = seamed.get(env);
+  if (known?.seam === seam) return known.env as E;
+  const bindings = ["DIRECTORY", ...shardBindings(env)].filter((b) => b in env);
+  const out = { ...env, ...Object.fromEntries(bindings.map((b) => [b, seam((env as Record<string, D1Database>)[b]!)])) } as E;
+  seamed.set(env, { seam, env: out });
+  return out;
 }
 
 /** What a request's database work needs: reads may go to a replica, writes to the primary. */
@@ -54,7 +74,7 @@ export interface DbSession {
  */
 export function openSession(d1: D1Database, kind: SessionKind, bookmark?: string): DbSession {
   const session = d1.withSession(bookmark ?? (kind === "read" ? "first-unconstrained" : "first-primary"));
-  const asDatabase = sessionSeam === null ? (session as unknown as D1Database) : sessionSeam(session as unknown as D1Database);
+  const asDatabase = session as unknown as D1Database;
   return { d1: asDatabase, db: drizzle(asDatabase), bookmark: () => session.getBookmark() };
 }
 

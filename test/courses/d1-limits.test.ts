@@ -1,7 +1,7 @@
 /**
  * Every SQLite / D1 limit a valid request can reach, tested at its bound, on a D1 that
- * enforces production's limits (test/support/d1-limits.ts: 100 bound parameters, 100 KB of SQL,
- * 2,000,000 bytes per string or row; the runtime itself caps LIKE patterns near 50 bytes): the `name`
+ * enforces production's limits (test/support/production-limits.ts; the seam itself is tested in
+ * test/limits/seam.test.ts): the `name`
  * filter at every length and of every character, `classroom` and `creatorId` at their
  * maximum, `page` at its maximum, the search's id lists at 10,000 ids of 64 characters, the
  * fullest listing statement, and a course write with every list full.
@@ -16,7 +16,6 @@ import { MAX_LIST, MAX_PROFESSORS } from "../../src/courses/write-schemas";
 import { getDb } from "../../src/db/client";
 import { ApiError } from "../../src/http/errors";
 import { send } from "../fuzz/workerd";
-import { limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A } from "../support/fixtures";
 import { loadFixture } from "../support/helpers";
 import { checkResponse } from "../support/openapi-check";
@@ -45,30 +44,6 @@ const BOUNDS_KEY = "sk_test_bounds";
 
 beforeAll(async () => {
   await loadFixture(fixture);
-});
-
-describe("the D1 simulation refuses what production refuses", () => {
-  const db = limitedD1(env.SHARD_0);
-  it("101 bound parameters, 100,001 bytes of SQL, a value or a row over 2,000,000 bytes", async () => {
-    const marks = (n: number) => Array.from({ length: n }, () => "?").join(",");
-    await expect(
-      db
-        .prepare(`SELECT json_array(${marks(101)})`)
-        .bind(...Array.from({ length: 101 }, () => 1))
-        .first(),
-    ).rejects.toThrow(/SQLITE_RANGE/);
-    expect(
-      await db
-        .prepare(`SELECT json_array(${marks(100)}) AS a`)
-        .bind(...Array.from({ length: 100 }, () => 1))
-        .first("a"),
-    ).toBeTruthy();
-    await expect(db.prepare(`SELECT 1 ${" ".repeat(100_000)}`).first()).rejects.toThrow(/statement too long/);
-    expect(await db.prepare("SELECT length(?) AS n").bind("é".repeat(1_000_000)).first("n")).toBe(1_000_000);
-    await expect(db.prepare("SELECT length(?)").bind("é".repeat(1_000_001)).first()).rejects.toThrow(/too big/);
-    await expect(db.prepare("SELECT ? AS a, ? AS b").bind("x".repeat(1_100_000), "y".repeat(1_100_000)).first()).rejects.toThrow(/result row/);
-    await expect(db.batch([db.prepare("SELECT zeroblob(2000001) AS z")])).rejects.toThrow(/too big/);
-  });
 });
 
 describe("name filter: any name of 1–200 characters (docs/reference.md § GET /v3/courses)", () => {

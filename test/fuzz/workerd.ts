@@ -1,7 +1,7 @@
 /**
  * The fuzz suite's runner inside workerd (vitest): a read school (the fixture's school A)
  * and a write school with reference data, courses and registrations; `send`, which calls the
- * Worker's `fetch` on an env whose D1 enforces production's limits (test/support/d1-limits.ts); and
+ * Worker's `fetch` (on the test env, whose D1 enforces production's limits: test/support/setup.ts); and
  * a D1-level fingerprint of a school's rows.
  *
  * Requests go to the Worker's default export directly, not through `exports.default.fetch`:
@@ -10,24 +10,19 @@
  * 5,000-request suite quadratic. The handler, router and bindings are the same.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { shardBindings } from "../../src/db/shard-names";
 import worker from "../../src/index";
-import { limitedD1 } from "../support/d1-limits";
 import { fixture, KEY_A, REVOKED_KEY } from "../support/fixtures";
 import { loadFixture } from "../support/helpers";
 import { shardOf } from "../support/shards";
 import type { Send } from "./oracle";
 import type { FuzzContext } from "./requests";
 
-/** The Worker's env with D1's production limits enforced. */
-const limitedEnv = { ...env, ...Object.fromEntries(["DIRECTORY", ...shardBindings(env)].map((b) => [b, limitedD1(env[b as "DIRECTORY"])])) };
-
 /** Sends a request to the Worker (see the module comment) and waits for its `waitUntil` work. */
 export const send: Send = async (req) => {
   const exec = createExecutionContext();
   const res = await worker.fetch(
     new Request(`http://api.test${req.path}`, { method: req.method, headers: req.headers, body: req.body }) as Request<unknown, IncomingRequestCfProperties>,
-    limitedEnv,
+    env,
     exec,
   );
   await waitOnExecutionContext(exec);

@@ -12,7 +12,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { migrate as migrateHub } from "../../src/webhooks/hub/storage";
 import { callJson, loadFixture } from "../support/helpers";
 import { runSteps } from "../support/shards";
-import { inHub, mintPortalSession, newSchool } from "../support/webhooks/harness";
+import { inHub, mintPortalSession, newSchool, ownStorage } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const SCHOOL = "sch_revoke";
@@ -85,8 +85,8 @@ describe("rows stored before the key was recorded stay valid", () => {
 
   it("a registration stored before the hub's created_by column reads createdBy: null once migrated", async () => {
     const { schoolId, key } = await newSchool("oldhub");
-    await inHub(schoolId, (_hub, state) => {
-      const sql = state.storage.sql;
+    await inHub(schoolId, (hub) => {
+      const sql = ownStorage(hub).sql;
       // Back to schema version 2 (before created_by), with a registration written then.
       sql.exec("ALTER TABLE webhooks DROP COLUMN created_by");
       sql.exec("UPDATE meta SET value = '2' WHERE key = 'schema_version'");

@@ -1,71 +1,14 @@
 /**
- * D1's production limits, enforced around a D1 database or session (local D1 accepts a bound
- * value of 5,000,000 bytes). Source: https://developers.cloudflare.com/d1/platform/limits/ —
- * 100 bound parameters per query, 100,000 bytes of SQL per statement, 2,000,000 bytes per
- * string, BLOB or row: checked on every bound value and on every value and row read back (a
- * value read back stands for a string SQLite built while running, e.g. `json_group_array`;
- * production would have refused to build it). LIKE patterns (50 bytes) the runtime enforces.
- * `limitedD1(db)` throws what production would (`D1_ERROR: … SQLITE_TOOBIG` / `SQLITE_RANGE`);
- * setup.ts installs it on every D1 session the Worker opens (`useSessionSeam`).
+ * D1's production limits (test/support/production-limits.ts: 100 bound parameters, 100,000 bytes of
+ * SQL, 2,000,000 bytes per value or row, 32 arguments per SQL function, 50-byte LIKE/GLOB patterns),
+ * enforced around a D1 binding on every path: `prepare` (`first`/`all`/`run`/`raw`), `batch`,
+ * `exec`, `dump` and `withSession` (the session is limited too). A statement over a limit throws
+ * before it runs, with the error production gives (`D1_ERROR: … SQLITE_TOOBIG`/`SQLITE_RANGE`/
+ * `SQLITE_ERROR`); every value and row read back is checked too. setup.ts installs it on every D1
+ * binding of the Worker's env and of the tests' env (`useD1Seam`); stored rows are guarded by
+ * the triggers of `guardRows`.
  */
-import { utf8Bytes } from "../../src/lib/batches";
-
-/** D1's limits (bytes are UTF-8). */
-const D1_LIMITS = {
-  boundParameters: 100,
-  sqlBytes: 100_000,
-  valueBytes: 2_000_000,
-} as const;
-
-const encoder = new TextEncoder();
-
-/** Throws like production D1 when a value is over the string/BLOB limit. */
-function checkValue(value: unknown, where: string): void {
-  // D1 reads a BLOB back as an array of byte values.
-  const size =
-    typeof value === "string"
-      ? utf8Bytes(value)
-      : value instanceof ArrayBuffer || ArrayBuffer.isView(value)
-        ? value.byteLength
-        : Array.isArray(value)
-          ? value.length
-          : 0;
-  if (size > D1_LIMITS.valueBytes) {
-    throw new Error(`D1_ERROR: string or blob too big: SQLITE_TOOBIG (simulated production limit: ${where} is ${size} bytes > ${D1_LIMITS.valueBytes})`);
-  }
-}
-
-function checkStatement(sql: string, params: unknown[]): void {
-  if (params.length > D1_LIMITS.boundParameters) {
-    throw new Error(
-      `D1_ERROR: too many SQL variables: SQLITE_RANGE (simulated production limit: ${params.length} bound parameters > ${D1_LIMITS.boundParameters})`,
-    );
-  }
-  const sqlBytes = encoder.encode(sql).byteLength;
-  if (sqlBytes > D1_LIMITS.sqlBytes) throw new Error(`D1_ERROR: statement too long: SQLITE_TOOBIG (simulated production limit: ${sqlBytes} bytes of SQL)`);
-  params.forEach((p, i) => {
-    checkValue(p, `bound parameter ${i + 1}`);
-  });
-}
-
-/**
- * Checks every value of every result row, and each row as a whole: SQLite builds a record
- * of the whole row when it sorts it or stores it, and refuses one over the limit too.
- */
-function checkRows(rows: unknown): void {
-  if (!Array.isArray(rows)) return;
-  for (const row of rows) {
-    const values: [string, unknown][] = Array.isArray(row) ? row.map((v, i) => [String(i + 1), v]) : row && typeof row === "object" ? Object.entries(row) : [];
-    let total = 0;
-    for (const [k, v] of values) {
-      checkValue(v, `result column ${k}`);
-      total += typeof v === "string" ? utf8Bytes(v) : Array.isArray(v) ? v.length : 8;
-    }
-    if (total > D1_LIMITS.valueBytes) {
-      throw new Error(`D1_ERROR: string or blob too big: SQLITE_TOOBIG (simulated production limit: a result row of ${total} bytes > ${D1_LIMITS.valueBytes})`);
-    }
-  }
-}
+import { checkRows, checkStatement, checkValue, GUARDED_COLUMNS_SQL, guardTriggers, splitStatements } from "./production-limits";
 
 /** A prepared statement that checks the limits around each run. */
 class LimitedStatement {
@@ -80,53 +23,80 @@ class LimitedStatement {
   }
 
   async first<T = unknown>(column?: string): Promise<T | null> {
-    checkStatement(this.sql, this.params);
+    checkStatement("d1", this.sql, this.params);
     const row = column === undefined ? await this.inner.first<T>() : await this.inner.first<T>(column);
-    if (column === undefined) checkRows([row]);
-    else checkValue(row, `result column ${column}`);
+    if (column === undefined) checkRows("d1", [row]);
+    else checkValue("d1", row, `result column ${column}`);
     return row;
   }
 
   async all<T = unknown>(): Promise<D1Result<T>> {
-    checkStatement(this.sql, this.params);
+    checkStatement("d1", this.sql, this.params);
     const result = await this.inner.all<T>();
-    checkRows(result.results);
+    checkRows("d1", result.results);
     return result;
   }
 
   async run<T = unknown>(): Promise<D1Result<T>> {
-    checkStatement(this.sql, this.params);
+    checkStatement("d1", this.sql, this.params);
     const result = await this.inner.run<T>();
-    checkRows(result.results);
+    checkRows("d1", result.results);
     return result;
   }
 
   async raw<T = unknown[]>(options?: { columnNames?: boolean }): Promise<T[]> {
-    checkStatement(this.sql, this.params);
+    checkStatement("d1", this.sql, this.params);
     const rows = options?.columnNames ? await this.inner.raw<T>({ columnNames: true }) : await this.inner.raw<T>();
-    checkRows(rows);
+    checkRows("d1", options?.columnNames ? rows.slice(1) : rows);
     return rows as T[];
   }
 }
 
-/**
- * `db` with D1's production limits enforced (see the module comment). `prepare` and `batch`
- * are checked; anything else (`exec`, `dump`, `withSession`) passes through unchecked.
- */
-export function limitedD1(db: D1Database): D1Database {
+/** Marks what is limited already, so that a binding wrapped twice is checked once. */
+const LIMITED = Symbol("limitedD1");
+
+/** `db` (a binding or a session) with D1's production limits enforced (see the module comment). */
+function limited<D extends object>(db: D): D {
+  if ((db as { [LIMITED]?: true })[LIMITED]) return db;
   return new Proxy(db, {
     get(target, prop) {
-      if (prop === "prepare") return (sql: string) => new LimitedStatement(target.prepare(sql), sql);
+      const t = target as unknown as D1Database;
+      if (prop === LIMITED) return true;
+      if (prop === "prepare") return (sql: string) => new LimitedStatement(t.prepare(sql), sql);
       if (prop === "batch") {
         return async (statements: LimitedStatement[]) => {
-          for (const s of statements) checkStatement(s.sql, s.params);
-          const results = await target.batch(statements.map((s) => s.inner));
-          for (const r of results) checkRows(r.results);
+          for (const s of statements) checkStatement("d1", s.sql, s.params);
+          const results = await t.batch(statements.map((s) => s.inner));
+          for (const r of results) checkRows("d1", r.results);
           return results;
         };
       }
+      if (prop === "exec") {
+        return async (sql: string) => {
+          for (const statement of splitStatements(sql)) checkStatement("d1", statement, []);
+          return t.exec(sql);
+        };
+      }
+      // Production D1 (the SQLite storage backend) has no dump; export goes through wrangler.
+      if (prop === "dump")
+        return () => Promise.reject(new Error("D1_DUMP_ERROR: dump is not supported by D1's storage backend (simulated production: use `wrangler d1 export`)"));
+      if (prop === "withSession") return (...args: Parameters<D1Database["withSession"]>) => limited(t.withSession(...args));
       const value = Reflect.get(target, prop, target);
       return typeof value === "function" ? value.bind(target) : value;
     },
-  }) as D1Database;
+  });
+}
+
+/** `db` with D1's production limits enforced on every path (see the module comment). */
+export function limitedD1(db: D1Database): D1Database {
+  return limited(db);
+}
+
+/**
+ * Installs in `db` the triggers that refuse a stored row over 2,000,000 bytes, on every table
+ * (test/support/production-limits.ts `rowSizeTriggers`); run after the migrations.
+ */
+export async function guardRows(db: D1Database): Promise<void> {
+  const { results } = await db.prepare(GUARDED_COLUMNS_SQL).all<{ tbl: string; col: string }>();
+  await db.batch(guardTriggers(results).map((s) => db.prepare(s)));
 }

@@ -1,53 +1,129 @@
 /**
- * A Durable Object SQLite's production limits, enforced around an object's `SqlStorage`:
- * the local runtime accepts a bound value of 8,000,000 bytes (it refuses 9,000,000), production
- * refuses anything over 2 MB. Source: https://developers.cloudflare.com/durable-objects/platform/limits/
- * ("Maximum string, BLOB or table row size: 2 MB", "Maximum SQL statement length: 100 KB",
- * "Maximum bound parameters per query: 100"). setup.ts installs it for every webhook object
- * (`useSqlSeam`); a statement over a limit throws before it runs, as production's would.
+ * A SQLite-backed Durable Object's production limits, enforced around its storage
+ * (https://developers.cloudflare.com/durable-objects/platform/limits/; the numbers and the checks are
+ * test/support/production-limits.ts's): every `sql.exec` is checked before it runs (100 bound
+ * parameters, 100 KB of SQL, 2,000,000 bytes per bound value, 32 arguments per SQL function,
+ * 50-byte LIKE/GLOB patterns), every row it returns as it is read, every stored row by triggers
+ * installed after each schema change, and every key-value `put` (key and value within 2 MB). The
+ * local runtime accepts an 8,000,000-byte value and a 3,000,000-byte key-value pair. setup.ts
+ * installs it for every webhook object (`useStorageSeam`).
  */
-import { utf8Bytes } from "../../src/lib/batches";
+import { checkKvPut, checkRows, checkStatement, GUARDED_COLUMNS_SQL, guardTriggers, SEAM_TRIGGERS_SQL } from "./production-limits";
 
-/** The limits enforced (bytes are UTF-8; 2 MB taken as 2,000,000 bytes, D1's figure). */
-const SQL_LIMITS = {
-  boundParameters: 100,
-  sqlBytes: 100_000,
-  valueBytes: 2_000_000,
-} as const;
-
-/** UTF-8 bytes of `s`, counted only when its length leaves the answer open. */
-function over(s: string, limit: number): number | null {
-  if (s.length * 3 <= limit) return null;
-  if (s.length > limit) return s.length;
-  const n = utf8Bytes(s);
-  return n > limit ? n : null;
-}
-
-function check(query: string, bindings: unknown[]): void {
-  if (bindings.length > SQL_LIMITS.boundParameters) {
-    throw new Error(`too many SQL variables: SQLITE_RANGE (simulated production limit: ${bindings.length} bound parameters > ${SQL_LIMITS.boundParameters})`);
-  }
-  const sqlBytes = over(query, SQL_LIMITS.sqlBytes);
-  if (sqlBytes !== null) throw new Error(`statement too long: SQLITE_TOOBIG (simulated production limit: ${sqlBytes} bytes of SQL > ${SQL_LIMITS.sqlBytes})`);
-  bindings.forEach((value, i) => {
-    const size =
-      typeof value === "string" ? over(value, SQL_LIMITS.valueBytes) : value instanceof ArrayBuffer || ArrayBuffer.isView(value) ? value.byteLength : null;
-    if (size !== null && size > SQL_LIMITS.valueBytes) {
-      throw new Error(
-        `string or blob too big: SQLITE_TOOBIG (simulated production limit: bound parameter ${i + 1} is ${size} bytes > ${SQL_LIMITS.valueBytes})`,
-      );
-    }
+/** A cursor whose rows are checked as they are read. */
+function checkedCursor<T extends Record<string, SqlStorageValue>>(cursor: SqlStorageCursor<T>): SqlStorageCursor<T> {
+  return new Proxy(cursor, {
+    get(target, prop) {
+      if (prop === "toArray") {
+        return () => {
+          const rows = target.toArray();
+          checkRows("durable-object", rows);
+          return rows;
+        };
+      }
+      if (prop === "one") {
+        return () => {
+          const row = target.one();
+          checkRows("durable-object", [row]);
+          return row;
+        };
+      }
+      if (prop === "next") {
+        return () => {
+          const r = target.next();
+          if (!r.done) checkRows("durable-object", [r.value]);
+          return r;
+        };
+      }
+      if (prop === Symbol.iterator) {
+        return function* () {
+          for (let r = target.next(); !r.done; r = target.next()) {
+            checkRows("durable-object", [r.value]);
+            yield r.value;
+          }
+        };
+      }
+      if (prop === "raw") {
+        return () => {
+          const rows = target.raw();
+          return (function* () {
+            for (const row of rows) {
+              checkRows("durable-object", [row]);
+              yield row;
+            }
+          })();
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
   });
 }
 
-/** `sql` with production's limits checked before each `exec` (everything else passes through). */
-export function limitedSql(sql: SqlStorage): SqlStorage {
+const SCHEMA_CHANGE = /^\s*(create|alter)\s+table/i;
+
+/** `sql` with production's limits checked on each `exec` (everything else passes through). */
+function limitedSql(sql: SqlStorage): SqlStorage {
+  const guard = () => {
+    const rows = sql.exec<{ tbl: string; col: string }>(GUARDED_COLUMNS_SQL).toArray();
+    for (const s of guardTriggers(rows)) sql.exec(s);
+  };
+  // Tables that exist already (an object constructed again) are guarded at once.
+  guard();
   return new Proxy(sql, {
     get(target, prop) {
       if (prop === "exec") {
         return (query: string, ...bindings: unknown[]) => {
-          check(query, bindings);
-          return target.exec(query, ...bindings);
+          checkStatement("durable-object", query, bindings);
+          if (!SCHEMA_CHANGE.test(query)) return checkedCursor(target.exec(query, ...bindings));
+          // SQLite refuses to drop or rename a column a trigger names: the guards step aside
+          // for the change, then a new table or column is guarded before anything is stored in it.
+          for (const { name } of target.exec<{ name: string }>(SEAM_TRIGGERS_SQL).toArray()) target.exec(`DROP TRIGGER "${name}"`);
+          try {
+            return checkedCursor(target.exec(query, ...bindings));
+          } finally {
+            guard();
+          }
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/** `kv` (the synchronous key-value API) with production's pair size checked on `put`. */
+function limitedKv(kv: SyncKvStorage): SyncKvStorage {
+  return new Proxy(kv, {
+    get(target, prop) {
+      if (prop === "put") {
+        return (key: string, value: unknown) => {
+          checkKvPut(key, value);
+          return target.put(key, value);
+        };
+      }
+      const value = Reflect.get(target, prop, target);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+/**
+ * `storage` with production's limits on its SQL (`limitedSql`) and its key-value API (`kv.put`,
+ * and the asynchronous `put` of one pair or of an object of pairs).
+ */
+export function limitedStorage(storage: DurableObjectStorage): DurableObjectStorage {
+  const sql = limitedSql(storage.sql);
+  const kv = limitedKv(storage.kv);
+  return new Proxy(storage, {
+    get(target, prop) {
+      if (prop === "sql") return sql;
+      if (prop === "kv") return kv;
+      if (prop === "put") {
+        return (keyOrEntries: string | Record<string, unknown>, value?: unknown, options?: DurableObjectPutOptions) => {
+          if (typeof keyOrEntries === "string") checkKvPut(keyOrEntries, value);
+          else for (const [k, v] of Object.entries(keyOrEntries)) checkKvPut(k, v);
+          return typeof keyOrEntries === "string" ? target.put(keyOrEntries, value, options) : target.put(keyOrEntries, value as DurableObjectPutOptions);
         };
       }
       const value = Reflect.get(target, prop, target);

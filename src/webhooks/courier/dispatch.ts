@@ -9,7 +9,7 @@ import { parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
 import { SigningKeys } from "../delivery/signing";
 import { sendRefusal } from "../delivery/url-policy";
 import { IdleWaiters } from "../platform/idle-waiters";
-import { type Platform, sqlOf, type Timer } from "../platform/platform";
+import type { Platform, Timer } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig } from "../rpc";
 import type { FailureReport } from "./failure-report";
 import { nextDueAt, type Outcome, readDue, recordAttempt, skipQueued } from "./queue";
@@ -58,7 +58,7 @@ export class Dispatch {
     private readonly failures: FailureReport,
     private readonly state: CourierState,
   ) {
-    this.sql = sqlOf(storage);
+    this.sql = storage.sql;
     this.schedule = parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE);
     this.allowInsecure = env.WEBHOOK_ALLOW_INSECURE_URLS === "true";
     this.sender = new Sender(platform, parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS), (outcome) => this.finished(outcome));

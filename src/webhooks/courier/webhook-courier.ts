@@ -11,7 +11,7 @@ import type { StatsBucket } from "../api/stats-schemas";
 import { parseDisableAfterMs } from "../delivery/schedule";
 import { AlarmClock } from "../platform/alarm-clock";
 import { ObjectCalls } from "../platform/object-calls";
-import { type Platform, platformFor, sqlOf } from "../platform/platform";
+import { type Platform, platformFor, storageOf } from "../platform/platform";
 import {
   BACKLOG_HIGH,
   type CourierConfig,
@@ -41,6 +41,8 @@ interface Applied {
 /** One registration's courier. RPC methods: see each; the hub is its only caller besides reads. */
 export class WebhookCourier extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** The object's storage, through the platform's seam (`storageOf`): every read and write goes through it. */
+  private readonly storage: DurableObjectStorage;
   private readonly platform: Platform;
   private readonly failures: FailureReport;
   private readonly dispatch: Dispatch;
@@ -53,16 +55,18 @@ export class WebhookCourier extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
+    const storage = storageOf(ctx.storage);
+    this.storage = storage;
     this.platform = platformFor(ctx.id.toString(), "courier");
-    this.alarms = new AlarmClock(ctx.storage);
-    this.sql = sqlOf(ctx.storage);
-    const kv = ctx.storage.kv;
+    this.alarms = new AlarmClock(storage);
+    this.sql = storage.sql;
+    const kv = storage.kv;
     migrate(this.sql);
     const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
     this.failures = new FailureReport(kv, hubs, parseDisableAfterMs(env.WEBHOOK_DISABLE_AFTER_HOURS), () => {
       void this.armAlarm(this.platform.now() + REPORT_RETRY_MS);
     });
-    this.dispatch = new Dispatch(ctx.storage, env, this.platform, this.failures, {
+    this.dispatch = new Dispatch(storage, env, this.platform, this.failures, {
       config: () => this.config,
       closed: () => this.closed,
       armAlarm: (at) => this.armAlarm(at),
@@ -101,10 +105,10 @@ export class WebhookCourier extends DurableObject<Env> {
   deliver(handover: Handover): HandoverReceipt {
     if (this.closed) return this.receipt(0);
     const now = this.platform.now();
-    const step = this.ctx.storage.transactionSync(() => {
+    const step = this.storage.transactionSync(() => {
       const applied = this.apply(handover.config, now);
       take(this.sql, handover.events, this.cursor, applied.config.enabled, now);
-      if (handover.upTo > this.cursor) this.ctx.storage.kv.put("cursor", handover.upTo);
+      if (handover.upTo > this.cursor) this.storage.kv.put("cursor", handover.upTo);
       return applied;
     });
     // Memory follows storage once the step has committed.
@@ -121,7 +125,7 @@ export class WebhookCourier extends DurableObject<Env> {
   configure(config: CourierConfig): HandoverReceipt {
     if (this.closed) return this.receipt(0);
     const now = this.platform.now();
-    this.adopt(this.ctx.storage.transactionSync(() => this.apply(config, now)));
+    this.adopt(this.storage.transactionSync(() => this.apply(config, now)));
     this.dispatch.pump();
     return this.receipt(now);
   }
@@ -135,8 +139,8 @@ export class WebhookCourier extends DurableObject<Env> {
    */
   close(): void {
     if (this.closed) return;
-    this.ctx.storage.transactionSync(() => {
-      const kv = this.ctx.storage.kv;
+    this.storage.transactionSync(() => {
+      const kv = this.storage.kv;
       kv.put("closed", true);
       kv.delete("config");
       kv.delete("cursor");
@@ -229,7 +233,7 @@ export class WebhookCourier extends DurableObject<Env> {
 
   /** The size of this object's SQLite database, in bytes (operators, the benchmark's storage figures). */
   storageBytes(): number {
-    return this.ctx.storage.sql.databaseSize;
+    return this.storage.sql.databaseSize;
   }
 
   /** Resolves when no request is in flight and nothing due could start (tests, benchmark). */
@@ -275,7 +279,7 @@ export class WebhookCourier extends DurableObject<Env> {
   private apply(config: CourierConfig, now: number): Applied {
     const held = this.config;
     if (held !== null && held.version >= config.version) return { config: held, enabled: false };
-    this.ctx.storage.kv.put("config", config);
+    this.storage.kv.put("config", config);
     if (!config.enabled || config.disables > (held?.disables ?? 0)) {
       skipQueued(this.sql, this.dispatch.busy(), now);
       this.failures.disabled();
@@ -292,7 +296,7 @@ export class WebhookCourier extends DurableObject<Env> {
   /** Runs a queueing step for test, resend or recover after the courier's own checks. */
   private queueing<T>(config: CourierConfig, step: () => CourierStep<T>): CourierStep<T> {
     if (this.closed) return { ok: false, error: "WEBHOOK_NOT_FOUND" };
-    const { applied, result } = this.ctx.storage.transactionSync(() => {
+    const { applied, result } = this.storage.transactionSync(() => {
       const applied = this.apply(config, this.platform.now());
       const result: CourierStep<T> = applied.config.enabled ? step() : { ok: false, error: "WEBHOOK_DISABLED" };
       return { applied, result };

@@ -11,7 +11,7 @@ import { IDEMPOTENCY_TTL_MS } from "../../db/idempotency";
 import type { SchoolEvent } from "../../events/types";
 import { DEFAULT_GRACE_SECONDS } from "../../lib/limits";
 import { AlarmClock } from "../platform/alarm-clock";
-import { type Platform, platformFor, sqlOf } from "../platform/platform";
+import { type Platform, platformFor, storageOf } from "../platform/platform";
 import {
   type CourierConfig,
   type CourierStep,
@@ -45,6 +45,8 @@ const HANDOVER_WATCHDOG_MS = 30_000;
 /** The school's event hub (see the module comment); its public methods are its RPC surface. */
 export class SchoolHub extends DurableObject<Env> {
   private readonly sql: SqlStorage;
+  /** The object's storage, through the platform's seam (`storageOf`): every read and write goes through it. */
+  private readonly storage: DurableObjectStorage;
   private readonly platform: Platform;
   private readonly couriers: Couriers;
   /** The active registrations as the accept step reads them (`null`: reload). */
@@ -56,11 +58,13 @@ export class SchoolHub extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.sql = sqlOf(ctx.storage);
+    const storage = storageOf(ctx.storage);
+    this.storage = storage;
+    this.sql = storage.sql;
     migrate(this.sql);
     this.platform = platformFor(ctx.id.toString(), "hub");
-    this.alarms = new AlarmClock(ctx.storage);
-    this.school = (ctx.storage.kv.get("schoolId") as string | undefined) ?? null;
+    this.alarms = new AlarmClock(storage);
+    this.school = (storage.kv.get("schoolId") as string | undefined) ?? null;
     this.readers = new FeedReaders(this.sql, this.platform);
     this.couriers = new Couriers(env, {
       sql: this.sql,
@@ -89,7 +93,7 @@ export class SchoolHub extends DurableObject<Env> {
   createWebhook(schoolId: string, input: NewWebhook, idem?: IdempotencyInput): CreateWebhookResult {
     this.knowSchool(schoolId);
     const now = this.platform.now();
-    const result = this.ctx.storage.transactionSync(() => registrations.create(this.sql, input, idem, now));
+    const result = this.storage.transactionSync(() => registrations.create(this.sql, input, idem, now));
     if (result.ok && !result.replayed) {
       this.audiences = null;
       void this.armAlarm(now + IDEMPOTENCY_TTL_MS);
@@ -129,7 +133,7 @@ export class SchoolHub extends DurableObject<Env> {
    *   and a repeated PATCH pushes it before answering.
    */
   async updateWebhook(id: string, change: WebhookUpdate): Promise<WebhookRecord | null | typeof HEADERS_REQUIRED> {
-    const row = this.ctx.storage.transactionSync(() => registrations.updateWebhook(this.sql, id, change, this.platform.now()));
+    const row = this.storage.transactionSync(() => registrations.updateWebhook(this.sql, id, change, this.platform.now()));
     if (row === null || row === HEADERS_REQUIRED) return row;
     this.audiences = null;
     await this.couriers.configure(id);
@@ -144,7 +148,7 @@ export class SchoolHub extends DurableObject<Env> {
    *   repeated rotation pushes its own before answering (as PATCH).
    */
   async rotateSecret(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<RotatedSecret | null> {
-    const rotated = this.ctx.storage.transactionSync(() => registrations.rotateSecret(this.sql, id, graceSeconds, this.platform.now()));
+    const rotated = this.storage.transactionSync(() => registrations.rotateSecret(this.sql, id, graceSeconds, this.platform.now()));
     if (rotated) await this.couriers.configure(id);
     return rotated;
   }
@@ -161,7 +165,7 @@ export class SchoolHub extends DurableObject<Env> {
    *   close, and a repeated DELETE completes it and returns `true`.
    */
   async deleteWebhook(id: string): Promise<boolean> {
-    const found = this.ctx.storage.transactionSync(() => registrations.tombstone(this.sql, id, this.platform.now()));
+    const found = this.storage.transactionSync(() => registrations.tombstone(this.sql, id, this.platform.now()));
     if (found === null) return false;
     // Its addressed events are forgotten later, in bounded steps (`pruneDeleted`).
     if (found.found === "deleted") void this.armAlarm(this.platform.now() + 1_000);
@@ -194,7 +198,7 @@ export class SchoolHub extends DurableObject<Env> {
    */
   publish(events: SchoolEvent[]): PublishResult {
     if (events[0]) this.knowSchool(events[0].schoolId);
-    const done = this.ctx.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
+    const done = this.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
     this.handOver(done.audiences);
     if (done.seqs.length > 0) this.readers.wake();
     const loggable = events.filter((e) => e.type !== "webhook.test").length;
@@ -241,7 +245,7 @@ export class SchoolHub extends DurableObject<Env> {
    * is given the config that stops it.
    */
   async reportFailing(report: FailingReport): Promise<void> {
-    const step = this.ctx.storage.transactionSync(() => {
+    const step = this.storage.transactionSync(() => {
       const now = this.platform.now();
       if (!registrations.disableWebhook(this.sql, report.webhookId, report.reason, report.version, now)) return null;
       // Read within the step (the registration now disabled), cached only once it committed.
@@ -309,7 +313,7 @@ export class SchoolHub extends DurableObject<Env> {
 
   /** The size of this object's SQLite database, in bytes (operators, the benchmark's storage figures). */
   storageBytes(): number {
-    return this.ctx.storage.sql.databaseSize;
+    return this.storage.sql.databaseSize;
   }
 
   // -------------------------------------------------------------------------------------
@@ -326,7 +330,7 @@ export class SchoolHub extends DurableObject<Env> {
 
   private knowSchool(schoolId: string): void {
     if (this.school === schoolId) return;
-    this.ctx.storage.kv.put("schoolId", schoolId);
+    this.storage.kv.put("schoolId", schoolId);
     this.school = schoolId;
   }
 

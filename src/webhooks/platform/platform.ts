@@ -6,7 +6,7 @@
  * call as made, the objects' SQL as is). The seams let the tests and the benchmark run the
  * same objects on a simulated platform that enforces what the local runtime does not: 6
  * requests waiting for response headers per I/O context, latencies, hangs, a virtual clock
- * (test/support/webhooks/platform-sim.ts), and production's SQL size limits (`useSqlSeam`).
+ * (test/support/webhooks/platform-sim.ts), and production's storage limits (`useStorageSeam`).
  * Only tests and the benchmark's own Worker entry (scripts/bench-hub-worker.ts) install them:
  * docs/development.md § The simulated platform.
  */
@@ -69,24 +69,25 @@ export function usePlatform(next: PlatformProvider | null): void {
   provider = next;
 }
 
-/** Wraps an object's SQL storage (see `useSqlSeam`). */
-export type SqlSeam = (sql: SqlStorage) => SqlStorage;
+/** Wraps an object's storage (see `useStorageSeam`). */
+export type StorageSeam = (storage: DurableObjectStorage) => DurableObjectStorage;
 
-let sqlSeam: SqlSeam | null = null;
+let storageSeam: StorageSeam | null = null;
 
 /**
- * The SQL storage a webhook object runs its statements on: `storage.sql` itself, or as the
- * installed seam wraps it. Called once per object instance, in its constructor.
+ * The storage a webhook object runs on: `storage` itself, or as the installed seam wraps it
+ * (SQL, key-value, transactions, alarms). Called once per object instance, in its constructor;
+ * the object reaches its storage only through what this returns.
  */
-export function sqlOf(storage: DurableObjectStorage): SqlStorage {
-  return sqlSeam === null ? storage.sql : sqlSeam(storage.sql);
+export function storageOf(storage: DurableObjectStorage): DurableObjectStorage {
+  return storageSeam === null ? storage : storageSeam(storage);
 }
 
 /**
- * Installs a wrapper of the objects' SQL storage for the objects constructed from now on
- * (`null`: none). Tests install one that refuses what production's SQLite refuses and the
- * local runtime accepts (test/support/sql-limits.ts); production never calls it.
+ * Installs a wrapper of the objects' storage for the objects constructed from now on (`null`:
+ * none). Tests install one that refuses what production's storage refuses and the local
+ * runtime accepts (test/support/sql-limits.ts); production never calls it.
  */
-export function useSqlSeam(next: SqlSeam | null): void {
-  sqlSeam = next;
+export function useStorageSeam(next: StorageSeam | null): void {
+  storageSeam = next;
 }

@@ -79,6 +79,13 @@ export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableOb
   return runInDurableObject(hubFor(env, schoolId), (instance, state) => fn(instance as unknown as SchoolHub, state));
 }
 
+/**
+ * The storage an object instance itself runs on: through the platform's storage seam, so behind
+ * production's limits (test/support/sql-limits.ts). A test that changes an object's schema uses it,
+ * as the object's own migrations would (`state.storage` is the runtime's, with no seam).
+ */
+export const ownStorage = (object: SchoolHub | WebhookCourier): DurableObjectStorage => (object as unknown as { storage: DurableObjectStorage }).storage;
+
 /** Runs `fn` inside registration `webhookId`'s courier, typed as a WebhookCourier. */
 export function inCourier<R>(webhookId: string, fn: (courier: WebhookCourier, state: DurableObjectState) => R | Promise<R>): Promise<R> {
   return runInDurableObject(courierFor(env, webhookId), (instance, state) => fn(instance as unknown as WebhookCourier, state));
