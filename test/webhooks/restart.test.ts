@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
-import { drainByAlarms, resetObject } from "../support/webhooks/alarms";
+import { drainByAlarms, hangingFirstAttempt, resetObject } from "../support/webhooks/alarms";
 import { courseEvent, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
@@ -30,26 +30,10 @@ async function statuses(key: string, webhookId: string): Promise<string[]> {
   return (body.result as { status: string }[]).map((d) => d.status);
 }
 
-/**
- * On a new virtual platform (kept in `sim` for `afterEach`): a school whose receiver at `host`
- * never answers, an event published, and its first attempt started and hanging.
- */
-async function hangingFirstAttempt(label: string, host: string) {
-  const virtual = SimulatedPlatform.virtual().install();
-  sim = virtual;
-  virtual.delay = [1, 1];
-  const { schoolId, key } = await newSchool(label);
-  const hook = await register(key, `https://${host}/in`);
-  virtual.on(host, "hang");
-  await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
-  await virtual.advance(10);
-  expect(virtual.to(host)).toHaveLength(1);
-  return { sim: virtual, schoolId, key, host, hook };
-}
-
 describe("a courier reset with an attempt in flight", () => {
   it("has an alarm within the timeout + 60 s, and that alarm alone sends the delivery again", async () => {
-    const { sim, key, host, hook } = await hangingFirstAttempt("rsflight", "rs-flight.example.com");
+    sim = SimulatedPlatform.virtual().install();
+    const { key, host, hook } = await hangingFirstAttempt(sim, "rsflight", "rs-flight.example.com");
 
     const resetAt = sim.clock.now();
     const alarm = await resetObject(sim, courierStub(hook.id));
@@ -93,7 +77,8 @@ describe("a hub reset with a hand-over owed", () => {
 
 describe("every alarm lost at a restart (wrangler dev)", () => {
   it("one request to the hub wakes the courier, which sends its attempt again", async () => {
-    const { sim, schoolId, key, host, hook } = await hangingFirstAttempt("rslost", "rs-lost.example.com");
+    sim = SimulatedPlatform.virtual().install();
+    const { schoolId, key, host, hook } = await hangingFirstAttempt(sim, "rslost", "rs-lost.example.com");
 
     await resetObject(sim, courierStub(hook.id), { loseAlarm: true });
     await resetObject(sim, hubStub(schoolId), { loseAlarm: true });

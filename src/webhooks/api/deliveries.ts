@@ -39,7 +39,7 @@ export const deliveryOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "List delivery attempts",
     description:
-      'Delivery attempts of the last 7 days, newest first, filtered by `status` (`skipped` included), `eventType`, `eventId`, `since` and `until` (combined with AND; served from an index). A delivery still waiting for its first attempt is listed once with `attempt: 1`, `status: "pending"`, `attemptedAt: null` and its due time in `nextAttemptAt`.',
+      'Delivery attempts of the last 7 days, newest first, filtered by `status` (`skipped` included), `eventType`, `eventId`, `since` and `until` (combined with AND; served from an index). `attempt` numbers each event\'s entries 1, 2, … in the order they were logged, across resends and recovers. A delivery still waiting for its first attempt is listed once with `status: "pending"`, `attemptedAt: null`, its due time in `nextAttemptAt` and the `attempt` it will be logged with.',
     request: { params: webhookIdParams, query: deliveriesQuerySchema },
     responses: {
       200: {

@@ -110,13 +110,17 @@ const webhookTestSchema = z
 /**
  * One entry of GET /v3/webhooks/{id}/deliveries: one attempt (`attemptedAt` set) whose
  * `status` is the delivery's state right after it, or a delivery still waiting for its first
- * attempt, listed once with `attempt: 1`, `status: "pending"`, `attemptedAt: null`.
+ * attempt, listed once with `status: "pending"`, `attemptedAt: null` and the `attempt` it will
+ * be logged with. `attempt` numbers the event's entries 1..k (docs/reference.md § "Delivery log").
  */
 export const deliveryRecordSchema = z
   .strictObject({
     eventId: opaqueIdSchema,
     eventType: z.enum(DELIVERED_EVENT_TYPES),
-    attempt: z.int().min(1).meta({ description: "1 for the immediate attempt, 2 for the first retry, …" }),
+    attempt: z.int().min(1).meta({
+      description:
+        "The entry's number among its event's entries, in the order they were logged: 1 for the immediate attempt, 2 for the first retry, …; a resend or recover goes on from the event's last number, a skipped entry takes one too.",
+    }),
     status: z.enum(DELIVERY_STATUSES).meta({
       description:
         'The delivery\'s state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, `failed` (410 Gone or schedule exhausted), or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: "registration disabled"`).',

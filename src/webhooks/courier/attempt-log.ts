@@ -37,8 +37,8 @@ type Row = {
 /**
  * The statement and its parameters for one page of the log at `now` (ms): attempts (and
  * skipped entries) of the retention window plus deliveries still waiting for their first
- * attempt, newest first, with only the filters given written into the SQL (so that the
- * planner picks the matching index).
+ * attempt (numbered as their event's next entry), newest first, with only the filters given
+ * written into the SQL (so that the planner picks the matching index).
  */
 export function logQuery(filter: LogFilter, now: number, offset: number, limit: number): { sql: string; params: unknown[] } {
   const params: unknown[] = [Math.max(now - RETENTION_MS, filter.since ?? 0)];
@@ -65,7 +65,8 @@ export function logQuery(filter: LogFilter, now: number, offset: number, limit: 
               attempted_at AS sort_at, id AS tiebreak
        FROM log WHERE ${a.join(" AND ")}
        UNION ALL
-       SELECT event_id, event_type, 1, 'pending', trigger, NULL, NULL, NULL, NULL, NULL, NULL, next_attempt_at, created_at, id
+       SELECT event_id, event_type, COALESCE((SELECT e.last_attempt FROM events e WHERE e.id = queue.event_id), 0) + 1, 'pending', trigger,
+              NULL, NULL, NULL, NULL, NULL, NULL, next_attempt_at, created_at, id
        FROM queue WHERE ${q.join(" AND ")}
      )
      ORDER BY sort_at DESC, tiebreak DESC

@@ -159,14 +159,14 @@ export class Dispatch {
       return recorded;
     });
     batch.forEach((outcome, i) => {
-      const status = statuses[i]?.status;
-      if (status === undefined) return;
+      const recorded = statuses[i];
+      if (!recorded) return;
       logDeliveryAttempt({
         webhookId: config.webhookId,
         eventId: outcome.row.event_id,
-        attempt: outcome.row.attempts + 1,
+        attempt: recorded.attempt,
         trigger: outcome.row.trigger,
-        status,
+        status: recorded.status,
         responseStatus: outcome.status,
         durationMs: outcome.durationMs,
         ...(outcome.error === null ? {} : { error: outcome.error }),

@@ -18,6 +18,7 @@ export type DueRow = {
   event_id: string;
   event_type: string;
   trigger: Trigger;
+  /** Attempts of this delivery recorded so far: its place in the retry schedule (not the log's number). */
   attempts: number;
   /** How many resends or recovers asked for it (`enqueue`) when it was read. */
   requested: number;
@@ -54,10 +55,12 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
       now,
     );
   }
-  for (const batch of cutBatches(skipped.map((e): [string, string, Trigger] => [e.id, e.type, "event"]))) {
+  for (const batch of cutBatches(skipped.map((e) => e.id))) {
+    // Each skipped entry takes its event's next number (`events.last_attempt`).
+    sql.exec(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id IN (SELECT value FROM json_each(?))`, batch.json);
     sql.exec(
       `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
-       SELECT value ->> 0, value ->> 1, 1, 'skipped', value ->> 2, ?2, ?3 FROM json_each(?1)`,
+       SELECT e.id, e.type, e.last_attempt, 'skipped', 'event', ?2, ?3 FROM json_each(?1) j JOIN events e ON e.id = j.value ORDER BY j.key`,
       batch.json,
       SKIPPED_ERROR,
       now,
@@ -68,17 +71,20 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
 
 /**
  * The registration was disabled: every queued delivery not `busy` (in flight) ends `skipped`
- * at `now` (ms), pending retries included (docs/reference.md § "PATCH /v3/webhooks/{id}": `enabled: false`). Two
- * statements whatever the queue's length (a log entry per row copied from the queue, then
- * the rows deleted), nothing read into memory; the only list bound is `busy` (the few
+ * at `now` (ms), pending retries included (docs/reference.md § "PATCH /v3/webhooks/{id}": `enabled: false`), each
+ * entry numbered as its event's next (`events.last_attempt`). Three statements whatever the
+ * queue's length (the events' numbers moved on, a log entry per row copied from the queue —
+ * also for a row whose event copy is missing, numbered 1 — then the rows deleted), nothing read into memory; the only list bound is `busy` (the few
  * requests in flight, bytes far under any limit). Run inside the caller's synchronous step, so that the disable
  * holds for the whole queue or not at all.
  */
 export function skipQueued(sql: SqlStorage, busy: readonly number[], now: number): void {
   const keep = JSON.stringify(busy);
+  sql.exec(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id IN (SELECT event_id FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)))`, keep);
   sql.exec(
     `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
-     SELECT event_id, event_type, 1, 'skipped', trigger, ?2, ?3 FROM queue WHERE id NOT IN (SELECT value FROM json_each(?1)) ORDER BY id`,
+     SELECT q.event_id, q.event_type, COALESCE(e.last_attempt, 1), 'skipped', q.trigger, ?2, ?3 FROM queue q LEFT JOIN events e ON e.id = q.event_id
+     WHERE q.id NOT IN (SELECT value FROM json_each(?1)) ORDER BY q.id`,
     keep,
     SKIPPED_ERROR,
     now,
@@ -165,15 +171,20 @@ export interface Outcome {
  * recover: `requested` grew) is recorded and leaves it due at once. A refused attempt (`o.refused`: never sent, the URL
  * policy in force refuses the URL) ends the delivery `failed`.
  *
- * @returns the attempt's status and whether its delivery is due again at once (`again`), or
- *   `null` when nothing was recorded.
+ * The log row's number is its event's next (`events.last_attempt`), taken in this step: an
+ * event's entries are numbered 1, 2, … in the order they are recorded, across resends and
+ * recovers, and an outcome never recorded (lost to a restart, or not recorded here) takes none.
+ *
+ * @returns the attempt's status, its number in the log (`attempt`) and whether its delivery is
+ *   due again at once (`again`), or `null` when nothing was recorded.
  */
 export function recordAttempt(
   sql: SqlStorage,
   o: Outcome,
   schedule: readonly number[],
   jitter: number,
-): { status: "succeeded" | "pending" | "failed"; again: boolean } | null {
+): { status: "succeeded" | "pending" | "failed"; attempt: number; again: boolean } | null {
+  // This delivery's place in the retry schedule (the queue row's own count).
   const attempt = o.row.attempts + 1;
   const verdict: AttemptVerdict = o.refused
     ? { status: "failed" }
@@ -204,12 +215,13 @@ export function recordAttempt(
     ).rowsWritten > 0;
   if (again) changed = 1;
   if (changed === 0) return null;
+  const numbered = sql.exec<{ n: number }>(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id = ? RETURNING last_attempt AS n`, r.event_id).one().n;
   sql.exec(
     `INSERT INTO log (event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body, attempted_at, next_attempt_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     o.row.event_id,
     o.row.event_type,
-    attempt,
+    numbered,
     verdict.status,
     o.row.trigger,
     o.url,
@@ -222,5 +234,5 @@ export function recordAttempt(
   );
   // Its delivery goes on: it has not ended (`events.ended`, set by the log's trigger).
   if (again) sql.exec(`UPDATE events SET ended = NULL WHERE id = ?`, r.event_id);
-  return { status: verdict.status, again };
+  return { status: verdict.status, attempt: numbered, again };
 }

@@ -2,7 +2,8 @@
  * A WebhookCourier's SQLite schema (its own Durable Object storage), applied in its
  * constructor, and the pruning of its log. A courier keeps its registration's queue (one row
  * per event still to deliver), its attempt log, a copy of each event addressed to it (for
- * resend and recover) and, in its KV, its config, cursor, failure streak and closed flag.
+ * resend and recover, with the number of its latest log entry) and, in its KV, its config,
+ * cursor, failure streak and closed flag.
  */
 import { RETENTION_MS } from "../../lib/limits";
 import { applyMigrations } from "../platform/sqlite-migrations";
@@ -66,6 +67,13 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX events_ended ON events (accepted_at) WHERE ended IS NOT NULL`,
     `CREATE TRIGGER log_ended AFTER INSERT ON log WHEN NEW.status IN ('failed', 'skipped')
      BEGIN UPDATE events SET ended = NEW.status WHERE id = NEW.event_id; END`,
+  ],
+  [
+    // `last_attempt`: the number of the event's latest log entry (0: none). It outlives the
+    // event's queue rows, so that the log numbers the event's entries 1, 2, … across a
+    // resend or recover after its delivery ended (`queue.attempts` restarts with the row).
+    `ALTER TABLE events ADD COLUMN last_attempt INTEGER NOT NULL DEFAULT 0`,
+    `UPDATE events SET last_attempt = COALESCE((SELECT MAX(l.attempt) FROM log l WHERE l.event_id = events.id), 0)`,
   ],
 ];
 

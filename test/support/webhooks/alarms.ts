@@ -1,10 +1,15 @@
 /**
  * Restart tests' tools: a reset of a real Durable Object that proves itself and records the
- * alarm the object left in storage, and `drainByAlarms`, which drives objects by their own
+ * alarm the object left in storage, `drainByAlarms`, which drives objects by their own
  * alarms on the virtual clock and never calls an object's method (unlike `drain`), so that
- * "the work resumes with no new request" is what a test shows.
+ * "the work resumes with no new request" is what a test shows, and `hangingFirstAttempt`,
+ * the attempt in flight that a reset cuts.
  */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env } from "cloudflare:workers";
+import { expect } from "vitest";
+import { hubFor } from "../../../src/events/hub-client";
+import { courseEvent, newSchool, register } from "./harness";
 import type { SimulatedPlatform } from "./platform-sim";
 import { abortObject } from "./reset";
 
@@ -51,4 +56,20 @@ export async function drainByAlarms(sim: SimulatedPlatform, stubs: readonly Dura
   }
   await sim.advance(Math.max(0, until - sim.clock.now()));
   return ran;
+}
+
+/**
+ * On `sim` (a virtual platform the caller installed, and restores): a school whose receiver
+ * at `host` never answers, an event published, and its first attempt started and hanging.
+ */
+export async function hangingFirstAttempt(sim: SimulatedPlatform, label: string, host: string) {
+  sim.delay = [1, 1];
+  const { schoolId, key } = await newSchool(label);
+  const hook = await register(key, `https://${host}/in`);
+  sim.on(host, "hang");
+  const event = courseEvent(schoolId);
+  await hubFor(env, schoolId).publish([event]);
+  await sim.advance(10);
+  expect(sim.to(host)).toHaveLength(1);
+  return { schoolId, key, host, hook, event };
 }
