@@ -43,7 +43,8 @@ describe("the deregistration promise under a race", () => {
         return hub.publish([event]);
       });
 
-    // Dispatch is running when the delete comes in.
+    // Dispatch is running when the delete comes in: this wait is the test's precondition
+    // (the receivers' log only grows, so no assertion after it repeats it).
     const first = publishAll(before, 100);
     await eventually(() => rx.to("doomed.example.com").length > 10, "deliveries to the doomed registration");
     // Publishes in flight on both sides of the delete, and alarm runs.
@@ -60,8 +61,6 @@ describe("the deregistration promise under a race", () => {
     expect(toDoomed.filter((r) => r.seq > mark)).toEqual([]);
     const afterIds = new Set(after.map((e) => e.id));
     expect(toDoomed.filter((r) => afterIds.has(r.event.id))).toEqual([]);
-    // Events accepted before the delete, not in flight at that moment, were delivered to it.
-    expect(toDoomed.length).toBeGreaterThan(10);
 
     const survivor = rx.eventIds("survivor.example.com");
     for (const event of [...before, ...during, ...after]) expect(survivor.has(event.id)).toBe(true);
