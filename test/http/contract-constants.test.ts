@@ -2,13 +2,14 @@
  * The code's constants pinned to the contract's numbers, written here as literals: the other
  * tests write these numbers themselves and never import the constant they check, so a wrong
  * constant fails here (docs/reference.md § Conventions, § Event delivery, § Delivery log,
- * § Deployment settings (wrangler vars)).
+ * § Deployment settings (wrangler vars); docs/architecture.md § The I/O context budget).
  */
 import { env } from "cloudflare:workers";
 import { describe, expect, it } from "vitest";
 import { IDEMPOTENCY_TTL_MS } from "../../src/db/idempotency";
 import { RETENTION_MS } from "../../src/lib/limits";
 import { DEFAULT_RETRY_SCHEDULE_S, judgeAttempt, MAX_RETRY_AFTER_MS, parseTimeoutMs } from "../../src/webhooks/delivery/schedule";
+import { COURIER_SLOTS } from "../../src/webhooks/rpc";
 
 describe("the code's constants are the contract's numbers", () => {
   it("an Idempotency-Key is honoured for 24 h", () => {
@@ -33,5 +34,9 @@ describe("the code's constants are the contract's numbers", () => {
     expect(parseTimeoutMs(undefined)).toBe(15_000);
     // What the timing tests write as 1_000 (vitest.config.ts).
     expect(parseTimeoutMs(env.WEBHOOK_TIMEOUT_MS)).toBe(1_000);
+  });
+
+  it("a courier has 5 requests waiting for headers at most (the sixth slot of its I/O context is for the hub)", () => {
+    expect(COURIER_SLOTS).toBe(5);
   });
 });

@@ -4,7 +4,8 @@
  * and no line, of the Worker or of its Durable Objects, ever carries an API key, a portal
  * token, a webhook secret, a signature or a custom header value. Every console line written
  * while requests run with valid keys, wrong keys, webhook secrets, signed deliveries and
- * custom headers in play is captured and searched for each of those strings.
+ * custom headers in play is captured (a courier's line among them, shown) and searched for
+ * each of those strings.
  */
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { logDeliveryAttempt, logRequest } from "../../src/lib/log";
@@ -113,6 +114,21 @@ describe("no line carries a credential, a secret, a signature or a custom header
       ...signatures,
       ...signatures.map((s) => s.slice(3)),
     ];
+    // The capture reaches the Durable Objects: the courier's line for the first attempt at
+    // logs-2 of the event it answered 500 ("Encore") is among the lines searched.
+    const failedAttempt = receivers.to("logs-2.example.com").find((r) => (r.event.data.course as { name: string }).name === "Encore")!;
+    expect(failedAttempt, "the attempt logs-2 answered 500").toBeDefined();
+    expect(lines.filter((l) => l.startsWith('{"kind":"delivery_attempt"')).map((l) => JSON.parse(l))).toContainEqual({
+      kind: "delivery_attempt",
+      webhookId: second.id,
+      eventId: failedAttempt.event.id,
+      attempt: 1,
+      trigger: "event",
+      status: "pending",
+      responseStatus: 500,
+      durationMs: expect.any(Number),
+      error: expect.any(String),
+    });
     expect(lines.length).toBeGreaterThan(10);
     for (const line of lines) for (const secret of secrets) expect(line.includes(secret), `a log line carries ${secret.slice(0, 8)}…: ${line}`).toBe(false);
     // The request whose id was the key itself still has its line, with the id redacted.

@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
-import { COURIER_SLOTS, type CourierConfig, courierFor, type Handover } from "../../src/webhooks/rpc";
+import { type CourierConfig, courierFor, type Handover } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { courseEvent, drain, eventually, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
@@ -43,7 +43,8 @@ describe("the deregistration promise under a race", () => {
         return hub.publish([event]);
       });
 
-    // Dispatch is running when the delete comes in.
+    // Dispatch is running when the delete comes in: this wait is the test's precondition
+    // (the receivers' log only grows, so no assertion after it repeats it).
     const first = publishAll(before, 100);
     await eventually(() => rx.to("doomed.example.com").length > 10, "deliveries to the doomed registration");
     // Publishes in flight on both sides of the delete, and alarm runs.
@@ -60,8 +61,6 @@ describe("the deregistration promise under a race", () => {
     expect(toDoomed.filter((r) => r.seq > mark)).toEqual([]);
     const afterIds = new Set(after.map((e) => e.id));
     expect(toDoomed.filter((r) => afterIds.has(r.event.id))).toEqual([]);
-    // Events accepted before the delete, not in flight at that moment, were delivered to it.
-    expect(toDoomed.length).toBeGreaterThan(10);
 
     const survivor = rx.eventIds("survivor.example.com");
     for (const event of [...before, ...during, ...after]) expect(survivor.has(event.id)).toBe(true);
@@ -129,16 +128,17 @@ describe("the deregistration promise with couriers", () => {
     const host = "queued.example.com";
     const hook = await register(key, `https://${host}/in`);
     rx.on(host, "hang");
-    // One hand-over of ten deliveries: five sent (COURIER_SLOTS), five queued at the courier.
+    // One hand-over of ten deliveries: five sent (a courier's 5 slots, docs/architecture.md §
+    // The I/O context budget), five queued at the courier.
     await hubFor(env, schoolId).publish(Array.from({ length: 10 }, (_, i) => courseEvent(schoolId, "course.updated", i)));
-    await eventually(() => rx.to(host).length === COURIER_SLOTS, "the courier's slots to fill");
+    await eventually(() => rx.to(host).length === 5, "the courier's slots to fill");
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })).status).toBe(200);
     const mark = rx.mark();
     // The close aborted the five: their slots are free, yet the queued five never go.
     await eventually(() => rx.to(host).every((r) => r.abortedAt !== undefined), "the aborts");
     await settleCourier(schoolId, hook.id);
     expect(rx.to(host).filter((r) => r.seq > mark)).toEqual([]);
-    expect(rx.to(host)).toHaveLength(COURIER_SLOTS);
+    expect(rx.to(host)).toHaveLength(5);
   });
 
   it("a delete that cannot reach the courier answers 500 and promises nothing; repeating it completes it", async () => {
@@ -282,10 +282,7 @@ describe("hub restarts", () => {
     rx.on("abort-keep.example.com", () => new Promise<number>(() => {}));
     const events = Array.from({ length: 12 }, (_, i) => courseEvent(schoolId, "course.updated", i));
     await hubFor(env, schoolId).publish(events);
-    await eventually(
-      () => rx.to("abort-keep.example.com").length >= COURIER_SLOTS && rx.to("abort-doomed.example.com").length >= COURIER_SLOTS,
-      "attempts in flight",
-    );
+    await eventually(() => rx.to("abort-keep.example.com").length >= 5 && rx.to("abort-doomed.example.com").length >= 5, "attempts in flight");
     await abortAllDurableObjects();
 
     rx.on("abort-doomed.example.com", 204);

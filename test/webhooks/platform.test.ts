@@ -9,7 +9,7 @@ import { runDurableObjectAlarm } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
-import { COURIER_SLOTS, courierFor } from "../../src/webhooks/rpc";
+import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { courseEvent, newSchool, register } from "../support/webhooks/harness";
 import { IoContext, WAITING_LIMIT } from "../support/webhooks/io-context";
@@ -154,7 +154,8 @@ describe("one hanging receiver among healthy ones, 50 events per second", () => 
   it("the hanging receiver holds only its own courier's slots", () => {
     // All of them from one I/O context, its courier's …
     expect(new Set(stuck.toSlow.map((r) => r.context)).size).toBe(1);
-    // … and never more than COURIER_SLOTS of them waiting at once (it holds all five).
+    // … and never more than its courier's 5 slots of them waiting at once (it holds all five;
+    // docs/architecture.md § The I/O context budget).
     const edges = stuck.toSlow.flatMap((r) => [[r.sentAt, 1] as const, ...(r.abortedAt === undefined ? [] : [[r.abortedAt, -1] as const])]);
     let open = 0;
     let most = 0;
@@ -162,7 +163,7 @@ describe("one hanging receiver among healthy ones, 50 events per second", () => 
       open += step;
       most = Math.max(most, open);
     }
-    expect(most).toBe(COURIER_SLOTS);
+    expect(most).toBe(5);
     // Its context (five requests and the report call) and every other stayed within the limit.
     expect(stuck.platform.maxWaiting()).toBeLessThanOrEqual(WAITING_LIMIT);
   });
@@ -172,7 +173,7 @@ describe("one hanging receiver among healthy ones, 50 events per second", () => 
     const timeoutMs = 1_000;
     const ended = stuck.toSlow.filter((r) => r.abortedAt !== undefined);
     // 2.5 s of hanging with 5 slots and a 1 s timeout: two rounds ended.
-    expect(ended.length).toBe(2 * COURIER_SLOTS);
+    expect(ended.length).toBe(2 * 5);
     for (const r of ended) expect(r.abortedAt! - r.sentAt).toBe(timeoutMs);
     // The log agrees: each timed-out attempt is retried 5 s (plus 0–10 % jitter) after its end (sent + timeout).
     const timedOut = (await fullLog(stuck.key, stuck.slowHook.id)).filter((d) => d.error === `timed out after ${timeoutMs} ms`);
@@ -205,7 +206,7 @@ describe("saturation", () => {
     expect(received).toHaveLength(4 * EVENTS);
     const times = received.map((r) => r.sentAt);
     const rate = (received.length - 1) / ((Math.max(...times) - Math.min(...times)) / 1000);
-    const bound = (4 * COURIER_SLOTS) / 0.05;
+    const bound = (4 * 5) / 0.05;
     expect(rate).toBeGreaterThanOrEqual(0.9 * bound);
   }, 60_000);
 });

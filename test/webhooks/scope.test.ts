@@ -60,7 +60,23 @@ describe("filter", () => {
     expect(rx.to("both.example.com").map((r) => r.event.id)).toEqual([both.id]);
   });
 
-  it("PATCH changes or clears it for events accepted after the 200", async () => {
+  it("PATCH changes it for events accepted after the 200", async () => {
+    const { schoolId, key } = await newSchool("filter4");
+    const hook = await register(key, "https://changed.example.com/in", { filter: { trainingId: ["trn_A"] } });
+    const beforeA = scoped(schoolId, keys("trn_A"), undefined, 1);
+    const beforeC = scoped(schoolId, keys("trn_C"), undefined, 2);
+    await hubFor(env, schoolId).publish([beforeA, beforeC]);
+    const changed = await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { filter: { trainingId: ["trn_C"] } } });
+    expect([changed.status, changed.body.result.filter]).toEqual([200, { trainingId: ["trn_C"] }]);
+    const afterA = scoped(schoolId, keys("trn_A"), undefined, 3);
+    const afterC = scoped(schoolId, keys("trn_C"), undefined, 4);
+    await hubFor(env, schoolId).publish([afterA, afterC]);
+    await drain(schoolId);
+    // Each event judged by the filter in force when it was accepted.
+    expect(rx.to("changed.example.com").map((r) => r.event.id)).toEqual([beforeA.id, afterC.id]);
+  });
+
+  it("PATCH clears it for events accepted after the 200", async () => {
     const { schoolId, key } = await newSchool("filter3");
     const hook = await register(key, "https://patched.example.com/in", { filter: { trainingId: ["trn_A"] } });
     const before = scoped(schoolId, keys("trn_B"), undefined, 1);
