@@ -278,7 +278,7 @@ async function main() {
   };
   const runRecordOn = async (base: string) => {
     const load0 = os.loadavg()[0]!;
-    const results = await runRecordAb({ base, queries, rounds: Number(opts["ab-rounds"]), log });
+    const results = await runRecordAb({ base, schoolId: DEMO_SCHOOL_ID, queries, rounds: Number(opts["ab-rounds"]), log });
     return recordLines(results, { courses: genOpts.courses, rounds: Number(opts["ab-rounds"]), load0 });
   };
   if (opts["record-only"]) {
