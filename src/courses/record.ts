@@ -7,9 +7,8 @@
  * The same record is built in JS from a course's state by `stateToRecord`
  * (src/courses/change.ts) for write responses and events; test/courses/record-sql.test.ts holds both
  * to the same shape, test/courses/record-shapes.test.ts every statement shape (includes,
- * filters, sorts) at the contract's largest lists.
- *
- * Every SQL function call stays within production's 32 arguments (`MAX_FUNCTION_ARGS`).
+ * filters, sorts) at the contract's largest lists. No SQL function call takes more than
+ * production's 32 arguments (`MAX_FUNCTION_ARGS`).
  */
 import { type SQL, sql } from "drizzle-orm";
 import type { Includes } from "./filters";
