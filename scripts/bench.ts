@@ -27,7 +27,7 @@ import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
 import { type AbQueryResult, abSection, abSummary, replaceAbSection, replaceSection } from "./lib/bench-ab-report";
 import { benchFeed, type FeedFigures, feedLines } from "./lib/bench-feed";
 import { runRecordAb } from "./lib/bench-record";
-import { RECORD_SECTION_END, RECORD_SECTION_START, type RecordAbResult, recordFigures, recordSection } from "./lib/bench-record-report";
+import { RECORD_SECTION_END, RECORD_SECTION_START, type RecordAbResult, recordFigures, recordQueries, recordSection } from "./lib/bench-record-report";
 import { runShardBench, SHARD_SECTION_END, SHARD_SECTION_START, shardSection } from "./lib/bench-shards";
 import { type DevServer, startDevServer } from "./lib/dev-server";
 import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
@@ -278,7 +278,7 @@ async function main() {
   };
   const runRecordOn = async (base: string) => {
     const load0 = os.loadavg()[0]!;
-    const results = await runRecordAb({ base, schoolId: DEMO_SCHOOL_ID, queries, rounds: Number(opts["ab-rounds"]), log });
+    const results = await runRecordAb({ base, schoolId: DEMO_SCHOOL_ID, queries: recordQueries(queries), rounds: Number(opts["ab-rounds"]), log });
     return recordLines(results, { courses: genOpts.courses, rounds: Number(opts["ab-rounds"]), load0 });
   };
   if (opts["record-only"]) {

@@ -8,6 +8,7 @@
  * run's noise), and the listing with all four includes within 1.5 × the floor (p50 A against
  * the floor's p50).
  */
+import type { AbQuery } from "./bench-ab";
 import type { AbTimings } from "./bench-ab-report";
 import { quantile } from "./bench-ab-report";
 
@@ -18,6 +19,26 @@ const INCLUDES_TARGET_FLOOR = 1.5;
 /** The mix's query with every include (scripts/bench.ts), and its floor. */
 const ALL_INCLUDES = "all four includes, limit=100";
 const FLOOR = "floor (SELECT 1)";
+
+/** The four include flags, as a query string and as search body fields. */
+const INCLUDES = ["includeStudents", "includeTeachers", "includeSurveyTemplates", "includeTraining"] as const;
+
+/**
+ * The A/B's queries: each of `mix` as it is, followed, for a course query without includes,
+ * by the same with all four (`<name> + all includes`): without two includes or more, the
+ * record of A is the flat concat() of C, and their statements are the same.
+ */
+export function recordQueries(mix: AbQuery[]): AbQuery[] {
+  return mix.flatMap((q) => {
+    const listing = q.path.startsWith("/v3/courses");
+    if (!listing || INCLUDES.some((f) => q.path.includes(f))) return [q];
+    const withAll =
+      q.method === "POST"
+        ? { ...q, body: { ...(q.body as object), ...Object.fromEntries(INCLUDES.map((f) => [f, true])) } }
+        : { ...q, path: `${q.path}${q.path.includes("?") ? "&" : "?"}${INCLUDES.map((f) => `${f}=true`).join("&")}` };
+    return [q, { ...withAll, name: `${q.name} + all includes` }];
+  });
+}
 
 /** The markers around the section in bench/RESULTS.md (it is rewritten between them). */
 export const RECORD_SECTION_START = "<!-- bench:record -->";

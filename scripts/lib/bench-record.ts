@@ -1,6 +1,7 @@
 /**
- * The course record's A/B of `npm run bench` (alone: `npm run bench -- --record-only`): every
- * query of the listing mix, the floor included, served with the record of
+ * The course record's A/B of `npm run bench` (alone: `npm run bench -- --record-only`): the
+ * listing mix, the floor included, each course query also with all four includes
+ * (`recordQueries`, scripts/lib/bench-record-report.ts), served with the record of
  * src/courses/record.ts (A, as deployed) and with the flat concat() record it replaced (C,
  * src/bench/concat-record.ts: production refuses it, it is only the baseline), interleaved
  * request by request on one connection through the same `wrangler dev` as the listing

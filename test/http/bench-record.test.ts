@@ -7,7 +7,14 @@
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { AbTimings } from "../../scripts/lib/bench-ab-report";
-import { RECORD_SECTION_END, RECORD_SECTION_START, type RecordAbResult, recordSection, recordVerdict } from "../../scripts/lib/bench-record-report";
+import {
+  RECORD_SECTION_END,
+  RECORD_SECTION_START,
+  type RecordAbResult,
+  recordQueries,
+  recordSection,
+  recordVerdict,
+} from "../../scripts/lib/bench-record-report";
 import { callArgs, flatRecord, flatRecordD1, withFlatRecord } from "../../src/bench/concat-record";
 import { courseRecordJson } from "../../src/courses/record";
 import { fixture } from "../support/fixtures";
@@ -74,6 +81,31 @@ const result = (name: string, a: number, c: number, sameStatement = false): Reco
 };
 
 describe("the record A/B's report", () => {
+  it("runs each course query without includes again with all four, GET and search alike", () => {
+    const all = "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true";
+    const queries = recordQueries([
+      { name: "floor", path: "/__bench/floor" },
+      { name: "no filter", path: "/v3/courses" },
+      { name: "page 50", path: "/v3/courses?page=50" },
+      { name: "includes", path: `/v3/courses?${all}` },
+      { name: "search", path: "/v3/courses:search", method: "POST", body: { studentId: ["stu_1"] } },
+    ]);
+    expect(queries.map((q) => [q.name, q.path, q.body])).toEqual([
+      ["floor", "/__bench/floor", undefined],
+      ["no filter", "/v3/courses", undefined],
+      ["no filter + all includes", `/v3/courses?${all}`, undefined],
+      ["page 50", "/v3/courses?page=50", undefined],
+      ["page 50 + all includes", `/v3/courses?page=50&${all}`, undefined],
+      ["includes", `/v3/courses?${all}`, undefined],
+      ["search", "/v3/courses:search", { studentId: ["stu_1"] }],
+      [
+        "search + all includes",
+        "/v3/courses:search",
+        { studentId: ["stu_1"], includeStudents: true, includeTeachers: true, includeSurveyTemplates: true, includeTraining: true },
+      ],
+    ]);
+  });
+
   const floor = result("floor (SELECT 1)", 10, 10);
   it("meets its targets when no query whose statements differ is more than 5 % slower in A and all four includes stay within 1.5 × the floor", () => {
     const met = recordVerdict([floor, result("no filter", 12, 10, true), result("students", 10.4, 10), result("all four includes, limit=100", 15, 16)]);
