@@ -71,13 +71,13 @@ describe("variant C's flat concat() record", () => {
 });
 
 /** Results whose p50s are `a` and `c` ms for each query (one sample each). */
-const result = (name: string, a: number, c: number, sameStatement = false): RecordAbResult => {
+const result = (name: string, a: number, c: number, sameStatement = false, paired?: number): RecordAbResult => {
   const t = (ms: number): AbTimings => ({
     latencies: [ms],
     serverTotals: [ms],
     counts: { d1Calls: [2], roundTrips: [1], rateLimitCalls: [0], bookmark: true, policy: false },
   });
-  return { name, request: "GET /", a: t(a), c: t(c), pairedRatios: [a / c], sameStatement };
+  return { name, request: "GET /", a: t(a), c: t(c), pairedRatios: [paired ?? a / c], sameStatement };
 };
 
 describe("the record A/B's report", () => {
@@ -107,8 +107,13 @@ describe("the record A/B's report", () => {
   });
 
   const floor = result("floor (SELECT 1)", 10, 10);
-  it("meets its targets when no query whose statements differ is more than 5 % slower in A and all four includes stay within 1.5 × the floor", () => {
-    const met = recordVerdict([floor, result("no filter", 12, 10, true), result("students", 10.4, 10), result("all four includes, limit=100", 15, 16)]);
+  it("meets its targets when no query whose statements differ is more than 5 % slower in A, round by round, and all four includes stay within 1.5 × the floor", () => {
+    const met = recordVerdict([
+      floor,
+      result("no filter", 12, 10, true),
+      result("students", 11, 10, false, 1.04),
+      result("all four includes, limit=100", 15, 16),
+    ]);
     expect(met).toEqual({ ratioMet: true, worstRatio: 1.04, worstName: "students", noise: 1.2, includesFloor: 1.5, includesMet: true });
     const missed = recordVerdict([floor, result("students", 10.6, 10), result("all four includes, limit=100", 16, 20)]);
     expect([missed.ratioMet, missed.includesMet, missed.worstName]).toEqual([false, false, "students"]);
