@@ -4,8 +4,9 @@
  * benchmark entry (src/bench/entry.ts), drives a fixed query mix with autocannon beside
  * SQLite alone (scripts/lib/sqlite-alone.ts) and Miniflare alone
  * (scripts/lib/miniflare-server.ts), runs the hub benchmark (scripts/bench-hub.ts), the
- * events feed (scripts/lib/bench-feed.ts) and the sessions-and-rate-limit A/B
- * (scripts/lib/bench-ab.ts), then writes bench/RESULTS.md and bench/results.json.
+ * events feed (scripts/lib/bench-feed.ts), the course record's A/B (scripts/lib/bench-record.ts)
+ * and the sessions-and-rate-limit A/B (scripts/lib/bench-ab.ts), then writes bench/RESULTS.md
+ * and bench/results.json.
  *
  * The steps, options and how to read the figures: docs/development.md § Benchmarks.
  */
@@ -25,6 +26,8 @@ import { type ImportSummary, importData } from "./import";
 import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
 import { type AbQueryResult, abSection, abSummary, replaceAbSection, replaceSection } from "./lib/bench-ab-report";
 import { benchFeed, type FeedFigures, feedLines } from "./lib/bench-feed";
+import { runRecordAb } from "./lib/bench-record";
+import { RECORD_SECTION_END, RECORD_SECTION_START, type RecordAbResult, recordFigures, recordQueries, recordSection } from "./lib/bench-record-report";
 import { runShardBench, SHARD_SECTION_END, SHARD_SECTION_START, shardSection } from "./lib/bench-shards";
 import { type DevServer, startDevServer } from "./lib/dev-server";
 import { type MiniflareServer, startMiniflare } from "./lib/miniflare-server";
@@ -45,6 +48,7 @@ const { values: opts } = parseArgs({
     "skip-ab": { type: "boolean", default: false },
     "ab-only": { type: "boolean", default: false },
     "ab-rounds": { type: "string", default: "200" },
+    "record-only": { type: "boolean", default: false },
     "shards-only": { type: "boolean", default: false },
     "shard-rounds": { type: "string", default: "60" },
   },
@@ -263,22 +267,40 @@ async function main() {
     return;
   }
 
+  const only = opts.only?.split("|");
+  const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
+  const devOpts = {
+    persistTo,
+    entry: BENCH_ENTRY,
+    vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" },
+    quiet: true,
+    port: opts.port === undefined ? undefined : Number(opts.port),
+  };
+  const runRecordOn = async (base: string) => {
+    const load0 = os.loadavg()[0]!;
+    const results = await runRecordAb({ base, schoolId: DEMO_SCHOOL_ID, queries: recordQueries(queries), rounds: Number(opts["ab-rounds"]), log });
+    return recordLines(results, { courses: genOpts.courses, rounds: Number(opts["ab-rounds"]), load0 });
+  };
+  if (opts["record-only"]) {
+    const dev = await startDevServer(devOpts);
+    try {
+      writeRecordOnly(await runRecordOn(dev.base));
+    } finally {
+      await dev.stop();
+      if (!opts.keep && !opts.data) rmSync(persistTo, { recursive: true, force: true });
+    }
+    return;
+  }
+
   let server: DevServer | undefined;
   let mf: MiniflareServer | undefined;
   const results: QueryResult[] = [];
   let ab: { results: AbQueryResult[]; load0: number } | undefined;
+  let record: { lines: string[]; results: RecordAbResult[] } | undefined;
   let feed: FeedFigures | undefined;
   try {
-    server = await startDevServer({
-      persistTo,
-      entry: BENCH_ENTRY,
-      vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" },
-      quiet: true,
-      port: opts.port === undefined ? undefined : Number(opts.port),
-    });
+    server = await startDevServer(devOpts);
     log(`wrangler dev on ${server.base}`);
-    const only = opts.only?.split("|");
-    const queries = mix(data).filter((q, i) => i === 0 || !only || only.includes(q.name));
     const dbFile = localShardFile(persistTo, DEMO_SCHOOL_ID);
     let floorP50 = NaN;
     for (const q of queries) {
@@ -307,6 +329,7 @@ async function main() {
     log("events feed: a page of 100, long-poll wake-ups, filter cost…");
     feed = await benchFeed(server.base, DEMO_API_KEY, floorP50, seconds);
     for (const line of feedLines(feed)) log(line);
+    if (!opts["skip-ab"]) record = await runRecordOn(server.base);
     await server.stop();
     server = undefined;
 
@@ -349,7 +372,29 @@ async function main() {
     hub.push({ label: SIMULATED_HUB, ...(await runHubBench(false, true)) });
   }
 
-  writeResults({ genOpts, stats, importSummary, results, hub, seconds, ab: ab && abLines(ab.results, abInfo(ab.load0)), feed });
+  writeResults({ genOpts, stats, importSummary, results, hub, seconds, ab: ab && abLines(ab.results, abInfo(ab.load0)), record, feed });
+}
+
+/** The record A/B's section of bench/RESULTS.md (scripts/lib/bench-record-report.ts) with this run's setting. */
+function recordLines(results: RecordAbResult[], info: { courses: number; rounds: number; load0: number }): { lines: string[]; results: RecordAbResult[] } {
+  const command = `npm run bench${opts["record-only"] ? " -- --record-only" : ""}`;
+  const setting = { date: new Date().toISOString(), cpus: os.cpus().length, load: [info.load0, os.loadavg()[0]!] as [number, number], command };
+  return { lines: recordSection(results, { ...setting, courses: info.courses, rounds: info.rounds }), results };
+}
+
+/** `--record-only`: the record A/B's section of bench/RESULTS.md and its key of bench/results.json, the rest kept. */
+function writeRecordOnly(record: { lines: string[]; results: RecordAbResult[] }) {
+  const dir = path.join(ROOT, "bench");
+  mkdirSync(dir, { recursive: true });
+  const md = path.join(dir, "RESULTS.md");
+  writeFileSync(
+    md,
+    replaceSection(existsSync(md) ? readFileSync(md, "utf8") : "# Benchmark results\n", record.lines, RECORD_SECTION_START, RECORD_SECTION_END),
+  );
+  const jsonPath = path.join(dir, "results.json");
+  const json = existsSync(jsonPath) ? JSON.parse(readFileSync(jsonPath, "utf8")) : {};
+  writeFileSync(jsonPath, `${JSON.stringify({ ...json, record: recordFigures(record.results) }, null, 2)}\n`);
+  log("wrote the record A/B section of bench/RESULTS.md and the record key of bench/results.json");
 }
 
 /** The A/B section of bench/RESULTS.md (scripts/lib/bench-ab-report.ts) with this run's setting. */
@@ -381,6 +426,7 @@ function writeResults(r: {
   hub: { label: string; output: string; code: number }[];
   seconds: number;
   ab?: { lines: string[]; results: AbQueryResult[] };
+  record?: { lines: string[]; results: RecordAbResult[] };
   feed?: FeedFigures;
 }) {
   const dir = path.join(ROOT, "bench");
@@ -394,6 +440,7 @@ function writeResults(r: {
     queries: r.results,
     hub: r.hub.map((h) => ({ label: h.label, exit: h.code, output: h.output })),
     ab: r.ab && abSummary(r.ab.results),
+    record: r.record && recordFigures(r.record.results),
     feed: r.feed,
   };
   writeFileSync(path.join(dir, "results.json"), `${JSON.stringify(json, null, 2)}\n`);
@@ -438,6 +485,7 @@ function writeResults(r: {
     `Targets over ${listings.length} listing queries: p50 ≤ 1.5 × floor: ${ratioOk}/${listings.length} (under Miniflare directly: ${mfOk}/${listings.length}); SQLite alone ≤ 2 ms: ${sqliteOk}/${listings.length}; exactly 1 D1 round trip: ${tripsOk}/${listings.length}; D1 time < 5 ms: ${dbOk}/${listings.length}.`,
     "",
   );
+  if (r.record) lines.push(...r.record.lines, "");
   if (r.feed) lines.push("## Events feed (sch_demo)", "", ...feedLines(r.feed), "");
   if (r.ab) lines.push(...r.ab.lines, "");
   for (const h of r.hub) {

@@ -26,10 +26,13 @@ const WARM_UP = 20;
 /** Requests per variant with the counts asked for (not timed). */
 const COUNTED = 5;
 
-/** A GET of the A/B. */
+/** A request of an A/B (GET unless `method` says otherwise). */
 export interface AbQuery {
   name: string;
   path: string;
+  method?: "GET" | "POST";
+  /** JSON body of a POST. */
+  body?: unknown;
 }
 
 /**
@@ -60,10 +63,17 @@ const ORDERS: Variant[][] = [
   ["s", "m", "a", "b"],
 ];
 
-async function send(base: string, q: AbQuery, variant: Variant, counted: boolean) {
+async function send(base: string, q: AbQuery, variant: string, counted: boolean) {
   const t0 = performance.now();
   const res = await fetch(`${base}${q.path}`, {
-    headers: { authorization: `Bearer ${DEMO_API_KEY}`, "x-bench-variant": variant, ...(counted ? { "x-bench-count": "1" } : {}) },
+    method: q.method ?? "GET",
+    headers: {
+      authorization: `Bearer ${DEMO_API_KEY}`,
+      "x-bench-variant": variant,
+      ...(counted ? { "x-bench-count": "1" } : {}),
+      ...(q.body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    body: q.body === undefined ? undefined : JSON.stringify(q.body),
   });
   const body = await res.arrayBuffer();
   const ms = performance.now() - t0;
@@ -80,7 +90,7 @@ async function send(base: string, q: AbQuery, variant: Variant, counted: boolean
   };
 }
 
-async function counts(base: string, q: AbQuery, variant: Variant): Promise<AbCounts> {
+async function counts(base: string, q: AbQuery, variant: string): Promise<AbCounts> {
   const seen = [];
   for (let i = 0; i < COUNTED; i++) seen.push(await send(base, q, variant, true));
   const distinct = (xs: number[]) => [...new Set(xs)].sort((x, y) => x - y);
@@ -94,26 +104,38 @@ async function counts(base: string, q: AbQuery, variant: Variant): Promise<AbCou
 }
 
 /**
- * One query: warm-up, counts, then `rounds` timed rounds of one request per variant, back to
- * back, in the orders of `ORDERS` in turn.
+ * One query's variants interleaved: warm-up, counts, then `rounds` timed rounds of one request
+ * per variant, back to back, in the orders of `orders` in turn (each order lists every variant).
+ *
+ * @returns each variant's timings and counts, and each round's latency per variant (ms).
  */
-async function measure(base: string, q: AbQuery, rounds: number): Promise<AbQueryResult> {
-  for (let i = 0; i < WARM_UP; i++) for (const v of ORDERS[i % ORDERS.length]!) await send(base, q, v, false);
-  const timings = (c: AbCounts): AbTimings => ({ latencies: [], serverTotals: [], counts: c });
-  const t = {} as Record<Variant, AbTimings>;
-  for (const v of ORDERS[0]!) t[v] = timings(await counts(base, q, v));
-  const pairedDeltas: number[] = [];
+export async function interleave<V extends string>(
+  base: string,
+  q: AbQuery,
+  orders: V[][],
+  rounds: number,
+): Promise<{ timings: Record<V, AbTimings>; perRound: Record<V, number>[] }> {
+  for (let i = 0; i < WARM_UP; i++) for (const v of orders[i % orders.length]!) await send(base, q, v, false);
+  const timings = {} as Record<V, AbTimings>;
+  for (const v of orders[0]!) timings[v] = { latencies: [], serverTotals: [], counts: await counts(base, q, v) };
+  const perRound: Record<V, number>[] = [];
   for (let i = 0; i < rounds; i++) {
-    const ms: Record<Variant, number> = { a: NaN, m: NaN, s: NaN, b: NaN };
-    for (const v of ORDERS[i % ORDERS.length]!) {
+    const ms = {} as Record<V, number>;
+    for (const v of orders[i % orders.length]!) {
       const r = await send(base, q, v, false);
-      t[v].latencies.push(r.ms);
-      t[v].serverTotals.push(r.total);
+      timings[v].latencies.push(r.ms);
+      timings[v].serverTotals.push(r.total);
       ms[v] = r.ms;
     }
-    pairedDeltas.push(ms.a - ms.b);
+    perRound.push(ms);
   }
-  return { name: q.name, request: `GET ${q.path}`, listing: q.path.startsWith("/v3/courses"), ...t, pairedDeltas };
+  return { timings, perRound };
+}
+
+/** One query of the sessions-and-rate-limit A/B: its four variants interleaved (`interleave`), and A − B per round. */
+async function measure(base: string, q: AbQuery, rounds: number): Promise<AbQueryResult> {
+  const { timings, perRound } = await interleave<Variant>(base, q, ORDERS, rounds);
+  return { name: q.name, request: `GET ${q.path}`, listing: q.path.startsWith("/v3/courses"), ...timings, pairedDeltas: perRound.map((ms) => ms.a - ms.b) };
 }
 
 /**

@@ -6,15 +6,17 @@
  * rate-limiter calls. B swaps the environment, not a code path: its D1 bindings hand back the
  * binding itself from `withSession()` (no bookmark) and `RATE_LIMIT_ENABLED` is `"false"`.
  * S (A's sessions, no limiter) and M (the limiter's counters in the isolate, as on
- * Cloudflare: `isolateLimiter`) tell the two steps' costs apart.
+ * Cloudflare: `isolateLimiter`) tell the two steps' costs apart. C, the baseline of the
+ * record's A/B, is A with the flat concat() record production refuses (src/bench/concat-record.ts).
  */
 
 import { shardsOf } from "../db/shards";
+import { flatRecordD1 } from "./concat-record";
 
 /**
  * Request header choosing the variant: `b` serves B, `s` the sessions of A without its rate
  * limiter (to tell the two steps' costs apart), `m` A with the limiter's counters in the
- * isolate (`isolateLimiter`), anything else (or none) A.
+ * isolate (`isolateLimiter`), `c` A with the flat concat() record, anything else (or none) A.
  */
 export const VARIANT_HEADER = "x-bench-variant";
 /** Request header asking for the counts (`1`): the response then carries the two below. */
@@ -89,7 +91,7 @@ export function isolateLimiter(limit: number, periodS: number, now: () => number
   };
 }
 
-const variants = { b: new WeakMap<Env, Env>(), s: new WeakMap<Env, Env>(), m: new WeakMap<Env, Env>() };
+const variants = { b: new WeakMap<Env, Env>(), s: new WeakMap<Env, Env>(), m: new WeakMap<Env, Env>(), c: new WeakMap<Env, Env>() };
 
 /** Every D1 binding of `env` (the directory and the shards), each replaced by `wrap`'s. */
 function eachD1(env: Env, wrap: (d1: D1Database) => D1Database): Partial<Env> {
@@ -98,6 +100,7 @@ function eachD1(env: Env, wrap: (d1: D1Database) => D1Database): Partial<Env> {
 
 /** The environment of variant `v` of `env` (not A). */
 function build(env: Env, v: keyof typeof variants): Env {
+  if (v === "c") return { ...env, ...eachD1(env, flatRecordD1) };
   if (v === "m") return { ...env, RATE_LIMITER: isolateLimiter(Number(env.RATE_LIMIT_QUOTA), 60) };
   return { ...env, RATE_LIMIT_ENABLED: "false", ...(v === "b" ? eachD1(env, sessionlessD1) : {}) };
 }
@@ -105,10 +108,10 @@ function build(env: Env, v: keyof typeof variants): Env {
 /**
  * The environment of a variant (one object per `env` and variant): `b`, B (a session-less
  * directory and shards, the rate limiter off); `s`, the rate limiter off only; `m`, the rate limiter's counters
- * in the isolate; anything else, `env` itself (A).
+ * in the isolate; `c`, D1 bindings that send the flat concat() record; anything else, `env` itself (A).
  */
 export function variantEnv(env: Env, variant: string | null): Env {
-  if (variant !== "b" && variant !== "s" && variant !== "m") return env;
+  if (variant !== "b" && variant !== "s" && variant !== "m" && variant !== "c") return env;
   let out = variants[variant].get(env);
   if (!out) {
     out = build(env, variant);

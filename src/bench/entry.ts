@@ -4,7 +4,7 @@
  * envelope and headers — `GET /__bench/floor` (one `SELECT 1`, the floor) and
  * `POST /__bench/publish` (synthetic events to a school's hub, src/bench/publish.ts).
  *
- * Two request headers serve the A/B (src/bench/ab-variants.ts): `x-bench-variant: b|s|m`
+ * Two request headers serve the A/Bs (src/bench/ab-variants.ts): `x-bench-variant: b|s|m|c`
  * picks the variant, `x-bench-count: 1` answers the request's D1 and rate-limiter calls in
  * `x-bench-d1-calls` and `x-bench-ratelimit-calls`. The production Worker never serves them.
  */

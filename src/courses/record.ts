@@ -6,7 +6,9 @@
  *
  * The same record is built in JS from a course's state by `stateToRecord`
  * (src/courses/change.ts) for write responses and events; test/courses/record-sql.test.ts holds both
- * to the same shape.
+ * to the same shape, test/courses/record-shapes.test.ts every statement shape (includes,
+ * filters, sorts) at the contract's largest lists. No SQL function call takes more than
+ * production's 32 arguments (`MAX_FUNCTION_ARGS`).
  */
 import { type SQL, sql } from "drizzle-orm";
 import type { Includes } from "./filters";
@@ -27,13 +29,40 @@ const bool = (column: string) => `CASE WHEN ${column} THEN 'true' ELSE 'false' E
 const value = (column: string) => `json_quote(${column})`;
 
 /**
- * A JSON object from `[key, SQL of its JSON text]` pairs, by one concat(): every value is JSON
- * text already (`json_quote`, a nested list, `true`/`false`), so SQLite parses nothing again.
- * json_object takes a nested list that comes out of a subquery as JSON only when it is
- * wrapped in json() — a re-parse that cost more than the rest of the page (bench/NOTES.md) —
- * and its key/value calls cost more than one concat().
+ * Most arguments D1 and Durable Object SQLite take in one SQL function call (Cloudflare's limits
+ * pages, "Maximum arguments per SQL function": https://developers.cloudflare.com/d1/platform/limits/,
+ * https://developers.cloudflare.com/durable-objects/platform/limits/). Production refuses a
+ * statement with a call over it (`too many arguments on function concat`); the local runtime
+ * allows more, so only this bound keeps a statement that passes locally from failing deployed.
  */
-const object = (fields: [string, string][]) => `concat('{', ${fields.map(([k, v], i) => `'${i === 0 ? "" : ","}"${k}":', ${v}`).join(", ")}, '}')`;
+const MAX_FUNCTION_ARGS = 32;
+
+/**
+ * One concat() of `args` (SQL of strings; NULL ones skipped), nested when they are more than
+ * `MAX_FUNCTION_ARGS`: the fewest leading arguments are folded into an inner concat() so that
+ * the outer call takes exactly the maximum (repeated past 63). The folded head is the record's
+ * first few short fields, so the only extra work is copying those few bytes once more; the
+ * large nested lists, at the end, are copied once, as in a single call.
+ *
+ * Not `||`: the operator copies the whole string built so far at each step (SQLite alone took
+ * 20–24 % longer for a page, bench/NOTES.md § "Records built in SQL") and yields NULL when
+ * any operand is NULL, where concat() skips it.
+ */
+function concatOf(args: string[]): string {
+  if (args.length <= MAX_FUNCTION_ARGS) return `concat(${args.join(", ")})`;
+  const head = Math.min(MAX_FUNCTION_ARGS, args.length - MAX_FUNCTION_ARGS + 1);
+  return concatOf([`concat(${args.slice(0, head).join(", ")})`, ...args.slice(head)]);
+}
+
+/**
+ * A JSON object from `[key, SQL of its JSON text]` pairs, by `concatOf`: two arguments per
+ * field (the key with its comma and colon, then the value) and the braces. Every value is
+ * JSON text already (`json_quote`, a nested list, `true`/`false`; never NULL, which concat()
+ * would skip), so SQLite parses nothing again. json_object takes a nested list that comes out
+ * of a subquery as JSON only when it is wrapped in json() — a re-parse that cost more than the
+ * rest of the page (bench/NOTES.md) — and its key/value calls cost more than one concat().
+ */
+const object = (fields: [string, string][]) => concatOf(["'{'", ...fields.flatMap(([k, v], i) => [`'${i === 0 ? "" : ","}"${k}":'`, v]), "'}'"]);
 
 const ofCourse = `r.school_id = "courses"."school_id" AND r.course_id = "courses"."id"`;
 
