@@ -134,6 +134,8 @@ describe("D1: each limit at its bound and one past it", () => {
           .bind(MAX_VALUE_BYTES + 1),
       ]),
     ).rejects.toThrow(/too big/);
+    // A result row of two values under the limit each, over it together.
+    await expect(db().prepare("SELECT ? AS a, ? AS b").bind(half, `${half}y`).first()).rejects.toThrow(/a result row of 2000001 bytes/);
   });
 
   it("a stored row of 2,000,000 bytes is written, one byte more is refused and nothing is written", async () => {
