@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { shardBindings } from "../../src/db/shard-names";
 import { shardFor } from "../../src/db/shards";
 import { callJson, loadFixture } from "../support/helpers";
+import { caseAndAccentFold, compareText, sortByFolded } from "../support/reference";
 
 interface Person {
   id: string;
@@ -51,48 +52,6 @@ interface School {
   professors: Person[];
   surveyTemplates: Named[];
   courses: Course[];
-}
-
-/**
- * Text order of the contract's sorts: SQLite compares TEXT as UTF-8 bytes, which is code point
- * order (the course `name` sort of :search orders the same way). The JS builder compared
- * UTF-16 code units, which differs only between a character above U+FFFF and one in
- * U+E000–U+FFFF (by code point U+E000 comes before `𠀀`, U+20000; by code unit after).
- */
-const utf8 = new TextEncoder();
-function compareText(a: string, b: string): number {
-  const x = utf8.encode(a);
-  const y = utf8.encode(b);
-  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
-  return x.length - y.length;
-}
-
-/**
- * The folding the reference names, written from it, not imported (the service's `fold()` is
- * what this test checks): "case- and accent-insensitive" (docs/reference.md § GET /v3/courses,
- * `name`). Accents are the combining marks NFD takes apart from their letters (U+0300–U+036F);
- * case is `toLowerCase`. The service also folds ligatures and compatibility forms (œ, ß, æ,
- * ﬁ, 𝐀, Ａ), which the reference does not name: no name here holds one.
- */
-function caseAndAccentFold(text: string): string {
-  return text
-    .normalize("NFD")
-    .replace(/[\u0300-\u036f]/g, "")
-    .toLowerCase();
-}
-
-/** Sorted by each key folded, then as written, key by key, then id (the JS builder's rule). */
-function sortByFolded<T extends { id: string }>(items: T[], keys: (item: T) => string[]): T[] {
-  const key = (item: T) => [...keys(item).flatMap((k) => [caseAndAccentFold(k), k]), item.id];
-  return [...items].sort((a, b) => {
-    const ka = key(a);
-    const kb = key(b);
-    for (let i = 0; i < ka.length; i++) {
-      const c = compareText(ka[i]!, kb[i]!);
-      if (c !== 0) return c;
-    }
-    return 0;
-  });
 }
 
 const iso = (text: string) => new Date(Date.parse(text)).toISOString();

@@ -24,11 +24,51 @@ export interface RefQuery {
   limit?: number;
 }
 
-const fold = (s: string) =>
-  s
+/**
+ * The folding the reference names, written from it, not imported (the service's `fold()` is
+ * what the tests check): "case- and accent-insensitive" (docs/reference.md § GET /v3/courses,
+ * `name`). Accents are the combining marks NFD takes apart from their letters (U+0300–U+036F);
+ * case is `toLowerCase`. The service also folds ligatures and compatibility forms (œ, ß, æ,
+ * ﬁ, 𝐀, Ａ), which the reference does not name: a test that relies on this oracle holds none.
+ */
+export function caseAndAccentFold(text: string): string {
+  return text
     .normalize("NFD")
     .replace(/[\u0300-\u036f]/g, "")
     .toLowerCase();
+}
+const fold = caseAndAccentFold;
+
+const utf8 = new TextEncoder();
+
+/**
+ * Text order of the contract's sorts: SQLite compares TEXT as UTF-8 bytes, which is code point
+ * order. JS's `<` compares UTF-16 code units, which differs only between a character above
+ * U+FFFF and one in U+E000–U+FFFF (by code point U+E000 comes before `𠀀`, U+20000).
+ */
+export function compareText(a: string, b: string): number {
+  const x = utf8.encode(a);
+  const y = utf8.encode(b);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) if (x[i] !== y[i]) return x[i]! - y[i]!;
+  return x.length - y.length;
+}
+
+/**
+ * `items` sorted by each key folded, then as written, key by key, then id (docs/reference.md §
+ * "Course record": people by lastName, firstName, id; survey templates by name, id).
+ */
+export function sortByFolded<T extends { id: string }>(items: T[], keys: (item: T) => string[]): T[] {
+  const key = (item: T) => [...keys(item).flatMap((k) => [caseAndAccentFold(k), k]), item.id];
+  return [...items].sort((a, b) => {
+    const ka = key(a);
+    const kb = key(b);
+    for (let i = 0; i < ka.length; i++) {
+      const c = compareText(ka[i]!, kb[i]!);
+      if (c !== 0) return c;
+    }
+    return 0;
+  });
+}
 const any = (list: string[] | undefined, values: string[]) => !list || list.length === 0 || list.some((v) => values.includes(v));
 
 /** Ids of the school A courses matching `q`, in the contract's order, and whether more exist. */
