@@ -11,7 +11,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { type CourseState, stateToRecord } from "../../src/courses/change";
 import { callJson, loadFixture } from "../support/helpers";
-import { sortByFolded } from "../support/reference";
+import { type Course, sortByFolded } from "../support/reference";
 
 const SCHOOL = "sch_shapes";
 const KEY = "sk_test_shapes";
@@ -32,25 +32,6 @@ const professors = Array.from({ length: 100 }, (_, i) => person("prf")(i));
 const groups = Array.from({ length: 1_000 }, (_, i) => ({ id: `grp_${pad(999 - i)}`, schoolId: SCHOOL, name: `Groupe ${i}` }));
 const surveyTemplates = Array.from({ length: 1_000 }, (_, i) => ({ id: `svt_${pad(i)}`, schoolId: SCHOOL, name: `${NAMES[i % NAMES.length]} ${i % 10}` }));
 const training = { id: "trn_shapes", schoolId: SCHOOL, name: "Formation « continue »" };
-
-interface Course {
-  id: string;
-  schoolId: string;
-  name: string;
-  startDateTime: string;
-  endDateTime: string;
-  createdAt: string;
-  updatedAt: string;
-  classroom: string | null;
-  creatorId: string | null;
-  trainingId: string | null;
-  archived: boolean;
-  absencesSent: boolean;
-  groupIds: string[];
-  studentIds: string[];
-  professors: { professorId: string; coTeacher: boolean; signed: boolean }[];
-  surveyTemplateIds: string[];
-}
 
 const full: Course = {
   id: "crs_full",

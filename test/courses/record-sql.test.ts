@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { shardBindings } from "../../src/db/shard-names";
 import { shardFor } from "../../src/db/shards";
 import { callJson, loadFixture } from "../support/helpers";
-import { caseAndAccentFold, compareText, sortByFolded } from "../support/reference";
+import { type Course, caseAndAccentFold, compareText, sortByFolded } from "../support/reference";
 
 interface Person {
   id: string;
@@ -25,24 +25,6 @@ interface Named {
   id: string;
   schoolId: string;
   name: string;
-}
-interface Course {
-  id: string;
-  schoolId: string;
-  name: string;
-  startDateTime: string;
-  endDateTime: string;
-  createdAt: string;
-  updatedAt: string;
-  classroom: string | null;
-  creatorId: string | null;
-  trainingId: string | null;
-  archived: boolean;
-  absencesSent: boolean;
-  groupIds: string[];
-  studentIds: string[];
-  professors: { professorId: string; coTeacher: boolean; signed: boolean }[];
-  surveyTemplateIds: string[];
 }
 interface School {
   schools: { id: string; name: string; apiKeys: string[] }[];

@@ -4,6 +4,26 @@
  */
 import { coursesA } from "./fixtures";
 
+/** A course as an import file (docs/operations.md § Data import (operators)) gives it, every field present. */
+export interface Course {
+  id: string;
+  schoolId: string;
+  name: string;
+  startDateTime: string;
+  endDateTime: string;
+  createdAt: string;
+  updatedAt: string;
+  classroom: string | null;
+  creatorId: string | null;
+  trainingId: string | null;
+  archived: boolean;
+  absencesSent: boolean;
+  groupIds: string[];
+  studentIds: string[];
+  professors: { professorId: string; coTeacher: boolean; signed: boolean }[];
+  surveyTemplateIds: string[];
+}
+
 /** Filter values as a client means them (instants in ms). */
 export interface RefQuery {
   courseStartDateTime?: number;
