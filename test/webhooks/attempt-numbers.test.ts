@@ -12,7 +12,7 @@ import { migrate } from "../../src/webhooks/courier/storage";
 import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { drainByAlarms, hangingFirstAttempt, resetObject } from "../support/webhooks/alarms";
-import { inCourier } from "../support/webhooks/harness";
+import { inCourier, ownStorage } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 let sim: SimulatedPlatform | undefined;
@@ -124,8 +124,8 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
 
 describe("the courier's schema migration", () => {
   it("a log kept before the events' counter existed goes on from each event's highest number", async () => {
-    await inCourier("wh_attempt_numbers_migration", (_c, state) => {
-      const sql = state.storage.sql;
+    await inCourier("wh_attempt_numbers_migration", (courier) => {
+      const sql = ownStorage(courier).sql;
       // The courier's schema as its second migration left it: no counter yet.
       sql.exec(`ALTER TABLE events DROP COLUMN last_attempt`);
       sql.exec(`UPDATE meta SET value = '2' WHERE key = 'schema_version'`);
