@@ -5,7 +5,7 @@
  * in bench/RESULTS.md (scripts/lib/bench-record-report.ts).
  */
 import { SQLiteAsyncDialect } from "drizzle-orm/sqlite-core";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AbTimings } from "../../scripts/lib/bench-ab-report";
 import {
   RECORD_SECTION_END,
@@ -15,15 +15,8 @@ import {
   recordSection,
   recordVerdict,
 } from "../../scripts/lib/bench-record-report";
-import { callArgs, flatRecord, flatRecordD1, withFlatRecord } from "../../src/bench/concat-record";
+import { callArgs, flatRecord, flatRecordD1 } from "../../src/bench/concat-record";
 import { courseRecordJson } from "../../src/courses/record";
-import { fixture } from "../support/fixtures";
-import { loadFixture } from "../support/helpers";
-import { shardOf } from "../support/shards";
-
-beforeAll(async () => {
-  await loadFixture(fixture);
-});
 
 const dialect = new SQLiteAsyncDialect();
 const COMBINATIONS = Array.from({ length: 16 }, (_, m) => ({
