@@ -27,6 +27,14 @@ export const MAX_LIVE_PORTAL_SESSIONS = 100;
 /** Most long polls (`GET /v3/events?wait=…`) of one school waiting at once; beyond, `wait` counts as 0. */
 export const MAX_WAITING_POLLS = 100;
 
+/**
+ * Most bytes (UTF-8) of event bodies in one page of the events feed (`GET /v3/events`): a page
+ * ends before the event that would pass it, but always holds one, so a cursor always moves
+ * (a stored event is at most 2,000,000 bytes). Keeps a page far under the 32 MiB of an RPC
+ * answer whatever `limit` events weigh (docs/reference.md § "Events feed").
+ */
+export const FEED_PAGE_BYTES = 4_000_000;
+
 /** Longest secret-rotation grace, in seconds (7 days; docs/reference.md § "Secret rotation"). */
 export const MAX_GRACE_SECONDS = 604_800;
 /** Default secret-rotation grace, in seconds (24 h). */

@@ -14,7 +14,7 @@ import type { Operation } from "../../http/operation";
 import { parseQuery } from "../../http/request";
 import { successRaw } from "../../http/respond";
 import { instantSchema, queryIntegerSchema, splitIds } from "../../lib/fields";
-import { MAX_PAGE_SIZE } from "../../lib/limits";
+import { FEED_PAGE_BYTES, MAX_PAGE_SIZE } from "../../lib/limits";
 import { TAG } from "./parts";
 
 /** The longest long poll, in seconds (docs/reference.md: `wait` 0–25). */
@@ -48,7 +48,10 @@ const feedQuerySchema = z.strictObject({
     .meta({ description: `Comma-separated event types (${EVENT_TYPES.join(", ")}); omitted: all.`, example: "course.created,course.updated" }),
   limit: queryIntegerSchema(1, MAX_PAGE_SIZE, MAX_PAGE_SIZE)
     .optional()
-    .meta({ description: `Events per page, 1 to ${MAX_PAGE_SIZE} (default ${MAX_PAGE_SIZE}).`, example: 100 }),
+    .meta({
+      description: `Events per page, 1 to ${MAX_PAGE_SIZE} (default ${MAX_PAGE_SIZE}); a page also ends before ${FEED_PAGE_BYTES.toLocaleString("en")} bytes of events (at least one event), with \`hasMore\`.`,
+      example: 100,
+    }),
   wait: queryIntegerSchema(0, MAX_WAIT_S, 0)
     .optional()
     .meta({
@@ -81,7 +84,9 @@ export const feedOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Read the school's events (feed)",
     description:
-      "The school's events in the order they were accepted — the same events registrations receive, each item exactly the JSON body a registration gets (`webhook.test` events excepted) — for systems that cannot expose an HTTPS endpoint. Retained 7 days. Read on with `after` = `nextCursor`: every later event comes exactly once, in order, with no gap, across restarts of the service. With `wait`, an empty answer waits for the next event (long poll). Neither `after` nor `since`: from the oldest retained event.",
+      "The school's events in the order they were accepted — the same events registrations receive, each item exactly the JSON body a registration gets (`webhook.test` events excepted) — for systems that cannot expose an HTTPS endpoint. Retained 7 days. A page holds at most `limit` events and at most " +
+      FEED_PAGE_BYTES.toLocaleString("en") +
+      " bytes of them (their JSON, UTF-8), but always at least one. Read on with `after` = `nextCursor`: every later event comes exactly once, in order, with no gap, across restarts of the service. With `wait`, an empty answer waits for the next event (long poll). Neither `after` nor `since`: from the oldest retained event.",
     request: { query: feedQuerySchema },
     responses: {
       200: {

@@ -5,7 +5,8 @@
  * positions are the log's `seq`. Synchronous SQL on the hub's storage.
  */
 
-import { MAX_WAITING_POLLS, RETENTION_MS } from "../../lib/limits";
+import { utf8Bytes } from "../../lib/batches";
+import { FEED_PAGE_BYTES, MAX_WAITING_POLLS, RETENTION_MS } from "../../lib/limits";
 import type { Platform } from "../platform/platform";
 
 /** Where a reader is: after `seq`, an event accepted at `at` (ms; for the retention check). */
@@ -43,35 +44,42 @@ function tail(sql: SqlStorage, now: number): FeedPosition {
 /** The statement of one type's events after a position (exported for its query-plan test): ?1 type, ?2 after seq, ?3 at most. */
 export const FEED_TYPE_SQL = `SELECT seq FROM events WHERE type = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3`;
 
+/** A row of the log as a page reads it. */
+type FeedRow = { seq: number; body: string; created_at: number };
+
 /**
- * Up to `limit` events after `from`, of `types` (`null`: every type), in log order. With a
- * type filter, each type is read through the index `events_type` (at most `limit` + 1 each,
- * so a rare type never scans the log), and `next` passes over the events of other types read
- * on the way, so a reader never reads them again.
+ * Up to `limit` events after `from`, of `types` (`null`: every type), in log order, and no more
+ * than FEED_PAGE_BYTES of bodies (the first event always). With a type filter, each type is
+ * read through the index `events_type` (at most `limit` + 1 each, so a rare type never scans
+ * the log), and `next` passes over the events of other types read on the way, so a reader
+ * never reads them again. Rows are read one at a time: none past the page's end but one
+ * (`hasMore`).
  */
 function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] | null, limit: number): FeedPage {
-  let rows: { seq: number; body: string; created_at: number }[];
+  let rows: Iterable<FeedRow> = [];
   if (types === null) {
-    rows = sql.exec<(typeof rows)[number]>(`SELECT seq, body, created_at FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2`, from.seq, limit + 1).toArray();
+    rows = sql.exec<FeedRow>(`SELECT seq, body, created_at FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2`, from.seq, limit + 1);
   } else {
     const seqs = [...new Set(types)]
       .flatMap((type) => sql.exec<{ seq: number }>(FEED_TYPE_SQL, type, from.seq, limit + 1).toArray())
       .map((r) => r.seq)
       .sort((a, b) => a - b)
       .slice(0, limit + 1);
-    rows =
-      seqs.length === 0
-        ? []
-        : sql
-            .exec<(typeof rows)[number]>(
-              `SELECT seq, body, created_at FROM events WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`,
-              JSON.stringify(seqs),
-            )
-            .toArray();
+    if (seqs.length > 0) {
+      rows = sql.exec<FeedRow>(`SELECT seq, body, created_at FROM events WHERE seq IN (SELECT value FROM json_each(?)) ORDER BY seq`, JSON.stringify(seqs));
+    }
   }
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
-  if (last) return { bodies: page.map((r) => r.body), next: { seq: last.seq, at: last.created_at }, hasMore: rows.length > limit };
+  const bodies: string[] = [];
+  let last: FeedRow | undefined;
+  let bytes = 0;
+  for (const row of rows) {
+    const size = utf8Bytes(row.body);
+    if (last && (bodies.length === limit || bytes + size > FEED_PAGE_BYTES)) return { bodies, next: { seq: last.seq, at: last.created_at }, hasMore: true };
+    bytes += size;
+    bodies.push(row.body);
+    last = row;
+  }
+  if (last) return { bodies, next: { seq: last.seq, at: last.created_at }, hasMore: false };
   // Nothing matched: read on from the head, past events of other types.
   const newest =
     types === null
@@ -100,7 +108,8 @@ export class FeedReaders {
 
   /**
    * Events after `after` (a position a previous page returned), or accepted at or after
-   * `since` (ms), or from the oldest retained; of `types` (`null`: all); at most `limit`.
+   * `since` (ms), or from the oldest retained; of `types` (`null`: all); at most `limit`, and
+   * at most FEED_PAGE_BYTES of bodies unless one event alone weighs more.
    * With `waitMs` > 0 and nothing to return, waits until an event is accepted (`wake`, no
    * polling) or the time is up — unless 100 readers of the school wait already: then `waitMs`
    * counts as 0 (docs/reference.md § Events feed).

@@ -48,6 +48,8 @@ export type WebhookRow = {
   courier_version: number;
   acked_seq: number;
   courier: number;
+  /** A tombstone whose `targets` rows are all deleted (1); 0 otherwise. */
+  forgotten: number;
 };
 
 /** A row as the API shows it (no secret, header names only). */
@@ -236,8 +238,11 @@ export function rotateSecret(sql: SqlStorage, id: string, graceSeconds: number, 
 }
 
 /**
- * DELETE's step: registration `id` becomes a tombstone at `now` (ms) — both secrets and the
- * header values erased — unless it already is one. Its addressed events (`targets`) are
+ * DELETE's step: registration `id` becomes a tombstone at `now` (ms) unless it already is
+ * one. It keeps only what the deregistration promise needs (docs/reference.md § DELETE: the
+ * id is deleted, its courier's state, when): its URL (often carrying a token), subscription,
+ * description, filter, creator, both secrets and the header values are erased at once —
+ * nothing reads a tombstone's (`readWebhook` finds none). Its addressed events (`targets`) are
  * forgotten later, in bounded steps (`pruneDeleted`): no step reads them for a tombstone.
  *
  * @returns `"deleted"` now, `"tombstone"` if it already was one, `null` if it never existed;
@@ -248,7 +253,8 @@ export function tombstone(sql: SqlStorage, id: string, now: number): { found: "d
   if (!row) return null;
   if (row.deleted_at !== null) return { found: "tombstone", courier: row.courier };
   sql.exec(
-    `UPDATE webhooks SET deleted_at = ?2, secret = '', previous_secret = NULL, previous_expires_at = NULL, headers = '{}', version = version + 1 WHERE id = ?1`,
+    `UPDATE webhooks SET deleted_at = ?2, url = '', events = '[]', description = NULL, filter = NULL, created_by = NULL,
+       secret = '', previous_secret = NULL, previous_expires_at = NULL, headers = '{}', version = version + 1 WHERE id = ?1`,
     id,
     now,
   );
@@ -276,27 +282,29 @@ export function liveCouriers(sql: SqlStorage): string[] {
 }
 
 /**
- * One bounded step of forgetting deleted registrations (docs/architecture.md § Invariants):
- * at most PRUNE_CHUNK `targets` rows of one tombstone; then at most PRUNE_CHUNK tombstones
- * deleted over the 7-day retention at `now` (ms), their courier confirmed closed and their
- * targets gone — each leaves its id in `deleted_ids`, so that it is never reused.
+ * One bounded step of forgetting deleted registrations (docs/architecture.md § Bounded work
+ * and storage): at most PRUNE_CHUNK `targets` rows of one tombstone still being forgotten
+ * (`forgotten` set once none remain); then at most PRUNE_CHUNK tombstones deleted over the
+ * 7-day retention at `now` (ms), their courier confirmed closed and their targets gone —
+ * each leaves its id in `deleted_ids`, so that it is never reused. Every read goes through
+ * an index (`webhooks_forgetting`, the primary key of `targets`).
  *
- * @returns whether more remain (the caller comes back soon).
+ * @returns whether more may remain (the caller comes back soon).
  */
 export function pruneDeleted(sql: SqlStorage, now: number): boolean {
-  const withTargets = sql
-    .exec<{ id: string }>(`SELECT w.id FROM webhooks w WHERE w.deleted_at IS NOT NULL AND EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id) LIMIT 1`)
-    .toArray()[0];
-  const targets = withTargets
-    ? sql.exec(
-        `DELETE FROM targets WHERE webhook_id = ?1 AND seq IN (SELECT seq FROM targets WHERE webhook_id = ?1 ORDER BY seq LIMIT ?2)`,
-        withTargets.id,
-        PRUNE_CHUNK,
-      ).rowsWritten
-    : 0;
+  const forgetting = sql.exec<{ id: string }>(`SELECT id FROM webhooks WHERE forgotten = 0 AND deleted_at IS NOT NULL LIMIT 1`).toArray()[0];
+  if (forgetting) {
+    const targets = sql.exec(
+      `DELETE FROM targets WHERE webhook_id = ?1 AND seq IN (SELECT seq FROM targets WHERE webhook_id = ?1 ORDER BY seq LIMIT ?2)`,
+      forgetting.id,
+      PRUNE_CHUNK,
+    ).rowsWritten;
+    // No step addresses a tombstone anything: once its rows are gone, none come back.
+    if (targets < PRUNE_CHUNK) sql.exec(`UPDATE webhooks SET forgotten = 1 WHERE id = ?`, forgetting.id);
+  }
   const old = sql
     .exec<{ id: string }>(
-      `SELECT w.id FROM webhooks w WHERE w.deleted_at < ?1 AND w.courier <> ?2 AND NOT EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id) LIMIT ?3`,
+      `SELECT id FROM webhooks WHERE forgotten = 1 AND deleted_at < ?1 AND courier <> ?2 LIMIT ?3`,
       now - RETENTION_MS,
       COURIER_OPEN,
       PRUNE_CHUNK,
@@ -308,7 +316,7 @@ export function pruneDeleted(sql: SqlStorage, now: number): boolean {
     sql.exec(`INSERT OR IGNORE INTO deleted_ids (id) SELECT value FROM json_each(?)`, ids);
     sql.exec(`DELETE FROM webhooks WHERE id IN (SELECT value FROM json_each(?))`, ids);
   }
-  return targets >= PRUNE_CHUNK || old.length >= PRUNE_CHUNK;
+  return forgetting !== undefined || old.length >= PRUNE_CHUNK;
 }
 
 /** Tombstones whose courier is not confirmed closed (a DELETE whose close failed). */

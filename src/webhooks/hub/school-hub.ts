@@ -29,9 +29,9 @@ import { type Audience, accept, audiencesOf, behind, disabledEvent, testEvent } 
 import { type FeedPage, type FeedQuery, FeedReaders } from "./feed";
 import type { IdempotencyInput } from "./idempotency";
 import * as registrations from "./registrations";
-import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, hasRetained, migrate, pruneLog } from "./storage";
+import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, migrate, nextPruneAt, pruneLog } from "./storage";
 
-/** When idle with a log to prune, the alarm comes back after this long (ms). */
+/** Prunings are at least this far apart (ms): the alarm comes when the oldest row is due, but not sooner. */
 const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 /** A close or push that failed is tried again by the alarm this much later (ms). */
 const RETRY_MS = 10_000;
@@ -73,11 +73,14 @@ export class SchoolHub extends DurableObject<Env> {
       hubId: ctx.id.toString(),
       retryAt: (at) => void this.armAlarm(at),
     });
-    // A new instance: whatever a lost hand-over, close or push left behind is caught up, and
-    // each live courier is woken once (its alarm may have been lost: under `wrangler dev` none
-    // survives a restart).
+    // A new instance: whatever a lost hand-over, close or push left behind is caught up, each
+    // live courier is woken once (its alarm may have been lost: under `wrangler dev` none
+    // survives a restart), and what it retains has an alarm to prune it (a chain lost resumes).
     const unfinished = behind(this.sql).length > 0 || registrations.unclosed(this.sql).length > 0;
-    if (unfinished) void ctx.blockConcurrencyWhile(() => this.armAlarm(this.platform.now()));
+    void ctx.blockConcurrencyWhile(async () => {
+      if (unfinished) await this.armAlarm(this.platform.now());
+      await this.armPrune();
+    });
     this.couriers.wake(registrations.liveCouriers(this.sql));
   }
 
@@ -200,6 +203,8 @@ export class SchoolHub extends DurableObject<Env> {
     if (events[0]) this.knowSchool(events[0].schoolId);
     const done = this.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
     this.handOver(done.audiences);
+    // Also for a school no registration hears (feed or course API only): its log is pruned.
+    void this.armPrune();
     if (done.seqs.length > 0) this.readers.wake();
     const loggable = events.filter((e) => e.type !== "webhook.test").length;
     return { accepted: done.seqs.length, duplicates: loggable - done.seqs.length, deliveries: done.targets };
@@ -293,7 +298,18 @@ export class SchoolHub extends DurableObject<Env> {
       ),
     );
     if (more) await this.armAlarm(now + 1_000);
-    else if (hasRetained(this.sql)) await this.armAlarm(now + PRUNE_INTERVAL_MS);
+    else await this.armPrune();
+  }
+
+  /**
+   * Arms the alarm for the next pruning (`nextPruneAt`, at least PRUNE_INTERVAL_MS from now)
+   * unless one runs by then: whenever the hub retains anything, an alarm will prune it
+   * (docs/architecture.md § Bounded work and storage).
+   */
+  private armPrune(): Promise<void> {
+    const due = nextPruneAt(this.sql, IDEMPOTENCY_TTL_MS);
+    if (due === null) return Promise.resolve();
+    return this.alarms.armBy(Math.max(due, this.platform.now() + PRUNE_INTERVAL_MS));
   }
 
   /**

@@ -1,6 +1,8 @@
 /**
  * The SchoolHub's SQLite schema (its own Durable Object storage, not D1), applied in the
- * hub's constructor before any call reaches the object, and the pruning of its log.
+ * hub's constructor before any call reaches the object, the pruning of its log and when the
+ * next pruning is due. Every statement the alarm runs reads through an index or a primary
+ * key, a bounded number of rows (docs/architecture.md § Bounded work and storage).
  * The hub keeps registrations (and their tombstones), the school's ordered event log with
  * the registrations each event is addressed to, and idempotency keys; each registration's
  * queue and attempt log live in its courier (courier/storage.ts).
@@ -83,6 +85,20 @@ const MIGRATIONS: string[][] = [
   ],
   // The id of the API key that created each registration (`createdBy`); null for older rows.
   [`ALTER TABLE webhooks ADD COLUMN created_by TEXT`],
+  [
+    // A tombstone's addressed events: `forgotten` 0 while its `targets` rows remain (the alarm
+    // deletes them, `pruneDeleted`), 1 once they are gone; live registrations stay 0.
+    `ALTER TABLE webhooks ADD COLUMN forgotten INTEGER NOT NULL DEFAULT 0`,
+    // The alarm's reads of registrations, each through one of these (tombstones accumulate for
+    // 7 days): the live ones (`deleted_at IS NULL`) and the oldest tombstone; tombstones still
+    // being forgotten, or old enough to prune; couriers by state (closes to retry).
+    `CREATE INDEX webhooks_deleted ON webhooks (deleted_at)`,
+    `CREATE INDEX webhooks_forgetting ON webhooks (forgotten, deleted_at)`,
+    `CREATE INDEX webhooks_courier ON webhooks (courier, deleted_at)`,
+    // A tombstone keeps only what the deregistration promise needs (docs/reference.md § DELETE):
+    // tombstones made before `tombstone` erased these too lose them now, once.
+    `UPDATE webhooks SET url = '', events = '[]', description = NULL, filter = NULL, created_by = NULL WHERE deleted_at IS NOT NULL`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
@@ -98,36 +114,53 @@ export function migrate(sql: SqlStorage): void {
 }
 
 /**
- * Deletes at most PRUNE_CHUNK events accepted before the retention at `now` (ms), with their
- * targets, and idempotency keys older than `keyTtlMs`.
+ * Deletes the at most PRUNE_CHUNK oldest events accepted before the retention at `now` (ms),
+ * with their targets, and at most PRUNE_CHUNK idempotency keys older than `keyTtlMs`. Each
+ * statement reads through an index (`events_created`, `targets_seq`, `idempotency_keys_created`)
+ * and the primary keys: the rows it deletes, never the rest of the log.
  *
  * @returns whether more remain to prune (the caller comes back soon).
  */
 export function pruneLog(sql: SqlStorage, now: number, keyTtlMs: number): boolean {
-  const cutoff = now - RETENTION_MS;
-  const last = sql
-    .exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM (SELECT seq FROM events WHERE created_at < ? ORDER BY seq LIMIT ?)`, cutoff, PRUNE_CHUNK)
-    .one().seq;
-  let more = false;
-  if (last !== null) {
-    const gone = sql.exec(`DELETE FROM events WHERE seq <= ? AND created_at < ?`, last, cutoff).rowsWritten;
+  const seqs = sql
+    .exec<{ seq: number }>(`SELECT seq FROM events WHERE created_at < ? ORDER BY created_at LIMIT ?`, now - RETENTION_MS, PRUNE_CHUNK)
+    .toArray()
+    .map((r) => r.seq);
+  if (seqs.length > 0) {
+    const list = JSON.stringify(seqs);
+    sql.exec(`DELETE FROM events WHERE seq IN (SELECT value FROM json_each(?))`, list);
     // At most PRUNE_CHUNK events × MAX_WEBHOOKS targets: bounded too.
-    sql.exec(`DELETE FROM targets WHERE seq <= ?`, last);
-    more = gone >= PRUNE_CHUNK;
+    sql.exec(`DELETE FROM targets WHERE seq IN (SELECT value FROM json_each(?))`, list);
   }
   const keys = sql.exec(
     `DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys WHERE created_at <= ? LIMIT ?)`,
     now - keyTtlMs,
     PRUNE_CHUNK,
   ).rowsWritten;
-  return more || keys >= PRUNE_CHUNK;
+  return seqs.length >= PRUNE_CHUNK || keys >= PRUNE_CHUNK;
 }
 
-/** Whether anything is left to prune one day (events, idempotency keys or tombstones). */
-export function hasRetained(sql: SqlStorage): boolean {
-  return (
-    sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0 ||
-    sql.exec(`SELECT 1 FROM idempotency_keys LIMIT 1`).toArray().length > 0 ||
-    sql.exec(`SELECT 1 FROM webhooks WHERE deleted_at IS NOT NULL LIMIT 1`).toArray().length > 0
-  );
+/**
+ * When the next pruning is due (ms): the instant the oldest retained row passes its
+ * retention — an event or a tombstone after RETENTION_MS, an idempotency key after
+ * `keyTtlMs` — or 0 (now) while a tombstone's addressed events remain to be forgotten.
+ * Three index lookups (`events_created`, `idempotency_keys_created`, `webhooks_forgetting`).
+ *
+ * @returns the instant, or `null` when nothing is retained (no alarm is owed).
+ */
+export function nextPruneAt(sql: SqlStorage, keyTtlMs: number): number | null {
+  if (sql.exec(`SELECT 1 FROM webhooks WHERE forgotten = 0 AND deleted_at IS NOT NULL LIMIT 1`).toArray().length > 0) return 0;
+  const oldest = sql
+    .exec<{ event: number | null; key: number | null; tombstone: number | null }>(
+      `SELECT (SELECT MIN(created_at) FROM events) AS event, (SELECT MIN(created_at) FROM idempotency_keys) AS key,
+         (SELECT MIN(deleted_at) FROM webhooks WHERE forgotten = 1) AS tombstone`,
+    )
+    .one();
+  // Pruned once strictly older than the retention (as the feed's CURSOR_EXPIRED), a key at its TTL.
+  const due = [
+    oldest.event === null ? null : oldest.event + RETENTION_MS + 1,
+    oldest.key === null ? null : oldest.key + keyTtlMs,
+    oldest.tombstone === null ? null : oldest.tombstone + RETENTION_MS + 1,
+  ].filter((at): at is number => at !== null);
+  return due.length > 0 ? Math.min(...due) : null;
 }
