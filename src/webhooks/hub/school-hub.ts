@@ -227,11 +227,7 @@ export class SchoolHub extends DurableObject<Env> {
    * is queued already: it is delivered when handed over. Deleted meanwhile: WEBHOOK_NOT_FOUND.
    */
   async resend(id: string, eventId: string): Promise<CourierStep<{ eventId: string }>> {
-    const before = this.usable(id);
-    if (!before.ok) return before;
-    await this.couriers.flush(id);
-    // Checked again: deleted or disabled while the flush waited.
-    const config = this.usable(id);
+    const config = await this.flushed(id);
     if (!config.ok) return config;
     const done = await this.couriers.forward<CourierStep<{ eventId: string }>>(id, (courier) => courier.resend(config.value, eventId));
     return !done.ok && done.error === "EVENT_NOT_FOUND" && this.couriers.heldFor(id, eventId) ? { ok: true, value: { eventId } } : done;
@@ -239,11 +235,7 @@ export class SchoolHub extends DurableObject<Env> {
 
   /** POST …/recover: every retained event accepted in [since, until) (ms) whose delivery ended failed or skipped, again. */
   async recover(id: string, since: number, until: number | null = null): Promise<CourierStep<{ queued: number }>> {
-    const before = this.usable(id);
-    if (!before.ok) return before;
-    await this.couriers.flush(id);
-    // Checked again: deleted or disabled while the flush waited.
-    const config = this.usable(id);
+    const config = await this.flushed(id);
     if (!config.ok) return config;
     return this.couriers.forward(id, (courier) => courier.recover(config.value, since, until ?? Number.MAX_SAFE_INTEGER));
   }
@@ -338,6 +330,19 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   // -------------------------------------------------------------------------------------
+
+  /**
+   * Before a resend or recover: the registration checked, what was addressed to it handed
+   * over (`Couriers.flush`), then checked again (deleted or disabled while the flush waited).
+   *
+   * @throws if the flush's own hand-over fails.
+   */
+  private async flushed(id: string): Promise<CourierStep<CourierConfig>> {
+    const before = this.usable(id);
+    if (!before.ok) return before;
+    await this.couriers.flush(id);
+    return this.usable(id);
+  }
 
   /** The config of active, enabled registration `id` (its courier now in use), or why it cannot be used. */
   private usable(id: string): CourierStep<CourierConfig> {
