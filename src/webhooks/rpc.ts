@@ -160,13 +160,17 @@ export const BACKLOG_HIGH = 8;
 
 /**
  * The courier's answer to a hand-over or a config: `closed` (its registration is deleted:
- * nothing was taken), its cursor into the hub's log, and its backlog (deliveries queued and
- * due, counted up to BACKLOG_HIGH), which the hub uses to space out the next hand-over.
+ * nothing was taken), its cursor into the hub's log, its backlog (deliveries queued and
+ * due, counted up to BACKLOG_HIGH), which the hub uses to space out the next hand-over, and
+ * `full`: its queue reached its bound (docs/architecture.md § Bounded work and storage), so
+ * it took the hand-over only up to `cursor`; the hub keeps the rest in its log and hands it
+ * over when the courier asks (`SchoolHub.drained`), or by its alarm.
  */
 export interface HandoverReceipt {
   closed: boolean;
   cursor: number;
   backlog: number;
+  full: boolean;
 }
 
 /**

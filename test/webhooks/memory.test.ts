@@ -75,11 +75,11 @@ async function courierState(id: string) {
 }
 
 describe("a step that throws leaves memory as storage", () => {
-  it("a courier's disable (its queue skipped in the same step)", async () => {
+  it("a courier's disable (its queue's skip marked in the same step)", async () => {
     const { id } = await openCourier("mem-disable");
     const error = await inCourier(id, (courier, state) => {
       const held = state.storage.kv.get("config") as CourierConfig;
-      refuse(courier, /DELETE FROM queue/);
+      refuse(courier, /SELECT MAX\(id\) AS id FROM queue/);
       try {
         courier.configure({ ...held, version: held.version + 1, enabled: false, disables: held.disables + 1 });
         return null;

@@ -39,6 +39,11 @@ type Row = {
  * skipped entries) of the retention window plus deliveries still waiting for their first
  * attempt (numbered as their event's next entry), newest first, with only the filters given
  * written into the SQL (so that the planner picks the matching index).
+ *
+ * A compound SELECT ordered as a whole: SQLite merges its two arms, each walked through an
+ * index in the page's order (`log_at`, `log_status`, `log_type`, `log_event_at` by (time, id);
+ * `queue_unattempted` by (queued time, id)), and stops after the page: no sort of the window,
+ * whatever the filters (test/webhooks/deliveries-plan.test.ts). The two sort keys come last.
  */
 export function logQuery(filter: LogFilter, now: number, offset: number, limit: number): { sql: string; params: unknown[] } {
   const params: unknown[] = [Math.max(now - RETENTION_MS, filter.since ?? 0)];
@@ -58,17 +63,14 @@ export function logQuery(filter: LogFilter, now: number, offset: number, limit: 
     q.push(`'pending' = ?${params.length}`);
   }
   params.push(limit, offset);
-  const sql = `SELECT event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body, attempted_at, next_attempt_at
-     FROM (
-       SELECT event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body,
-              CASE WHEN status = 'skipped' THEN NULL ELSE attempted_at END AS attempted_at, next_attempt_at,
-              attempted_at AS sort_at, id AS tiebreak
+  const sql = `SELECT event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body,
+            CASE WHEN status = 'skipped' THEN NULL ELSE attempted_at END AS attempted_at, next_attempt_at,
+            attempted_at AS sort_at, id AS tiebreak
        FROM log WHERE ${a.join(" AND ")}
-       UNION ALL
-       SELECT event_id, event_type, COALESCE((SELECT e.last_attempt FROM events e WHERE e.id = queue.event_id), 0) + 1, 'pending', trigger,
-              NULL, NULL, NULL, NULL, NULL, NULL, next_attempt_at, created_at, id
+     UNION ALL
+     SELECT event_id, event_type, COALESCE((SELECT e.last_attempt FROM events e WHERE e.id = queue.event_id), 0) + 1, 'pending', trigger,
+            NULL, NULL, NULL, NULL, NULL, NULL, next_attempt_at, created_at, id
        FROM queue WHERE ${q.join(" AND ")}
-     )
      ORDER BY sort_at DESC, tiebreak DESC
      LIMIT ?${params.length - 1} OFFSET ?${params.length}`;
   return { sql, params };

@@ -12,7 +12,7 @@ import { IdleWaiters } from "../platform/idle-waiters";
 import type { Platform, Timer } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig } from "../rpc";
 import type { FailureReport } from "./failure-report";
-import { nextDueAt, type Outcome, readDue, recordAttempt, skipQueued } from "./queue";
+import { nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
 import { Sender, Throttle } from "./sender";
 import { hasRetained, PRUNE_INTERVAL_MS } from "./storage";
 
@@ -34,6 +34,12 @@ export interface CourierState {
   /** Whether an alarm is set for `now` (ms) or later, and whether `at` is sooner than it. */
   armedAfter(now: number): boolean;
   sooner(at: number): boolean;
+  /** The last queue id a disable's skip has still to end (0: none): those rows are never started. */
+  skipped(): number;
+  /** One step of a disable's skip at `now` (ms), inside the caller's step; whether rows are left. */
+  skipOn(now: number): boolean;
+  /** Outcomes were recorded (the queue may have drained: the courier may ask for more). */
+  recorded(): void;
 }
 
 /** One courier instance's requests in flight, throttle and sending loop. */
@@ -87,7 +93,8 @@ export class Dispatch {
     const now = this.platform.now();
     const free = COURIER_SLOTS - this.sender.size;
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
-    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed));
+    const skipped = this.state.skipped();
+    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped);
     const refusal = rows.length === 0 ? null : this.refusal(config.url);
     for (const row of rows) {
       if (refusal !== null) {
@@ -109,7 +116,7 @@ export class Dispatch {
       if (config.maxPerSecond !== null) this.throttle.record(now);
       this.sender.start(row, config.url, { ...config.headers, ...this.keys.sign(config, row.event_id, row.body, now) });
     }
-    if (allowed < free && readDue(this.sql, now, this.busy(), 1).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
+    if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
     this.rearm();
   }
 
@@ -149,14 +156,14 @@ export class Dispatch {
     const batch = this.outcomes;
     this.outcomes = [];
     if (this.state.closed() || config === null || batch.length === 0) return;
-    const statuses = this.storage.transactionSync(() => {
-      const recorded = batch.map((outcome) => {
+    const { statuses, skipping } = this.storage.transactionSync(() => {
+      const statuses = batch.map((outcome) => {
         const recorded = recordAttempt(this.sql, outcome, this.schedule, Math.random());
         if (recorded !== null) this.failures.recorded(outcome, config);
         return recorded;
       });
-      if (!config.enabled) skipQueued(this.sql, this.busy(), this.platform.now());
-      return recorded;
+      // A disable's skip goes on: these rows were in flight when it began.
+      return { statuses, skipping: this.state.skipOn(this.platform.now()) };
     });
     batch.forEach((outcome, i) => {
       const recorded = statuses[i];
@@ -173,6 +180,8 @@ export class Dispatch {
       });
     });
     this.failures.sendNew(config.hubId);
+    if (skipping) void this.state.armAlarm(this.platform.now());
+    this.state.recorded();
     // What these outcomes freed was started by `finished`; a recorded retry is due later, a
     // delivery asked for again while in flight is due now.
     if (statuses.some((r) => r?.again)) this.pump();
@@ -191,7 +200,7 @@ export class Dispatch {
     const deadline = this.sender.firstDeadline();
     let at = deadline === null ? (this.outcomes.length === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
     if (this.sender.size < COURIER_SLOTS) {
-      const next = nextDueAt(this.sql, this.busy());
+      const next = nextDueAt(this.sql, this.busy(), this.state.skipped());
       // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
       if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));
     }
@@ -204,6 +213,6 @@ export class Dispatch {
     if (this.sender.size > 0 || this.outcomes.length > 0) return false;
     const config = this.state.config();
     if (this.state.closed() || config === null || !config.enabled) return true;
-    return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1).length === 0;
+    return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1, this.state.skipped()).length === 0;
   }
 }

@@ -5,7 +5,7 @@
  * Only the WebhookCourier calls these, inside its synchronous steps.
  */
 
-import { BOUND_LIST, cutBatches } from "../../lib/batches";
+import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { type AttemptVerdict, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
 
@@ -26,31 +26,90 @@ export type DueRow = {
 };
 
 /**
- * Takes the events of a hand-over with `seq` after `cursor` at `now` (ms): each is kept (for
- * resend and recover) and queued due now, or logged `skipped` when it was accepted while the
- * registration was disabled or `enabled` is false now. Events at or before the cursor were
- * taken already (a hand-over sent again) and are ignored. Bound in batches cut by
- * `cutBatches` (count and bytes; the bodies spliced in as JSON, not escaped again), several
- * statements of the caller's synchronous step.
- *
- * @returns how many were queued.
+ * The queue's bound (docs/reference.md § "Event delivery", back-pressure): a hand-over's
+ * events are queued only while the queue holds fewer than QUEUE_MAX_ROWS deliveries and
+ * QUEUE_MAX_BYTES bytes of their bodies; the rest stays in the hub's log, handed over as the
+ * queue drains. So a courier's queue, its copies of queued events and every step over them
+ * (a disable's skip, a close) stay bounded whatever the receiver's pace: at most 1,000 rows
+ * and 16 MB plus one event (≤ 2 MB), two hand-overs' worth, enough that a fast receiver
+ * never waits for the next one (it is asked for at half: QUEUE_LOW_ROWS, QUEUE_LOW_BYTES).
+ * A recover may queue past it (its own bounded steps); hand-overs then wait.
  */
-export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: number, enabled: boolean, now: number): number {
+const QUEUE_MAX_ROWS = 1_000;
+/** See QUEUE_MAX_ROWS (bytes of queued bodies). */
+const QUEUE_MAX_BYTES = 16_000_000;
+/** A courier that left events in the hub asks for more once its queue is down to these. */
+const QUEUE_LOW_ROWS = QUEUE_MAX_ROWS / 2;
+const QUEUE_LOW_BYTES = QUEUE_MAX_BYTES / 2;
+/** Queue rows one skip step ends at most (a disable's skip goes on in later steps). */
+const SKIP_CHUNK = 500;
+
+/**
+ * The queue's size: deliveries and bytes of their bodies, counted over at most
+ * QUEUE_MAX_ROWS + 1 rows (a bounded read; a longer queue is at its bound anyway).
+ */
+export function queueLoad(sql: SqlStorage): { rows: number; bytes: number } {
+  return sql
+    .exec<{ rows: number; bytes: number }>(`SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM (SELECT bytes FROM queue LIMIT ?)`, QUEUE_MAX_ROWS + 1)
+    .one();
+}
+
+/** Whether a queue of `load` is down to the point where a courier asks for more (QUEUE_LOW_ROWS, QUEUE_LOW_BYTES). */
+export function drained(load: { rows: number; bytes: number }): boolean {
+  return load.rows <= QUEUE_LOW_ROWS && load.bytes <= QUEUE_LOW_BYTES;
+}
+
+/** What `take` did: deliveries queued, the last event taken (`null`: none), and whether the bound left some out. */
+export interface Taken {
+  queued: number;
+  through: number | null;
+  /** The queue reached its bound: the events after `through` were not taken (they stay in the hub). */
+  full: boolean;
+}
+
+/**
+ * Takes the events of a hand-over with `seq` after `cursor` at `now` (ms), in order, while
+ * the queue is under its bound (QUEUE_MAX_ROWS, QUEUE_MAX_BYTES): each is kept (for resend
+ * and recover) and queued due now, or logged `skipped` when it was accepted while the
+ * registration was disabled or `enabled` is false now (a skipped one takes no room). Events
+ * at or before the cursor were taken already (a hand-over sent again) and are ignored. Bound
+ * in batches cut by `cutBatches` (count and bytes; the bodies spliced in as JSON, not
+ * escaped again), several statements of the caller's synchronous step.
+ */
+export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: number, enabled: boolean, now: number): Taken {
   const fresh = events.filter((e) => e.seq > cursor);
-  if (fresh.length === 0) return 0;
-  const kept = cutBatches(fresh, BOUND_LIST, (e) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt}]`);
+  if (fresh.length === 0) return { queued: 0, through: null, full: false };
+  let load = enabled ? queueLoad(sql) : { rows: 0, bytes: 0 };
+  const taken: { event: HandedEvent; bytes: number }[] = [];
+  let full = false;
+  for (const event of fresh) {
+    const bytes = utf8Bytes(event.body);
+    if (enabled && !event.skipped) {
+      if (load.rows >= QUEUE_MAX_ROWS || load.bytes >= QUEUE_MAX_BYTES) {
+        full = true;
+        break;
+      }
+      load = { rows: load.rows + 1, bytes: load.bytes + bytes };
+    }
+    taken.push({ event, bytes });
+  }
+  const kept = cutBatches(
+    taken.map((t) => t.event),
+    BOUND_LIST,
+    (e) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt}]`,
+  );
   for (const batch of kept) {
     sql.exec(
       `INSERT OR IGNORE INTO events (id, type, body, accepted_at) SELECT value ->> 0, value ->> 1, value -> 2, value ->> 3 FROM json_each(?)`,
       batch.json,
     );
   }
-  const queued = fresh.filter((e) => enabled && !e.skipped);
-  const skipped = fresh.filter((e) => !enabled || e.skipped);
-  for (const batch of cutBatches(queued.map((e) => [e.id, e.type]))) {
+  const queued = taken.filter((t) => enabled && !t.event.skipped);
+  const skipped = taken.filter((t) => !enabled || t.event.skipped).map((t) => t.event);
+  for (const batch of cutBatches(queued.map((t) => [t.event.id, t.event.type, t.bytes]))) {
     sql.exec(
-      `INSERT OR IGNORE INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at)
-       SELECT value ->> 0, value ->> 1, 'event', 0, ?2, ?2 FROM json_each(?1)`,
+      `INSERT OR IGNORE INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at, bytes)
+       SELECT value ->> 0, value ->> 1, 'event', 0, ?2, ?2, value ->> 2 FROM json_each(?1)`,
       batch.json,
       now,
     );
@@ -66,56 +125,96 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
       now,
     );
   }
-  return queued.length;
+  return { queued: queued.length, through: taken.at(-1)?.event.seq ?? null, full };
 }
 
 /**
- * The registration was disabled: every queued delivery not `busy` (in flight) ends `skipped`
- * at `now` (ms), pending retries included (docs/reference.md § "PATCH /v3/webhooks/{id}": `enabled: false`), each
- * entry numbered as its event's next (`events.last_attempt`). Three statements whatever the
- * queue's length (the events' numbers moved on, a log entry per row copied from the queue —
- * also for a row whose event copy is missing, numbered 1 — then the rows deleted), nothing read into memory; the only list bound is `busy` (the few
- * requests in flight, bytes far under any limit). Run inside the caller's synchronous step, so that the disable
- * holds for the whole queue or not at all.
+ * The registration was disabled (docs/reference.md § "PATCH /v3/webhooks/{id}": `enabled:
+ * false`): every delivery queued now ends `skipped`, pending retries included. Returns the
+ * mark of that skip — the last queue id it covers (`through`, 0: none) — which the caller
+ * keeps durably (KV `skipping`) until `skipStep` has ended every row up to it: rows are
+ * never started meanwhile (`readDue`'s `after`), so the disable holds for the whole queue at
+ * once while its log entries are written in bounded steps. One read of the primary key.
  */
-export function skipQueued(sql: SqlStorage, busy: readonly number[], now: number): void {
-  const keep = JSON.stringify(busy);
-  sql.exec(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id IN (SELECT event_id FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)))`, keep);
+export function skipMark(sql: SqlStorage): number {
+  return sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM queue`).one().id ?? 0;
+}
+
+/**
+ * One bounded step of a disable's skip: at most SKIP_CHUNK queued deliveries with id ≤
+ * `through`, not `busy` (in flight: their outcome is recorded first, then this ends them),
+ * end `skipped` at `now` (ms), each numbered as its event's next entry
+ * (`events.last_attempt`; 1 for a row whose event copy is missing). Run inside the caller's
+ * synchronous step.
+ *
+ * @returns `more`: rows up to `through` not busy remain (another step goes on at once);
+ *   `done`: none at all remains (the mark can go).
+ */
+export function skipStep(sql: SqlStorage, through: number, busy: readonly number[], now: number): { more: boolean; done: boolean } {
+  const ids = sql
+    .exec<{ id: number }>(
+      `SELECT id FROM queue WHERE id <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
+      through,
+      JSON.stringify(busy),
+      SKIP_CHUNK,
+    )
+    .toArray()
+    .map((r) => r.id);
+  skipRows(sql, ids, now);
+  const left = sql
+    .exec<{ id: number }>(`SELECT id FROM queue WHERE id <= ? ORDER BY id LIMIT ?`, through, busy.length + 1)
+    .toArray()
+    .map((r) => r.id);
+  return { more: left.some((id) => !busy.includes(id)), done: left.length === 0 };
+}
+
+/** Ends queue rows `ids` (few: a bound list) `skipped` at `now` (ms): their events' numbers move on, a log entry each, the rows deleted. */
+function skipRows(sql: SqlStorage, ids: readonly number[], now: number): void {
+  if (ids.length === 0) return;
+  const list = JSON.stringify(ids);
+  sql.exec(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id IN (SELECT event_id FROM queue WHERE id IN (SELECT value FROM json_each(?)))`, list);
   sql.exec(
     `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
      SELECT q.event_id, q.event_type, COALESCE(e.last_attempt, 1), 'skipped', q.trigger, ?2, ?3 FROM queue q LEFT JOIN events e ON e.id = q.event_id
-     WHERE q.id NOT IN (SELECT value FROM json_each(?1)) ORDER BY q.id`,
-    keep,
+     WHERE q.id IN (SELECT value FROM json_each(?1)) ORDER BY q.id`,
+    list,
     SKIPPED_ERROR,
     now,
   );
-  sql.exec(`DELETE FROM queue WHERE id NOT IN (SELECT value FROM json_each(?))`, keep);
+  sql.exec(`DELETE FROM queue WHERE id IN (SELECT value FROM json_each(?))`, list);
 }
 
-/** The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones, at most `limit`. */
-export function readDue(sql: SqlStorage, now: number, busy: readonly number[], limit: number): DueRow[] {
+/**
+ * The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones and those a
+ * disable's skip still has to end (id ≤ `skipped`: `skipMark`), at most `limit`.
+ */
+export function readDue(sql: SqlStorage, now: number, busy: readonly number[], limit: number, skipped = 0): DueRow[] {
   if (limit <= 0) return [];
   return sql
     .exec<DueRow>(
       `SELECT q.id, q.event_id, q.event_type, q.trigger, q.attempts, q.requested, e.body FROM queue q JOIN events e ON e.id = q.event_id
-       WHERE q.next_attempt_at <= ? AND q.id NOT IN (SELECT value FROM json_each(?))
+       WHERE q.next_attempt_at <= ? AND q.id NOT IN (SELECT value FROM json_each(?)) AND q.id > ?
        ORDER BY q.next_attempt_at, q.id LIMIT ?`,
       now,
       JSON.stringify(busy),
+      skipped,
       limit,
     )
     .toArray();
 }
 
 /**
- * The earliest due time (ms) among deliveries not `busy`, or `null`. Read in `queue_due`
- * order, it stops at the first delivery not busy (MIN() with a condition would read them all).
+ * The earliest due time (ms) among deliveries not `busy` nor left to a skip (id ≤ `skipped`),
+ * or `null`. Read in `queue_due` order, it stops at the first such delivery (MIN() with a
+ * condition would read them all); the rows a skip leaves are at most its SKIP_CHUNK-step's
+ * worth of the bounded queue.
  */
-export function nextDueAt(sql: SqlStorage, busy: readonly number[]): number | null {
+export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0): number | null {
   const first = sql
     .exec<{ t: number }>(
-      `SELECT next_attempt_at AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT 1`,
+      `SELECT next_attempt_at AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY next_attempt_at, id LIMIT 1`,
       JSON.stringify(busy),
+      skipped,
     )
     .toArray()[0];
   return first === undefined ? null : first.t;
@@ -131,10 +230,15 @@ export function backlog(sql: SqlStorage, now: number, cap: number): number {
  * already queued becomes due now instead (no second copy), its next attempt made for `trigger`
  * — also when an attempt of it is in flight: `requested` grows, and that attempt's outcome
  * leaves it due (`recordAttempt`), so one more attempt follows (docs/reference.md § "Resend").
+ * A queued delivery a disable's skip has still to end (id ≤ `skipped`) ends `skipped` first,
+ * and a new one is queued.
  */
-export function enqueue(sql: SqlStorage, eventId: string, eventType: string, trigger: Trigger, now: number): void {
+export function enqueue(sql: SqlStorage, eventId: string, eventType: string, trigger: Trigger, now: number, skipped = 0): void {
+  const left = sql.exec<{ id: number }>(`SELECT id FROM queue WHERE event_id = ? AND id <= ?`, eventId, skipped).toArray()[0];
+  if (left) skipRows(sql, [left.id], now);
   sql.exec(
-    `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at) VALUES (?1, ?2, ?3, 0, ?4, ?4)
+    `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at, bytes)
+     VALUES (?1, ?2, ?3, 0, ?4, ?4, COALESCE((SELECT length(CAST(body AS BLOB)) FROM events WHERE id = ?1), 0))
      ON CONFLICT (event_id) DO UPDATE SET next_attempt_at = MIN(next_attempt_at, ?4), trigger = ?3, requested = requested + 1`,
     eventId,
     eventType,

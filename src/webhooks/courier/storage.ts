@@ -75,6 +75,16 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE events ADD COLUMN last_attempt INTEGER NOT NULL DEFAULT 0`,
     `UPDATE events SET last_attempt = COALESCE((SELECT MAX(l.attempt) FROM log l WHERE l.event_id = events.id), 0)`,
   ],
+  [
+    // `bytes`: the queued event's body (UTF-8 bytes), so that a hand-over is taken only while
+    // the queue is under its bound (queue.ts `QUEUE_MAX_BYTES`). Rows queued before count 0.
+    `ALTER TABLE queue ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0`,
+    // A page of the delivery log is a merge of two index walks in its order (attempt-log.ts):
+    // newest first by (attempted_at, id), also for one event.
+    `CREATE INDEX log_at ON log (attempted_at)`,
+    `CREATE INDEX log_event_at ON log (event_id, attempted_at)`,
+    `DROP INDEX log_event`,
+  ],
 ];
 
 /** The tables a closed courier empties (`erase`). */

@@ -7,6 +7,7 @@
  * docs/architecture.md § "The deregistration promise".
  */
 import { DurableObject } from "cloudflare:workers";
+import { describeError, logObjectCallFailure } from "../../lib/log";
 import type { StatsBucket } from "../api/stats-schemas";
 import { parseDisableAfterMs } from "../delivery/schedule";
 import { AlarmClock } from "../platform/alarm-clock";
@@ -25,7 +26,7 @@ import {
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
 import { Dispatch } from "./dispatch";
 import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
-import { backlog, enqueue, nextDueAt, skipQueued, take } from "./queue";
+import { backlog, drained, enqueue, nextDueAt, queueLoad, skipMark, skipStep, take } from "./queue";
 import { readStats } from "./stats";
 import { erase, hasRetained, migrate, PRUNE_INTERVAL_MS, PRUNE_START, type PrunePosition, pruneLog } from "./storage";
 
@@ -52,6 +53,11 @@ export class WebhookCourier extends DurableObject<Env> {
   /** Where the next pruning of event copies goes on (`pruneLog`). */
   private pruneFrom: PrunePosition = PRUNE_START;
   private readonly alarms: AlarmClock;
+  /** Calls to the hub (reports, asks for more): one at a time, in the slot kept for them. */
+  private readonly hubs: ObjectCalls<ReturnType<Env["SCHOOL_HUB"]["get"]>>;
+  /** An ask for more (`askForMore`) is under way; one was answered since the last hand-over. */
+  private asking = false;
+  private asked = false;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -62,7 +68,8 @@ export class WebhookCourier extends DurableObject<Env> {
     this.sql = storage.sql;
     const kv = storage.kv;
     migrate(this.sql);
-    const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)));
+    const hubs = new ObjectCalls(this.platform, (hubId: string) => env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromString(hubId)), undefined, true);
+    this.hubs = hubs;
     this.failures = new FailureReport(kv, hubs, parseDisableAfterMs(env.WEBHOOK_DISABLE_AFTER_HOURS), () => {
       void this.armAlarm(this.platform.now() + REPORT_RETRY_MS);
     });
@@ -72,6 +79,9 @@ export class WebhookCourier extends DurableObject<Env> {
       armAlarm: (at) => this.armAlarm(at),
       armedAfter: (now) => this.alarms.armedAfter(now),
       sooner: (at) => this.alarms.sooner(at),
+      skipped: () => this.skipThrough(),
+      skipOn: (now) => this.skipOn(now),
+      recorded: () => this.askForMore(),
     });
     this.closed = kv.get("closed") === true;
     this.config = (kv.get("config") as CourierConfig | undefined) ?? null;
@@ -87,7 +97,7 @@ export class WebhookCourier extends DurableObject<Env> {
   private earliestWork(): number | null {
     const now = this.platform.now();
     if (this.closed) return hasRetained(this.sql) ? now : null;
-    if (this.failures.owed) return now;
+    if (this.failures.owed || this.skipThrough() > 0 || this.storage.kv.get("full") === true) return now;
     const due = nextDueAt(this.sql, []);
     if (due !== null) return Math.max(now, due);
     return hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null;
@@ -98,24 +108,32 @@ export class WebhookCourier extends DurableObject<Env> {
 
   /**
    * Takes a hand-over: the config, then the events after this courier's cursor, queued (or
-   * logged skipped) in one step; sending starts at once. A closed courier takes nothing.
+   * logged skipped) in one step while the queue is under its bound (queue.ts
+   * QUEUE_MAX_ROWS); sending starts at once. Events past the bound are not taken: the cursor
+   * stops before them, the receipt says `full`, and the courier asks the hub for more
+   * (`SchoolHub.drained`) once its queue is down to half — KV `full` keeps that owed across
+   * restarts. A closed courier takes nothing.
    *
-   * @returns `closed`, the cursor now and the backlog (see `HandoverReceipt`).
+   * @returns `closed`, the cursor now, the backlog and whether the bound left events out (see `HandoverReceipt`).
    */
   deliver(handover: Handover): HandoverReceipt {
     if (this.closed) return this.receipt(0);
     const now = this.platform.now();
     const step = this.storage.transactionSync(() => {
       const applied = this.apply(handover.config, now);
-      take(this.sql, handover.events, this.cursor, applied.config.enabled, now);
-      if (handover.upTo > this.cursor) this.storage.kv.put("cursor", handover.upTo);
-      return applied;
+      const taken = take(this.sql, handover.events, this.cursor, applied.config.enabled, now);
+      const upTo = taken.full ? (taken.through ?? this.cursor) : handover.upTo;
+      if (upTo > this.cursor) this.storage.kv.put("cursor", upTo);
+      if (taken.full) this.storage.kv.put("full", true);
+      else if (this.storage.kv.get("full") !== undefined) this.storage.kv.delete("full");
+      return { applied, upTo, full: taken.full };
     });
     // Memory follows storage once the step has committed.
-    this.adopt(step);
-    this.cursor = Math.max(this.cursor, handover.upTo);
+    this.adopt(step.applied);
+    this.cursor = Math.max(this.cursor, step.upTo);
+    this.asked = false;
     this.dispatch.pump();
-    return this.receipt(now);
+    return { ...this.receipt(now), full: step.full };
   }
 
   /**
@@ -144,6 +162,8 @@ export class WebhookCourier extends DurableObject<Env> {
       kv.put("closed", true);
       kv.delete("config");
       kv.delete("cursor");
+      kv.delete("full");
+      kv.delete("skipping");
       this.failures.forget();
       this.sql.exec(`DELETE FROM queue`);
     });
@@ -184,7 +204,7 @@ export class WebhookCourier extends DurableObject<Env> {
     return this.queueing(config, () => {
       const event = retainedEvent(this.sql, eventId);
       if (!event) return { ok: false, error: "EVENT_NOT_FOUND" };
-      enqueue(this.sql, event.id, event.type, "resend", this.platform.now());
+      enqueue(this.sql, event.id, event.type, "resend", this.platform.now(), this.skipThrough());
       return { ok: true, value: { eventId } };
     });
   }
@@ -204,7 +224,7 @@ export class WebhookCourier extends DurableObject<Env> {
       const step = this.queueing(config, () => {
         const chunk = toRecover(this.sql, since, until, position, RECOVER_CHUNK);
         const now = this.platform.now();
-        for (const event of chunk.events) enqueue(this.sql, event.id, event.type, "recover", now);
+        for (const event of chunk.events) enqueue(this.sql, event.id, event.type, "recover", now, this.skipThrough());
         return { ok: true, value: chunk };
       });
       if (!step.ok) return queued === 0 ? step : { ok: true, value: { queued } };
@@ -256,9 +276,12 @@ export class WebhookCourier extends DurableObject<Env> {
     }
     const pruned = pruneLog(this.sql, this.platform.now(), this.pruneFrom);
     this.pruneFrom = pruned.next;
+    const skipping = this.storage.transactionSync(() => this.skipOn(this.platform.now()));
     this.failures.send(this.config?.hubId);
     this.dispatch.pump();
-    if (pruned.more) await this.armAlarm(this.platform.now() + 1_000);
+    this.askForMore();
+    if (skipping) await this.armAlarm(this.platform.now());
+    else if (pruned.more) await this.armAlarm(this.platform.now() + 1_000);
   }
 
   // -------------------------------------------------------------------------------------
@@ -266,8 +289,8 @@ export class WebhookCourier extends DurableObject<Env> {
   /** The answer to a hand-over or a config at `now` (ms): closed, or the cursor and the backlog due. */
   private receipt(now: number): HandoverReceipt {
     return this.closed
-      ? { closed: true, cursor: this.cursor, backlog: 0 }
-      : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now, BACKLOG_HIGH) };
+      ? { closed: true, cursor: this.cursor, backlog: 0, full: false }
+      : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now, BACKLOG_HIGH), full: false };
   }
 
   /**
@@ -281,16 +304,23 @@ export class WebhookCourier extends DurableObject<Env> {
     if (held !== null && held.version >= config.version) return { config: held, enabled: false };
     this.storage.kv.put("config", config);
     if (!config.enabled || config.disables > (held?.disables ?? 0)) {
-      skipQueued(this.sql, this.dispatch.busy(), now);
+      // Every delivery queued now ends skipped: marked at once, ended SKIP_CHUNK per step
+      // (the first one here), the rest by the alarm (`continueSkip`), never started meanwhile.
+      this.storage.kv.put("skipping", Math.max(this.skipThrough(), skipMark(this.sql)));
+      this.skipOn(now);
       this.failures.disabled();
     }
     return { config, enabled: config.enabled && held !== null && (!held.enabled || config.disables > held.disables) };
   }
 
-  /** After the step of `apply` committed: the config in memory, an enable clears the failure streak. */
+  /**
+   * After the step of `apply` committed: the config in memory, an enable clears the failure
+   * streak, a disable's skip with rows left goes on in the alarm.
+   */
   private adopt(applied: Applied): void {
     this.config = applied.config;
     if (applied.enabled) this.failures.enabled();
+    this.continueSkip();
   }
 
   /** Runs a queueing step for test, resend or recover after the courier's own checks. */
@@ -308,5 +338,66 @@ export class WebhookCourier extends DurableObject<Env> {
 
   private armAlarm(at: number): Promise<void> {
     return this.alarms.arm(at, this.platform.now());
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Back-pressure and a disable's skip (docs/architecture.md § Bounded work and storage)
+
+  /** The last queue id a disable's skip has still to end (KV `skipping`), or 0: none under way. */
+  private skipThrough(): number {
+    return (this.storage.kv.get("skipping") as number | undefined) ?? 0;
+  }
+
+  /**
+   * One step of a disable's skip at `now` (ms), inside the caller's synchronous step: at most
+   * 500 rows end skipped (`skipStep`); the mark is dropped once none is left. Rows in flight
+   * are ended by the step that records their outcome.
+   *
+   * @returns whether rows not in flight are left (the alarm goes on at once).
+   */
+  private skipOn(now: number): boolean {
+    const through = this.skipThrough();
+    if (through === 0) return false;
+    const step = skipStep(this.sql, through, this.dispatch.busy(), now);
+    if (step.done) this.storage.kv.delete("skipping");
+    return step.more;
+  }
+
+  /** A skip with rows left goes on in the alarm, 500 rows per run, at once. */
+  private continueSkip(): void {
+    if (this.skipThrough() > 0) void this.armAlarm(this.platform.now());
+  }
+
+  /**
+   * Asks the hub for more (`SchoolHub.drained`) when the bound left events in its log (KV
+   * `full`) and the queue is down to half (QUEUE_LOW_ROWS): once per hand-over, one call at a
+   * time; a failed ask is made again by the alarm. The read is bounded (`queueLoad`).
+   */
+  private askForMore(): void {
+    const config = this.config;
+    if (this.closed || config === null || this.asking || this.asked || this.storage.kv.get("full") !== true) return;
+    if (!drained(queueLoad(this.sql))) return;
+    this.asking = true;
+    this.hubs
+      .call(config.hubId, (hub) => hub.drained(config.webhookId))
+      .then(
+        () => {
+          this.asked = true;
+        },
+        (err: unknown) => {
+          logObjectCallFailure({
+            from: "courier",
+            webhookId: config.webhookId,
+            call: "drained",
+            failures: 1,
+            retryInMs: REPORT_RETRY_MS,
+            error: describeError(err).error,
+          });
+          void this.armAlarm(this.platform.now() + REPORT_RETRY_MS);
+        },
+      )
+      .finally(() => {
+        this.asking = false;
+      });
   }
 }

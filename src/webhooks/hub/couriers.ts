@@ -26,8 +26,12 @@ const HANDOVER_SPACING_MS = 100;
 /** After a failed call, a courier is left alone this long, doubling up to the maximum (ms). */
 const BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 30_000;
-/** A new hub instance calls each courier this many times at most to wake it (`wake`). */
-const WAKE_TRIES = 5;
+/**
+ * A courier whose queue reached its bound (`HandoverReceipt.full`) gets no hand-over for this
+ * long (ms) unless it asks (`drained`): its ask, not polling, brings the next one; this is
+ * the fallback if the ask is lost.
+ */
+const FULL_WAIT_MS = 60_000;
 /** An overloaded courier is left alone at least this long (ms). */
 const OVERLOAD_BACKOFF_MS = 2_000;
 
@@ -41,6 +45,13 @@ export interface CourierHost {
   retryAt(at: number): void;
 }
 
+/**
+ * How one hand-over ended: acknowledged (`done`), taken only in part because the courier's
+ * queue is at its bound (`full`), not made (`none`: nothing owed, or the registration is gone
+ * or its courier closed), or `failed` (backed off, tried again).
+ */
+type HandOverEnd = "done" | "full" | "none" | "failed";
+
 /** Calls from one hub instance to its registrations' couriers. */
 export class Couriers {
   private readonly calls: ObjectCalls<ReturnType<typeof courierFor>>;
@@ -50,7 +61,7 @@ export class Couriers {
   private readonly waiters: (() => void)[] = [];
   /** Registrations with something to hand over; those with a hand-over under way. */
   private readonly dirty = new Set<string>();
-  private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly inFlight = new Map<string, Promise<HandOverEnd>>();
   /** No hand-over to these before the instant (ms): spacing or back-off. */
   private readonly notBefore = new Map<string, number>();
   private readonly failures = new Map<string, number>();
@@ -117,34 +128,76 @@ export class Couriers {
   }
 
   /**
-   * Hands over to `id`'s courier everything addressed to it so far, now (after a hand-over
-   * already under way), and resolves when it acknowledged it. Before a resend or recover,
-   * so that the courier knows every event the hub addressed to it. Its call waits for a slot
-   * of its own, like a forwarded call; no other hand-over to `id` starts meanwhile.
+   * Hands over to `id`'s courier what was addressed to it when this was called (a later
+   * stream is not waited for), and resolves when it acknowledged it, or when its queue is at
+   * its bound (the rest stays in the hub: `heldFor`), or when the registration is gone.
+   * Before a resend or recover, so that the courier knows the events the hub addressed to it.
+   * Its calls wait for a slot of their own, like a forwarded call; at most one hand-over to
+   * `id` is under way. Each round moves the acknowledged cursor on or ends the wait, so it
+   * makes at most one call per hand-over batch owed at the start.
    *
-   * @throws if the courier cannot be reached.
+   * @throws if this flush's own hand-over fails (an older failure does not count).
    */
   async flush(id: string): Promise<void> {
-    for (let under = this.inFlight.get(id); under; under = this.inFlight.get(id)) await under;
-    const row = readWebhook(this.host.sql, id);
-    if (!row || addressedAfter(this.host.sql, id, row.acked_seq, 1).events.length === 0) return;
-    this.dirty.delete(id);
-    this.notBefore.delete(id);
-    await this.handOver(id, true);
-    if (this.failures.has(id)) throw new Error(`courier ${id} could not be reached`);
+    const target = this.host.sql.exec<{ seq: number | null }>(`SELECT MAX(seq) AS seq FROM targets WHERE webhook_id = ?`, id).one().seq ?? 0;
+    for (;;) {
+      const under = this.inFlight.get(id);
+      if (under) {
+        if ((await under) === "full") return;
+        continue;
+      }
+      const row = readWebhook(this.host.sql, id);
+      if (!row || row.acked_seq >= target) return;
+      this.dirty.delete(id);
+      this.notBefore.delete(id);
+      const end = await this.handOver(id, true);
+      if (end === "failed") throw new Error(`courier ${id} could not be reached`);
+      if (end !== "done") return;
+    }
   }
 
   /**
-   * Wakes the couriers `ids` once (a new hub instance: their alarms may have been lost), each
-   * call in a slot of its own; a call that fails is tried again, backed off, WAKE_TRIES times.
+   * Whether event `eventId` is addressed to `id` and still held by the hub (after the
+   * courier's acknowledged cursor: not handed over yet, its queue at its bound). Index reads:
+   * the events' id, the targets' key.
+   */
+  heldFor(id: string, eventId: string): boolean {
+    return (
+      this.host.sql
+        .exec(
+          `SELECT 1 FROM events e JOIN targets t ON t.webhook_id = ?1 AND t.seq = e.seq
+           WHERE e.id = ?2 AND t.seq > (SELECT acked_seq FROM webhooks WHERE id = ?1)`,
+          id,
+          eventId,
+        )
+        .toArray().length > 0
+    );
+  }
+
+  /**
+   * Registration `id`'s courier drained its queue to half after its bound left events here
+   * (`SchoolHub.drained`): its next hand-over starts as soon as a slot is free. Idempotent.
+   */
+  drained(id: string): void {
+    this.notBefore.delete(id);
+    this.mark([id]);
+  }
+
+  /**
+   * Wakes the couriers `ids` (a new hub instance: their alarms may have been lost), each call
+   * in a slot of its own; a call that fails is tried again, backed off from BACKOFF_MS
+   * doubling to MAX_BACKOFF_MS, until it succeeds or the registration is gone — one call per
+   * courier per try.
    */
   wake(ids: readonly string[], failures = 0): void {
     for (const id of ids) {
       this.withSlot(() => this.calls.call(id, (courier) => courier.wake())).catch((err: unknown) => {
         const n = failures + 1;
-        const wait = Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** (n - 1));
+        const wait = Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** Math.min(n - 1, 16));
         logObjectCallFailure({ from: "hub", webhookId: id, call: "wake", failures: n, retryInMs: wait, error: describeError(err).error });
-        if (n < WAKE_TRIES) this.host.platform.setTimer(() => this.wake([id], n), wait);
+        this.host.platform.setTimer(() => {
+          if (readWebhook(this.host.sql, id)) this.wake([id], n);
+        }, wait);
       });
     }
   }
@@ -165,7 +218,7 @@ export class Couriers {
    * read in the step that starts the call. `own`: in a slot of its own, waited for (`flush`);
    * else in a hand-over slot `pump` found free.
    */
-  private handOver(id: string, own = false): Promise<void> {
+  private handOver(id: string, own = false): Promise<HandOverEnd> {
     let owed: ReturnType<Couriers["owed"]> = null;
     const send = (): Promise<HandoverReceipt | null> => {
       const handover = owed?.handover;
@@ -179,22 +232,33 @@ export class Couriers {
       });
     } else {
       owed = this.owed(id);
-      if (owed === null) return Promise.resolve();
+      if (owed === null) return Promise.resolve("none");
       this.used += 1;
       this.handing += 1;
       sent = send().finally(() => this.release(true));
     }
     const done = sent
       .then(
-        (receipt) => {
-          if (receipt === null || owed === null) return;
+        (receipt): HandOverEnd => {
+          if (receipt === null || owed === null) return "none";
           this.acknowledged(id, owed.handover.config.version, receipt);
           this.failures.delete(id);
+          if (receipt.closed) return "none";
+          if (receipt.full) {
+            // The rest waits here until the courier asks for it (`drained`).
+            this.notBefore.set(id, this.host.platform.now() + FULL_WAIT_MS);
+            this.dirty.add(id);
+            return "full";
+          }
           if (owed.full) this.dirty.add(id);
           if (receipt.backlog >= BACKLOG_HIGH) this.notBefore.set(id, this.host.platform.now() + HANDOVER_SPACING_MS);
           else this.notBefore.delete(id);
+          return "done";
         },
-        (err: unknown) => this.failed(id, err),
+        (err: unknown): HandOverEnd => {
+          this.failed(id, err);
+          return "failed";
+        },
       )
       .finally(() => {
         this.inFlight.delete(id);
@@ -294,10 +358,15 @@ export class Couriers {
     }
   }
 
+  /** A call ended: its slot goes to the next call waiting, else waiting hand-overs start in it at once. */
   private release(handOver: boolean): void {
     if (handOver) this.handing -= 1;
     const next = this.waiters.shift();
     if (next) next();
-    else this.used -= 1;
+    else {
+      this.used -= 1;
+      // A hand-over's own end pumps (`handOver`); any other call's frees a slot for them now.
+      if (!handOver) this.pump();
+    }
   }
 }

@@ -226,20 +226,33 @@ export class SchoolHub extends DurableObject<Env> {
     );
   }
 
-  /** POST …/deliveries/{eventId}/resend: the event due now (an already queued delivery of it becomes due now). */
+  /**
+   * POST …/deliveries/{eventId}/resend: the event due now (an already queued delivery of it
+   * becomes due now). An event the hub still holds for the courier (its queue at its bound)
+   * is queued already: it is delivered when handed over. Deleted meanwhile: WEBHOOK_NOT_FOUND.
+   */
   async resend(id: string, eventId: string): Promise<CourierStep<{ eventId: string }>> {
-    const config = this.usable(id);
+    const config = await this.flushed(id);
     if (!config.ok) return config;
-    await this.couriers.flush(id);
-    return this.couriers.forward(id, (courier) => courier.resend(config.value, eventId));
+    const done = await this.couriers.forward<CourierStep<{ eventId: string }>>(id, (courier) => courier.resend(config.value, eventId));
+    return !done.ok && done.error === "EVENT_NOT_FOUND" && this.couriers.heldFor(id, eventId) ? { ok: true, value: { eventId } } : done;
   }
 
   /** POST …/recover: every retained event accepted in [since, until) (ms) whose delivery ended failed or skipped, again. */
   async recover(id: string, since: number, until: number | null = null): Promise<CourierStep<{ queued: number }>> {
-    const config = this.usable(id);
+    const config = await this.flushed(id);
     if (!config.ok) return config;
-    await this.couriers.flush(id);
     return this.couriers.forward(id, (courier) => courier.recover(config.value, since, until ?? Number.MAX_SAFE_INTEGER));
+  }
+
+  /**
+   * A courier's queue drained to half after its bound left events in the log
+   * (`HandoverReceipt.full`): hand it what is owed now, the alarm armed as for any hand-over.
+   * Idempotent (docs/architecture.md § Bounded work and storage).
+   */
+  drained(webhookId: string): void {
+    this.couriers.drained(webhookId);
+    this.handOver([webhookId]);
   }
 
   /**
@@ -333,6 +346,19 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   // -------------------------------------------------------------------------------------
+
+  /**
+   * Before a resend or recover: the registration checked, what was addressed to it handed
+   * over (`Couriers.flush`), then checked again (deleted or disabled while the flush waited).
+   *
+   * @throws if the flush's own hand-over fails.
+   */
+  private async flushed(id: string): Promise<CourierStep<CourierConfig>> {
+    const before = this.usable(id);
+    if (!before.ok) return before;
+    await this.couriers.flush(id);
+    return this.usable(id);
+  }
 
   /** The config of active, enabled registration `id` (its courier now in use), or why it cannot be used. */
   private usable(id: string): CourierStep<CourierConfig> {

@@ -30,24 +30,38 @@ export function isOverloaded(err: unknown): boolean {
 export class ObjectCalls<Stub> {
   private readonly stubs = new Map<string, Stub>();
 
+  /** The end of the last call started (`oneAtATime`): the next one starts after it. */
+  private tail: Promise<unknown> = Promise.resolve();
+
   /**
    * @param makeStub a new stub for the object named `name` (e.g. `ns.get(ns.idFromName(name))`).
    * @param timeoutMs each call's timeout (ms).
+   * @param oneAtATime calls wait for the one before to end (a courier keeps one slot of its
+   *   I/O context for its calls to the hub: docs/architecture.md § The I/O context budget).
    */
   constructor(
     private readonly platform: Platform,
     private readonly makeStub: (name: string) => Stub,
     private readonly timeoutMs = OBJECT_CALL_TIMEOUT_MS,
+    private readonly oneAtATime = false,
   ) {}
 
   /**
    * Calls the object `name`: `send` is invoked synchronously with its stub (the call is under
-   * way when this returns).
+   * way when this returns), or, `oneAtATime`, once the call before has ended (its timeout
+   * counts from then).
    *
    * @returns what the call answers.
    * @throws what the call threw, or `CallTimeout`; either way the stub is dropped.
    */
   call<T>(name: string, send: (stub: Stub) => PromiseLike<T>): Promise<T> {
+    if (!this.oneAtATime) return this.callNow(name, send);
+    const call = this.tail.then(() => this.callNow(name, send));
+    this.tail = call.catch(() => undefined);
+    return call;
+  }
+
+  private callNow<T>(name: string, send: (stub: Stub) => PromiseLike<T>): Promise<T> {
     let stub = this.stubs.get(name);
     if (stub === undefined) {
       stub = this.makeStub(name);

@@ -50,6 +50,8 @@ export class SimulatedPlatform {
   delay: [number, number] = [0, 2];
   /** The next this-many Durable Object calls fail without reaching their object (an outage). */
   failCalls = 0;
+  /** While set (`holdCalls`), Durable Object calls made wait for it before reaching their object. */
+  private callGate: Promise<void> | null = null;
   private seq = 0;
   private objects = 0;
   /** Durable Object calls under way (the virtual driver waits for them). */
@@ -76,6 +78,20 @@ export class SimulatedPlatform {
   restore(): void {
     usePlatform(null);
     this.expectWithinLimit();
+  }
+
+  /**
+   * Holds every Durable Object call made from now on (a slow object): each waits, under way
+   * in its I/O context, until the returned function is called. Do not `advance` meanwhile
+   * (it waits for calls under way).
+   */
+  holdCalls(): () => void {
+    let release = () => {};
+    this.callGate = new Promise<void>((resolve) => (release = resolve));
+    return () => {
+      this.callGate = null;
+      release();
+    };
   }
 
   /** Sets how `host` answers. */
@@ -180,8 +196,9 @@ export class SimulatedPlatform {
         }
         this.calls += 1;
         const done = () => (this.calls -= 1);
+        const gate = this.callGate;
         return io
-          .request(() => Promise.resolve(send()))
+          .request(() => (gate ? gate.then(() => send()) : Promise.resolve(send())))
           .then(
             (value) => {
               done();
