@@ -12,7 +12,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { migrate as migrateHub } from "../../src/webhooks/hub/storage";
 import { callJson, loadFixture } from "../support/helpers";
 import { runSteps } from "../support/shards";
-import { inHub, mintPortalSession, newSchool, ownStorage } from "../support/webhooks/harness";
+import { inHub, mintPortalSession, newSchool, ownStorage, schemaAsOf } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const SCHOOL = "sch_revoke";
@@ -88,8 +88,7 @@ describe("rows stored before the key was recorded stay valid", () => {
     await inHub(schoolId, (hub) => {
       const sql = ownStorage(hub).sql;
       // Back to schema version 2 (before created_by), with a registration written then.
-      sql.exec("ALTER TABLE webhooks DROP COLUMN created_by");
-      sql.exec("UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+      schemaAsOf(sql, 2, migrateHub);
       sql.exec(
         "INSERT INTO webhooks (id, url, events, headers, secret, created_at, updated_at) VALUES ('wh_before', 'https://old.example.com/in', '[\"*\"]', '{}', 'whsec_x', 1, 1)",
       );

@@ -12,7 +12,7 @@ import { migrate } from "../../src/webhooks/courier/storage";
 import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { drainByAlarms, hangingFirstAttempt, resetObject } from "../support/webhooks/alarms";
-import { inCourier, ownStorage } from "../support/webhooks/harness";
+import { inCourier, ownStorage, schemaAsOf } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 let sim: SimulatedPlatform | undefined;
@@ -127,8 +127,7 @@ describe("the courier's schema migration", () => {
     await inCourier("wh_attempt_numbers_migration", (courier) => {
       const sql = ownStorage(courier).sql;
       // The courier's schema as its second migration left it: no counter yet.
-      sql.exec(`ALTER TABLE events DROP COLUMN last_attempt`);
-      sql.exec(`UPDATE meta SET value = '2' WHERE key = 'schema_version'`);
+      schemaAsOf(sql, 2, migrate);
       sql.exec(`INSERT INTO events (id, type, body, accepted_at) VALUES ('evt_a', 'course.updated', '{}', 1), ('evt_b', 'course.updated', '{}', 1)`);
       sql.exec(
         `INSERT INTO log (event_id, event_type, attempt, status, trigger, attempted_at)

@@ -1,6 +1,6 @@
 /**
- * A feed page is bounded by bytes as well as by count (docs/reference.md § Events feed: at
- * most 4,000,000 bytes of events per page, at least one event): events of imported courses
+ * A feed page is bounded by bytes as well as by count (docs/reference.md §
+ * "Events feed: GET /v3/events": at most 4,000,000 bytes of events per page, at least one event): events of imported courses
  * with long id lists, `limit` of which weigh more than that, come back over several pages —
  * every event exactly once, in order, each page within the bound — with or without a type
  * filter, `hasMore` true on every page but the last.

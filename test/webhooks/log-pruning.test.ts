@@ -1,5 +1,5 @@
 /**
- * Every school's log is pruned (docs/reference.md § Events feed: retained 7 days;
+ * Every school's log is pruned (docs/reference.md § "Events feed: GET /v3/events": retained 7 days;
  * docs/architecture.md § Bounded work and storage): the hub arms its alarm whenever it
  * retains events — on a publish that reaches no registration (a school that uses only the
  * course API or the feed), and in the constructor of an instance whose prune chain had ended —

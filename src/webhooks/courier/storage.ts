@@ -90,9 +90,12 @@ const MIGRATIONS: string[][] = [
 /** The tables a closed courier empties (`erase`). */
 const TABLES = ["queue", "log", "events"] as const;
 
-/** Applies pending MIGRATIONS (synchronous; call it in the constructor). */
-export function migrate(sql: SqlStorage): void {
-  applyMigrations(sql, MIGRATIONS);
+/**
+ * Applies pending MIGRATIONS (synchronous; call it in the constructor). `upTo`: only the first
+ * `upTo` of them (tests build an older schema to test a later migration on).
+ */
+export function migrate(sql: SqlStorage, upTo = MIGRATIONS.length): void {
+  applyMigrations(sql, MIGRATIONS.slice(0, upTo));
 }
 
 /** Where a pruning of event copies goes on: after (accepted at, rowid); ms. */

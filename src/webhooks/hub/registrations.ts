@@ -239,8 +239,8 @@ export function rotateSecret(sql: SqlStorage, id: string, graceSeconds: number, 
 
 /**
  * DELETE's step: registration `id` becomes a tombstone at `now` (ms) unless it already is
- * one. It keeps only what the deregistration promise needs (docs/reference.md § DELETE: the
- * id is deleted, its courier's state, when): its URL (often carrying a token), subscription,
+ * one. It keeps only what the deregistration promise needs (docs/reference.md §
+ * "DELETE /v3/webhooks/{id} (beta)": the id is deleted, its courier's state, when): its URL (often carrying a token), subscription,
  * description, filter, creator, both secrets and the header values are erased at once —
  * nothing reads a tombstone's (`readWebhook` finds none). Its addressed events (`targets`) are
  * forgotten later, in bounded steps (`pruneDeleted`): no step reads them for a tombstone.

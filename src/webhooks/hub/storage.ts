@@ -108,9 +108,12 @@ export const COURIER_OPEN = 1;
 /** `webhooks.courier`: the registration is deleted and its courier confirmed closed. */
 export const COURIER_CLOSED = 2;
 
-/** Applies pending MIGRATIONS (synchronous; call it in the constructor). */
-export function migrate(sql: SqlStorage): void {
-  applyMigrations(sql, MIGRATIONS);
+/**
+ * Applies pending MIGRATIONS (synchronous; call it in the constructor). `upTo`: only the first
+ * `upTo` of them (tests build an older schema to test a later migration on).
+ */
+export function migrate(sql: SqlStorage, upTo = MIGRATIONS.length): void {
+  applyMigrations(sql, MIGRATIONS.slice(0, upTo));
 }
 
 /**

@@ -86,6 +86,20 @@ export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableOb
  */
 export const ownStorage = (object: SchoolHub | WebhookCourier): DurableObjectStorage => (object as unknown as { storage: DurableObjectStorage }).storage;
 
+/**
+ * Rebuilds an object's SQLite schema (`sql`: its `ownStorage`) as its first `version` migrations
+ * left it, every row gone, for a test of a later migration: `migrate` is the object's own.
+ */
+export function schemaAsOf(sql: SqlStorage, version: number, migrate: (sql: SqlStorage, upTo: number) => void): void {
+  const tables = sql
+    .exec<{ name: string }>(
+      `SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'`,
+    )
+    .toArray();
+  for (const { name } of tables) sql.exec(`DROP TABLE "${name}"`);
+  migrate(sql, version);
+}
+
 /** Runs `fn` inside registration `webhookId`'s courier, typed as a WebhookCourier. */
 export function inCourier<R>(webhookId: string, fn: (courier: WebhookCourier, state: DurableObjectState) => R | Promise<R>): Promise<R> {
   return runInDurableObject(courierFor(env, webhookId), (instance, state) => fn(instance as unknown as WebhookCourier, state));
