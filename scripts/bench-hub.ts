@@ -158,7 +158,7 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   const healthyEnd = healthyAll + HEALTHY * STEADY_EVENTS;
   const busy2 = deleteLoop(base, at("/extra"), () => !steadyOn, Infinity, DELETE_EVERY_MS);
   const t0 = performance.now();
-  const sends: Promise<void>[] = [];
+  const sends: Promise<unknown>[] = [];
   const failed: string[] = [];
   // At most 8 publish requests in flight: a Worker too slow to accept 50 a second falls
   // behind the schedule (the rate achieved is printed) rather than drowning in requests.
