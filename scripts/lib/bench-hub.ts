@@ -239,10 +239,11 @@ export async function prepareState(state: string, schools: readonly BenchSchool[
  * attaches it, and whose custom-build watcher may reload the Worker mid-run), with
  * `SERVED_VARS`. The Worker is the benchmark entry (src/bench/entry.ts: the
  * production Worker plus POST /__bench/publish), or `entry` (the simulated platform's,
- * scripts/bench-hub-worker.ts, which wraps it).
+ * scripts/bench-hub-worker.ts, which wraps it). `schools` as `prepareState`'s (the bench
+ * school among them: the start-up check calls the API with its key).
  */
-export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string }): Promise<DevServer> {
-  const state = await prepareState(mkdtempSync(path.join(tmpdir(), "bench-hub-")));
+export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string; schools?: readonly BenchSchool[] }): Promise<DevServer> {
+  const state = await prepareState(mkdtempSync(path.join(tmpdir(), "bench-hub-")), opts.schools);
   console.log(`local state: ${state}`);
   const port = await freePort();
   const entry = opts.entry ?? BENCH_ENTRY;
