@@ -8,12 +8,90 @@
  * most requests ever waiting, how many queued); `GET /__bench/storage?school=&hooks=` the
  * SQLite size of the hub and of the named couriers. Never deployed: wrangler.toml's `main`
  * stays src/index.ts.
+ *
+ * The long run (`npm run bench:hub -- --days N`) moves the objects' clock: their `now()` is
+ * the wall clock plus an offset that `POST /__bench/clock` advances, their alarms are kept in
+ * that clock (a storage seam, `useStorageSeam`, stores each at its wall-clock instant and reads
+ * it back shifted), and the advance moves every named object's stored alarm by as much, so
+ * that an alarm due within the skipped time fires at once. `GET /__bench/objects` answers each
+ * named object's SQLite size and rows per table. The objects are the production classes with
+ * two methods more (`benchShift`, `benchFigures`), reachable from this entry only.
  */
-import worker from "../src/bench/entry";
-import { CLOUDFLARE, usePlatform } from "../src/webhooks/platform/platform";
+import worker, { WebhookCourier as Courier, SchoolHub as Hub } from "../src/bench/entry";
+import { CLOUDFLARE, usePlatform, useStorageSeam } from "../src/webhooks/platform/platform";
 import { IoContext } from "../test/support/webhooks/io-context";
 
-export { SchoolHub, WebhookCourier } from "../src/bench/entry";
+/** How far the objects' clock is ahead of the wall clock (ms); only `POST /__bench/clock` moves it. */
+let offsetMs = 0;
+
+/** An object's storage, rows and alarm as `GET /__bench/objects` answers them. */
+interface ObjectFigures {
+  /** `sql.databaseSize` (bytes). */
+  bytes: number;
+  /** Rows per table of the object's own schema, plus `kv`: its key-value entries. */
+  rows: Record<string, number>;
+  /** Its alarm in the objects' clock (ms), or `null`. */
+  alarm: number | null;
+}
+
+/** The figures of one object's storage (its raw storage, not the seam's). */
+async function figuresOf(storage: DurableObjectStorage): Promise<ObjectFigures> {
+  const sql = storage.sql;
+  const tables = sql
+    .exec<{ name: string }>(
+      `SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, 7) <> 'sqlite_' AND substr(name, 1, 4) <> '_cf_' AND substr(name, 1, 12) <> '__miniflare_' ORDER BY name`,
+    )
+    .toArray();
+  const rows: Record<string, number> = {};
+  // A count walks the table: fine for a benchmark's once-a-day look, never done by the service.
+  for (const { name } of tables) rows[name] = sql.exec<{ n: number }>(`SELECT count(*) AS n FROM "${name}"`).one().n;
+  rows.kv = [...storage.kv.list()].length;
+  const alarm = await storage.getAlarm();
+  return { bytes: sql.databaseSize, rows, alarm: alarm === null ? null : alarm + offsetMs };
+}
+
+/** Moves the stored (wall-clock) alarm `ms` earlier: the objects' clock moved `ms` ahead. */
+async function shiftAlarm(storage: DurableObjectStorage, ms: number): Promise<void> {
+  const at = await storage.getAlarm();
+  if (at !== null) await storage.setAlarm(Math.max(Date.now(), at - ms));
+}
+
+/** The production hub, plus the long run's two methods. */
+export class SchoolHub extends Hub {
+  /** The clock moved `ms` ahead: the alarm with it. */
+  benchShift(ms: number): Promise<void> {
+    return shiftAlarm(this.ctx.storage, ms);
+  }
+  /** Its storage figures. */
+  benchFigures(): Promise<ObjectFigures> {
+    return figuresOf(this.ctx.storage);
+  }
+}
+
+/** The production courier, plus the long run's two methods. */
+export class WebhookCourier extends Courier {
+  /** The clock moved `ms` ahead: the alarm with it. */
+  benchShift(ms: number): Promise<void> {
+    return shiftAlarm(this.ctx.storage, ms);
+  }
+  /** Its storage figures. */
+  benchFigures(): Promise<ObjectFigures> {
+    return figuresOf(this.ctx.storage);
+  }
+}
+
+// The objects' alarms in their clock: stored at the wall-clock instant, read back shifted.
+useStorageSeam(
+  (storage) =>
+    new Proxy(storage, {
+      get(target, prop) {
+        if (prop === "getAlarm") return async (o?: DurableObjectGetAlarmOptions) => ((at) => (at === null ? null : at + offsetMs))(await target.getAlarm(o));
+        if (prop === "setAlarm") return (at: number | Date, o?: DurableObjectSetAlarmOptions) => target.setAlarm(Number(at) - offsetMs, o);
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    }),
+);
 
 const contexts: { kind: string; io: IoContext; calls: number }[] = [];
 
@@ -22,7 +100,7 @@ usePlatform((objectId, kind) => {
   contexts.push(context);
   const { io } = context;
   return {
-    now: CLOUDFLARE.now,
+    now: () => CLOUDFLARE.now() + offsetMs,
     setTimer: CLOUDFLARE.setTimer,
     fetch: (url, init) => io.request(() => fetch(url, init), init.signal),
     // Every call from one object to another goes through here: counted at the stubs.
@@ -44,9 +122,35 @@ function stats(of: { kind: string; io: IoContext; calls: number }[]) {
   };
 }
 
+/** The hubs of the schools and the couriers of the registrations named in `url`'s `schools=` and `hooks=` (comma-separated). */
+function named(env: Env, url: URL) {
+  const list = (p: string) => (url.searchParams.get(p) ?? "").split(",").filter(Boolean);
+  // The bindings serve this entry's classes (wrangler binds the exported names).
+  const hubs = env.SCHOOL_HUB as unknown as DurableObjectNamespace<SchoolHub>;
+  const couriers = env.WEBHOOK_COURIER as unknown as DurableObjectNamespace<WebhookCourier>;
+  return [
+    ...list("schools").map((id) => ({ kind: "hub", id, stub: hubs.get(hubs.idFromName(id)) })),
+    ...list("hooks").map((id) => ({ kind: "courier", id, stub: couriers.get(couriers.idFromName(id)) })),
+  ];
+}
+
 export default {
   async fetch(request, env, exec) {
     const url = new URL(request.url);
+    if (url.pathname === "/__bench/clock" && request.method === "POST") {
+      // ?advance=<ms>&schools=…&hooks=…: the objects' clock moves ahead, the named objects' alarms with it.
+      const ms = Number(url.searchParams.get("advance"));
+      if (!Number.isInteger(ms) || ms < 0) return Response.json({ error: "advance: a whole number of ms ≥ 0" }, { status: 400 });
+      offsetMs += ms;
+      await Promise.all(named(env, url).map(({ stub }) => stub.benchShift(ms)));
+      return Response.json({ now: Date.now() + offsetMs, offsetMs });
+    }
+    if (url.pathname === "/__bench/objects") {
+      // ?schools=…&hooks=…: each named object's figures.
+      const objects = named(env, url);
+      const figures = await Promise.all(objects.map(({ stub }) => stub.benchFigures()));
+      return Response.json({ now: Date.now() + offsetMs, objects: objects.map(({ kind, id }, i) => ({ kind, id, ...figures[i]! })) });
+    }
     if (url.pathname === "/__bench/storage") {
       // The SQLite size of the school's hub and of the couriers of `hooks` (comma-separated ids).
       const hub = env.SCHOOL_HUB.get(env.SCHOOL_HUB.idFromName(url.searchParams.get("school") ?? ""));

@@ -1,10 +1,12 @@
 /**
  * Event hub benchmark: `npm run bench:hub` (delivery throughput, DELETE latency while
- * dispatching) and `npm run bench:hub -- --simulated` (the same Worker served through
+ * dispatching), `npm run bench:hub -- --simulated` (the same Worker served through
  * scripts/bench-hub-worker.ts, on a platform that enforces Cloudflare's 6 requests waiting
- * per I/O context, with 50 ms receivers and a hanging one). Each runs against a local dev
- * server with a throw-away state, one school, and a receiver thread that verifies a sample
- * of signatures with the `standardwebhooks` package.
+ * per I/O context, with 50 ms receivers and a hanging one) and `npm run bench:hub -- --days N`
+ * (storage over N simulated days on that platform's movable clock, five schools:
+ * scripts/lib/bench-hub-days.ts). Each runs against a local dev server with a throw-away
+ * state and a receiver thread that verifies a sample of signatures with the
+ * `standardwebhooks` package.
  *
  * What each mode measures, its targets and its options (environment variables):
  * docs/development.md § Benchmarks and bench/NOTES.md.
@@ -30,6 +32,7 @@ import {
   timedDelete,
   treeCpu,
 } from "./lib/bench-hub";
+import { DAYS_SCHOOLS, storageDays } from "./lib/bench-hub-days";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
 const HOOKS = Number(process.env.BENCH_HOOKS ?? 5);
@@ -47,6 +50,10 @@ const FANOUT_EVENTS = Number(process.env.BENCH_FANOUT_EVENTS ?? 500);
 type PlatformStats = Record<"all" | "hub" | "courier", { contexts: number; calls: number; maxWaiting: number; queuedEver: number; requests: number }>;
 const platformStats = async (base: string) => (await (await api(base, "/__bench/platform")).json()) as PlatformStats;
 const SIMULATED = process.argv.includes("--simulated");
+/** `--days N`: the long run, N simulated days (0: not this mode). */
+const DAYS = process.argv.includes("--days") ? Number(process.argv[process.argv.indexOf("--days") + 1]) : 0;
+const DAY_EVENTS = Number(process.env.BENCH_DAY_EVENTS ?? 400);
+const DAY_STEPS = Number(process.env.BENCH_DAY_STEPS ?? 4);
 /**
  * The Worker CPU per delivery (ms) that bench/RESULTS.md recorded on 2026-11-24 before the
  * courier's and hub's per-delivery work was cut (saturation, fan-out), printed beside today's.
@@ -158,7 +165,7 @@ async function simulated(server: DevServer, receiver: Receiver, receiverPort: nu
   const healthyEnd = healthyAll + HEALTHY * STEADY_EVENTS;
   const busy2 = deleteLoop(base, at("/extra"), () => !steadyOn, Infinity, DELETE_EVERY_MS);
   const t0 = performance.now();
-  const sends: Promise<void>[] = [];
+  const sends: Promise<unknown>[] = [];
   const failed: string[] = [];
   // At most 8 publish requests in flight: a Worker too slow to accept 50 a second falls
   // behind the schedule (the rate achieved is printed) rather than drowning in requests.
@@ -287,8 +294,20 @@ async function main(): Promise<void> {
   let server: DevServer | undefined;
   try {
     const receiverPort = await receiver.listen();
-    server = await startDevServer({ inspector: INSPECTOR, entry: SIMULATED ? "scripts/bench-hub-worker.ts" : undefined, serveSelf: import.meta.filename });
-    const ok = await (SIMULATED ? simulated : unlimited)(server, receiver, receiverPort);
+    if (DAYS !== 0 && !(Number.isInteger(DAYS) && DAYS > 0)) throw new Error("--days takes a whole number of simulated days (11 or more to judge flatness)");
+    const simulatedWorker = SIMULATED || DAYS > 0 ? "scripts/bench-hub-worker.ts" : undefined;
+    // The long run keeps its clock in the Worker's memory: never under the CLI, whose
+    // custom-build watcher may reload the Worker (and reset the clock) mid-run.
+    server = await startDevServer({
+      inspector: INSPECTOR && DAYS === 0,
+      entry: simulatedWorker,
+      serveSelf: import.meta.filename,
+      ...(DAYS > 0 ? { schools: Object.values(DAYS_SCHOOLS) } : {}),
+    });
+    const ok =
+      DAYS > 0
+        ? await storageDays(server, receiver, receiverPort, { days: DAYS, events: DAY_EVENTS, steps: DAY_STEPS })
+        : await (SIMULATED ? simulated : unlimited)(server, receiver, receiverPort);
     if (restarts.count > 0)
       console.log(`WARNING:               the dev server restarted the Worker mid-request ${restarts.count} time(s) (requests sent again)`);
     console.log(`machine:               load average ${loadAverage()} (2 cores, shared with other work)`);

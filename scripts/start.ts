@@ -7,7 +7,11 @@
  * 3. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true`
  *    (its custom build, wrangler.toml `[build]`, builds the /docs and /portal assets) and,
  *    once it is ready, prints the demo API keys, a curl to try and the URLs of /docs and
- *    /portal, then streams wrangler's request log. Forwards SIGINT/SIGTERM; exits with its status.
+ *    /portal, then streams wrangler's request log. Forwards SIGINT/SIGTERM; exits with its status;
+ * 4. from then on calls the Worker's scheduled handler at the start of every minute, as
+ *    Cloudflare's cron would (wrangler.toml `[triggers] crons`; scripts/lib/cron-runner.ts:
+ *    `wrangler dev` never does), until wrangler exits; a failed run is reported, the next
+ *    minute runs it again (docs/operations.md § "The cron locally").
  * Wrangler's detail before that goes to .wrangler/start.log; `--verbose` shows it instead.
  */
 import { createWriteStream, mkdirSync } from "node:fs";
@@ -15,6 +19,7 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { runIfMain } from "./lib/cli";
+import { type CronRunner, startCronRunner, wranglerCrons } from "./lib/cron-runner";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, d1Query, ROOT, spawnWrangler, userPath } from "./lib/wrangler";
 import { seedDemo } from "./seed-demo";
@@ -31,8 +36,12 @@ export function demoCurl(port = DEFAULT_PORT, key = DEMO_API_KEY): string {
 }
 
 /** What a newcomer needs once the server answers: the keys, a curl, the reference and the portal. */
-function welcome(port: number): string {
+function welcome(port: number, crons: readonly string[]): string {
   const base = `http://127.0.0.1:${port}`;
+  const cron =
+    crons.length === 0
+      ? "cron: wrangler.toml declares none"
+      : `cron: the scheduled handler runs as on Cloudflare (${crons.map((c) => `"${c}"`).join(", ")}, UTC), through ${base}/cdn-cgi/local/scheduled`;
   return `
 demo API key (sch_demo):  ${DEMO_API_KEY}
 other school (sch_other): ${OTHER_API_KEY}
@@ -42,6 +51,7 @@ API reference (paste the demo key under Authentication, then "Test Request"):
   ${base}/docs       OpenAPI document: ${base}/openapi.json
 webhook portal (sign in with the demo key: endpoints, delivery log, chart):
   ${base}/portal
+${cron}
 
 Ready on ${base} (Ctrl-C stops it); requests are logged below.
 `;
@@ -85,7 +95,11 @@ async function main(argv: string[]): Promise<number> {
   const args = ["dev", "--ip", "127.0.0.1", "--port", String(port), "--var", "WEBHOOK_ALLOW_INSECURE_URLS:true", "--show-interactive-dev-session=false"];
   if (persistTo) args.push("--persist-to", persistTo);
   args.push(...positionals);
+  const crons = wranglerCrons();
   const child = spawnWrangler(args, ["ignore", "pipe", "pipe"]);
+  // Started once wrangler is ready, stopped when it exits; a reload keeps the port, so it
+  // goes on across one (a run that meets the server down fails and says so).
+  let cron: CronRunner | undefined;
   // Until wrangler says it is ready, its output goes to the log (and the terminal with
   // --verbose); from then on to both.
   let early: string | undefined = "";
@@ -96,12 +110,14 @@ async function main(argv: string[]): Promise<number> {
     early += data.toString("utf8");
     if (/Ready on/.test(early)) {
       early = undefined;
-      console.log(welcome(port));
+      console.log(welcome(port, crons));
+      cron = startCronRunner(`http://127.0.0.1:${port}`, { crons });
     }
   };
   child.stdout?.on("data", (d: Buffer) => relay(d, process.stdout));
   child.stderr?.on("data", (d: Buffer) => relay(d, process.stderr));
   child.on("exit", (code) => {
+    cron?.stop();
     if (early === undefined) return;
     const tail = verbose ? "" : `${early.trimEnd().split("\n").slice(-20).join("\n")}\n`;
     console.error(`${tail}wrangler dev stopped before it was ready (exit ${code}); its whole output: ${START_LOG}`);

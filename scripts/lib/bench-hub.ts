@@ -15,6 +15,15 @@ import { applyMigrations, BENCH_ENTRY, DIRECTORY_BINDING, wranglerEnv } from "./
 
 const KEY = "sk_test_bench_hub";
 export const SCHOOL = "sch_bench_hub";
+
+/** A school of a benchmark's state: its id and the API key (plain) that authenticates as it. */
+export interface BenchSchool {
+  id: string;
+  key: string;
+}
+
+/** The school every benchmark has (SCHOOL, with the key `api` sends by default). */
+export const BENCH_SCHOOL: BenchSchool = { id: SCHOOL, key: KEY };
 const root = path.resolve(import.meta.dirname, "..", "..");
 const wranglerBin = path.join(root, "node_modules", ".bin", "wrangler");
 
@@ -197,22 +206,29 @@ export interface DevServer {
 export const SERVED_VARS = { WEBHOOK_ALLOW_INSECURE_URLS: "true", RATE_LIMIT_ENABLED: "false" };
 
 /**
- * Makes `state` a local state directory with the D1 migrations applied (the directory and every shard), the bench school (on SHARD_0) and
- * its key (SCHOOL, the key `api` sends); builds the docs assets the Worker serves.
+ * Makes `state` a local state directory with the D1 migrations applied (the directory and
+ * every shard), the `schools` (default: the bench school, SCHOOL) on SHARD_0 with their keys;
+ * builds the docs assets the Worker serves. Ids and keys are the script's own constants
+ * (inlined in the SQL).
  *
  * @returns `state`.
  * @throws Error when a migration fails (with wrangler's output).
  */
-export async function prepareState(state: string): Promise<string> {
+export async function prepareState(state: string, schools: readonly BenchSchool[] = [BENCH_SCHOOL]): Promise<string> {
   ensureDocsAssets();
   await applyMigrations("local", state, { quiet: true });
-  const keyHash = createHash("sha256").update(KEY).digest("hex");
   const execute = (binding: string, sql: string) => wranglerSync(["d1", "execute", binding, "--local", "--persist-to", state, "--command", sql]);
   execute(
     DIRECTORY_BINDING,
-    `INSERT INTO schools (id, name, shard) VALUES ('${SCHOOL}', 'Bench', 'SHARD_0'); INSERT INTO api_keys (key_hash, school_id, created_at, id) VALUES ('${keyHash}', '${SCHOOL}', 0, 'key_bench');`,
+    schools
+      .map(({ id, key }, i) => {
+        const keyHash = createHash("sha256").update(key).digest("hex");
+        const keyId = id === SCHOOL ? "key_bench" : `key_bench${i}`;
+        return `INSERT INTO schools (id, name, shard) VALUES ('${id}', 'Bench ${i}', 'SHARD_0'); INSERT INTO api_keys (key_hash, school_id, created_at, id) VALUES ('${keyHash}', '${id}', 0, '${keyId}');`;
+      })
+      .join(" "),
   );
-  execute("SHARD_0", `INSERT INTO held_schools (school_id, state) VALUES ('${SCHOOL}', 'active');`);
+  execute("SHARD_0", schools.map(({ id }) => `INSERT INTO held_schools (school_id, state) VALUES ('${id}', 'active');`).join(" "));
   return state;
 }
 
@@ -223,10 +239,11 @@ export async function prepareState(state: string): Promise<string> {
  * attaches it, and whose custom-build watcher may reload the Worker mid-run), with
  * `SERVED_VARS`. The Worker is the benchmark entry (src/bench/entry.ts: the
  * production Worker plus POST /__bench/publish), or `entry` (the simulated platform's,
- * scripts/bench-hub-worker.ts, which wraps it).
+ * scripts/bench-hub-worker.ts, which wraps it). `schools` as `prepareState`'s (the bench
+ * school among them: the start-up check calls the API with its key).
  */
-export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string }): Promise<DevServer> {
-  const state = await prepareState(mkdtempSync(path.join(tmpdir(), "bench-hub-")));
+export async function startDevServer(opts: { inspector: boolean; entry?: string; serveSelf: string; schools?: readonly BenchSchool[] }): Promise<DevServer> {
+  const state = await prepareState(mkdtempSync(path.join(tmpdir(), "bench-hub-")), opts.schools);
   console.log(`local state: ${state}`);
   const port = await freePort();
   const entry = opts.entry ?? BENCH_ENTRY;
@@ -316,14 +333,23 @@ export async function serve(): Promise<void> {
   process.on("SIGTERM", () => void worker.dispose().finally(() => process.exit(0)));
 }
 
-/** A request to the API with the bench key. */
-export function api(base: string, p: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(`${base}${p}`, { ...init, headers: { authorization: `Bearer ${KEY}`, "content-type": "application/json", ...init.headers } });
+/** A request to the API with the bench key (or `key`, another school's). */
+export function api(base: string, p: string, init: RequestInit = {}, key = KEY): Promise<Response> {
+  return fetch(`${base}${p}`, { ...init, headers: { authorization: `Bearer ${key}`, "content-type": "application/json", ...init.headers } });
 }
 
-/** Creates a registration; returns its id and secret. */
-export async function createHook(base: string, url: string, events?: string[]): Promise<{ id: string; secret: string }> {
-  const res = await api(base, "/v3/webhooks", { method: "POST", body: JSON.stringify({ url, events }) });
+/**
+ * Creates a registration (of the bench school, or of the school of `opts.key`), with
+ * `opts.maxPerSecond` if given; returns its id and secret.
+ */
+export async function createHook(
+  base: string,
+  url: string,
+  events?: string[],
+  opts: { key?: string; maxPerSecond?: number } = {},
+): Promise<{ id: string; secret: string }> {
+  const body = JSON.stringify({ url, events, ...(opts.maxPerSecond === undefined ? {} : { maxPerSecond: opts.maxPerSecond }) });
+  const res = await api(base, "/v3/webhooks", { method: "POST", body }, opts.key);
   if (res.status !== 201) throw new Error(`create: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { result: { id: string; secret: string } }).result;
 }
@@ -369,24 +395,43 @@ export async function deleteLoop(base: string, url: string, stop: () => boolean,
 /** Requests that met a Worker restarted mid-request (and were sent again). */
 export const restarts = { count: 0 };
 
-/** Publishes `count` synthetic events (POST /__bench/publish, batches of `batch`, `parallel` requests at once). */
-export async function publish(base: string, count: number, batch: number, parallel: number, type = "course.updated"): Promise<void> {
+/**
+ * Publishes `count` synthetic events (POST /__bench/publish, batches of `batch`, `parallel`
+ * requests at once) to the bench school's hub, or to that of the school of `key`;
+ * `onAccepted` hears each answer's count of events accepted as it arrives.
+ *
+ * @returns how many events the hub acknowledged as accepted (answers received).
+ * @throws Error on an answer other than 200 (after one resend of a restarted request).
+ */
+export async function publish(
+  base: string,
+  count: number,
+  batch: number,
+  parallel: number,
+  type = "course.updated",
+  key = KEY,
+  onAccepted: (n: number) => void = () => {},
+): Promise<number> {
   let next = 0;
+  let accepted = 0;
   const worker = async () => {
     while (next < count) {
       const n = Math.min(batch, count - next);
       next += n;
-      let res = await api(base, "/__bench/publish", { method: "POST", body: JSON.stringify({ count: n, type }) });
+      let res = await api(base, "/__bench/publish", { method: "POST", body: JSON.stringify({ count: n, type }) }, key);
       // The dev server may restart the Worker mid-request (the CLI's custom-build watcher; a
       // crash of the local runtime under heavy load): send again (the first try may have been
       // accepted: a few events then arrive twice), and count it (the run says so).
       if (res.status === 503 && /restarted mid-request/.test(await res.clone().text())) {
         restarts.count += 1;
-        res = await api(base, "/__bench/publish", { method: "POST", body: JSON.stringify({ count: n, type }) });
+        res = await api(base, "/__bench/publish", { method: "POST", body: JSON.stringify({ count: n, type }) }, key);
       }
       if (res.status !== 200) throw new Error(`publish: ${res.status} ${await res.text()}`);
-      await res.arrayBuffer();
+      const { result } = (await res.json()) as { result: { accepted: number } };
+      accepted += result.accepted;
+      onAccepted(result.accepted);
     }
   };
   await Promise.all(Array.from({ length: parallel }, worker));
+  return accepted;
 }

@@ -16,8 +16,8 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
-/** A free TCP port on 127.0.0.1. */
-function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (free when asked: another process may take it before it is used). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.on("error", reject);

@@ -6,7 +6,8 @@
  *
  * Two request headers serve the A/Bs (src/bench/ab-variants.ts): `x-bench-variant: b|s|m|c`
  * picks the variant, `x-bench-count: 1` answers the request's D1 and rate-limiter calls in
- * `x-bench-d1-calls` and `x-bench-ratelimit-calls`. The production Worker never serves them.
+ * `x-bench-d1-calls` and `x-bench-ratelimit-calls`. A third, `x-bench-fail-publish: 1`, makes the
+ * request's publish to the hub fail (src/bench/faults.ts). The production Worker never serves them.
  */
 import { operations } from "../api";
 import type { RequestContext } from "../http/context";
@@ -14,6 +15,7 @@ import { success } from "../http/respond";
 import type { Route } from "../http/router";
 import { workerOf } from "../index";
 import { COUNT_HEADER, countingEnv, D1_CALLS_HEADER, RATE_LIMIT_CALLS_HEADER, VARIANT_HEADER, variantEnv } from "./ab-variants";
+import { FAIL_PUBLISH_HEADER, failingPublishEnv } from "./faults";
 import { benchPublish } from "./publish";
 
 export { SchoolHub, WebhookCourier } from "../index";
@@ -33,9 +35,10 @@ const worker = workerOf([...operations, ...benchRoutes]);
 
 export default {
   ...worker,
-  /** The Worker's `fetch`, in variant A (as deployed), B, S or M, counting the calls when asked. */
+  /** The Worker's `fetch`, in variant A (as deployed), B, S or M, counting the calls when asked, its publish failing when asked. */
   async fetch(request, env, exec): Promise<Response> {
-    const served = variantEnv(env, request.headers.get(VARIANT_HEADER));
+    const variant = variantEnv(env, request.headers.get(VARIANT_HEADER));
+    const served = request.headers.get(FAIL_PUBLISH_HEADER) === "1" ? failingPublishEnv(variant) : variant;
     if (request.headers.get(COUNT_HEADER) !== "1") return worker.fetch(request, served, exec);
     const counting = countingEnv(served);
     const res = await worker.fetch(request, counting.env, exec);
