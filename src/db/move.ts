@@ -287,9 +287,16 @@ async function switchShard(dbs: MoveDatabases, schoolId: string, from: string, t
   await setHeld(shardOf(dbs, from), schoolId, "gone");
 }
 
-/** Step 6: the old rows are deleted and the move's record cleared. */
+/**
+ * Step 6: the old shard marks the school `gone` (again: a switch may have stopped before
+ * it), then its old rows are deleted and the move's record cleared. The mark comes first on
+ * every path, a resumed move and `abortMove` included, so that no read answers a page of
+ * rows being deleted and `shardSize` no longer counts the school there.
+ */
 async function finish(dbs: MoveDatabases, schoolId: string, from: string): Promise<void> {
-  await deleteSchool(shardOf(dbs, from), schoolId);
+  const old = shardOf(dbs, from);
+  await setHeld(old, schoolId, "gone");
+  await deleteSchool(old, schoolId);
   await dbs.directory.prepare("UPDATE schools SET move_from = NULL, move_to = NULL, move_step = NULL WHERE id = ?").bind(schoolId).run();
 }
 
