@@ -98,6 +98,10 @@ const MOVING = {
   lead: "Nothing was written and no event published: an operator is moving the school's data to another database shard, which pauses its course writes for a few seconds. Retry the same request after `Retry-After` seconds (with the same `Idempotency-Key`, if any). Reads keep working during the move.",
 } satisfies { codes: ErrorCodes; lead: string };
 
+/** When a course write's events are accepted (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"). */
+const PUBLISHED_WHEN =
+  "Answers once the course and its events are committed, normally after the school's event hub accepted the events; when the hub cannot be reached the write answers its 2xx all the same and its events are accepted later, normally within 90 s (a webhook deleted meanwhile does not receive them).";
+
 const TAG = { name: "Courses", description: "Courses: list, search, read, create, change." };
 
 /** The course operations; `publish` hands a write's events to the hub. */
@@ -170,8 +174,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       operationId: "createCourse",
       tag: TAG,
       summary: "Create a course",
-      description:
-        "Creates a course and publishes `course.created` (and `course.professor_signed` for each professor sent already signed). Referenced ids must exist in the school. Answers once the events are durably queued.",
+      description: `Creates a course and publishes \`course.created\` (and \`course.professor_signed\` for each professor sent already signed). Referenced ids must exist in the school. ${PUBLISHED_WHEN}`,
       request: {
         headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema, [BOOKMARK_HEADER]: bookmarkHeaderSchema }),
         body: { schema: createCourseSchema, description: "The new course." },
@@ -269,7 +272,8 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
       tag: TAG,
       summary: "Change a course",
       description:
-        "Changes only the fields sent; a list sent replaces the whole list; `null` clears `classroom`, `creatorId`, `trainingId`. Publishes, in this order and only for what changed: `course.updated`, then `course.archived` / `course.unarchived`, `course.absences_sent` (false → true), one `course.professor_signed` per professor whose `signed` went false → true. A PATCH that changes nothing publishes nothing and leaves `updatedAt` unchanged.",
+        "Changes only the fields sent; a list sent replaces the whole list; `null` clears `classroom`, `creatorId`, `trainingId`. Publishes, in this order and only for what changed: `course.updated`, then `course.archived` / `course.unarchived`, `course.absences_sent` (false → true), one `course.professor_signed` per professor whose `signed` went false → true. A PATCH that changes nothing publishes nothing and leaves `updatedAt` unchanged. " +
+        PUBLISHED_WHEN,
       request: {
         params: courseIdParams,
         headers: z.object({ "If-Match": ifMatchHeaderSchema, [BOOKMARK_HEADER]: bookmarkHeaderSchema }),

@@ -195,15 +195,16 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
         FROM json_each(${batch.json}) WHERE ${guard}`);
     }
   }
+  // The Worker's clock at the write, never the event's createdAt: that follows the course's
+  // updatedAt (imported data: 2099 would hide a failed publish from the sweep until then).
+  const writtenAt = Date.now();
   for (const e of events) {
     const payload = JSON.stringify(e);
     // An event travels alone in a bound batch at most (src/lib/batches.ts); none the contract allows comes near.
     if (utf8Bytes(payload) + 2 > BOUND_LIST.bytes) {
       throw new ApiError("PAYLOAD_TOO_LARGE", `The write would make an event of more than ${BOUND_LIST.bytes} bytes; nothing was written.`);
     }
-    stmts.push(
-      sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${Date.parse(e.createdAt)} WHERE ${guard}`,
-    );
+    stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${writtenAt} WHERE ${guard}`);
   }
   stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;

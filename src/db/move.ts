@@ -52,7 +52,12 @@ function spec(table: SQLiteTable, unchecked: string[] = [], large = false): Tabl
 const LARGE_PAGE_ROWS = 20;
 const pageRowsOf = (t: TableSpec, limits: CopyLimits) => (t.large ? Math.min(LARGE_PAGE_ROWS, limits.pageRows) : limits.pageRows);
 
-/** The tables of a school's rows on a shard, parents first. */
+/**
+ * The tables of a school's rows on a shard, parents first. Every statement of a move reads
+ * them through an index led by `school_id` (their primary keys; the outbox's
+ * `outbox_school_idx` and `outbox_unpublished_school_idx`), so its cost is the school's rows,
+ * not the shard's (test/courses/move-plans.test.ts reads the plans).
+ */
 const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.trainings),
   spec(shard.groups),
@@ -151,8 +156,9 @@ type Publisher = (shard: D1Database, schoolId: string, payloads: string[]) => Pr
 
 /**
  * Step 2, the drain: with a `publish`er, the school's unpublished outbox rows are published
- * (oldest first, 100 at a time) until none is left. Without one (the CLI has no hub), they
- * move unpublished with the school and the sweep publishes them from the new shard; a
+ * (in the sweep's order: never-failed first, oldest first; 100 at a time) until none is
+ * left. Without one (the CLI has no hub), they move unpublished with the school and the
+ * sweep publishes them from the new shard; a
  * publish is idempotent by event id, so a row the old shard's sweep publishes meanwhile is
  * a duplicate the hub drops.
  *
@@ -162,7 +168,10 @@ async function drain(from: D1Database, schoolId: string, publish?: Publisher): P
   if (!publish) return;
   for (;;) {
     const { results } = await from
-      .prepare("SELECT payload FROM outbox WHERE school_id = ? AND published_at IS NULL ORDER BY created_at, event_id LIMIT 100")
+      // The sweep's order, read along the partial index of unpublished rows: no sort of the backlog.
+      .prepare(
+        "SELECT payload FROM outbox INDEXED BY outbox_unpublished_school_idx WHERE school_id = ? AND published_at IS NULL ORDER BY retry_at, created_at, rowid LIMIT 100",
+      )
       .bind(schoolId)
       .all<{ payload: string }>();
     if (results.length === 0) return;
@@ -287,9 +296,16 @@ async function switchShard(dbs: MoveDatabases, schoolId: string, from: string, t
   await setHeld(shardOf(dbs, from), schoolId, "gone");
 }
 
-/** Step 6: the old rows are deleted and the move's record cleared. */
+/**
+ * Step 6: the old shard marks the school `gone` (again: a switch may have stopped before
+ * it), then its old rows are deleted and the move's record cleared. The mark comes first on
+ * every path, a resumed move and `abortMove` included, so that no read answers a page of
+ * rows being deleted and `shardSize` no longer counts the school there.
+ */
 async function finish(dbs: MoveDatabases, schoolId: string, from: string): Promise<void> {
-  await deleteSchool(shardOf(dbs, from), schoolId);
+  const old = shardOf(dbs, from);
+  await setHeld(old, schoolId, "gone");
+  await deleteSchool(old, schoolId);
   await dbs.directory.prepare("UPDATE schools SET move_from = NULL, move_to = NULL, move_step = NULL WHERE id = ?").bind(schoolId).run();
 }
 

@@ -177,8 +177,10 @@ export const courseSurveyTemplates = sqliteTable(
 /**
  * Transactional outbox (docs/architecture.md § The outbox): events written in the same D1 batch as the course
  * write, marked `published_at` once the school's hub acknowledged them. The sweep finds the
- * schools with unpublished rows, and each one's first due, through the partial index of
- * unpublished rows by school and retry time; a failed row waits `retry_at` (src/events/outbox.ts).
+ * schools with due rows in `outbox_schools` (kept by triggers, migrations/shard/0005_outbox_schools_triggers.sql),
+ * and each one's due rows through the partial index of unpublished rows by school and retry
+ * time; a failed row waits `retry_at` (src/events/outbox.ts). `outbox_school_idx` serves a
+ * move's statements over all of a school's rows (src/db/move.ts).
  */
 export const outbox = sqliteTable(
   "outbox",
@@ -187,6 +189,11 @@ export const outbox = sqliteTable(
     schoolId: text("school_id").notNull(),
     /** JSON of the event (see src/events/types.ts). */
     payload: text("payload").notNull(),
+    /**
+     * When the row was written, by the Worker's clock (ms since epoch), never the event's
+     * `createdAt` (which follows the course's `updatedAt`, imported data included): the sweep
+     * takes a never-failed row 30 s after it.
+     */
     createdAt: integer("created_at").notNull(),
     publishedAt: integer("published_at"),
     /** Failed publishes of the row by the sweep so far. */
@@ -196,7 +203,31 @@ export const outbox = sqliteTable(
   },
   (t) => [
     index("outbox_pending_idx").on(t.publishedAt, t.createdAt),
-    index("outbox_unpublished_school_idx").on(t.schoolId, t.retryAt, t.createdAt, t.eventId).where(sql`${t.publishedAt} IS NULL`),
+    // Ends with the rowid (implicit): rows written together keep their order (`ORDER BY …, rowid`).
+    index("outbox_unpublished_school_idx").on(t.schoolId, t.retryAt, t.createdAt).where(sql`${t.publishedAt} IS NULL`),
+    index("outbox_school_idx").on(t.schoolId, t.eventId),
+  ],
+);
+
+/**
+ * One row per school with unpublished outbox rows, and when its first ones are due: written
+ * only by the outbox's triggers (migrations/shard/0005_outbox_schools_triggers.sql) in the
+ * statement that changes the outbox, so it always says what the outbox holds. The sweep
+ * reads the due schools from its two indexes, oldest first (src/events/outbox.ts
+ * `schoolsDue`): its cost is the schools it takes, however many others back off.
+ */
+export const outboxSchools = sqliteTable(
+  "outbox_schools",
+  {
+    schoolId: text("school_id").primaryKey(),
+    /** The oldest `created_at` of the school's never-failed unpublished rows (ms since epoch); null when none. */
+    freshAt: integer("fresh_at"),
+    /** The earliest `retry_at` of the school's unpublished rows that failed before (ms since epoch); null when none. */
+    retryAt: integer("retry_at"),
+  },
+  (t) => [
+    index("outbox_schools_fresh_idx").on(t.freshAt, t.schoolId).where(sql`${t.freshAt} IS NOT NULL`),
+    index("outbox_schools_retry_idx").on(t.retryAt, t.schoolId).where(sql`${t.retryAt} IS NOT NULL`),
   ],
 );
 

@@ -30,8 +30,7 @@ const RETRY_MAX_MS = 3_600_000;
 /**
  * The bounds of one sweep (the cron runs it every minute, wrangler.toml).
  *
- * - `schools`: schools handled, those with the oldest due row first.
- * - `scan`: schools with unpublished rows looked at to choose them (one index seek each).
+ * - `schools`: schools handled per shard, those with the oldest due row first.
  * - `batch`: rows of one school read at once (their publish is cut further by bytes); a
  *   school whose batch was full and acknowledged goes on with its next one while the budget
  *   lasts. A row that failed before is published alone, so that an event the hub refuses
@@ -46,14 +45,13 @@ const RETRY_MAX_MS = 3_600_000;
  */
 export interface SweepLimits {
   schools: number;
-  scan: number;
   batch: number;
   concurrency: number;
   publishTimeoutMs: number;
   budgetMs: number;
 }
 
-const SWEEP_LIMITS: SweepLimits = { schools: 50, scan: 1000, batch: 100, concurrency: 5, publishTimeoutMs: 5_000, budgetMs: 25_000 };
+const SWEEP_LIMITS: SweepLimits = { schools: 50, batch: 100, concurrency: 5, publishTimeoutMs: 5_000, budgetMs: 25_000 };
 
 /** What one sweep did: schools handled, rows re-published, rows left unpublished (backed off) by a failed or slow hub, rows pruned. */
 export interface SweepResult {
@@ -115,39 +113,29 @@ export async function publishEvents(
 }
 
 /**
- * The schools with outbox rows due at `now` (ms): created at `cutoff` or before and not
- * backing off; those whose first due row (never-failed rows first, then by retry time, then
- * oldest) comes first lead. A loose scan of the partial index of unpublished rows (one seek
- * per school, at most `scan` schools), so that its cost is the number of schools, not of rows.
+ * The schools with outbox rows due at `now` (ms), at most `limits.schools`: first those with
+ * a never-failed row written at `cutoff` or before, oldest first, then those with a failed
+ * row whose back-off ended, earliest first. Read from `outbox_schools` (one row per school
+ * with unpublished rows, kept by the outbox's triggers), each list through its own index and
+ * bound: the cost is the schools taken, never the schools that back off nor their rows.
  */
 async function schoolsDue(primary: D1Database, now: number, cutoff: number, limits: SweepLimits): Promise<string[]> {
-  const first = (column: string) =>
-    `(SELECT o.${column} FROM outbox AS o INDEXED BY outbox_unpublished_school_idx
-      WHERE o.published_at IS NULL AND o.school_id = pending.school_id AND o.retry_at <= ?4 AND o.created_at <= ?2
-      ORDER BY o.retry_at, o.created_at LIMIT 1)`;
-  const { results } = await primary
-    .prepare(
-      `WITH RECURSIVE pending(school_id) AS (
-         SELECT (SELECT min(school_id) FROM outbox INDEXED BY outbox_unpublished_school_idx WHERE published_at IS NULL)
-         UNION ALL
-         SELECT (SELECT min(o.school_id) FROM outbox AS o INDEXED BY outbox_unpublished_school_idx
-                 WHERE o.published_at IS NULL AND o.school_id > pending.school_id)
-         FROM pending WHERE pending.school_id IS NOT NULL LIMIT ?1
-       ), due AS (
-         SELECT school_id, ${first("retry_at")} AS retry_at, ${first("created_at")} AS created_at
-         FROM pending WHERE school_id IS NOT NULL
-       )
-       SELECT school_id FROM due WHERE created_at IS NOT NULL ORDER BY retry_at, created_at, school_id LIMIT ?3`,
-    )
-    .bind(limits.scan, cutoff, limits.schools, now)
-    .all<{ school_id: string }>();
-  return results.map((r) => r.school_id);
+  const [fresh, retried] = await primary.batch<{ school_id: string }>([
+    primary
+      .prepare("SELECT school_id FROM outbox_schools INDEXED BY outbox_schools_fresh_idx WHERE fresh_at <= ? ORDER BY fresh_at, school_id LIMIT ?")
+      .bind(cutoff, limits.schools),
+    primary
+      .prepare("SELECT school_id FROM outbox_schools INDEXED BY outbox_schools_retry_idx WHERE retry_at <= ? ORDER BY retry_at, school_id LIMIT ?")
+      .bind(now, limits.schools),
+  ]);
+  const schools = new Set([...fresh!.results, ...retried!.results].map((r) => r.school_id));
+  return [...schools].slice(0, limits.schools);
 }
 
 /**
- * Re-publishes one school's due rows at `now` (ms), never-failed rows first (oldest first,
- * `batch` at a time), then rows that failed before, each alone, by retry time, until none is
- * left, the hub fails before acknowledging any or the sweep's `deadline` (ms since epoch)
+ * Re-publishes one school's due rows at `now` (ms), never-failed rows first (oldest first by
+ * the Worker's clock at their write, a write's rows in the order it wrote them; `batch` at a
+ * time), then rows that failed before, each alone, by retry time, until none is left, the hub fails before acknowledging any or the sweep's `deadline` (ms since epoch)
  * passes. The rows of a failed publish back off (`attempts` + 1, `retry_at`), so that the
  * school's other rows go first; once the hub acknowledged a publish this sweep, a refused
  * row does not stop the school's next rows.
@@ -164,7 +152,7 @@ async function sweepSchool(env: Env, shard: D1Database, schoolId: string, now: n
     const { results } = await primary
       .prepare(
         `SELECT event_id, payload, attempts FROM outbox INDEXED BY outbox_unpublished_school_idx
-         WHERE published_at IS NULL AND school_id = ? AND retry_at <= ? AND created_at <= ? ORDER BY retry_at, created_at, event_id LIMIT ?`,
+         WHERE published_at IS NULL AND school_id = ? AND retry_at <= ? AND created_at <= ? ORDER BY retry_at, created_at, rowid LIMIT ?`,
       )
       .bind(schoolId, now, cutoff, limits.batch)
       .all<{ event_id: string; payload: string; attempts: number }>();

@@ -3,14 +3,15 @@
  * session (`withSession`) — with the bytes of its bound values, so that a test can say what
  * a request sent to the database (docs/reference.md § Conventions: an unknown credential
  * costs at most one small read, and no statement carries the body before the credential
- * is known).
+ * is known), or read back the query plan of each (`refusedPlans`).
  */
 
 import { utf8Bytes } from "../../src/lib/batches";
 
-/** One statement sent: its SQL and the UTF-8 bytes of its bound values (numbers count 8). */
+/** One statement sent: its SQL, its bound values and their UTF-8 bytes (numbers count 8). */
 export interface SentStatement {
   sql: string;
+  values: unknown[];
   boundBytes: number;
 }
 
@@ -30,7 +31,7 @@ class RecordedStatement {
   }
 
   record(): void {
-    this.sent.push({ sql: this.sql, boundBytes: sizeOf(this.values) });
+    this.sent.push({ sql: this.sql, values: this.values, boundBytes: sizeOf(this.values) });
   }
 
   first<T>(column?: string): Promise<T | null> {
@@ -77,4 +78,32 @@ function recording<D extends object>(db: D, sent: SentStatement[]): D {
 export function recordingD1(db: D1Database): { db: D1Database; sent: SentStatement[] } {
   const sent: SentStatement[] = [];
   return { db: recording(db, sent), sent };
+}
+
+/** A statement whose plan reads a whole table or sorts into a temp B-tree, and those lines of its plan. */
+export interface RefusedPlan {
+  sql: string;
+  lines: string[];
+}
+
+/**
+ * The statements of `sent` (each distinct text once, with the values it first ran with)
+ * whose EXPLAIN QUERY PLAN on `db` shows a SCAN of a table or a temp B-tree
+ * (docs/architecture.md § Invariants: no scan of a growing table, no temp B-tree on a
+ * growing set). A scan of `json_each` reads the statement's own bound list, not a table.
+ */
+export async function refusedPlans(db: D1Database, sent: readonly SentStatement[]): Promise<RefusedPlan[]> {
+  const seen = new Set<string>();
+  const refused: RefusedPlan[] = [];
+  for (const s of sent) {
+    if (seen.has(s.sql)) continue;
+    seen.add(s.sql);
+    const { results } = await db
+      .prepare(`EXPLAIN QUERY PLAN ${s.sql}`)
+      .bind(...s.values)
+      .all<{ detail: string }>();
+    const lines = results.map((r) => r.detail).filter((d) => /TEMP B-TREE/.test(d) || (/\bSCAN\b/.test(d) && !/\bSCAN (json_each|CONSTANT ROW)\b/.test(d)));
+    if (lines.length > 0) refused.push({ sql: s.sql, lines });
+  }
+  return refused;
 }
