@@ -1,21 +1,12 @@
 /**
- * The Worker that `npm run bench:hub -- --simulated` serves: the production Worker with the
- * webhook objects on a platform that enforces Cloudflare's 6 requests waiting for response
- * headers per I/O context (test/support/webhooks/io-context.ts), one context per object
- * instance, further requests queued in order. `wrangler dev` alone does not enforce it.
- *
- * `GET /__bench/platform` answers what the contexts went through (calls between objects, the
- * most requests ever waiting, how many queued); `GET /__bench/storage?school=&hooks=` the
- * SQLite size of the hub and of the named couriers. Never deployed: wrangler.toml's `main`
- * stays src/index.ts.
- *
- * The long run (`npm run bench:hub -- --days N`) moves the objects' clock: their `now()` is
- * the wall clock plus an offset that `POST /__bench/clock` advances, their alarms are kept in
- * that clock (a storage seam, `useStorageSeam`, stores each at its wall-clock instant and reads
- * it back shifted), and the advance moves every named object's stored alarm by as much, so
- * that an alarm due within the skipped time fires at once. `GET /__bench/objects` answers each
- * named object's SQLite size and rows per table. The objects are the production classes with
- * two methods more (`benchShift`, `benchFigures`), reachable from this entry only.
+ * The Worker of `npm run bench:hub -- --simulated | --days N`: the production Worker with the
+ * webhook objects on a platform that enforces the 6 requests waiting for headers per I/O
+ * context (test/support/webhooks/io-context.ts), and on a clock that `POST /__bench/clock`
+ * moves ahead, their stored alarms with it. `GET /__bench/platform` answers what the contexts
+ * went through, `GET /__bench/storage` and `GET /__bench/objects` the objects' SQLite sizes and
+ * rows. The objects are the production classes with two bench-only methods (`benchShift`,
+ * `benchFigures`). Never deployed: wrangler.toml's `main` stays src/index.ts. How each mode
+ * works: docs/development.md § Benchmarks.
  */
 import worker, { WebhookCourier as Courier, SchoolHub as Hub } from "../src/bench/entry";
 import { CLOUDFLARE, usePlatform, useStorageSeam } from "../src/webhooks/platform/platform";

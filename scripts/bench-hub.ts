@@ -1,14 +1,10 @@
 /**
  * Event hub benchmark: `npm run bench:hub` (delivery throughput, DELETE latency while
- * dispatching), `npm run bench:hub -- --simulated` (the same Worker served through
- * scripts/bench-hub-worker.ts, on a platform that enforces Cloudflare's 6 requests waiting
- * per I/O context, with 50 ms receivers and a hanging one) and `npm run bench:hub -- --days N`
- * (storage over N simulated days on that platform's movable clock, five schools:
- * scripts/lib/bench-hub-days.ts). Each runs against a local dev server with a throw-away
- * state and a receiver thread that verifies a sample of signatures with the
- * `standardwebhooks` package.
- *
- * What each mode measures, its targets and its options (environment variables):
+ * dispatching), `-- --simulated` (the same on a platform that enforces Cloudflare's 6 requests
+ * waiting per I/O context: scripts/bench-hub-worker.ts) and `-- --days N` (storage over N
+ * simulated days: scripts/lib/bench-hub-days.ts). Each runs against a local dev server with a
+ * throw-away state and a receiver thread that verifies a sample of signatures with the
+ * `standardwebhooks` package. What each mode measures, its targets and its options:
  * docs/development.md § Benchmarks and bench/NOTES.md.
  */
 import { COURIER_SLOTS } from "../src/webhooks/rpc";

@@ -1,21 +1,13 @@
 /**
- * `npm run test:restart` — after a hard restart under `wrangler dev`, nothing owed waits for a
- * request (docs/architecture.md § Faults are normal, wake-ups; docs/operations.md § "The cron
- * locally"). Two schools, one registration each, to a receiver on 127.0.0.1 answering in 50 ms:
- * - a burst of synthetic events to each (POST /__bench/publish, straight to its hub);
- * - while the couriers still hold hundreds of them, one course write of school A whose own
- *   publish is made to fail (the benchmark entry's fault switch, src/bench/faults.ts: the
- *   write commits in D1 with its outbox row, the call to the hub is refused), checked absent
- *   from A's feed;
- * - the dev server's process group killed (SIGKILL), started again on the same port and
- *   state; then no request to either school — nothing but the cron runner `npm start` uses
- *   (scripts/lib/cron-runner.ts), started once before the kill and never restarted.
- * Every event each hub acknowledged (its log, read from the object's SQLite file once the
- * server is stopped, so that reading it wakes nothing) must reach its registration within
- * 90 s of the restart; A's failed write among them, published by the cron's outbox sweep.
- * School B has no outbox row: nothing of the cron touches it, so its events prove that a
- * school nobody calls resumes on its own (alarms, wake-ups). Prints the counts and PASS, or
- * FAIL with what is missing.
+ * `npm run test:restart`: after a hard restart under `wrangler dev`, nothing owed waits for a
+ * request (docs/operations.md § "The cron locally"). Two schools with a registration each get
+ * a burst of events; school A also gets one course write whose publish is made to fail (the
+ * bench entry's fault switch, src/bench/faults.ts). The dev server is SIGKILLed and started
+ * again; then no request to either school, only the cron runner `npm start` uses
+ * (scripts/lib/cron-runner.ts). Every event each hub acknowledged (read from its SQLite file
+ * once the server is stopped) must reach its registration within 90 s of the restart, A's
+ * failed write among them; B, which the cron never touches, shows that a school nobody calls
+ * resumes on its own. Prints the counts and PASS, or FAIL with what is missing.
  */
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:http";

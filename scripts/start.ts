@@ -1,18 +1,13 @@
 /**
- * `npm start [-- --persist-to DIR] [--port N] [--verbose] [-- <more wrangler dev flags>]`:
- * one command from a fresh clone (after `npm ci`) to a running local API, on one screen:
- * 1. applies the local D1 migrations, directory and shards, and says how many it applied;
- * 2. when the directory has no school, loads the demo data (scripts/seed-demo.ts: the import
- *    spreads the schools over the shards);
- * 3. runs `wrangler dev --ip 127.0.0.1 --port 8787 --var WEBHOOK_ALLOW_INSECURE_URLS:true`
- *    (its custom build, wrangler.toml `[build]`, builds the /docs and /portal assets) and,
- *    once it is ready, prints the demo API keys, a curl to try and the URLs of /docs and
- *    /portal, then streams wrangler's request log. Forwards SIGINT/SIGTERM; exits with its status;
- * 4. from then on calls the Worker's scheduled handler at the start of every minute, as
- *    Cloudflare's cron would (wrangler.toml `[triggers] crons`; scripts/lib/cron-runner.ts:
- *    `wrangler dev` never does), until wrangler exits; a failed run is reported, the next
- *    minute runs it again (docs/operations.md § "The cron locally").
- * Wrangler's detail before that goes to .wrangler/start.log; `--verbose` shows it instead.
+ * `npm start [-- --persist-to DIR] [--port N] [--verbose] [-- <more wrangler dev flags>]`: from
+ * a fresh clone (after `npm ci`) to a running local API: applies the local D1 migrations
+ * (directory and shards); loads the demo data when the directory has no school
+ * (scripts/seed-demo.ts); runs `wrangler dev --ip 127.0.0.1 --port 8787` with insecure webhook
+ * URLs allowed and, once ready, prints the demo keys, a curl and the URLs of /docs and /portal,
+ * then wrangler's request log; from then on calls the scheduled handler every minute, as
+ * Cloudflare's cron would (scripts/lib/cron-runner.ts; docs/operations.md § "The cron
+ * locally"). Forwards SIGINT/SIGTERM and exits with wrangler's status. Wrangler's detail before
+ * it is ready goes to .wrangler/start.log (`--verbose` shows it).
  */
 import { createWriteStream, mkdirSync } from "node:fs";
 import path from "node:path";

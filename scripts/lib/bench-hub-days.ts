@@ -1,17 +1,12 @@
 /**
- * The hub benchmark's long run, `npm run bench:hub -- --days N` (docs/development.md
- * § Benchmarks, bench/NOTES.md): storage over simulated days. Served by
- * scripts/bench-hub-worker.ts, whose objects run on a clock that `POST /__bench/clock` moves
- * ahead (their alarms with it). Five schools:
- * - `a` (the bench school) and `b`: ordinary, two registrations each, receivers answering at once;
- * - `none`: events and no registration, nobody reads them (a school using only the course API);
- * - `feed`: no registration, its events read through `GET /v3/events` after every step;
- * - `throttled`: one registration with `maxPerSecond: 1` receiving more than it can send.
- * Each simulated day is `steps` steps: every school gets `events ÷ steps` events, the ordinary
- * receivers are waited for, the feed is read to its head, then the clock moves a step ahead
- * and the alarms it made due run. At the end of each day it prints every object's SQLite size
- * (`databaseSize`) and rows per table; at the end, whether each object stayed flat once the
- * 7-day retention was reached (from day 8 on: the first day's events aged out).
+ * The hub benchmark's long run, `npm run bench:hub -- --days N`: storage over simulated days
+ * (docs/development.md § Benchmarks, bench/NOTES.md), on the movable clock of
+ * scripts/bench-hub-worker.ts. Five schools: `a` and `b` (ordinary, two registrations each),
+ * `none` (events, no registration), `feed` (no registration, its feed read after every step)
+ * and `throttled` (`maxPerSecond: 1`, receiving more than it can send). Each day: events to
+ * every school, receivers waited for, the feed read, the clock moved, the alarms it made due
+ * run; then every object's SQLite size and rows per table; at the end, whether each object
+ * stayed flat from day 8 on (the 7-day retention reached).
  */
 
 import { api, BENCH_SCHOOL, type BenchSchool, createHook, type DevServer, publish, type Receiver, sleep } from "./bench-hub";
