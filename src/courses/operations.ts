@@ -39,7 +39,7 @@ import {
   courseNotFound,
   courseResponseSchema,
 } from "./schemas";
-import { inWriteSession, parseAuthenticated, readOnShard, sessionHeaders } from "./session";
+import { forgettingRefused, inWriteSession, parseAuthenticated, readOnShard, sessionHeaders } from "./session";
 import { createCourseSchema, parseCreateBody, parsePatchBody, patchCourseSchema } from "./write-schemas";
 import { createCourse, patchCourse } from "./writes";
 
@@ -115,6 +115,12 @@ const TAG = { name: "Courses", description: "Courses: list, search, read, create
 
 /** The course operations; `publish` hands a write's events to the hub. */
 export function courseOperations(publish: PublishEvents): Operation<Env>[] {
+  // Every one forgets the place of a credential the directory refuses (`forgettingRefused`).
+  return declaredOperations(publish).map((op) => ({ ...op, handler: (req, env, exec, rc) => forgettingRefused(req, () => op.handler(req, env, exec, rc)) }));
+}
+
+/** The course operations as declared, before `courseOperations` wraps their handlers. */
+function declaredOperations(publish: PublishEvents): Operation<Env>[] {
   return [
     {
       method: "GET",
