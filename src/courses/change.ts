@@ -3,7 +3,7 @@
  * the stored state of a course, what a patch changes in it, and the events of a change.
  * No I/O: src/courses/writes.ts runs it against D1.
  */
-import { mintId } from "../lib/ids";
+import { mintOrderedIds } from "../lib/ids";
 import { formatInstant } from "../lib/time";
 import type { CourseEvent, CourseRecord } from "./schemas";
 import type { CoursePatch } from "./write-schemas";
@@ -106,7 +106,8 @@ export function applyPatch(before: CourseState, patch: CoursePatch): { after: Co
  * true (a professor added already signed counts). Each carries the course after the write
  * and, for a change, `previous`: the course's filter keys before it (never delivered).
  *
- * @param now ms since the epoch: the events' `createdAt` and the time part of their ids.
+ * @param now ms since the epoch: the events' `createdAt` and the time part of their ids,
+ *   which sort in the list's order (the order the hub accepts and the feed lists them).
  */
 export function deriveEvents(schoolId: string, before: CourseState | undefined, after: CourseState, now: number): CourseEvent[] {
   const course = stateToRecord(after);
@@ -114,8 +115,9 @@ export function deriveEvents(schoolId: string, before: CourseState | undefined, 
   const previous = before
     ? { trainingId: before.trainingId, groupIds: [...before.groupIds], professorIds: before.professors.map((p) => p.professorId).sort() }
     : undefined;
+  // Ids are minted once the list is known, in its order (`mintOrderedIds`).
   const ev = (type: CourseEvent["type"], professorId?: string): CourseEvent => ({
-    id: mintId("evt", now),
+    id: "",
     type,
     createdAt,
     schoolId,
@@ -129,5 +131,6 @@ export function deriveEvents(schoolId: string, before: CourseState | undefined, 
   if (after.absencesSent && !(before?.absencesSent ?? false)) events.push(ev("course.absences_sent"));
   const signedBefore = new Set((before?.professors ?? []).filter((p) => p.signed).map((p) => p.professorId));
   for (const p of after.professors) if (p.signed && !signedBefore.has(p.professorId)) events.push(ev("course.professor_signed", p.professorId));
-  return events;
+  const ids = mintOrderedIds("evt", events.length, now);
+  return events.map((e, i) => ({ ...e, id: ids[i]! }));
 }

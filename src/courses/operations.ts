@@ -39,7 +39,7 @@ import {
   courseNotFound,
   courseResponseSchema,
 } from "./schemas";
-import { inWriteSession, parseAuthenticated, readOnShard, sessionHeaders } from "./session";
+import { forgettingRefused, inWriteSession, parseAuthenticated, readOnShard, sessionHeaders } from "./session";
 import { createCourseSchema, parseCreateBody, parsePatchBody, patchCourseSchema } from "./write-schemas";
 import { createCourse, patchCourse } from "./writes";
 
@@ -63,18 +63,27 @@ function answerOne(req: IRequest, env: Env, rc: RequestContext, keyHash: string,
     if (!course) throw courseNotFound(id);
     // The ETag names the bare record's version; a response with includes is another representation.
     const bare = !Object.values(q.include).some(Boolean);
-    return successRaw(course.record, { headers: bare ? { etag: `"${course.version}"` } : {} });
+    return successRaw(course.record, { headers: bare ? etagOf(course.version) : {} });
   });
 }
 
-/** `ETag` of GET /v3/courses/{id} without include flags. */
-const etagHeader: Record<string, HeaderDoc> = {
+/**
+ * The `ETag` response header naming a course's `version`, quoted (`"3"`): the one form of
+ * GET, POST and PATCH (docs/reference.md § Versions), which PATCH's `If-Match` takes back.
+ */
+const etagOf = (version: number): { etag: string } => ({ etag: `"${version}"` });
+
+/** The version a stored create answer (`StoredResponse.body`, the 201's envelope) names. */
+const storedVersion = (body: string): number => (JSON.parse(body) as { result: { version: number } }).result.version;
+
+/** The documented `ETag` of a response carrying a course (`when`: which responses carry it). */
+const etagHeader = (when: string): Record<string, HeaderDoc> => ({
   ETag: {
-    description: 'The course\'s `version`, quoted (`"3"`): send it back in `If-Match` on PATCH. Only without include flags.',
+    description: `The course's \`version\`, quoted (\`"3"\`): send it back in \`If-Match\` on PATCH, no GET needed. ${when}`,
     schema: { type: "string", pattern: '^"[0-9]+"$' },
     example: '"3"',
   },
-};
+});
 
 const queryOf = (req: IRequest) => new URL(req.url).searchParams;
 
@@ -106,6 +115,12 @@ const TAG = { name: "Courses", description: "Courses: list, search, read, create
 
 /** The course operations; `publish` hands a write's events to the hub. */
 export function courseOperations(publish: PublishEvents): Operation<Env>[] {
+  // Every one forgets the place of a credential the directory refuses (`forgettingRefused`).
+  return declaredOperations(publish).map((op) => ({ ...op, handler: (req, env, exec, rc) => forgettingRefused(req, () => op.handler(req, env, exec, rc)) }));
+}
+
+/** The course operations as declared, before `courseOperations` wraps their handlers. */
+function declaredOperations(publish: PublishEvents): Operation<Env>[] {
   return [
     {
       method: "GET",
@@ -184,7 +199,12 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           description: "The course is created.",
           schema: courseResponseSchema,
           example: { status: "success", result: { ...COURSE_EXAMPLE, createdAt: COURSE_EXAMPLE.updatedAt } },
-          headers: { ...locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`), ...bookmarkResponseHeader, ...replayedHeader },
+          headers: {
+            ...locationHeader(`/v3/courses/${COURSE_EXAMPLE.id}`),
+            ...etagHeader("A replay carries the version the stored answer names."),
+            ...bookmarkResponseHeader,
+            ...replayedHeader,
+          },
         },
         400: {
           codes: WRITE_400_CODES,
@@ -202,7 +222,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           if (key === undefined) {
             const { course, events } = await createCourse(s.d1, schoolId, input, timed);
             await publish(env, shard, schoolId, events, timed);
-            return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}` } });
+            return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}`, ...etagOf(course.version) } });
           }
           // docs/reference.md § "Conventions" (idempotent creation): the answer is stored with the course.
           const hash = await requestHash(json);
@@ -212,18 +232,18 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
                 "IDEMPOTENCY_KEY_MISMATCH",
                 "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.",
               );
-            return storedAnswer(row, true);
+            return storedAnswer(row, true, etagOf(storedVersion(row.body)));
           };
           const found = await timed(() => findKey(s.d1, schoolId, key));
           if (found) return replay(found);
           let first: StoredResponse | undefined;
           try {
-            const { events } = await createCourse(s.d1, schoolId, input, timed, Date.now(), (course) => {
-              first = { status: 201, body: JSON.stringify({ status: "success", result: course }), location: `/v3/courses/${course.id}` };
+            const { course, events } = await createCourse(s.d1, schoolId, input, timed, Date.now(), (created) => {
+              first = { status: 201, body: JSON.stringify({ status: "success", result: created }), location: `/v3/courses/${created.id}` };
               return keyStatements(schoolId, key, hash, first);
             });
             await publish(env, shard, schoolId, events, timed);
-            return storedAnswer(first!, false);
+            return storedAnswer(first!, false, etagOf(course.version));
           } catch (err) {
             if (!isKeyConflict(err)) throw err;
             // A concurrent request with this key committed first: answer as it did (read on the primary).
@@ -248,7 +268,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           description: "The course.",
           schema: courseResponseSchema,
           example: { status: "success", result: COURSE_WITH_INCLUDES },
-          headers: { ...etagHeader, ...bookmarkResponseHeader },
+          headers: { ...etagHeader("Only without include flags."), ...bookmarkResponseHeader },
         },
         400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
         404: ["COURSE_NOT_FOUND"],
@@ -284,7 +304,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           description: "The course after the change.",
           schema: courseResponseSchema,
           example: { status: "success", result: { ...COURSE_EXAMPLE, archived: true, version: 4 } },
-          headers: bookmarkResponseHeader,
+          headers: { ...etagHeader("The version after the change."), ...bookmarkResponseHeader },
         },
         400: {
           codes: WRITE_400_CODES,
@@ -303,7 +323,7 @@ export function courseOperations(publish: PublishEvents): Operation<Env>[] {
           const timed = rc.db.bind(rc);
           const { course, events } = await patchCourse(s.d1, schoolId, id, patch, timed, ifMatch);
           await publish(env, shard, schoolId, events, timed);
-          return success(course);
+          return success(course, { headers: etagOf(course.version) });
         });
       },
     },

@@ -91,7 +91,7 @@ export const courseRecordSchema = z
     absencesSent: z.boolean(),
     version: z.int().min(1).meta({
       description:
-        "1 when the course is created (or first imported), +1 with each committed change; events carry it. GET /v3/courses/{id} sends it as `ETag`, PATCH takes it in `If-Match`.",
+        "1 when the course is created (or first imported), +1 with each committed change; events carry it. GET /v3/courses/{id}, POST /v3/courses and PATCH send it as `ETag`, PATCH takes it in `If-Match`.",
       example: 3,
     }),
     createdAt: instantOutSchema,

@@ -9,12 +9,13 @@
 import type { IRequest } from "itty-router";
 import { z } from "zod";
 import { type DbSession, openSession } from "../db/client";
-import { type KnownPlace, knownPlace, rememberPlace, shardFor } from "../db/shards";
-import { authenticate, authenticatePlace, schoolOfKey } from "../http/auth";
+import { forgetPlace, type KnownPlace, knownPlace, rememberPlace, shardFor } from "../db/shards";
+import { authenticate, authenticatePlace, bearerCredential, schoolOfKey } from "../http/auth";
 import type { RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import { BOOKMARK_HEADER, bookmarkHeaderSchema, readBookmark } from "../http/headers";
 import { rejectQuery } from "../http/request";
+import { sha256Hex } from "../lib/crypto";
 import type { CourseQuery } from "./filters";
 import { type CoursePage, readCoursePage } from "./read";
 
@@ -26,6 +27,22 @@ const schoolMoving = () => new ApiError("SCHOOL_MOVING", undefined, undefined, {
 
 /** Whether a failed write batch was refused by a move's fence (migrations/shard/0002_move_fence.sql). */
 const isFenced = (err: unknown) => err instanceof Error && /SCHOOL_MOVING/.test(err.message);
+
+/**
+ * Runs a course operation; when it ends 401 (the directory refused the credential: revoked,
+ * unknown), the isolate forgets the credential's place at once, so that its next request
+ * sends no shard query beside the check (docs/architecture.md § Shards). Only the
+ * request in flight when a key is revoked can still have sent one.
+ */
+export async function forgettingRefused(req: Request, work: () => Promise<Response>): Promise<Response> {
+  try {
+    return await work();
+  } catch (err) {
+    const credential = err instanceof ApiError && err.status === 401 ? bearerCredential(req) : undefined;
+    if (credential !== undefined) forgetPlace(await sha256Hex(credential));
+    throw err;
+  }
+}
 
 /** Validates a request, answering 401 before 400: when parsing fails, the key is checked first unless it was already (an extra round trip on the error path only). */
 export async function parseAuthenticated<T>(env: Env, rc: RequestContext, keyHash: string, parse: () => T | Promise<T>): Promise<T> {

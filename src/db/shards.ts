@@ -54,6 +54,14 @@ export function rememberPlace(credentialHash: string, place: KnownPlace): void {
 }
 
 /**
+ * Forgets a credential's place: the directory refused it (revoked, unknown), so its next
+ * request sends no shard query beside the check (docs/architecture.md § Invariants).
+ */
+export function forgetPlace(credentialHash: string): void {
+  knownPlaces.delete(credentialHash);
+}
+
+/**
  * A school's rows on a shard, as `held_schools.state` says (src/db/shard-schema.ts):
  * readable when `active` or `fenced` (a move copies it away; its rows are all here).
  */

@@ -33,10 +33,22 @@ export function bearerCredential(request: Request): string | undefined {
 /** A well-formed credential's kind: a portal session token (`ps_…`) or an API key. */
 export const credentialKind = (credential: string): "key" | "portal" => (credential.startsWith("ps_") ? "portal" : "key");
 
-/** The request's credential, hashed, and its kind. @throws ApiError 401 when missing or malformed. */
+/** A header that names the Bearer scheme and something after it (well-formed or not). */
+const BEARER_SCHEME_RE = /^Bearer\s+\S/;
+
+/**
+ * The request's credential, hashed, and its kind.
+ *
+ * @throws ApiError 401 when missing or malformed: with the catalogue's `scheme` message when
+ *   the header is present but lacks `Bearer ` or a credential after it (docs/reference.md §
+ *   Authentication), else the default one.
+ */
 async function credentialOf(request: Request): Promise<{ kind: "key" | "portal"; hash: string }> {
   const credential = bearerCredential(request);
-  if (credential === undefined) throw errors.unauthorized();
+  if (credential === undefined) {
+    const header = request.headers.get("authorization");
+    throw header !== null && !BEARER_SCHEME_RE.test(header) ? errors.wrongScheme() : errors.unauthorized();
+  }
   return { kind: credentialKind(credential), hash: await sha256Hex(credential) };
 }
 

@@ -20,6 +20,8 @@ export interface ErrorEntry {
   message?: string;
   /** An example `message` and `details` for the document (else `message`, else `when` capitalized). */
   example?: { message: string; details?: readonly Record<string, string>[] };
+  /** Other fixed messages of the code, by the case they name (e.g. UNAUTHORIZED's `scheme`). */
+  variants?: Readonly<Record<string, string>>;
 }
 
 /** The catalogue: the codes of docs/reference.md § Error codes, each with its status and message. */
@@ -69,6 +71,12 @@ export const ERRORS = {
     status: 401,
     when: "no valid credential: the API key or portal session token is missing, malformed, unknown, expired or revoked",
     message: "A valid API key or portal session token is required: send `Authorization: Bearer sk_…` (or `Bearer ps_…` from a portal link).",
+    variants: {
+      // Told apart from the default message: the header alone shows it, so it says nothing
+      // about whether a key exists (an unknown and a revoked key share the default one).
+      scheme:
+        "The Authorization header must read `Authorization: Bearer <key>`: the `Bearer ` scheme is missing or another one was sent, or no credential follows it.",
+    },
   },
   FORBIDDEN: {
     status: 403,

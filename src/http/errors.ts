@@ -61,6 +61,8 @@ export function toErrorBody(err: unknown, requestId: string): { status: number; 
 /** The errors of the transport itself (authentication, routing). */
 export const errors = {
   unauthorized: () => new ApiError("UNAUTHORIZED"),
+  /** 401 for an `Authorization` header without the `Bearer` scheme or without a credential after it. */
+  wrongScheme: () => new ApiError("UNAUTHORIZED", ERRORS.UNAUTHORIZED.variants.scheme),
   notFound: (path: string) => new ApiError("NOT_FOUND", `No route matches ${path}.`),
   methodNotAllowed: (method: string, allowed: string[]) =>
     new ApiError("METHOD_NOT_ALLOWED", `${method} is not allowed here; use ${allowed.join(", ")}.`, undefined, { allow: allowed.join(", ") }),

@@ -84,7 +84,7 @@ export function readIdempotencyKey(request: Request): string | undefined {
 /** The request header `If-Match`, documented. */
 export const ifMatchHeaderSchema = z.string().optional().meta({
   description:
-    'Optimistic concurrency: `*` (any version) or a comma-separated list of quoted versions (`"3"`, the `ETag` of GET /v3/courses/{id}). When the course is at another version, nothing is written: 412 PRECONDITION_FAILED. Weak tags (`W/"3"`) never match; anything else is a 400 INVALID_PARAMETER.',
+    'Optimistic concurrency: `*` (any version) or a comma-separated list of quoted versions (`"3"`, the `ETag` of GET, POST or PATCH of a course). When the course is at another version, nothing is written: 412 PRECONDITION_FAILED. Weak tags (`W/"3"`) never match; anything else is a 400 INVALID_PARAMETER.',
   example: '"3"',
 });
 

@@ -48,10 +48,10 @@ export interface StoredAnswer {
 /**
  * The stored answer of an idempotent request as a response (docs/reference.md § "Conventions":
  * idempotent creation): the same status, body and `location`, plus `Idempotent-Replayed:
- * true` when it is a replay.
+ * true` when it is a replay, and the `extra` headers derived from the stored body (e.g. `etag`).
  */
-export function storedAnswer(answer: StoredAnswer, replayed: boolean): Response {
-  const headers: Record<string, string> = {};
+export function storedAnswer(answer: StoredAnswer, replayed: boolean, extra: Record<string, string> = {}): Response {
+  const headers: Record<string, string> = { ...extra };
   if (answer.location !== null) headers.location = answer.location;
   if (replayed) headers["idempotent-replayed"] = "true";
   return jsonTextResponse(answer.body, answer.status, headers);

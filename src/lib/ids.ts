@@ -1,7 +1,8 @@
 /**
  * Ids (docs/reference.md § "Conventions"): opaque strings of 1–64 characters `[A-Za-z0-9_-]`.
  * Minted ids are `<prefix>_` + a time-sortable random part (ULID-like: 10 chars of
- * Crockford base32 ms timestamp + 16 random chars), so ids sort by creation time.
+ * Crockford base32 ms timestamp + 16 random chars), so ids sort by creation time; ids minted
+ * together by `mintOrderedIds` also sort in the order they were minted within their millisecond.
  */
 
 /** The pattern every id read from a client must match. */
@@ -15,16 +16,53 @@ export const PORTAL_TOKEN_PATTERN = "ps_[A-Za-z0-9_-]{1,200}";
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 
-/** Mints `prefix_` + 26 chars (10 time chars, 16 random chars). `prefix` like `crs`, `wh`, `evt`, `key` (API keys). */
-export function mintId(prefix: "crs" | "wh" | "evt" | "req" | "key", now = Date.now()): string {
+/** The 10 time chars of an id minted at `now` (ms since the epoch). */
+function timePart(now: number): string {
   let time = "";
   let t = now;
   for (let i = 0; i < 10; i++) {
     time = CROCKFORD[t % 32] + time;
     t = Math.floor(t / 32);
   }
+  return time;
+}
+
+/** 16 random Crockford chars; with `headroom`, the first is below `G` (16), so that adding up to 2^75 never carries out. */
+function randomPart(headroom = false): string {
   const bytes = crypto.getRandomValues(new Uint8Array(16));
   let rand = "";
-  for (const b of bytes) rand += CROCKFORD[b % 32];
-  return `${prefix}_${time}${rand}`;
+  for (const [i, b] of bytes.entries()) rand += CROCKFORD[i === 0 && headroom ? b % 16 : b % 32];
+  return rand;
+}
+
+/** `part` (Crockford base32) plus one, the same length; the caller leaves headroom so it never overflows. */
+function increment(part: string): string {
+  const digits = [...part];
+  for (let i = digits.length - 1; i >= 0; i--) {
+    const v = CROCKFORD.indexOf(digits[i]!) + 1;
+    digits[i] = CROCKFORD[v % 32]!;
+    if (v < 32) break;
+  }
+  return digits.join("");
+}
+
+/** Mints `prefix_` + 26 chars (10 time chars, 16 random chars). `prefix` like `crs`, `wh`, `evt`, `key` (API keys). */
+export function mintId(prefix: "crs" | "wh" | "evt" | "req" | "key", now = Date.now()): string {
+  return `${prefix}_${timePart(now)}${randomPart()}`;
+}
+
+/**
+ * Mints `count` ids of one instant that sort (as strings) in the order they are returned,
+ * ULID's monotonic mode: the first has a random part (with headroom), each next one the
+ * previous part plus one. The events of one write take them, so that their ids sort in the
+ * order the feed lists them (docs/reference.md § Conventions: ids).
+ *
+ * @param now ms since the epoch, the time part of every id.
+ */
+export function mintOrderedIds(prefix: "evt", count: number, now = Date.now()): string[] {
+  const time = timePart(now);
+  const ids: string[] = [];
+  let rand = randomPart(true);
+  for (let i = 0; i < count; i++, rand = increment(rand)) ids.push(`${prefix}_${time}${rand}`);
+  return ids;
 }
