@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import { idSchema, instantSchema, professorAssignmentSchema, textSchema, uniqueProfessors } from "../lib/fields";
-import { API_KEY_PATTERN } from "../lib/ids";
+import { API_KEY_PATTERN, STRONG_API_KEY_RE } from "../lib/ids";
 import { jsonPath } from "../lib/text";
 import { parseInstant } from "../lib/time";
 
@@ -72,20 +72,13 @@ export interface ImportProblem {
   message: string;
 }
 
-/**
- * An imported API key: `sk_` then at least 32 characters of `[A-Za-z0-9_]`
- * (docs/operations.md § Data import). Checked by `validateImport`, not by the schema, which the
- * tests' fixtures also load through.
- */
-const STRONG_KEY_RE = /^sk_[A-Za-z0-9_]{32,}$/;
-
 /** The prefix of demo keys, which a remote import refuses. */
 const DEMO_KEY_PREFIX = "sk_test_";
 
 /**
  * Validates a decoded import file, reporting every problem with its JSON path, all at once:
  * the schema (unknown fields included), end after start, duplicate ids within a kind, an API
- * key listed twice, shorter than `sk_` + 32 characters of `[A-Za-z0-9_]`, or (with
+ * key listed twice, shorter than `sk_` + 32 characters of `[A-Za-z0-9_-]` (`STRONG_API_KEY_RE`), or (with
  * `remote`: the import writes to a deployment) a demo `sk_test_` key. References to other
  * ids are not checked: they may already be in the database.
  */
@@ -132,7 +125,7 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
       const path = `schools[${i}].apiKeys[${j}]`;
       // A key the schema refuses already is reported once, by the schema.
       if (!KEY_FORM_RE.test(k)) return;
-      if (!STRONG_KEY_RE.test(k)) problems.push({ path, message: "must be sk_ followed by at least 32 characters of [A-Za-z0-9_]" });
+      if (!STRONG_API_KEY_RE.test(k)) problems.push({ path, message: "must be sk_ followed by at least 32 characters of [A-Za-z0-9_-]" });
       else if (remote && k.startsWith(DEMO_KEY_PREFIX))
         problems.push({ path, message: "a demo key (sk_test_…): --remote refuses them; mint live keys with npm run keys -- create" });
       if (keys.has(k)) problems.push({ path, message: "API key listed twice" });
