@@ -12,7 +12,7 @@ export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
  * alphabet `randomCredential` (src/lib/crypto.ts) mints from, as a pattern source. One
  * alphabet for minting, reading and importing (docs/operations.md § "API keys").
  */
-export const CREDENTIAL_CHARS = "[A-Za-z0-9_-]";
+const CREDENTIAL_CHARS = "[A-Za-z0-9_-]";
 
 /** An API key (docs/reference.md § "Conventions": keys start with `sk_`), as a pattern source. */
 export const API_KEY_PATTERN = `sk_${CREDENTIAL_CHARS}{1,200}`;
