@@ -28,7 +28,11 @@ export default defineConfig(async () => {
             RATE_LIMIT_QUOTA: "5",
           },
           // A limit small enough to cross in a test (wrangler.toml: 600 per 60 s).
-          ratelimits: { RATE_LIMITER: { namespace_id: "1001", simple: { limit: 5, period: 60 } } },
+          // The /48 counter at 2 times the /64's (wrangler.toml: 16 times), small enough to cross too.
+          ratelimits: {
+            RATE_LIMITER: { namespace_id: "1001", simple: { limit: 5, period: 60 } },
+            RATE_LIMITER_PREFIX48: { namespace_id: "1002", simple: { limit: 10, period: 60 } },
+          },
           // The simulated read replica of test/support/replica-sim.ts (the local runtime has none).
           d1Databases: { TEST_REPLICA: "test-replica" },
         },

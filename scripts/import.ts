@@ -19,6 +19,7 @@ import { directorySteps, importedKeys, keyOwnershipProblems, shardSteps, storedK
 import { type ImportStep, renderLiteral, rowCount } from "../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../src/db/placement";
 import { parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
+import { printable } from "./lib/printable";
 import { formatInt, Progress } from "./lib/progress";
 import { DIRECTORY_BINDING, d1Query, migrationHint, runWrangler, shardBindingsOfConfig, targetArgs, userPath } from "./lib/wrangler";
 
@@ -413,7 +414,8 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof ImportValidationError) {
       console.error(`${file}: ${err.problems.length} problem(s), nothing imported:`);
-      for (const p of err.problems) console.error(`  ${p.path}: ${p.message}`);
+      // A path names the file's own fields, which may hold anything: escaped.
+      for (const p of err.problems) console.error(`  ${printable(p.path)}: ${printable(p.message)}`);
       return 2;
     }
     if (err instanceof ImportExecutionError) {

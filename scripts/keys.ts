@@ -26,6 +26,7 @@ import { ID_RE } from "../src/lib/ids";
 import { formatInstant } from "../src/lib/time";
 import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
+import { printable, printableJson } from "./lib/printable";
 import { table } from "./lib/progress";
 import { d1Query, d1Statements, userPath } from "./lib/wrangler";
 
@@ -85,12 +86,13 @@ async function list(schoolId: string, json: boolean, where: D1Target): Promise<n
     console.error(`no school "${schoolId}" in the ${where.target} database`);
     return 2;
   }
-  if (json) console.log(JSON.stringify(keys.map(listingJson), null, 2));
+  if (json) console.log(printableJson(keys.map(listingJson)));
   else if (keys.length === 0) console.log(`school "${schoolId}" has no API key (create one: npm run keys -- create --school ${schoolId})`);
   else {
     const rows = keys.map((k) => [
       k.id,
-      k.label ?? "—",
+      // A label stored before labels refused every control character: escaped, never interpreted.
+      k.label === null ? "—" : printable(k.label),
       k.last4 ? `…${k.last4}` : "—",
       formatInstant(k.createdAt),
       k.revokedAt === null ? "—" : formatInstant(k.revokedAt),

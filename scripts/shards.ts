@@ -18,6 +18,7 @@ import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { d1ApiOfEnv, openRemoteD1 } from "./lib/d1-http";
 import { openLocalD1 } from "./lib/d1-local";
+import { printable, printableJson } from "./lib/printable";
 import { formatInt, table } from "./lib/progress";
 import { applyMigrations, directoryAndShards, migrationHint, userPath } from "./lib/wrangler";
 
@@ -115,7 +116,7 @@ async function status(json: boolean, where: D1Target): Promise<number> {
     await opened.dispose();
   }
   if (json) {
-    console.log(JSON.stringify(s, null, 2));
+    console.log(printableJson(s));
     return 0;
   }
   console.log(
@@ -128,7 +129,8 @@ async function status(json: boolean, where: D1Target): Promise<number> {
   console.log(
     table(
       ["school", "name", "shard", "state"],
-      s.schools.map((r) => [r.id, r.name, r.shard, r.state]),
+      // Names come from imported files: escaped, never interpreted by the terminal.
+      s.schools.map((r) => [r.id, printable(r.name), r.shard, r.state]),
     ),
   );
   return 0;

@@ -9,6 +9,7 @@
  */
 import { randomCredential, sha256Hex } from "../lib/crypto";
 import { mintId } from "../lib/ids";
+import { CONTROL_CHAR_MESSAGE, CONTROL_CHAR_RE } from "../lib/text";
 import type { ImportStep } from "./import-sql";
 
 /** The prefix of the keys operators mint (docs/reference.md § "Conventions": `sk_live_…`). */
@@ -46,12 +47,11 @@ export interface ApiKeyListing {
 
 /**
  * Why a label cannot be stored, or null when it can: 1–200 characters, no control
- * character (it is printed in a terminal's table).
+ * character (`CONTROL_CHAR_RE`: it is printed in a terminal's table).
  */
 export function labelProblem(label: string): string | null {
   if (label.length === 0 || label.length > MAX_LABEL_LENGTH) return `must be 1 to ${MAX_LABEL_LENGTH} characters`;
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: the characters refused.
-  if (/[\u0000-\u001f\u007f]/.test(label)) return "must not contain control characters";
+  if (CONTROL_CHAR_RE.test(label)) return CONTROL_CHAR_MESSAGE;
   return null;
 }
 

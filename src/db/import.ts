@@ -8,8 +8,8 @@
  */
 import { z } from "zod";
 import { idSchema, instantSchema, professorAssignmentSchema, textSchema, uniqueProfessors } from "../lib/fields";
-import { API_KEY_PATTERN } from "../lib/ids";
-import { jsonPath } from "../lib/text";
+import { API_KEY_PATTERN, STRONG_API_KEY_RE } from "../lib/ids";
+import { CONTROL_CHAR_MESSAGE, CONTROL_CHAR_RE, jsonPath } from "../lib/text";
 import { parseInstant } from "../lib/time";
 
 const id = idSchema;
@@ -72,20 +72,14 @@ export interface ImportProblem {
   message: string;
 }
 
-/**
- * An imported API key: `sk_` then at least 32 characters of `[A-Za-z0-9_]`
- * (docs/operations.md § Data import). Checked by `validateImport`, not by the schema, which the
- * tests' fixtures also load through.
- */
-const STRONG_KEY_RE = /^sk_[A-Za-z0-9_]{32,}$/;
-
 /** The prefix of demo keys, which a remote import refuses. */
 const DEMO_KEY_PREFIX = "sk_test_";
 
 /**
  * Validates a decoded import file, reporting every problem with its JSON path, all at once:
- * the schema (unknown fields included), end after start, duplicate ids within a kind, an API
- * key listed twice, shorter than `sk_` + 32 characters of `[A-Za-z0-9_]`, or (with
+ * the schema (unknown fields included), end after start, control characters in text
+ * fields, duplicate ids within a kind, an API
+ * key listed twice, shorter than `sk_` + 32 characters of `[A-Za-z0-9_-]` (`STRONG_API_KEY_RE`), or (with
  * `remote`: the import writes to a deployment) a demo `sk_test_` key. References to other
  * ids are not checked: they may already be in the database.
  */
@@ -104,8 +98,24 @@ export function validateImport(data: unknown, opts: { remote?: boolean } = {}): 
 const KINDS = ["schools", "trainings", "groups", "students", "professors", "surveyTemplates", "courses"] as const;
 
 /**
+ * The text fields of each kind, which refuse control characters (`CONTROL_CHAR_RE`, the key
+ * labels' rule): operators' terminals print them (`npm run shards -- status`), where an
+ * escape sequence could act (docs/operations.md § "Data import").
+ */
+const TEXT_FIELDS: Record<(typeof KINDS)[number], readonly string[]> = {
+  schools: ["name"],
+  trainings: ["name"],
+  groups: ["name"],
+  students: ["firstName", "lastName"],
+  professors: ["firstName", "lastName"],
+  surveyTemplates: ["name"],
+  courses: ["name", "classroom"],
+};
+
+/**
  * Checks across items, run on the raw file so that they report alongside schema problems
- * (items too malformed to tell are skipped): duplicate ids within a kind (per school), an
+ * (items too malformed to tell are skipped): control characters in text fields (not in the
+ * schema, which the tests' fixtures also load through), duplicate ids within a kind (per school), an
  * API key listed twice, weak or (`remote`) a demo key, a course whose end is not after its start.
  */
 function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
@@ -115,6 +125,14 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
     const list = (data as Record<string, unknown>)[kind];
     return Array.isArray(list) ? list.map((x) => (typeof x === "object" && x !== null ? (x as Record<string, unknown>) : {})) : [];
   };
+  for (const kind of KINDS) {
+    items(kind).forEach((r, i) => {
+      for (const field of TEXT_FIELDS[kind]) {
+        const text = r[field];
+        if (typeof text === "string" && CONTROL_CHAR_RE.test(text)) problems.push({ path: `${kind}[${i}].${field}`, message: CONTROL_CHAR_MESSAGE });
+      }
+    });
+  }
   for (const kind of KINDS) {
     const seen = new Set<string>();
     items(kind).forEach((r, i) => {
@@ -132,7 +150,7 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
       const path = `schools[${i}].apiKeys[${j}]`;
       // A key the schema refuses already is reported once, by the schema.
       if (!KEY_FORM_RE.test(k)) return;
-      if (!STRONG_KEY_RE.test(k)) problems.push({ path, message: "must be sk_ followed by at least 32 characters of [A-Za-z0-9_]" });
+      if (!STRONG_API_KEY_RE.test(k)) problems.push({ path, message: "must be sk_ followed by at least 32 characters of [A-Za-z0-9_-]" });
       else if (remote && k.startsWith(DEMO_KEY_PREFIX))
         problems.push({ path, message: "a demo key (sk_test_…): --remote refuses them; mint live keys with npm run keys -- create" });
       if (keys.has(k)) problems.push({ path, message: "API key listed twice" });

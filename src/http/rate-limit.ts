@@ -2,8 +2,9 @@
  * The rate limit (docs/reference.md § Rate limit): the Workers rate-limiting binding
  * `RATE_LIMITER` counts each valid API key by its SHA-256, all portal tokens of a school on
  * one counter, and every other request by its client IP (`cf-connecting-ip`; an IPv6 client
- * by its /64). Beyond the limit: 429 RATE_LIMITED with `Retry-After`; while enabled, every
- * response carries `RateLimit-Policy`.
+ * by its /64, and by its /48 on a second binding, `RATE_LIMITER_PREFIX48`, with a higher
+ * limit). Each binding counts per Cloudflare location. Beyond the limit: 429 RATE_LIMITED
+ * with `Retry-After`; while enabled, every response carries `RateLimit-Policy`.
  *
  * A credential this isolate has not recently verified (`RecentlyVerified`) is counted against
  * the client IP before the request runs, so guessing keys costs no D1 read; a verified one
@@ -12,7 +13,7 @@
  */
 
 import { BoundedMap } from "../lib/bounded-map";
-import { clientSubject } from "../lib/client-ip";
+import { clientNetwork, clientSubject } from "../lib/client-ip";
 import { sha256Hex } from "../lib/crypto";
 import { bearerCredential, credentialKind } from "./auth";
 import type { RequestContext } from "./context";
@@ -24,6 +25,11 @@ export const RATE_LIMIT_WINDOW_S = 60;
 /** The bindings and vars the limiter reads (wrangler.toml). */
 export interface RateLimitEnv {
   RATE_LIMITER: RateLimit;
+  /**
+   * The IPv6 /48 counter (`ip48:<prefix>`): every request charged to an IPv6 client's /64 is
+   * charged to its /48 as well, at 16 times the /64's limit (wrangler.toml).
+   */
+  RATE_LIMITER_PREFIX48: RateLimit;
   /** `"false"` turns the limiter off (benchmarks, bulk local work). */
   RATE_LIMIT_ENABLED: string;
   /** The binding's `simple.limit`, repeated for `RateLimit-Policy` (the binding does not expose it). */
@@ -105,7 +111,8 @@ const counterOf = (credential: string, hash: string, rc: RequestContext) =>
  * Runs `next` under the rate limit.
  *
  * A credential verified recently is charged to its counter (`counterOf`); any other request
- * to its client's (`ip:<IPv4 address or IPv6 /64>`), before `next` runs. After `next`: a
+ * to its client's (`ip:<IPv4 address or IPv6 /64>`, and for IPv6 `ip48:<its /48>` too),
+ * before `next` runs. After `next`: a
  * credential its request verified (`rc.schoolId` set) is remembered, and charged to its own
  * counter too when it was not yet (so that each counter's 600 per 60 s counts all its
  * requests; that request itself is not refused after the fact); a credential that ended 401
@@ -131,10 +138,27 @@ export async function withRateLimit(
   rc.credentialRecentlyVerified = known !== undefined;
   const enabled = env.RATE_LIMIT_ENABLED !== "false";
   const policy = `"default";q=${env.RATE_LIMIT_QUOTA};w=${RATE_LIMIT_WINDOW_S}`;
-  const clientKey = `ip:${clientSubject(request.headers.get("cf-connecting-ip"))}`;
+  const address = request.headers.get("cf-connecting-ip");
+  const clientKey = `ip:${clientSubject(address)}`;
+  const network = clientNetwork(address);
   const limited = async (key: string) => enabled && !(await env.RATE_LIMITER.limit({ key })).success;
+  // The client's counters: its address (IPv6: /64) and, for IPv6, its /48. Both are charged
+  // (no short cut), and the stricter decides.
+  const clientLimited = async (): Promise<string | undefined> => {
+    if (!enabled) return undefined;
+    const [own, wide] = await Promise.all([
+      env.RATE_LIMITER.limit({ key: clientKey }),
+      network === undefined ? { success: true } : env.RATE_LIMITER_PREFIX48.limit({ key: `ip48:${network}` }),
+    ]);
+    return !own.success ? "client IP" : !wide.success ? "client network (IPv6 /48)" : undefined;
+  };
   try {
-    if (await limited(known ?? clientKey)) throw rateLimited(known ? "credential" : "client IP");
+    if (known !== undefined) {
+      if (await limited(known)) throw rateLimited("credential");
+    } else {
+      const over = await clientLimited();
+      if (over !== undefined) throw rateLimited(over);
+    }
     const res = await next();
     if (credential !== undefined && hash !== undefined && rc.schoolId !== undefined) {
       const own = counterOf(credential, hash, rc);
@@ -142,7 +166,10 @@ export async function withRateLimit(
       if (known === undefined) await limited(own);
     } else if (hash !== undefined && res.status === 401) {
       verified.forget(hash);
-      if (known !== undefined && (await limited(clientKey))) throw rateLimited("client IP");
+      if (known !== undefined) {
+        const over = await clientLimited();
+        if (over !== undefined) throw rateLimited(over);
+      }
     }
     if (!enabled) return res;
     const out = new Response(res.body, res);

@@ -1,7 +1,8 @@
 /**
  * The client a rate limit counts when a request has no verified credential
- * (docs/reference.md § Conventions): an IPv4 client by its address, an IPv6 client by its
- * /64 (one customer's network: a client that rotates addresses within it is still one).
+ * (docs/reference.md § "Rate limit"): an IPv4 client by its address, an IPv6 client by its
+ * /64 (one customer's network: a client that rotates addresses within it is still one) and
+ * by its /48 (one site: a client that rotates /64s within it is still one).
  */
 import ipaddr from "ipaddr.js";
 
@@ -19,4 +20,19 @@ export function clientSubject(address: string | null): string {
   if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
   const prefix = v6.parts.slice(0, 4).map((p) => p.toString(16));
   return `${prefix.join(":")}::/64`;
+}
+
+/**
+ * The wider rate-limit subject of an IPv6 client address (`cf-connecting-ip`): its /48,
+ * `x:x:x::/48`, which holds 65,536 /64s. `undefined` for IPv4 (an IPv4-mapped address
+ * included), an absent or unparsable address: those have only `clientSubject`.
+ */
+export function clientNetwork(address: string | null): string | undefined {
+  if (address === null || !ipaddr.IPv6.isValid(address)) return undefined;
+  const v6 = ipaddr.IPv6.parse(address);
+  if (v6.isIPv4MappedAddress()) return undefined;
+  return `${v6.parts
+    .slice(0, 3)
+    .map((p) => p.toString(16))
+    .join(":")}::/48`;
 }

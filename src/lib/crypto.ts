@@ -6,7 +6,9 @@ export async function sha256Hex(text: string): Promise<string> {
 
 /**
  * A new bearer credential: `prefix` + 32 random bytes in base64url without padding (43
- * characters of `[A-Za-z0-9_-]`, 256 bits), e.g. `sk_live_…` keys and `ps_…` portal tokens.
+ * characters of `[A-Za-z0-9_-]`, `CREDENTIAL_CHARS` of src/lib/ids.ts, 256 bits), e.g.
+ * `sk_live_…` keys and `ps_…` portal tokens: an `sk_live_` key passes the import's
+ * `STRONG_API_KEY_RE`.
  * Runs in workerd and in Node (Web Crypto).
  */
 export function randomCredential(prefix: string): string {

@@ -8,11 +8,25 @@
 /** The pattern every id read from a client must match. */
 export const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 
+/**
+ * The characters of a credential after its `sk_` or `ps_`: base64url (`[A-Za-z0-9_-]`), the
+ * alphabet `randomCredential` (src/lib/crypto.ts) mints from, as a pattern source. One
+ * alphabet for minting, reading and importing (docs/operations.md § "API keys").
+ */
+const CREDENTIAL_CHARS = "[A-Za-z0-9_-]";
+
 /** An API key (docs/reference.md § "Conventions": keys start with `sk_`), as a pattern source. */
-export const API_KEY_PATTERN = "sk_[A-Za-z0-9_-]{1,200}";
+export const API_KEY_PATTERN = `sk_${CREDENTIAL_CHARS}{1,200}`;
+
+/**
+ * A key the import accepts (docs/operations.md § "Data import"): `sk_` then at least 32
+ * characters of `CREDENTIAL_CHARS`, so every key `npm run keys -- create` mints
+ * (`sk_live_` + 43 base64url characters) can be carried to another environment.
+ */
+export const STRONG_API_KEY_RE = new RegExp(`^sk_${CREDENTIAL_CHARS}{32,}$`);
 
 /** A portal session token (docs/reference.md § "Portal sessions": tokens start with `ps_`), as a pattern source. */
-export const PORTAL_TOKEN_PATTERN = "ps_[A-Za-z0-9_-]{1,200}";
+export const PORTAL_TOKEN_PATTERN = `ps_${CREDENTIAL_CHARS}{1,200}`;
 
 const CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ";
 

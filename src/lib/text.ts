@@ -1,4 +1,15 @@
 /**
+ * A control character: C0 (U+0000–U+001F), DEL (U+007F) or C1 (U+0080–U+009F). Text that an
+ * operator's terminal may print (key labels, imported names: docs/operations.md) refuses them:
+ * an escape sequence such as OSC 52 (`ESC ] 52 ; c ; … BEL`) can write the clipboard.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the characters refused.
+export const CONTROL_CHAR_RE = /[\u0000-\u001f\u007f-\u009f]/;
+
+/** The message of a text refused for `CONTROL_CHAR_RE`. */
+export const CONTROL_CHAR_MESSAGE = "must not contain control characters";
+
+/**
  * Case- and accent-folding shared by the `name` filter and the `name` / `classroom` sorts
  * (docs/reference.md § "GET /v3/courses", § "POST /v3/courses:search").
  *

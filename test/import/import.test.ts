@@ -69,11 +69,11 @@ describe("validateImport", () => {
     ]);
   });
 
-  it("refuses keys shorter than sk_ + 32 characters of [A-Za-z0-9_], and sk_test_ keys with --remote", () => {
+  it("refuses keys shorter than sk_ + 32 characters of [A-Za-z0-9_-], and sk_test_ keys with --remote", () => {
     const keys = [
       `sk_${"a".repeat(31)}`, // one short
       `sk_${"a".repeat(32)}`, // the shortest accepted
-      `sk_live_${"b".repeat(23)}-${"c".repeat(8)}`, // long enough, but `-` is not in [A-Za-z0-9_]
+      `sk_live_${"b".repeat(17)}-${"c".repeat(8)}`, // 1 short, with a `-` (base64url, as minted)
       "sk_test_demo_4qX7mB2nR9tK5wE8yC3vL6pZ", // the README's demo key
     ];
     const file = { schools: [{ id: "sch_k", name: "K", apiKeys: keys }] };

@@ -20,14 +20,24 @@ const MAX_HEADER_VALUE_LENGTH = 1000;
 const MAX_FILTER_IDS = 100;
 /** An HTTP token (RFC 9110 § 5.6.2): what a header name may be. */
 const HTTP_TOKEN_RE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** Header names a registration may not set (lower case; `*` ends a prefix): the delivery's own and the platform's. */
+/**
+ * Header names a registration may not set (lower case; `*` ends a prefix): the delivery's own,
+ * the platform's, and the hop-by-hop ones (RFC 9110 § 7.6.1: `connection`, `keep-alive`, `te`,
+ * `trailer`, `transfer-encoding`, `upgrade`, `proxy-*`), which describe one connection rather
+ * than the request and could change how the attempt is framed or relayed.
+ */
 const RESERVED_HEADER_NAMES = [
   "webhook-*",
   "content-type",
   "content-length",
   "host",
   "connection",
+  "keep-alive",
+  "te",
+  "trailer",
   "transfer-encoding",
+  "upgrade",
+  "proxy-*",
   "user-agent",
   "cf-*",
   "x-forwarded-*",
