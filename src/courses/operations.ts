@@ -69,7 +69,8 @@ function answerOne(req: IRequest, env: Env, rc: RequestContext, keyHash: string,
 
 /**
  * The `ETag` response header naming a course's `version`, quoted (`"3"`): the one form of
- * GET, POST and PATCH (docs/reference.md § Versions), which PATCH's `If-Match` takes back.
+ * GET, POST and PATCH (docs/reference.md § "POST /v3/courses — create a course · PATCH
+ * /v3/courses/{id} — change one"), which PATCH's `If-Match` takes back.
  */
 const etagOf = (version: number): { etag: string } => ({ etag: `"${version}"` });
 

@@ -1,9 +1,8 @@
 /**
- * The rate limit (docs/reference.md § Rate limit): the Workers rate-limiting binding
- * `RATE_LIMITER` counts each valid API key by its SHA-256, all portal tokens of a school on
- * one counter, and every other request by its client IP (`cf-connecting-ip`; an IPv6 client
- * by its /64, and by its /48 on a second binding, `RATE_LIMITER_PREFIX48`, with a higher
- * limit). Each binding counts per Cloudflare location. Beyond the limit: 429 RATE_LIMITED
+ * The rate limit (docs/reference.md § Rate limit): `RATE_LIMITER` counts each valid API key by
+ * its SHA-256, all portal tokens of a school on one counter, every other request by its
+ * client IP (`cf-connecting-ip`; IPv6 by its /64, and by its /48 on `RATE_LIMITER_PREFIX48`,
+ * with a higher limit), each per Cloudflare location. Beyond the limit: 429 RATE_LIMITED
  * with `Retry-After`; while enabled, every response carries `RateLimit-Policy`.
  *
  * A credential this isolate has not recently verified (`RecentlyVerified`) is counted against
