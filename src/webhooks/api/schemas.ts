@@ -108,10 +108,11 @@ const webhookTestSchema = z
   .meta({ id: "WebhookTest", example: { eventId: EVENT_ID_EXAMPLE, webhookId: WEBHOOK_ID_EXAMPLE, type: "webhook.test" } });
 
 /**
- * One entry of GET /v3/webhooks/{id}/deliveries: one attempt (`attemptedAt` set) whose
- * `status` is the delivery's state right after it, or a delivery still waiting for its first
- * attempt, listed once with `status: "pending"`, `attemptedAt: null` and the `attempt` it will
- * be logged with. `attempt` numbers the event's entries 1..k (docs/reference.md § "Delivery log").
+ * One entry of GET /v3/webhooks/{id}/deliveries: one attempt (`attemptedAt` set) with its own
+ * outcome (`succeeded` or `failed`; a failed one that a retry follows has `nextAttemptAt`), a
+ * skipped entry, or a delivery still waiting for its first attempt, listed once with
+ * `status: "pending"`, `attemptedAt: null` and the `attempt` it will be logged with. `attempt`
+ * numbers the event's entries 1..k (docs/reference.md § "Delivery log").
  */
 export const deliveryRecordSchema = z
   .strictObject({
@@ -123,7 +124,7 @@ export const deliveryRecordSchema = z
     }),
     status: z.enum(DELIVERY_STATUSES).meta({
       description:
-        'The delivery\'s state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, `failed` (410 Gone or schedule exhausted), or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: "registration disabled"`).',
+        'This entry\'s own outcome: `succeeded` (a 2xx answer), `failed` (any other answer, a network error or a timeout; when a retry follows, `nextAttemptAt` says when, else the delivery ended: 410 Gone, schedule exhausted, or the URL refused), `pending` (a delivery not attempted yet; `attemptedAt` null) or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: "registration disabled"`). The statistics count entries with the same words.',
     }),
     trigger: z.enum(["event", "retry", "resend", "recover", "test"]).meta({
       description: "Why the attempt was made: `event` (the first after the event was accepted), `retry`, `resend`, `recover` or `test`.",
@@ -138,7 +139,10 @@ export const deliveryRecordSchema = z
       description: "The first 1,024 bytes of the answer's body, decoded as UTF-8 (invalid bytes replaced); `null` without an answer. The rest is not read.",
     }),
     attemptedAt: instantOutSchema.nullable().meta({ description: "When the attempt started; `null` for a delivery still waiting for its first attempt." }),
-    nextAttemptAt: instantOutSchema.nullable().meta({ description: "When the next attempt is due; `null` when none is." }),
+    nextAttemptAt: instantOutSchema.nullable().meta({
+      description:
+        "When the delivery's next attempt is due: set on a failed attempt that a retry follows and on a delivery not attempted yet; `null` when none is (it succeeded, or ended failed or skipped).",
+    }),
   })
   .meta({
     id: "Delivery",
@@ -147,7 +151,7 @@ export const deliveryRecordSchema = z
       eventId: EVENT_ID_EXAMPLE,
       eventType: "course.updated",
       attempt: 2,
-      status: "pending",
+      status: "failed",
       trigger: "retry",
       url: "https://hooks.example.com/in",
       responseStatus: 503,
