@@ -48,6 +48,11 @@ const webhookFields = {
       "The id of the API key (`key_…`) that created the registration, directly or through a portal session it minted: after a key leaks, find its registrations by it. `null` for registrations created before it was recorded.",
     example: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   }),
+  updatedBy: z.string().nullable().meta({
+    description:
+      "The id of the API key (`key_…`) behind the registration's last change by a request (the POST, a PATCH that changed something, a secret rotation), directly or through a portal session it minted; an auto-disable changes neither. After a key leaks, find what it created or re-pointed by it (`npm run keys -- revoke KEY_ID` lists them). `null` when unknown (changed before it was recorded).",
+    example: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
+  }),
   createdAt: instantOutSchema,
   updatedAt: instantOutSchema.meta({ description: "The last change (PATCH, rotation, auto-disable); `createdAt` before any." }),
 };
@@ -65,6 +70,7 @@ const WEBHOOK_EXAMPLE = {
   disabledReason: null,
   disabledAt: null,
   createdBy: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
+  updatedBy: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   createdAt: "2026-08-20T09:12:44.120Z",
   updatedAt: "2026-08-20T09:12:44.120Z",
 };
