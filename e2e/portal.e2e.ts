@@ -103,7 +103,7 @@ async function logRow(eventId: string, status: string) {
 const cell = (row: Locator, col: string, inner?: string) => row.locator(`td[data-col="${col}"]${inner ? ` ${inner}` : ""}`);
 
 /**
- * The stats chart's totals for the period shown, by series ("Delivered", "Failed",
+ * The stats chart's totals for the period shown, by series ("Succeeded", "Failed",
  * "Skipped"), read from its legend.
  */
 async function chartTotals(): Promise<Record<string, number>> {
@@ -289,7 +289,7 @@ describe("the webhook portal, one administrator's session", () => {
     // The chart panel shows the stats, the delivery counted.
     expect((await api("GET", `/v3/webhooks/${state.id}/stats`)).status).toBe(200);
     await shown(page.locator(".chart canvas"));
-    await expect.poll(async () => (await chartTotals()).Delivered, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
+    await expect.poll(async () => (await chartTotals()).Succeeded, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
     await expectAccessible("endpoint detail");
   });
 
@@ -311,7 +311,7 @@ describe("the webhook portal, one administrator's session", () => {
     try {
       await openEndpoint(state.id!);
       await shown(page.locator(".chart canvas").first());
-      expect(await chartTotals()).toEqual({ Delivered: sum("succeeded"), Failed: sum("failed"), Skipped: sum("skipped") });
+      expect(await chartTotals()).toEqual({ Succeeded: sum("succeeded"), Failed: sum("failed"), Skipped: sum("skipped") });
       const chart = page.getByRole("img", { name: /Stacked bars per hour/ });
       expect(await chart.getAttribute("aria-label")).toContain(`${sum("failed")} failed`);
       await page.getByText("The numbers, per hour").click();
@@ -350,11 +350,14 @@ describe("the webhook portal, one administrator's session", () => {
     state.failureBegan = Date.now();
     const courseId = await createCourse("Portal e2e outage");
     state.failedEvent = (await courseDelivery(state.path, courseId)).headers["webhook-id"] as string;
-    // WEBHOOK_RETRY_SCHEDULE=1,1,1: the immediate attempt and three retries, then `failed`.
-    const row = page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="failed"]`);
-    await refreshUntil(row);
-    expect(await cell(row, "response", ".response-status").textContent()).toBe("503");
-    expect(await page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="pending"]`).count()).toBe(3);
+    // WEBHOOK_RETRY_SCHEDULE=1,1,1: the immediate attempt and three retries, each logged
+    // `failed`; the three a retry followed say when it was due, the last (newest) none.
+    const rows = page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="failed"]`);
+    await refreshUntil(rows.nth(3));
+    expect(await rows.count()).toBe(4);
+    expect(await cell(rows.first(), "response", ".response-status").textContent()).toBe("503");
+    expect(await cell(rows.first(), "next").textContent()).toBe("—");
+    expect(await cell(rows.nth(1), "next").textContent()).not.toBe("—");
     expect(receiver.at(state.path).filter((r) => r.headers["webhook-id"] === state.failedEvent)).toHaveLength(4);
     // Every failed attempt counts, the retried ones too (docs/reference.md § "Delivery statistics").
     await expect.poll(async () => (await chartTotals()).Failed, { timeout: 15_000 }).toBe((before.Failed ?? 0) + 4);
@@ -402,7 +405,7 @@ describe("the webhook portal, one administrator's session", () => {
     }
     await refreshUntil(page.locator(`tr[data-event-id="${state.skippedEvent}"][data-status="succeeded"]`));
     await shown(page.locator(`tr[data-event-id="${state.failedEvent}"][data-status="succeeded"]`));
-    await expect.poll(async () => (await chartTotals()).Delivered, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
+    await expect.poll(async () => (await chartTotals()).Succeeded, { timeout: 15_000 }).toBeGreaterThanOrEqual(3);
     await expectAccessible("endpoint detail after the recovery");
     if (process.env.PORTAL_SCREENSHOT) await page.screenshot({ path: path.resolve(ROOT, process.env.PORTAL_SCREENSHOT), fullPage: true });
   });
@@ -473,11 +476,11 @@ describe("the webhook portal, one administrator's session", () => {
     // Filters: status, then event id; only the matching rows.
     await page.getByLabel("Status", { exact: true }).selectOption("failed");
     await page.getByRole("button", { name: "Apply filters" }).click();
-    await expect.poll(logRows).toEqual([{ eventId: state.failedEvent!, status: "failed" }]);
+    await expect.poll(logRows).toEqual(Array(4).fill({ eventId: state.failedEvent!, status: "failed" }));
     await page.getByLabel("Status", { exact: true }).selectOption("");
     await page.getByLabel("Event id").fill(state.failedEvent!);
     await page.getByRole("button", { name: "Apply filters" }).click();
-    await expect.poll(async () => (await logRows()).map((r) => r.status)).toEqual(["succeeded", "failed", "pending", "pending", "pending"]);
+    await expect.poll(async () => (await logRows()).map((r) => r.status)).toEqual(["succeeded", "failed", "failed", "failed", "failed"]);
     expect(new Set((await logRows()).map((r) => r.eventId))).toEqual(new Set([state.failedEvent]));
     await page.getByRole("button", { name: "Clear" }).click();
 
@@ -506,11 +509,11 @@ describe("the webhook portal, one administrator's session", () => {
     // log has ended (no first attempt queued, no retry due), so an arrival after the delete
     // could only come from an event accepted after it.
     const owed = async () => {
-      const log = (await api("GET", `/v3/webhooks/${state.id}/deliveries?limit=100`)).body.result as { eventId: string; status: string }[];
+      const log = (await api("GET", `/v3/webhooks/${state.id}/deliveries?limit=100`)).body.result as { eventId: string; nextAttemptAt: string | null }[];
       expect(log.length).toBeLessThan(100);
-      const newest = new Map<string, string>();
-      for (const entry of log) if (!newest.has(entry.eventId)) newest.set(entry.eventId, entry.status);
-      return [...newest].filter(([, status]) => status === "pending");
+      const newest = new Map<string, string | null>();
+      for (const entry of log) if (!newest.has(entry.eventId)) newest.set(entry.eventId, entry.nextAttemptAt);
+      return [...newest].filter(([, next]) => next !== null);
     };
     await expect.poll(owed, { timeout: 20_000 }).toEqual([]);
     await openEndpoint(state.id!);

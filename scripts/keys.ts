@@ -105,7 +105,7 @@ async function list(schoolId: string, json: boolean, where: D1Target): Promise<n
 /** How to review what a revoked key did (docs/operations.md § Keys, logs). */
 const reviewHint = (id: string, schoolId: string) =>
   `review what it did:
-  - its webhook registrations: GET /v3/webhooks with another credential of school ${schoolId}, the records whose createdBy is "${id}" (delete those you do not trust)
+  - its webhook registrations: GET /v3/webhooks with another credential of school ${schoolId}, the records whose createdBy or updatedBy is "${id}" (it created or last changed them: delete or disable those you do not trust)
   - its requests: the Workers Logs lines whose keyId is "${id}" (portal sessions it minted included)`;
 
 /**

@@ -138,7 +138,7 @@ async function main(): Promise<void> {
     check(again.code === 0 && again.stdout.includes(`already revoked at ${revokedAt}`), "revoke twice: the first instant is kept", again.stdout);
     check(
       again.stdout.includes("portal sessions revoked with it: 0") &&
-        again.stdout.includes(`createdBy is "${made.id}"`) &&
+        again.stdout.includes(`createdBy or updatedBy is "${made.id}"`) &&
         again.stdout.includes(`keyId is "${made.id}"`),
       "revoke (text): how many sessions, and how to review the key's registrations and log lines",
       again.stdout,

@@ -247,12 +247,19 @@ export interface CreatedWebhook extends Webhook {
   secret: string;
 }
 
+/**
+ * The words of the delivery log's `status` and of the statistics' counts (docs/reference.md §
+ * "Delivery log"): each attempt's own outcome, a delivery not attempted yet, a skipped entry.
+ * The log's column, its filter and the chart all label them so.
+ */
+export const DELIVERY_STATUS_LABELS = { succeeded: "Succeeded", failed: "Failed", pending: "Pending", skipped: "Skipped" } as const;
+
 /** One entry of the delivery log (§ "Delivery log"). */
 export interface Delivery {
   eventId: string;
   eventType: string;
   attempt: number;
-  status: "pending" | "succeeded" | "failed" | "skipped";
+  status: keyof typeof DELIVERY_STATUS_LABELS;
   responseStatus: number | null;
   error: string | null;
   attemptedAt: string | null;

@@ -45,7 +45,7 @@ export interface DeliveryAttemptLine {
   attempt: number;
   trigger: "event" | "retry" | "resend" | "recover" | "test";
   /** The attempt's outcome, as the delivery log shows it. */
-  status: "succeeded" | "failed" | "pending" | "skipped";
+  status: "succeeded" | "failed" | "skipped";
   /** The receiver's HTTP status; `null` without an answer. */
   responseStatus: number | null;
   /** From sending the request until its status line, the timeout or the error, ms; `null` when nothing was sent. */

@@ -58,6 +58,8 @@ export interface WebhookUpdate {
   headers?: Record<string, string> | null;
   maxPerSecond?: number | null;
   enabled?: boolean;
+  /** The id of the API key behind the request's credential (`updatedBy`), recorded if anything changes; `null` when unknown. */
+  updatedBy: string | null;
 }
 
 /**

@@ -124,7 +124,7 @@ describe("no line carries a credential, a secret, a signature or a custom header
       eventId: failedAttempt.event.id,
       attempt: 1,
       trigger: "event",
-      status: "pending",
+      status: "failed",
       responseStatus: 500,
       durationMs: expect.any(Number),
       error: expect.any(String),

@@ -51,7 +51,7 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
 
     // The first attempt times out (1,000 ms in the suite) and is logged; its retry waits 5 s.
     await sim.advance(1_000 + 10);
-    expect(await entries(key, hook.id, event.id)).toEqual([[1, "pending", "event"]]);
+    expect(await entries(key, hook.id, event.id)).toEqual([[1, "failed", "event"]]);
 
     // A resend makes it due now: its attempt starts and hangs …
     await resend(key, hook.id, event.id);
@@ -65,7 +65,7 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
     expect(sim.to(host)).toHaveLength(3);
     expect(await entries(key, hook.id, event.id)).toEqual([
       [2, "succeeded", "resend"],
-      [1, "pending", "event"],
+      [1, "failed", "event"],
     ]);
 
     // The delivery has ended; a resend queues it again and its attempt hangs: the entry
@@ -77,7 +77,7 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
     expect(await entries(key, hook.id, event.id)).toEqual([
       [3, "pending", "resend"],
       [2, "succeeded", "resend"],
-      [1, "pending", "event"],
+      [1, "failed", "event"],
     ]);
 
     // It times out, and its retry (driven by the courier's alarm) is answered.
@@ -87,9 +87,9 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
     expect(sim.to(host)).toHaveLength(5);
     expect(await entries(key, hook.id, event.id)).toEqual([
       [4, "succeeded", "retry"],
-      [3, "pending", "resend"],
+      [3, "failed", "resend"],
       [2, "succeeded", "resend"],
-      [1, "pending", "event"],
+      [1, "failed", "event"],
     ]);
   });
 
@@ -97,14 +97,14 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
     sim = SimulatedPlatform.virtual().install();
     const { key, host, hook, event } = await hangingFirstAttempt(sim, "atskip", "at-skip.example.com");
     await sim.advance(1_000 + 10);
-    expect(await entries(key, hook.id, event.id)).toEqual([[1, "pending", "event"]]);
+    expect(await entries(key, hook.id, event.id)).toEqual([[1, "failed", "event"]]);
 
     // Disabled with its retry pending: the delivery ends skipped, logged as its second entry.
     const since = new Date(sim.clock.now() - 60_000).toISOString();
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { enabled: false } })).status).toBe(200);
     expect(await entries(key, hook.id, event.id)).toEqual([
       [2, "skipped", "retry"],
-      [1, "pending", "event"],
+      [1, "failed", "event"],
     ]);
 
     // Enabled and recovered: the next attempt is the third.
@@ -117,7 +117,7 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
     expect(await entries(key, hook.id, event.id)).toEqual([
       [3, "succeeded", "recover"],
       [2, "skipped", "retry"],
-      [1, "pending", "event"],
+      [1, "failed", "event"],
     ]);
   });
 });

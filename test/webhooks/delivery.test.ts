@@ -153,7 +153,7 @@ describe("retries", () => {
         responseBody: "ok",
       });
       for (const entry of log.slice(1)) {
-        expect(entry).toMatchObject({ status: "pending", responseStatus: 500, trigger: entry.attempt === 1 ? "event" : "retry" });
+        expect(entry).toMatchObject({ status: "failed", responseStatus: 500, trigger: entry.attempt === 1 ? "event" : "retry" });
         expect(entry.durationMs).toEqual(expect.any(Number));
         const gap = Date.parse(entry.nextAttemptAt) - Date.parse(entry.attemptedAt);
         expect(gap).toBeGreaterThanOrEqual(schedule[entry.attempt - 1]! * 1000);
@@ -176,7 +176,7 @@ describe("retries", () => {
     const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
     expect(log.map((d: { status: string; responseStatus: number }) => [d.status, d.responseStatus])).toEqual([
       ["succeeded", 200],
-      ["pending", 503],
+      ["failed", 503],
     ]);
   });
 
@@ -225,7 +225,7 @@ describe("retries", () => {
     await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
     await drain(schoolId);
     const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
-    expect(entry).toMatchObject({ attempt: 1, status: "pending", responseStatus });
+    expect(entry).toMatchObject({ attempt: 1, status: "failed", responseStatus });
     expect(entry.error).toMatch(error);
     expect((await queueRows(hook.id))[0]!.attempts).toBe(1);
   });
@@ -242,7 +242,7 @@ describe("retries", () => {
         return (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result[0]?.attemptedAt != null;
       }, "the timed-out attempt to be logged");
       const [entry] = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result;
-      expect(entry).toMatchObject({ status: "pending", responseStatus: null, durationMs: 1_000, error: "timed out after 1000 ms" });
+      expect(entry).toMatchObject({ status: "failed", responseStatus: null, durationMs: 1_000, error: "timed out after 1000 ms" });
     });
   });
 });

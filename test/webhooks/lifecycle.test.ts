@@ -53,17 +53,17 @@ describe("the registration record", () => {
     const version = (sql: SqlStorage) => sql.exec<{ value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value;
     await inHub(schoolId, (_h, state) => {
       const sql = state.storage.sql;
-      expect(version(sql)).toBe("4");
+      expect(version(sql)).toBe("5");
       expect(tables(sql)).toEqual(["deleted_ids", "events", "idempotency_keys", "meta", "targets", "webhooks"]);
       migrateHub(sql);
-      expect(version(sql)).toBe("4");
+      expect(version(sql)).toBe("5");
     });
     await inCourier("wh_migration_probe", (_c, state) => {
       const sql = state.storage.sql;
-      expect(version(sql)).toBe("4");
+      expect(version(sql)).toBe("5");
       expect(tables(sql)).toEqual(["events", "log", "meta", "queue"]);
       migrateCourier(sql);
-      expect(version(sql)).toBe("4");
+      expect(version(sql)).toBe("5");
     });
   });
 });
@@ -86,7 +86,7 @@ describe("PATCH /v3/webhooks/{id}", () => {
     new Webhook(hook.secret).verify(got!.body, got!.headers);
     expect((await log(key, hook.id)).map((e) => [e.attempt, e.status])).toEqual([
       [2, "succeeded"],
-      [1, "pending"],
+      [1, "failed"],
     ]);
   });
 
@@ -99,7 +99,7 @@ describe("PATCH /v3/webhooks/{id}", () => {
     expect((await patch(key, hook.id, { url: "https://urlf-new.example.com/in" })).status).toBe(200);
     // The courier says when the attempt under way has ended and its outcome is written.
     await inCourier(hook.id, (c) => c.whenIdle());
-    expect((await log(key, hook.id)).map((e) => [e.attempt, e.status, e.responseStatus])).toEqual([[1, "pending", 500]]);
+    expect((await log(key, hook.id)).map((e) => [e.attempt, e.status, e.responseStatus])).toEqual([[1, "failed", 500]]);
     await makeAllDue(schoolId);
     await drain(schoolId);
     expect(rx.to("urlf-new.example.com")).toHaveLength(1);

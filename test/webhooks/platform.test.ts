@@ -274,7 +274,7 @@ describe("Retry-After", () => {
 
   it("a 429 with Retry-After in seconds puts the next attempt no earlier than that", async () => {
     const { entry, wait } = await firstAttempt({ status: 429, headers: { "retry-after": "120" }, afterMs: 0 });
-    expect(entry).toMatchObject({ status: "pending", responseStatus: 429, error: "HTTP 429 (Retry-After: 120)" });
+    expect(entry).toMatchObject({ status: "failed", responseStatus: 429, error: "HTTP 429 (Retry-After: 120)" });
     expect(wait).toBe(120_000);
   });
 
@@ -285,7 +285,7 @@ describe("Retry-After", () => {
       at = new Date(req.sentAt + 3 * 3_600_000).toUTCString();
       return { status: 503, headers: { "retry-after": at }, afterMs: 0 };
     });
-    expect(entry).toMatchObject({ status: "pending", responseStatus: 503 });
+    expect(entry).toMatchObject({ status: "failed", responseStatus: 503 });
     expect(entry.nextAttemptAt).toBe(new Date(Date.parse(at)).toISOString());
   });
 

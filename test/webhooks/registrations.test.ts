@@ -41,6 +41,7 @@ describe("POST /v3/webhooks", () => {
       disabledReason: null,
       disabledAt: null,
       createdBy: expect.stringMatching(/^key_/),
+      updatedBy: hook.createdBy,
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
       updatedAt: hook.createdAt,
       secret: expect.stringMatching(/^whsec_[A-Za-z0-9+/]{43}=$/),

@@ -36,7 +36,7 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const window = (since: number, until: number, bucket?: string) => `?since=${iso(since)}&until=${iso(until)}${bucket === undefined ? "" : `&bucket=${bucket}`}`;
 
 /** Log rows written straight into the registration's courier's storage, at chosen instants (ms). */
-type Row = { at: number; status: "succeeded" | "failed" | "pending" | "skipped" | "queued" };
+type Row = { at: number; status: "succeeded" | "failed" | "skipped" | "queued" };
 
 async function seed(schoolId: string, webhookId: string, rows: Row[]): Promise<void> {
   // The hub reads a courier it never used as empty: mark it used, as a hand-over would.
@@ -73,7 +73,7 @@ function expected(rows: Row[], since: number, until: number, width: number, now:
   for (let start = Math.floor(since / width) * width; start < until; start += width) {
     const inside = rows.filter((r) => r.at >= Math.max(start, since, now - LOG_RETENTION_MS) && r.at < Math.min(start + width, until));
     const n = (...s: Row["status"][]) => inside.filter((r) => s.includes(r.status)).length;
-    out.push({ start: iso(start), succeeded: n("succeeded"), failed: n("failed", "pending"), pending: n("queued"), skipped: n("skipped") });
+    out.push({ start: iso(start), succeeded: n("succeeded"), failed: n("failed"), pending: n("queued"), skipped: n("skipped") });
   }
   return out;
 }
@@ -86,7 +86,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     const hub = hubFor(env, schoolId);
     await hub.publish([courseEvent(schoolId, "course.created", 1), courseEvent(schoolId, "course.created", 2)]);
     await drain(schoolId);
-    rx.on(host, 503); // retried: the log says `pending`, the stats count a failed attempt
+    rx.on(host, 503); // retried: `failed` in the log and the stats alike
     await hub.publish([courseEvent(schoolId, "course.updated", 3)]);
     await drain(schoolId);
     rx.on(host, 410); // no retry: `failed` in both (and the registration is disabled: gone)
@@ -120,7 +120,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result as { status: string }[];
     const logged = (s: string) => log.filter((e) => e.status === s).length;
     expect(total("succeeded")).toBe(logged("succeeded"));
-    expect(total("failed")).toBe(logged("failed") + logged("pending"));
+    expect(total("failed")).toBe(logged("failed"));
     expect(total("skipped")).toBe(logged("skipped"));
     // Everything happened now: in the last bucket (or the one before, had the hour turned meanwhile).
     const recent = result.buckets.slice(-2).reduce((n, b) => n + b.succeeded + b.failed + b.pending + b.skipped, 0);
@@ -134,7 +134,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     await seed(schoolId, hook.id, [
       { at: h0 + 10 * 60_000, status: "succeeded" }, // 00:10, before the window
       { at: h0 + 30 * 60_000, status: "succeeded" }, // 00:30, in the window and the first bucket
-      { at: h0 + 30 * 60_000, status: "pending" },
+      { at: h0 + 30 * 60_000, status: "failed" },
       { at: h0 + 2 * HOUR, status: "failed" },
       { at: h0 + 2 * HOUR + 59 * 60_000, status: "skipped" },
       { at: h0 + 3 * HOUR, status: "queued" }, // at `until`: outside
@@ -167,7 +167,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     const { schoolId, key } = await newSchool("stp");
     const hook = await register(key, "https://stp.example.com/in");
     const now = Date.now();
-    const statuses = ["succeeded", "failed", "pending", "skipped", "queued"] as const;
+    const statuses = ["succeeded", "failed", "skipped", "queued"] as const;
     // Rows over the last 9 days (some beyond the retention, which the stats must not count).
     const rows = fc.sample(fc.record({ at: fc.integer({ min: now - 9 * DAY, max: now }), status: fc.constantFrom(...statuses) }), {
       numRuns: 300,

@@ -8,11 +8,11 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { useReadOnly } from "../access";
-import { api, type Delivery, type DeliveryFilters, type Page } from "../api";
+import { api, DELIVERY_STATUS_LABELS, type Delivery, type DeliveryFilters, type Page } from "../api";
 import { ErrorAlert, type Problem } from "../components";
 import { formatInstant, localInputToIso } from "../format";
 
-const STATUSES = ["pending", "succeeded", "failed", "skipped"] as const;
+const STATUSES = Object.keys(DELIVERY_STATUS_LABELS) as (keyof typeof DELIVERY_STATUS_LABELS)[];
 /** Polls for a watched event at most this many times, this often (ms). */
 const WATCH_POLLS = 40;
 const WATCH_INTERVAL_MS = 1500;
@@ -68,8 +68,8 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
     };
   }, [id, filters, page, limit, refresh, tick]);
 
-  // After a test (or another action) the watched event is polled for until its delivery has
-  // an outcome, so the administrator sees it succeed or fail without pressing Refresh.
+  // After a test (or another action) the watched event is polled for until its first attempt
+  // has an outcome, so the administrator sees it succeed or fail without pressing Refresh.
   useEffect(() => {
     polls.current = 0;
   }, [watch]);
@@ -132,7 +132,7 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
           <select id="f-status" value={form.status} onChange={(e) => setForm({ ...form, status: e.currentTarget.value })}>
             <option value="">Any</option>
             {STATUSES.map((s) => (
-              <option value={s}>{s}</option>
+              <option value={s}>{DELIVERY_STATUS_LABELS[s]}</option>
             ))}
           </select>
         </div>
@@ -198,7 +198,7 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
                   <td data-col="trigger">{d.trigger ?? "—"}</td>
                   <td data-col="attempt">{d.attempt}</td>
                   <td data-col="status">
-                    <span class={`status status-${d.status}`}>{d.status}</span>
+                    <span class={`status status-${d.status}`}>{DELIVERY_STATUS_LABELS[d.status]}</span>
                   </td>
                   <td data-col="response">
                     <Response delivery={d} />

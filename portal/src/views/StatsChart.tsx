@@ -1,12 +1,12 @@
 /**
- * Delivered, failed and skipped attempts per hour (or per day) from
+ * Succeeded, failed and skipped log entries per hour (or per day) from
  * GET /v3/webhooks/{id}/stats, drawn by uPlot as stacked bars, with the same numbers in a
  * table for screen readers and keyboard users (the canvas is one image to them).
  */
 
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
-import { ApiError, api, type StatsBucket } from "../api";
+import { ApiError, api, DELIVERY_STATUS_LABELS as L, type StatsBucket } from "../api";
 import { ErrorAlert, type Problem } from "../components";
 import { formatBucket } from "../format";
 
@@ -22,9 +22,9 @@ const BUCKET_S = { hour: 3600, day: 86_400 } as const;
 
 /** Series drawn, bottom to top of each stack; colours pass 4.5:1 on white. */
 const SERIES = [
-  { key: "succeeded", label: "Delivered", color: "#2e7d32" },
-  { key: "failed", label: "Failed", color: "#c62828" },
-  { key: "skipped", label: "Skipped", color: "#5f6368" },
+  { key: "succeeded", label: L.succeeded, color: "#2e7d32" },
+  { key: "failed", label: L.failed, color: "#c62828" },
+  { key: "skipped", label: L.skipped, color: "#5f6368" },
 ] as const;
 
 /**
@@ -150,10 +150,10 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
                 <thead>
                   <tr>
                     <th scope="col">{shown.bucket === "hour" ? "Hour" : "Day"} starting (UTC)</th>
-                    <th scope="col">Delivered</th>
-                    <th scope="col">Failed</th>
-                    <th scope="col">Skipped</th>
-                    <th scope="col">Pending</th>
+                    <th scope="col">{L.succeeded}</th>
+                    <th scope="col">{L.failed}</th>
+                    <th scope="col">{L.skipped}</th>
+                    <th scope="col">{L.pending}</th>
                   </tr>
                 </thead>
                 <tbody>

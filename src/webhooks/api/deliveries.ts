@@ -39,7 +39,7 @@ export const deliveryOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "List delivery attempts",
     description:
-      'Delivery attempts of the last 7 days, newest first, filtered by `status` (`skipped` included), `eventType`, `eventId`, `since` and `until` (combined with AND; served from an index). `attempt` numbers each event\'s entries 1, 2, … in the order they were logged, across resends and recovers. A delivery still waiting for its first attempt is listed once with `status: "pending"`, `attemptedAt: null`, its due time in `nextAttemptAt` and the `attempt` it will be logged with.',
+      'Delivery attempts of the last 7 days, newest first, filtered by `status` (`skipped` included), `eventType`, `eventId`, `since` and `until` (combined with AND; served from an index). Each entry is one attempt with its own outcome, `succeeded` or `failed`, logged as soon as it ends: `status=failed` finds a failed attempt at once, also when a retry follows (its `nextAttemptAt` says when). `attempt` numbers each event\'s entries 1, 2, … in the order they were logged, across resends and recovers. A delivery still waiting for its first attempt is listed once with `status: "pending"`, `attemptedAt: null`, its due time in `nextAttemptAt` and the `attempt` it will be logged with.',
     request: { params: webhookIdParams, query: deliveriesQuerySchema },
     responses: {
       200: {
@@ -69,7 +69,7 @@ export const deliveryOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Delivery statistics per hour or day",
     description:
-      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): attempts that succeeded and failed (a failed attempt counts as `failed` even when a retry follows; the log shows it `pending`), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
+      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): the log's entries by status, in its words: attempts that `succeeded` and `failed` (also one that a retry follows), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
     request: { params: webhookIdParams, query: statsQuerySchema },
     responses: {
       200: { description: "The counts per bucket.", schema: statsResponseSchema, example: { status: "success", result: statsSchema.meta()!.example } },

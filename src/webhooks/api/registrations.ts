@@ -172,6 +172,7 @@ export const registrationOperations: Operation<Env>[] = [
         headers: body.headers,
         maxPerSecond: body.maxPerSecond,
         enabled: body.enabled,
+        updatedBy: rc.keyId ?? null,
       });
       if (record === null) throw webhookNotFound(id);
       if (record === HEADERS_REQUIRED) {
@@ -201,7 +202,7 @@ export const registrationOperations: Operation<Env>[] = [
       rejectQuery(req);
       const body = parseBodyWith(rotateSchema, await readOptionalJson(req));
       const id = webhookId(req);
-      const rotated = await hubFor(env, schoolId).rotateSecret(id, body.graceSeconds ?? DEFAULT_GRACE_SECONDS);
+      const rotated = await hubFor(env, schoolId).rotateSecret(id, body.graceSeconds ?? DEFAULT_GRACE_SECONDS, rc.keyId ?? null);
       if (rotated === null) throw webhookNotFound(id);
       return success(rotated);
     },

@@ -48,6 +48,11 @@ const webhookFields = {
       "The id of the API key (`key_…`) that created the registration, directly or through a portal session it minted: after a key leaks, find its registrations by it. `null` for registrations created before it was recorded.",
     example: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   }),
+  updatedBy: z.string().nullable().meta({
+    description:
+      "The id of the API key (`key_…`) behind the registration's last change by a request (the POST, a PATCH that changed something, a secret rotation), directly or through a portal session it minted; an auto-disable changes neither. After a key leaks, find what it created or re-pointed by it (`npm run keys -- revoke KEY_ID` lists them). `null` when unknown (changed before it was recorded).",
+    example: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
+  }),
   createdAt: instantOutSchema,
   updatedAt: instantOutSchema.meta({ description: "The last change (PATCH, rotation, auto-disable); `createdAt` before any." }),
 };
@@ -65,6 +70,7 @@ const WEBHOOK_EXAMPLE = {
   disabledReason: null,
   disabledAt: null,
   createdBy: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
+  updatedBy: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   createdAt: "2026-08-20T09:12:44.120Z",
   updatedAt: "2026-08-20T09:12:44.120Z",
 };
@@ -108,10 +114,11 @@ const webhookTestSchema = z
   .meta({ id: "WebhookTest", example: { eventId: EVENT_ID_EXAMPLE, webhookId: WEBHOOK_ID_EXAMPLE, type: "webhook.test" } });
 
 /**
- * One entry of GET /v3/webhooks/{id}/deliveries: one attempt (`attemptedAt` set) whose
- * `status` is the delivery's state right after it, or a delivery still waiting for its first
- * attempt, listed once with `status: "pending"`, `attemptedAt: null` and the `attempt` it will
- * be logged with. `attempt` numbers the event's entries 1..k (docs/reference.md § "Delivery log").
+ * One entry of GET /v3/webhooks/{id}/deliveries: one attempt (`attemptedAt` set) with its own
+ * outcome (`succeeded` or `failed`; a failed one that a retry follows has `nextAttemptAt`), a
+ * skipped entry, or a delivery still waiting for its first attempt, listed once with
+ * `status: "pending"`, `attemptedAt: null` and the `attempt` it will be logged with. `attempt`
+ * numbers the event's entries 1..k (docs/reference.md § "Delivery log").
  */
 export const deliveryRecordSchema = z
   .strictObject({
@@ -123,7 +130,7 @@ export const deliveryRecordSchema = z
     }),
     status: z.enum(DELIVERY_STATUSES).meta({
       description:
-        'The delivery\'s state right after this attempt: `pending` (a retry is due at `nextAttemptAt`), `succeeded`, `failed` (410 Gone or schedule exhausted), or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: "registration disabled"`).',
+        'This entry\'s own outcome: `succeeded` (a 2xx answer), `failed` (any other answer, a network error or a timeout; when a retry follows, `nextAttemptAt` says when, else the delivery ended: 410 Gone, schedule exhausted, or the URL refused), `pending` (a delivery not attempted yet; `attemptedAt` null) or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: "registration disabled"`). The statistics count entries with the same words.',
     }),
     trigger: z.enum(["event", "retry", "resend", "recover", "test"]).meta({
       description: "Why the attempt was made: `event` (the first after the event was accepted), `retry`, `resend`, `recover` or `test`.",
@@ -138,7 +145,10 @@ export const deliveryRecordSchema = z
       description: "The first 1,024 bytes of the answer's body, decoded as UTF-8 (invalid bytes replaced); `null` without an answer. The rest is not read.",
     }),
     attemptedAt: instantOutSchema.nullable().meta({ description: "When the attempt started; `null` for a delivery still waiting for its first attempt." }),
-    nextAttemptAt: instantOutSchema.nullable().meta({ description: "When the next attempt is due; `null` when none is." }),
+    nextAttemptAt: instantOutSchema.nullable().meta({
+      description:
+        "When the delivery's next attempt is due: set on a failed attempt that a retry follows and on a delivery not attempted yet; `null` when none is (it succeeded, or ended failed or skipped).",
+    }),
   })
   .meta({
     id: "Delivery",
@@ -147,7 +157,7 @@ export const deliveryRecordSchema = z
       eventId: EVENT_ID_EXAMPLE,
       eventType: "course.updated",
       attempt: 2,
-      status: "pending",
+      status: "failed",
       trigger: "retry",
       url: "https://hooks.example.com/in",
       responseStatus: 503,

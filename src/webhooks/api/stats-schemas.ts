@@ -30,10 +30,10 @@ export const statsSchema = z
       .array(
         z.strictObject({
           start: instantOutSchema.meta({ description: "The bucket's first instant (UTC hour or day); the first bucket may start before `since`." }),
-          succeeded: count("Attempts answered 2xx."),
-          failed: count("Attempts that failed (non-2xx, timeout, network error), whether a retry follows or not."),
-          pending: count("Deliveries queued in this bucket and not attempted yet."),
-          skipped: count("Entries skipped while the registration was disabled."),
+          succeeded: count("Log entries `succeeded`: attempts answered 2xx."),
+          failed: count("Log entries `failed`: attempts that failed (non-2xx, timeout, network error), whether a retry follows or not."),
+          pending: count("Log entries `pending`: deliveries queued in this bucket and not attempted yet."),
+          skipped: count("Log entries `skipped`: skipped while the registration was disabled."),
         }),
       )
       .meta({ description: "Every bucket overlapping the window, oldest first, empty ones included." }),

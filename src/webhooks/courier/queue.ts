@@ -279,15 +279,18 @@ export interface Outcome {
  * event's entries are numbered 1, 2, … in the order they are recorded, across resends and
  * recovers, and an outcome never recorded (lost to a restart, or not recorded here) takes none.
  *
- * @returns the attempt's status, its number in the log (`attempt`) and whether its delivery is
- *   due again at once (`again`), or `null` when nothing was recorded.
+ * The row's `status` is the attempt's own outcome (docs/reference.md § "Delivery log"):
+ * `succeeded`, or `failed` whether a retry follows (its `next_attempt_at` says when) or not.
+ *
+ * @returns the attempt's outcome as logged, its number in the log (`attempt`) and whether its
+ *   delivery is due again at once (`again`), or `null` when nothing was recorded.
  */
 export function recordAttempt(
   sql: SqlStorage,
   o: Outcome,
   schedule: readonly number[],
   jitter: number,
-): { status: "succeeded" | "pending" | "failed"; attempt: number; again: boolean } | null {
+): { status: "succeeded" | "failed"; attempt: number; again: boolean } | null {
   // This delivery's place in the retry schedule (the queue row's own count).
   const attempt = o.row.attempts + 1;
   const verdict: AttemptVerdict = o.refused
@@ -319,6 +322,7 @@ export function recordAttempt(
     ).rowsWritten > 0;
   if (again) changed = 1;
   if (changed === 0) return null;
+  const status = verdict.status === "succeeded" ? "succeeded" : "failed";
   const numbered = sql.exec<{ n: number }>(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id = ? RETURNING last_attempt AS n`, r.event_id).one().n;
   sql.exec(
     `INSERT INTO log (event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body, attempted_at, next_attempt_at)
@@ -326,7 +330,7 @@ export function recordAttempt(
     o.row.event_id,
     o.row.event_type,
     numbered,
-    verdict.status,
+    status,
     o.row.trigger,
     o.url,
     o.status,
@@ -338,5 +342,5 @@ export function recordAttempt(
   );
   // Its delivery goes on: it has not ended (`events.ended`, set by the log's trigger).
   if (again) sql.exec(`UPDATE events SET ended = NULL WHERE id = ?`, r.event_id);
-  return { status: verdict.status, attempt: numbered, again };
+  return { status, attempt: numbered, again };
 }

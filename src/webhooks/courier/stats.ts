@@ -18,7 +18,7 @@ import { emptyBuckets, STATS_BUCKET_MS, type StatsBucketSize } from "../rpc";
  * floating one and CAST truncates it: right because ?5 ≥ ?2 keeps it non-negative.
  */
 export const STATS_SQL = `SELECT CAST((at - ?2) / ?4 AS INTEGER) AS k,
-       sum(s = 'succeeded') AS succeeded, sum(s IN ('failed', 'pending')) AS failed,
+       sum(s = 'succeeded') AS succeeded, sum(s = 'failed') AS failed,
        sum(s = 'queued') AS pending, sum(s = 'skipped') AS skipped
   FROM (
     SELECT attempted_at AS at, status AS s FROM log

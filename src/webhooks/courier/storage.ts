@@ -85,6 +85,17 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX log_event_at ON log (event_id, attempted_at)`,
     `DROP INDEX log_event`,
   ],
+  [
+    // A log entry is one attempt with its own outcome: a failed attempt that a retry follows
+    // is `failed` with its `next_attempt_at` (it was `pending`), so that `status=failed` finds
+    // it at once. A one-off pass over those rows, through `log_status`.
+    `UPDATE log SET status = 'failed' WHERE status = 'pending'`,
+    // `ended` still means the delivery ended: a failed entry with a retry due leaves it open.
+    `DROP TRIGGER log_ended`,
+    `CREATE TRIGGER log_ended AFTER INSERT ON log
+       WHEN NEW.status = 'skipped' OR (NEW.status = 'failed' AND NEW.next_attempt_at IS NULL)
+     BEGIN UPDATE events SET ended = NEW.status WHERE id = NEW.event_id; END`,
+  ],
 ];
 
 /** The tables a closed courier empties (`erase`). */

@@ -42,6 +42,7 @@ export type WebhookRow = {
   updated_at: number;
   deleted_at: number | null;
   created_by: string | null;
+  updated_by: string | null;
   version: number;
   enabled_version: number;
   disables: number;
@@ -66,6 +67,7 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     disabledReason: row.enabled === 1 ? null : row.disabled_reason,
     disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
     createdBy: row.created_by,
+    updatedBy: row.updated_by,
     createdAt: formatInstant(row.created_at),
     updatedAt: formatInstant(row.updated_at),
   };
@@ -135,8 +137,8 @@ export function create(sql: SqlStorage, input: NewWebhook, idem: IdempotencyInpu
 function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
   const secret = newSecret();
   sql.exec(
-    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10)`,
+    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by, updated_by)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?10)`,
     id,
     input.url,
     JSON.stringify(input.events),
@@ -154,7 +156,8 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: numb
 /**
  * PATCH: applies `change` to `id` at `now` (ms). `enabled: false` disables it (reason
  * `manual`), `enabled: true` re-enables it. Every change bumps `version`, so its courier is
- * given the new config.
+ * given the new config, and records `change.updatedBy` (a PATCH that changes nothing records
+ * nothing).
  *
  * A new `url` on a registration with custom headers must come with `headers`: the values
  * are bound to the URL they were given for (docs/reference.md § PATCH /v3/webhooks/{id}).
@@ -192,6 +195,7 @@ export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate
   }
   if (set.length === 0) return before;
   put("updated_at", now);
+  put("updated_by", change.updatedBy);
   values.push(id);
   sql.exec(`UPDATE webhooks SET ${set.join(", ")}, version = version + 1 WHERE id = ?${values.length}`, ...values);
   return readWebhook(sql, id);
@@ -218,21 +222,23 @@ export function disableWebhook(sql: SqlStorage, id: string, reason: "failing" | 
 
 /**
  * Rotation: a new secret; the current one becomes the previous, valid `graceSeconds` more
- * (0: dropped now). A previous secret from an earlier rotation is forgotten.
+ * (0: dropped now). A previous secret from an earlier rotation is forgotten. `updatedBy`: the
+ * id of the API key behind the request (`null` when unknown), recorded.
  *
  * @returns the new secret and when the previous one expires, or `null` for an unknown id.
  */
-export function rotateSecret(sql: SqlStorage, id: string, graceSeconds: number, now: number): RotatedSecret | null {
+export function rotateSecret(sql: SqlStorage, id: string, graceSeconds: number, updatedBy: string | null, now: number): RotatedSecret | null {
   if (!readWebhook(sql, id)) return null;
   const secret = newSecret();
   const expiresAt = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
   sql.exec(
     `UPDATE webhooks SET previous_secret = CASE WHEN ?3 IS NULL THEN NULL ELSE secret END, previous_expires_at = ?3, secret = ?2,
-       updated_at = ?4, version = version + 1 WHERE id = ?1`,
+       updated_at = ?4, updated_by = ?5, version = version + 1 WHERE id = ?1`,
     id,
     secret,
     expiresAt,
     now,
+    updatedBy,
   );
   return { id, secret, previousSecretExpiresAt: expiresAt === null ? null : formatInstant(expiresAt) };
 }
@@ -253,7 +259,7 @@ export function tombstone(sql: SqlStorage, id: string, now: number): { found: "d
   if (!row) return null;
   if (row.deleted_at !== null) return { found: "tombstone", courier: row.courier };
   sql.exec(
-    `UPDATE webhooks SET deleted_at = ?2, url = '', events = '[]', description = NULL, filter = NULL, created_by = NULL,
+    `UPDATE webhooks SET deleted_at = ?2, url = '', events = '[]', description = NULL, filter = NULL, created_by = NULL, updated_by = NULL,
        secret = '', previous_secret = NULL, previous_expires_at = NULL, headers = '{}', version = version + 1 WHERE id = ?1`,
     id,
     now,

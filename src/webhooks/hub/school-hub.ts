@@ -150,8 +150,8 @@ export class SchoolHub extends DurableObject<Env> {
    * @throws if the courier cannot be reached: the rotation is made, the alarm pushes it, and a
    *   repeated rotation pushes its own before answering (as PATCH).
    */
-  async rotateSecret(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS): Promise<RotatedSecret | null> {
-    const rotated = this.storage.transactionSync(() => registrations.rotateSecret(this.sql, id, graceSeconds, this.platform.now()));
+  async rotateSecret(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS, updatedBy: string | null = null): Promise<RotatedSecret | null> {
+    const rotated = this.storage.transactionSync(() => registrations.rotateSecret(this.sql, id, graceSeconds, updatedBy, this.platform.now()));
     if (rotated) await this.couriers.configure(id);
     return rotated;
   }

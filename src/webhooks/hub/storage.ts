@@ -99,6 +99,13 @@ const MIGRATIONS: string[][] = [
     // tombstones made before `tombstone` erased these too lose them now, once.
     `UPDATE webhooks SET url = '', events = '[]', description = NULL, filter = NULL, created_by = NULL WHERE deleted_at IS NOT NULL`,
   ],
+  [
+    // The id of the API key behind each registration's last change by a request (POST,
+    // PATCH, rotation: `updatedBy`), so that a revoked key's changes can be found. Rows
+    // stored before it: their creator, the only key known to have changed them.
+    `ALTER TABLE webhooks ADD COLUMN updated_by TEXT`,
+    `UPDATE webhooks SET updated_by = created_by WHERE deleted_at IS NULL AND created_by IS NOT NULL`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
