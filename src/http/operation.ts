@@ -71,6 +71,13 @@ export interface Operation<E> {
    * redeem, which changes the session and nothing of the school's data).
    */
   readOnlyTokens?: boolean;
+  /**
+   * With `portalTokens`: the operation takes a portal link's token (one minted by POST
+   * /v3/portal-sessions) and no other portal token: the redeem. A link's token anywhere else
+   * answers 401 UNAUTHORIZED (the catalogue's `link` message); a redeemed session's token
+   * here 403 FORBIDDEN (docs/reference.md § Portal sessions).
+   */
+  portalLinks?: boolean;
   /** The schemas the handler validates with (`params` documents the path segments). */
   request?: {
     params?: z.ZodObject;
