@@ -32,6 +32,8 @@ export default defineConfig(async () => {
           ratelimits: {
             RATE_LIMITER: { namespace_id: "1001", simple: { limit: 5, period: 60 } },
             RATE_LIMITER_PREFIX48: { namespace_id: "1002", simple: { limit: 10, period: 60 } },
+            // A school's portal sessions together, at 2 times a session's (wrangler.toml: 4 times).
+            RATE_LIMITER_PORTAL_SCHOOL: { namespace_id: "1003", simple: { limit: 10, period: 60 } },
           },
           // The simulated read replica of test/support/replica-sim.ts (the local runtime has none).
           d1Databases: { TEST_REPLICA: "test-replica" },

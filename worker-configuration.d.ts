@@ -7,6 +7,7 @@ interface __BaseEnv_Env {
 	SHARD_1: D1Database;
 	RATE_LIMITER: RateLimit;
 	RATE_LIMITER_PREFIX48: RateLimit;
+	RATE_LIMITER_PORTAL_SCHOOL: RateLimit;
 	ASSETS: Fetcher;
 	WEBHOOK_ALLOW_INSECURE_URLS: string;
 	WEBHOOK_RETRY_SCHEDULE: string;

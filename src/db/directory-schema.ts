@@ -73,12 +73,20 @@ export const portalSessions = sqliteTable(
      * inherits it. Revoking the key revokes its sessions.
      */
     keyId: text("key_id"),
+    /**
+     * A link's token (minted by POST /v3/portal-sessions): it can only be redeemed, once; the
+     * redeem's session is not a link (0). Default 1, so that a row written without it is the
+     * narrower credential.
+     */
+    link: integer("link", { mode: "boolean" }).notNull().default(true),
   },
   (t) => [
     // DELETE /v3/portal-sessions and the live-session cap: the school's tokens still alive.
     index("portal_sessions_school_idx").on(t.schoolId, t.expiresAt),
     // The cron's pruning of ended sessions.
     index("portal_sessions_expires_idx").on(t.expiresAt),
+    // The cron's pruning of revoked sessions, a day after their revocation.
+    index("portal_sessions_revoked_idx").on(t.revokedAt),
     // `npm run keys -- revoke`: the sessions of a key.
     index("portal_sessions_key_idx").on(t.keyId),
   ],

@@ -5,7 +5,9 @@
  * - a portal session token `ps_…`: only the operations whose declaration sets
  *   `portalTokens` (src/http/operation.ts; the router copies it into the request context),
  *   and with a read-only token only their GETs and those declared `readOnlyTokens` (the
- *   redeem); any other operation: 403 FORBIDDEN.
+ *   redeem); any other operation: 403 FORBIDDEN. A link's token (minted by POST
+ *   /v3/portal-sessions, not yet redeemed) only the operation declared `portalLinks` (the
+ *   redeem): elsewhere 401; a redeemed session's token there: 403.
  * Both kinds are stored only as SHA-256 hashes in the directory (binding DIRECTORY) and
  * belong to exactly one school, whose shard the same query reads. The scope lives in the
  * operations' declarations, never in paths: this module only compares.
@@ -132,14 +134,15 @@ function verifiedSchool(rc: RequestContext, schoolId: string | undefined, keyId:
  * read-only check included.
  *
  * @returns the token's school and its shard.
- * @throws ApiError 401 UNAUTHORIZED (unknown, expired or revoked token), 403 FORBIDDEN
- *   (an operation that takes API keys only, or a change with a read-only token).
+ * @throws ApiError 401 UNAUTHORIZED (unknown, expired or revoked token; a link's token outside
+ *   the redeem), 403 FORBIDDEN (an operation that takes API keys only, a change with a
+ *   read-only token, a session token on the redeem).
  */
 async function schoolOfPortalToken(request: Request, directory: D1Database, rc: RequestContext, tokenHash: string): Promise<SchoolPlace> {
   const row = await rc.db(() =>
     directory
       .prepare(
-        `SELECT p.school_id, p.expires_at, p.read_only, p.revoked_at, p.key_id, ${PLACE_COLUMNS} FROM portal_sessions p JOIN schools s ON s.id = p.school_id WHERE p.token_hash = ?`,
+        `SELECT p.school_id, p.expires_at, p.read_only, p.revoked_at, p.key_id, p.link, ${PLACE_COLUMNS} FROM portal_sessions p JOIN schools s ON s.id = p.school_id WHERE p.token_hash = ?`,
       )
       .bind(tokenHash)
       .first<{
@@ -148,6 +151,7 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
         read_only: number;
         revoked_at: number | null;
         key_id: string | null;
+        link: number;
         name: string;
         shard: string;
         state: string;
@@ -158,7 +162,13 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
   if (row.revoked_at !== null)
     throw new ApiError("UNAUTHORIZED", `This portal session was revoked, or its link was used already (a link opens once); ${NEW_LINK}.`);
   if (row.expires_at <= Date.now()) throw new ApiError("UNAUTHORIZED", `This portal session ended at ${formatInstant(row.expires_at)}; ${NEW_LINK}.`);
+  // A link's token is no bearer until redeemed: before the school is recorded, so that the
+  // rate limit does not count it as a verified credential.
+  if (row.link === 1 && !rc.portalLinks) throw errors.linkToken();
   verifiedSchool(rc, row.school_id, row.key_id);
+  if (row.link !== 1 && rc.portalLinks) {
+    throw new ApiError("FORBIDDEN", "This portal session is open already: only a portal link's token (from POST /v3/portal-sessions) is redeemed.");
+  }
   if (!rc.portalTokens) {
     throw new ApiError(
       "FORBIDDEN",

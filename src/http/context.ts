@@ -27,6 +27,8 @@ export class RequestContext {
   portalTokens = false;
   /** Whether read-only portal tokens may call it though it is not a GET (its declaration's `readOnlyTokens`). */
   readOnlyTokens = false;
+  /** Whether it takes portal links' tokens, and no other portal token (its declaration's `portalLinks`: the redeem). */
+  portalLinks = false;
   /**
    * The portal session of the request's token, once the token is known valid for the
    * operation (src/http/auth.ts): the router sends it back as response headers. `expiresAt`

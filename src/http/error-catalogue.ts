@@ -8,7 +8,7 @@
  * EVENT_NOT_FOUND, PRECONDITION_FAILED, IDEMPOTENCY_KEY_MISMATCH, RATE_LIMITED): an
  * operation documents a code only once it can answer it.
  */
-import { GET_MAX_IDS, MAX_BODY_BYTES, MAX_LIVE_PORTAL_SESSIONS, MAX_WEBHOOKS, SEARCH_MAX_IDS } from "../lib/limits";
+import { GET_MAX_IDS, MAX_BODY_BYTES, MAX_LIVE_PORTAL_SESSIONS, MAX_STORED_PORTAL_SESSIONS, MAX_WEBHOOKS, SEARCH_MAX_IDS } from "../lib/limits";
 
 /** One entry of the catalogue. */
 export interface ErrorEntry {
@@ -69,18 +69,20 @@ export const ERRORS = {
   },
   UNAUTHORIZED: {
     status: 401,
-    when: "no valid credential: the API key or portal session token is missing, malformed, unknown, expired or revoked",
+    when: "no valid credential: the API key or portal session token is missing, malformed, unknown, expired or revoked, or a portal link's token is used on an operation other than the redeem",
     message: "A valid API key or portal session token is required: send `Authorization: Bearer sk_…` (or `Bearer ps_…` from a portal link).",
     variants: {
       // Told apart from the default message: the header alone shows it, so it says nothing
       // about whether a key exists (an unknown and a revoked key share the default one).
       scheme:
         "The Authorization header must read `Authorization: Bearer <key>`: the `Bearer ` scheme is missing or another one was sent, or no credential follows it.",
+      // A link's token (POST /v3/portal-sessions) is no bearer until the portal redeems it.
+      link: "This is a portal link's token: open the link (<origin>/portal#token=ps_…) in a browser to sign in; it works only there, once. The portal's session token works on the API.",
     },
   },
   FORBIDDEN: {
     status: 403,
-    when: "a valid portal session token (`ps_…`) used outside its scope: an operation other than the webhook ones, GET /v3/school and the redeem, or a change with a read-only token",
+    when: "a valid portal session token (`ps_…`) used outside its scope: an operation other than the webhook ones, GET /v3/school and the redeem, a change with a read-only token, or the redeem with a session token (only a link's token is redeemed)",
     example: {
       message:
         "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types), GET /v3/school and the redeem; use an API key for this one.",
@@ -107,8 +109,8 @@ export const ERRORS = {
   WEBHOOK_DISABLED: { status: 409, when: "test, resend or recover on a disabled registration" },
   PORTAL_SESSION_LIMIT_REACHED: {
     status: 409,
-    when: `the school already has ${MAX_LIVE_PORTAL_SESSIONS} live portal sessions (revoke them with \`DELETE /v3/portal-sessions\`)`,
-    message: `This school already has ${MAX_LIVE_PORTAL_SESSIONS} live portal sessions; revoke them (DELETE /v3/portal-sessions) or wait for some to expire.`,
+    when: `minting a link: the school already has ${MAX_LIVE_PORTAL_SESSIONS} live portal sessions (revoke them with \`DELETE /v3/portal-sessions\`), or stores ${MAX_STORED_PORTAL_SESSIONS.toLocaleString("en-US")} session rows (a live link counting twice; rows go a day after their end or revocation)`,
+    message: `This school already has ${MAX_LIVE_PORTAL_SESSIONS} live portal sessions, or ${MAX_STORED_PORTAL_SESSIONS.toLocaleString("en-US")} stored ones (kept a day after they end or are revoked); revoke live ones (DELETE /v3/portal-sessions) and wait for ended ones to be removed.`,
   },
   CURSOR_EXPIRED: {
     status: 410,

@@ -63,6 +63,8 @@ export const errors = {
   unauthorized: () => new ApiError("UNAUTHORIZED"),
   /** 401 for an `Authorization` header without the `Bearer` scheme or without a credential after it. */
   wrongScheme: () => new ApiError("UNAUTHORIZED", ERRORS.UNAUTHORIZED.variants.scheme),
+  /** 401 for a portal link's token on an operation other than the redeem. */
+  linkToken: () => new ApiError("UNAUTHORIZED", ERRORS.UNAUTHORIZED.variants.link),
   notFound: (path: string) => new ApiError("NOT_FOUND", `No route matches ${path}.`),
   methodNotAllowed: (method: string, allowed: string[]) =>
     new ApiError("METHOD_NOT_ALLOWED", `${method} is not allowed here; use ${allowed.join(", ")}.`, undefined, { allow: allowed.join(", ") }),

@@ -71,6 +71,13 @@ export interface Operation<E> {
    * redeem, which changes the session and nothing of the school's data).
    */
   readOnlyTokens?: boolean;
+  /**
+   * With `portalTokens`: the operation takes a portal link's token (one minted by POST
+   * /v3/portal-sessions) and no other portal token: the redeem. A link's token anywhere else
+   * answers 401 UNAUTHORIZED (the catalogue's `link` message); a redeemed session's token
+   * here 403 FORBIDDEN (docs/reference.md § Portal sessions).
+   */
+  portalLinks?: boolean;
   /** The schemas the handler validates with (`params` documents the path segments). */
   request?: {
     params?: z.ZodObject;
@@ -113,7 +120,7 @@ export function allResponses<E>(op: Operation<E>): Record<number, SuccessRespons
   const shared: Record<number, ErrorResponse> = {
     429: {
       codes: ["RATE_LIMITED"],
-      lead: "The limit is counted per API key, per school for its portal tokens (all share one counter), or per client IP (an IPv6 client by its /64) for requests without a valid credential. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.",
+      lead: "The limit is counted per API key, per portal session token and per school for its portal tokens together (a higher limit), or per client IP (an IPv6 client by its /64) for requests without a valid credential. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.",
     },
     500: ["INTERNAL_ERROR"],
   };

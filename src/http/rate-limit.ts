@@ -1,6 +1,7 @@
 /**
- * The rate limit (docs/reference.md § Rate limit): `RATE_LIMITER` counts each valid API key by
- * its SHA-256, all portal tokens of a school on one counter, every other request by its
+ * The rate limit (docs/reference.md § Rate limit): `RATE_LIMITER` counts each valid credential
+ * by its SHA-256 (a portal session token also on its school's counter,
+ * `RATE_LIMITER_PORTAL_SCHOOL`, with a higher limit), every other request by its
  * client IP (`cf-connecting-ip`; IPv6 by its /64, and by its /48 on `RATE_LIMITER_PREFIX48`,
  * with a higher limit), each per Cloudflare location. Beyond the limit: 429 RATE_LIMITED
  * with `Retry-After`; while enabled, every response carries `RateLimit-Policy`.
@@ -29,6 +30,12 @@ export interface RateLimitEnv {
    * charged to its /48 as well, at 16 times the /64's limit (wrangler.toml).
    */
   RATE_LIMITER_PREFIX48: RateLimit;
+  /**
+   * The counter of a school's portal sessions together (`portal:<school id>`): every request
+   * of a session is charged to its own counter and to this one, at 4 times a session's limit
+   * (wrangler.toml).
+   */
+  RATE_LIMITER_PORTAL_SCHOOL: RateLimit;
   /** `"false"` turns the limiter off (benchmarks, bulk local work). */
   RATE_LIMIT_ENABLED: string;
   /** The binding's `simple.limit`, repeated for `RateLimit-Policy` (the binding does not expose it). */
@@ -100,8 +107,9 @@ const rateLimited = (subject: string) =>
   });
 
 /**
- * The counter a verified credential is charged to: its own (`cred:<sha256>`) for an API key,
- * its school's (`portal:<school id>`) for a portal session token.
+ * The counter a verified credential is remembered with: its own (`cred:<sha256>`) for an API
+ * key, its school's (`portal:<school id>`) for a portal session token, which is charged to its
+ * own `cred:<sha256>` as well (`chargeVerified`).
  */
 const counterOf = (credential: string, hash: string, rc: RequestContext) =>
   credentialKind(credential) === "portal" ? `portal:${rc.schoolId}` : `cred:${hash}`;
@@ -140,7 +148,17 @@ export async function withRateLimit(
   const address = request.headers.get("cf-connecting-ip");
   const clientKey = `ip:${clientSubject(address)}`;
   const network = clientNetwork(address);
-  const limited = async (key: string) => enabled && !(await env.RATE_LIMITER.limit({ key })).success;
+  // A verified credential's counters: its own, and for a portal token its school's too (both
+  // charged; either over refuses), so that one session cannot exhaust the others' room.
+  const chargeVerified = async (counter: string, credentialHash: string): Promise<boolean> => {
+    if (!enabled) return false;
+    if (!counter.startsWith("portal:")) return !(await env.RATE_LIMITER.limit({ key: counter })).success;
+    const [own, school] = await Promise.all([
+      env.RATE_LIMITER.limit({ key: `cred:${credentialHash}` }),
+      env.RATE_LIMITER_PORTAL_SCHOOL.limit({ key: counter }),
+    ]);
+    return !own.success || !school.success;
+  };
   // The client's counters: its address (IPv6: /64) and, for IPv6, its /48. Both are charged
   // (no short cut), and the stricter decides.
   const clientLimited = async (): Promise<string | undefined> => {
@@ -152,8 +170,8 @@ export async function withRateLimit(
     return !own.success ? "client IP" : !wide.success ? "client network (IPv6 /48)" : undefined;
   };
   try {
-    if (known !== undefined) {
-      if (await limited(known)) throw rateLimited("credential");
+    if (known !== undefined && hash !== undefined) {
+      if (await chargeVerified(known, hash)) throw rateLimited("credential");
     } else {
       const over = await clientLimited();
       if (over !== undefined) throw rateLimited(over);
@@ -162,7 +180,7 @@ export async function withRateLimit(
     if (credential !== undefined && hash !== undefined && rc.schoolId !== undefined) {
       const own = counterOf(credential, hash, rc);
       verified.remember(hash, own);
-      if (known === undefined) await limited(own);
+      if (known === undefined) await chargeVerified(own, hash);
     } else if (hash !== undefined && res.status === 401) {
       verified.forget(hash);
       if (known !== undefined) {

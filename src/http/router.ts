@@ -26,7 +26,8 @@ function pathPattern(path: string): RegExp {
 }
 
 /** What the router needs of an operation (a benchmark-only route declares no more). */
-export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> & Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens">>;
+export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> &
+  Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens" | "portalLinks">>;
 
 /** Builds the fetch function of a list of operations. */
 export function buildRouter<E>(operations: readonly Route<E>[]) {
@@ -45,10 +46,12 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
     // when one returns nothing).
     const portalTokens = op.portalTokens === true;
     const readOnlyTokens = op.readOnlyTokens === true;
+    const portalLinks = op.portalLinks === true;
     const scope = (_req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
       rc.operationId = op.operationId;
       rc.portalTokens = portalTokens;
       rc.readOnlyTokens = readOnlyTokens;
+      rc.portalLinks = portalLinks;
     };
     routes.push([op.method, pathPattern(op.path), [scope, op.handler], op.path]);
   }

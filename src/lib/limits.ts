@@ -24,6 +24,14 @@ export const MAX_WEBHOOKS = 50;
 /** Most live (unexpired, unrevoked) portal sessions a school may have (beyond: 409 PORTAL_SESSION_LIMIT_REACHED). */
 export const MAX_LIVE_PORTAL_SESSIONS = 100;
 
+/**
+ * Most portal session rows a school may store: links and opened sessions, live or ended (an
+ * expired row stays a day after its end, a revoked one a day after its revocation: the
+ * cron's prune). A mint counts for two (its link and the session its redeem will add), so a
+ * redeem never passes it; beyond, minting answers 409 PORTAL_SESSION_LIMIT_REACHED.
+ */
+export const MAX_STORED_PORTAL_SESSIONS = 1000;
+
 /** Most long polls (`GET /v3/events?wait=…`) of one school waiting at once; beyond, `wait` counts as 0. */
 export const MAX_WAITING_POLLS = 100;
 

@@ -1,7 +1,8 @@
 /**
  * Portal sessions in D1 (docs/reference.md § Portal sessions): minting a `ps_` token for a
- * school (at most 100 live per school), redeeming one for a fresh token (a link opens once),
- * revoking all of a school's tokens, pruning ended ones. A token is stored only as its
+ * school (at most 100 live and 1,000 stored per school), redeeming a link's token for a
+ * session token (a link opens once; a session token is never redeemed), revoking all of a
+ * school's tokens, pruning ended and revoked ones. A token is stored only as its
  * SHA-256 hash, with its school, its end, its read-only flag and the id of the API key that
  * minted it (revoking the key revokes its sessions: src/db/api-keys.ts); src/http/auth.ts
  * resolves it on each request.
@@ -9,9 +10,9 @@
 import type { D1Timer } from "../http/context";
 import { ApiError, errors } from "../http/errors";
 import { randomCredential, sha256Hex } from "../lib/crypto";
-import { MAX_LIVE_PORTAL_SESSIONS } from "../lib/limits";
+import { MAX_LIVE_PORTAL_SESSIONS, MAX_STORED_PORTAL_SESSIONS } from "../lib/limits";
 
-/** How long an expired session's row is kept, in ms: for a day its 401 says why. */
+/** How long an expired or revoked session's row is kept, in ms: for a day its 401 says why. */
 const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000;
 
 /** A new portal session, as POST /v3/portal-sessions answers it (before the URL is added). */
@@ -25,13 +26,15 @@ export interface NewPortalSession {
 
 /**
  * Mints a token for `schoolId` and stores its hash with `keyId`, the minting key (one D1
- * round trip, on the primary): the insert, the count of live sessions and the key's state
- * are one batch, so the cap holds under concurrent mints and a key revoked meanwhile mints
- * nothing.
+ * round trip, on the primary): the insert, the counts of the school's sessions and the key's
+ * state are one batch, so the caps hold under concurrent mints and a key revoked meanwhile
+ * mints nothing. The stored cap counts each live link twice (its row and the one its redeem
+ * will add), so that a redeem never passes it.
  *
  * @param expiresInSeconds the session's length (the operation validated it: 60–604800).
  * @param now ms since the epoch.
- * @throws ApiError 409 PORTAL_SESSION_LIMIT_REACHED (100 live sessions already), 401
+ * @throws ApiError 409 PORTAL_SESSION_LIMIT_REACHED (100 live sessions, or 1,000 stored rows
+ *   counting live links twice, already), 401
  *   UNAUTHORIZED (the key was revoked meanwhile).
  */
 export async function createPortalSession(
@@ -46,15 +49,17 @@ export async function createPortalSession(
   const expiresAt = now + opts.expiresInSeconds * 1000;
   const tokenHash = await sha256Hex(token);
   const live = "SELECT count(*) FROM portal_sessions WHERE school_id = ?1 AND expires_at > ?2 AND revoked_at IS NULL";
+  const stored = `SELECT (SELECT count(*) FROM portal_sessions WHERE school_id = ?1)
+    + (SELECT count(*) FROM portal_sessions WHERE school_id = ?1 AND expires_at > ?2 AND revoked_at IS NULL AND link = 1)`;
   const keyAlive = "(?3 IS NULL OR EXISTS (SELECT 1 FROM api_keys WHERE id = ?3 AND revoked_at IS NULL))";
   const [inserted, state] = await timed(() =>
     d1.batch<{ n?: number; alive?: number }>([
       d1
         .prepare(
-          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id)
-           SELECT ?4, ?1, ?2, ?5, ?6, ?3 WHERE (${live}) < ?7 AND ${keyAlive} RETURNING 1 AS n`,
+          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id, link)
+           SELECT ?4, ?1, ?2, ?5, ?6, ?3, 1 WHERE (${live}) < ?7 AND (${stored}) + 2 <= ?8 AND ${keyAlive} RETURNING 1 AS n`,
         )
-        .bind(schoolId, now, keyId, tokenHash, expiresAt, opts.readOnly ? 1 : 0, MAX_LIVE_PORTAL_SESSIONS),
+        .bind(schoolId, now, keyId, tokenHash, expiresAt, opts.readOnly ? 1 : 0, MAX_LIVE_PORTAL_SESSIONS, MAX_STORED_PORTAL_SESSIONS),
       d1.prepare(`SELECT ${keyAlive} AS alive`).bind(schoolId, now, keyId),
     ]),
   );
@@ -68,9 +73,10 @@ export interface RedeemedPortalSession extends NewPortalSession {
 }
 
 /**
- * Redeems the session whose token hashes to `tokenHash` (a link opens once): a new token with
- * the same school, scope, expiry and minting key, and the presented token revoked, in one D1
- * batch (one transaction: of two redeems of one token, one wins).
+ * Redeems the link whose token hashes to `tokenHash` (a link opens once): a new session token
+ * (not a link) with the same school, scope, expiry and minting key, and the link revoked, in
+ * one D1 batch (one transaction: of two redeems of one link, one wins). Only a link's row
+ * is redeemed (src/http/auth.ts refuses a session token before this).
  *
  * @param now ms since the epoch.
  * @throws ApiError 401 UNAUTHORIZED when the token was revoked, redeemed or expired meanwhile.
@@ -82,9 +88,9 @@ export async function redeemPortalSession(d1: D1Database, timed: D1Timer, tokenH
     d1.batch<{ school_id: string; name: string; expires_at: number; read_only: number }>([
       d1
         .prepare(
-          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id)
-           SELECT ?1, school_id, ?2, expires_at, read_only, key_id FROM portal_sessions
-           WHERE token_hash = ?3 AND revoked_at IS NULL AND expires_at > ?2
+          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id, link)
+           SELECT ?1, school_id, ?2, expires_at, read_only, key_id, 0 FROM portal_sessions
+           WHERE token_hash = ?3 AND link = 1 AND revoked_at IS NULL AND expires_at > ?2
            RETURNING school_id, (SELECT name FROM schools WHERE id = school_id) AS name, expires_at, read_only`,
         )
         .bind(newHash, now, tokenHash),
@@ -111,16 +117,17 @@ export async function revokePortalSessions(d1: D1Database, timed: D1Timer, schoo
 }
 
 /**
- * Deletes the sessions that expired more than a day ago (the cron sweep, by the expiry
- * index). Until then the 401 of an ended token says why it no longer works; a revoked
- * session goes once it would have expired.
+ * Deletes the sessions that expired, or were revoked, more than a day ago (the cron sweep:
+ * one batch of two statements, each by its index, expiry and revocation). Until then the 401
+ * of an ended token says why it no longer works.
  *
  * @returns the number of rows deleted.
  */
 export async function prunePortalSessions(d1: D1Database, now = Date.now()): Promise<number> {
-  const r = await d1
-    .prepare("DELETE FROM portal_sessions WHERE expires_at <= ?")
-    .bind(now - ENDED_RETENTION_MS)
-    .run();
-  return r.meta.changes ?? 0;
+  const before = now - ENDED_RETENTION_MS;
+  const results = await d1.batch([
+    d1.prepare("DELETE FROM portal_sessions WHERE expires_at <= ?").bind(before),
+    d1.prepare("DELETE FROM portal_sessions WHERE revoked_at <= ?").bind(before),
+  ]);
+  return results.reduce((n, r) => n + (r.meta.changes ?? 0), 0);
 }

@@ -17,6 +17,7 @@ import { DOCS_CSP, DOCS_HEADERS, PORTAL_HEADERS } from "../../src/portal/headers
 import { BASE, call, callJson, loadFixture } from "../support/helpers";
 import { checkResponse, problemsAt } from "../support/openapi-check";
 import { Receivers } from "../support/webhooks/receivers";
+import { openPortalSession } from "../support/webhooks/harness";
 
 type Json = Record<string, any>;
 const doc: Json = openApiDocument();
@@ -533,8 +534,8 @@ describe("every documented status and code is one the code answers", () => {
     await callJson(`/v3/webhooks/${disabledHookId}`, { method: "PATCH", key: KEY, json: { enabled: false } });
     testEventId = (await callJson(`/v3/webhooks/${hookId}/test`, { method: "POST", key: KEY })).body.result.eventId;
     for (let i = 0; i < 50; i++) await callJson("/v3/webhooks", { method: "POST", key: `${KEY}_full`, json: { url: `https://hooks.example.com/${i}` } });
-    fullToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY })).body.result.token;
-    readOnlyToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY, json: { readOnly: true } })).body.result.token;
+    fullToken = (await openPortalSession(KEY)).token;
+    readOnlyToken = (await openPortalSession(KEY, { readOnly: true })).token;
     redeemToken = (await callJson("/v3/portal-sessions", { method: "POST", key: KEY })).body.result.token;
     // The full school's 100 live sessions: its next mint is 409.
     for (let i = 0; i < 100; i++) expect((await callJson("/v3/portal-sessions", { method: "POST", key: `${KEY}_full` })).status).toBe(201);

@@ -7,7 +7,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { sha256Hex } from "../../src/lib/crypto";
 import { callJson } from "../support/helpers";
-import { mintPortalSession, newSchool } from "../support/webhooks/harness";
+import { mintPortalSession, newSchool, openPortalSession } from "../support/webhooks/harness";
 
 let school: { schoolId: string; key: string };
 
@@ -65,7 +65,7 @@ describe("POST /v3/portal-sessions/redeem", () => {
 describe("GET /v3/school", () => {
   it("names the school of an API key and of a portal token, read-only included", async () => {
     const expected = { id: school.schoolId, name: `School ${school.schoolId}` };
-    for (const credential of [school.key, (await mint()).token, (await mint({ readOnly: true })).token]) {
+    for (const credential of [school.key, (await openPortalSession(school.key)).token, (await openPortalSession(school.key, { readOnly: true })).token]) {
       const { status, body } = await callJson("/v3/school", { key: credential });
       expect([status, body.result]).toEqual([200, expected]);
     }

@@ -9,7 +9,7 @@ import { operations } from "../../src/api";
 import { sha256Hex } from "../../src/lib/crypto";
 import { prunePortalSessions } from "../../src/portal/sessions";
 import { BASE, callJson } from "../support/helpers";
-import { mintPortalSession, newSchool, register } from "../support/webhooks/harness";
+import { mintPortalSession, newSchool, openPortalSession, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const rx = new Receivers();
@@ -25,8 +25,10 @@ beforeAll(async () => {
 });
 afterAll(() => rx.restore());
 
-/** POST /v3/portal-sessions with the school's key; the 201's result. */
-const mint = (body?: unknown, key = school.key) => mintPortalSession(key, body);
+/** POST /v3/portal-sessions with the school's key; the 201's result (a link). */
+const mintLink = (body?: unknown, key = school.key) => mintPortalSession(key, body);
+/** A session of the school (a link minted and redeemed, as the portal does); its token works on the API. */
+const mint = (body?: unknown, key = school.key) => openPortalSession(key, body);
 
 /** GET /v3/webhooks with `token`. */
 const listWith = (token: string) => callJson("/v3/webhooks", { key: token });
@@ -53,25 +55,25 @@ describe("POST /v3/portal-sessions", () => {
 
   it("takes the length and the mode from the body, and no body at all", async () => {
     const before = Date.now();
-    const s = await mint({ expiresInSeconds: 60, readOnly: true });
+    const s = await mintLink({ expiresInSeconds: 60, readOnly: true });
     expect(s.readOnly).toBe(true);
     expect(Date.parse(s.expiresAt) - before).toBeGreaterThanOrEqual(60_000);
     expect(Date.parse(s.expiresAt) - Date.now()).toBeLessThanOrEqual(60_000);
-    const week = await mint({ expiresInSeconds: 604_800 });
+    const week = await mintLink({ expiresInSeconds: 604_800 });
     expect(Date.parse(week.expiresAt) - Date.now()).toBeGreaterThan(604_700_000);
-    const bare = await mint();
+    const bare = await mintLink();
     expect(bare.readOnly).toBe(false);
   });
 
   it("stores the token only as its SHA-256 hash, with its school, end and mode", async () => {
-    const s = await mint({ expiresInSeconds: 120, readOnly: true });
+    const s = await mintLink({ expiresInSeconds: 120, readOnly: true });
     const { results } = await env.DIRECTORY.prepare("SELECT * FROM portal_sessions").all<Record<string, unknown>>();
     expect(JSON.stringify(results)).not.toContain(s.token);
     expect(JSON.stringify(results)).not.toContain(s.token.slice(3));
     const mine = await env.DIRECTORY.prepare("SELECT * FROM portal_sessions WHERE token_hash = ?")
       .bind(await sha256Hex(s.token))
       .first();
-    expect(mine).toMatchObject({ school_id: school.schoolId, expires_at: Date.parse(s.expiresAt), read_only: 1, revoked_at: null });
+    expect(mine).toMatchObject({ school_id: school.schoolId, expires_at: Date.parse(s.expiresAt), read_only: 1, revoked_at: null, link: 1 });
   });
 
   it.each([

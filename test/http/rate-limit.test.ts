@@ -91,7 +91,7 @@ describe("rate limit", () => {
 
   it("a portal session token is a credential of its own: counted apart from its school's key", async () => {
     const token = "ps_rate_limit_test_token_0123456789abcdefghijklmnop";
-    await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, 'sch_b', ?, ?)")
+    await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, link) VALUES (?, 'sch_b', ?, ?, 0)")
       .bind(await sha256Hex(token), Date.now(), Date.now() + 3600_000)
       .run();
     const t = { authorization: `Bearer ${token}` };
@@ -102,23 +102,23 @@ describe("rate limit", () => {
     expect((await send("/v3/courses?limit=1", { authorization: `Bearer ${KEY_B}` })).status).toBe(200);
   });
 
-  it("all portal tokens of one school share one counter: minting tokens does not multiply the limit", async () => {
+  it("the portal tokens of one school share the school's counter (2 × LIMIT here): minting tokens does not multiply the limit", async () => {
     const schoolId = `sch_rl_portal_${crypto.randomUUID().slice(0, 8)}`;
     const key = `sk_test_rl_portal_${crypto.randomUUID().slice(0, 8)}`;
     await loadFixture({ schools: [{ id: schoolId, name: "Portal counter school", apiKeys: [key] }] });
     const tokens: string[] = [];
-    for (let i = 0; i <= LIMIT; i++) {
+    for (let i = 0; i <= 2 * LIMIT; i++) {
       const token = `ps_rl_shared_${i}_${crypto.randomUUID().replaceAll("-", "")}`;
-      await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+      await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, link) VALUES (?, ?, ?, ?, 0)")
         .bind(await sha256Hex(token), schoolId, Date.now(), Date.now() + 3600_000)
         .run();
       tokens.push(token);
     }
-    // LIMIT + 1 tokens, one request each (from distinct IPs: their first request is also charged to the IP).
+    // 2 × LIMIT + 1 tokens, one request each (from distinct IPs: their first request is also charged to the IP).
     for (const [i, token] of tokens.entries()) {
       expect((await send("/v3/webhooks", { authorization: `Bearer ${token}`, "cf-connecting-ip": `192.0.2.${100 + i}` })).status).toBe(200);
     }
-    // The school's tokens have made LIMIT + 1 requests: the next one of any of them is 429.
+    // The school's tokens have made 2 × LIMIT + 1 requests: the next one of any of them is 429.
     const over = await send("/v3/webhooks", { authorization: `Bearer ${tokens[0]}`, "cf-connecting-ip": "192.0.2.99" });
     expect(over.status).toBe(429);
     // The school's API key has its own counter.

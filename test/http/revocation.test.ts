@@ -12,7 +12,7 @@ import { sha256Hex } from "../../src/lib/crypto";
 import { migrate as migrateHub } from "../../src/webhooks/hub/storage";
 import { callJson, loadFixture } from "../support/helpers";
 import { runSteps } from "../support/shards";
-import { inHub, mintPortalSession, newSchool, ownStorage, schemaAsOf } from "../support/webhooks/harness";
+import { inHub, mintPortalSession, newSchool, openPortalSession, ownStorage, schemaAsOf } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const SCHOOL = "sch_revoke";
@@ -33,6 +33,8 @@ async function revoke(id: string): Promise<number> {
 }
 
 const mint = async (key: string, json: unknown = {}) => (await mintPortalSession(key, json)).token;
+/** A session token of `key`'s school: a link minted and redeemed. */
+const open = async (key: string, json: unknown = {}) => (await openPortalSession(key, json)).token;
 const redeem = async (token: string) => {
   const { status, body } = await callJson("/v3/portal-sessions/redeem", { method: "POST", key: token });
   expect(status).toBe(201);
@@ -50,10 +52,10 @@ describe("revoking a key revokes its portal sessions, in the same batch", () => 
   it("the key, its sessions and the sessions redeemed from them answer 401; another key's session still works", async () => {
     const leaked = await newKey("leaked");
     const kept = await newKey("kept");
-    const direct = await mint(leaked.key);
-    const readOnly = await mint(leaked.key, { readOnly: true });
+    const direct = await open(leaked.key);
+    const readOnly = await open(leaked.key, { readOnly: true });
     const redeemed = await redeem(await mint(leaked.key));
-    const other = await mint(kept.key);
+    const other = await open(kept.key);
     const stored = await env.DIRECTORY.prepare("SELECT key_id FROM portal_sessions WHERE school_id = ? AND revoked_at IS NULL ORDER BY created_at")
       .bind(SCHOOL)
       .all();
@@ -73,7 +75,8 @@ describe("rows stored before the key was recorded stay valid", () => {
   it("a portal session without key_id still works and ends by DELETE; revoking a key leaves it", async () => {
     const k = await newKey("old-rows");
     const token = `ps_stored_before_key_ids_${crypto.randomUUID().replaceAll("-", "")}`;
-    await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at) VALUES (?, ?, ?, ?)")
+    // A redeemed session's row (link 0): a link's token would work on the redeem only.
+    await env.DIRECTORY.prepare("INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, link) VALUES (?, ?, ?, ?, 0)")
       .bind(await sha256Hex(token), SCHOOL, Date.now(), Date.now() + 3600_000)
       .run();
     expect(await listStatus(token)).toBe(200);
@@ -132,7 +135,7 @@ describe("each request's log line carries keyId, never the credential", () => {
 
   it("the key's id for the key, and for a portal session it minted", async () => {
     const k = await newKey("logged");
-    const token = await mint(k.key);
+    const token = await open(k.key);
     lines = [];
     await callJson("/v3/webhooks", { key: k.key, headers: { "x-request-id": "req_keyid_key" } });
     await callJson("/v3/webhooks", { key: token, headers: { "x-request-id": "req_keyid_token" } });

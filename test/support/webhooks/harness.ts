@@ -42,6 +42,18 @@ export async function mintPortalSession(key: string, json?: unknown): Promise<{ 
   return body.result;
 }
 
+/**
+ * Mints a portal link with `key` (`json` its body) and redeems it, as the portal does: the
+ * returned token is the session's (a link's token works only on the redeem), with the
+ * session's end and mode.
+ */
+export async function openPortalSession(key: string, json?: unknown): Promise<{ token: string; expiresAt: string; readOnly: boolean }> {
+  const link = await mintPortalSession(key, json);
+  const { status, body } = await callJson("/v3/portal-sessions/redeem", { method: "POST", key: link.token });
+  expect(status, JSON.stringify(body)).toBe(201);
+  return { token: body.result.token, expiresAt: body.result.expiresAt, readOnly: body.result.readOnly };
+}
+
 /** A synthetic course event of `schoolId`. */
 export function courseEvent(schoolId: string, type: SchoolEvent["type"] = "course.updated", n = 0): SchoolEvent {
   const now = new Date().toISOString();
