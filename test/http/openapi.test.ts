@@ -16,8 +16,8 @@ import { FALLBACK_RESPONSES_KEY, PORTAL_SECURITY_SCHEME, SECURITY_SCHEME } from 
 import { DOCS_CSP, DOCS_HEADERS, PORTAL_HEADERS } from "../../src/portal/headers";
 import { BASE, call, callJson, loadFixture } from "../support/helpers";
 import { checkResponse, problemsAt } from "../support/openapi-check";
-import { Receivers } from "../support/webhooks/receivers";
 import { openPortalSession } from "../support/webhooks/harness";
+import { Receivers } from "../support/webhooks/receivers";
 
 type Json = Record<string, any>;
 const doc: Json = openApiDocument();
