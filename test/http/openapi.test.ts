@@ -313,6 +313,18 @@ describe("the document covers the route table and the contract", () => {
     expect(query("GET /v3/webhooks/{id}/stats").until.schema).toEqual({ type: "string", format: "date-time" });
   });
 
+  it("marks deprecated exactly the filters the contract accepts and ignores (createdAt, updatedAt), saying so", () => {
+    // docs/reference.md § "GET /v3/courses": createdAt and updatedAt are validated, accepted, ignored.
+    const IGNORED = ["createdAt", "updatedAt"];
+    const params = (operation("GET /v3/courses").parameters as Json[]).filter((p) => p.in === "query");
+    expect(params.filter((p) => p.deprecated === true).map((p) => p.name)).toEqual(IGNORED);
+    const body = deref(operation("POST /v3/courses:search").requestBody.content["application/json"].schema);
+    const fields = Object.entries(body.properties as Json).filter(([, s]) => deref(s).deprecated === true);
+    expect(fields.map(([name]) => name)).toEqual(IGNORED);
+    for (const p of params.filter((q) => IGNORED.includes(q.name))) expect(p.description).toMatch(/accepted, ignored/);
+    for (const [name, s] of fields) expect(deref(s).description, name).toMatch(/accepted, ignored/);
+  });
+
   it("forbids undocumented fields in every response object", () => {
     const open: string[] = [];
     const walk = (node: unknown, pointer: string) => {
