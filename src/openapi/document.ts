@@ -113,8 +113,7 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     type: "http",
     scheme: "bearer",
     bearerFormat: "sk_…",
-    description:
-      "An API key of the school: `Authorization: Bearer sk_…` (with `npm start`, the demo key `sk_test_demo_…` printed at start-up). Every operation of the school.",
+    description: "An API key of the school: `Authorization: Bearer sk_…`, as issued by the service's operators. Every operation of the school.",
   });
   registry.registerComponent("securitySchemes", PORTAL_SECURITY_SCHEME, {
     type: "http",
