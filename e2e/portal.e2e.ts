@@ -778,6 +778,10 @@ describe("portal links (docs/reference.md § Portal sessions)", () => {
   /** The school name the header shows. */
   const shownSchool = () => page.locator("#school-name strong").textContent();
 
+  /** What the API answers a used link (docs/reference.md § "Portal sessions": a link opens once). */
+  const USED_LINK_MESSAGE =
+    "This portal session was revoked, or its link was used already (a link opens once); ask your school's administrator for a new portal link.";
+
   /** The session's end as the top bar shows it (its `<time datetime>`). */
   const shownEnd = () => page.locator("#session-info time").getAttribute("datetime");
 
@@ -796,6 +800,8 @@ describe("portal links (docs/reference.md § Portal sessions)", () => {
     expect(await shownSchool()).toBe((await schoolOf(DEMO_API_KEY)).name);
     expect(await shownEnd()).toBe(session.expiresAt);
     await shown(page.getByText(/Portal session ends/));
+    // The end is written with a four-digit year (portal/src/format.ts), never "26".
+    expect(await page.locator("#session-info time").textContent()).toMatch(/(^|\D)20\d\d(\D|$)/);
     expect(await page.getByText("Read-only", { exact: true }).count()).toBe(0);
     // The school's registrations, and the actions of a full session.
     await shown(page.locator(`a[href="#/webhooks/${state.controlId}"]`));
@@ -808,8 +814,9 @@ describe("portal links (docs/reference.md § Portal sessions)", () => {
     expect(await heldToken()).toBe(held);
     // The same link opened again (history, a forwarded message): refused, saying so; the tab stays signed in.
     await page.goto(session.url);
-    await says("status", /This portal link cannot be used: a link opens only once, and this one was used already/);
-    await says("status", /ask your school's administrator for a new portal link/);
+    // One sentence, the API's (src/http/auth.ts): no title repeating it.
+    await says("status", USED_LINK_MESSAGE);
+    expect(await page.locator(".flash-error").textContent()).toBe(USED_LINK_MESSAGE);
     await view("Webhook endpoints");
     expect(await heldToken()).toBe(held);
     await expectAccessible("list, a used link refused");
@@ -824,8 +831,9 @@ describe("portal links (docs/reference.md § Portal sessions)", () => {
     expect((await api("POST", "/v3/portal-sessions/redeem", undefined, session.token)).status).toBe(201);
     await page.goto(session.url);
     await view("Sign in");
-    await says("alert", "This portal link cannot be used: a link opens only once, and this one was used already or has ended.");
-    await says("alert", "ask your school's administrator for a new portal link");
+    await says("alert", USED_LINK_MESSAGE);
+    expect(await page.getByRole("alert").locator("strong").count()).toBe(0);
+    expect(await page.getByRole("alert").locator(".error-message").textContent()).toBe(USED_LINK_MESSAGE);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
     await expectAccessible("sign-in, a used link refused");
   });
