@@ -40,16 +40,16 @@ export interface PortalBrowser {
 
 /**
  * Launches Chromium with a fresh profile directory (removed by `close`), clipboard access
- * granted for `origin`, a 1280×800 viewport and an English locale.
+ * granted for `origin`, a 1280×800 viewport and an English locale (`locale`, default en-GB).
  */
-export async function launchBrowser(origin: string): Promise<PortalBrowser> {
+export async function launchBrowser(origin: string, locale = "en-GB"): Promise<PortalBrowser> {
   const profile = mkdtempSync(path.join(tmpdir(), "portal-e2e-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: FLAGS,
     viewport: { width: 1280, height: 800 },
-    locale: "en-GB",
+    locale,
     timezoneId: "Europe/Paris",
     permissions: ["clipboard-read", "clipboard-write"],
   });

@@ -98,9 +98,13 @@ export class ImportExecutionError extends Error {
  */
 export const DEFAULT_STATEMENT_CHARS = 16_000;
 
-/** Rows the import of a validated file writes, computed like its steps (lists deduplicated), without building them. */
+/**
+ * Rows the import of a validated file writes, computed like its steps (lists deduplicated),
+ * without building them: what the progress bar counts to and the summary's `rows`. A school
+ * is two rows: the directory's `schools` and its shard's `held_schools` (src/db/import-rows.ts).
+ */
 export function countRows(file: ImportFile): number {
-  let n = file.schools.length + file.trainings.length + file.groups.length + file.surveyTemplates.length;
+  let n = 2 * file.schools.length + file.trainings.length + file.groups.length + file.surveyTemplates.length;
   n += file.students.length + file.professors.length + file.courses.length;
   for (const s of file.schools) n += s.apiKeys.length;
   for (const c of file.courses) {
@@ -245,9 +249,11 @@ async function importValidated(file: ImportFile, opts: ImportOptions): Promise<I
   const placed = await placement(file, opts);
   const dir = opts.keepSqlDir ?? (await mkdtemp(path.join(os.tmpdir(), "d1-import-")));
   if (opts.keepSqlDir) await mkdir(dir, { recursive: true });
-  const bar = opts.progress === false ? undefined : new Progress(countRows(file));
+  // One clock for the bar and the summary: both print the same time.
   const started = performance.now();
+  const bar = opts.progress === false ? undefined : new Progress(countRows(file), "rows", process.stderr, started);
   const sum = { done: 0, statements: 0, sqlChars: 0, n: 0 };
+  let seconds = 0;
   try {
     // The directory first: a school is placed before its rows are written, so a rerun after
     // a failure finds it on the same shard.
@@ -261,10 +267,10 @@ async function importValidated(file: ImportFile, opts: ImportOptions): Promise<I
     sum.statements += sql.length;
     for (const shard of new Set(placed.values())) await importShard(shard, partOn(file, placed, shard), now, dir, opts, bar, sum);
   } finally {
-    bar?.finish();
+    seconds = (performance.now() - started) / 1000;
+    bar?.finish(seconds);
     if (!opts.keepSqlDir) await rm(dir, { recursive: true, force: true });
   }
-  const seconds = (performance.now() - started) / 1000;
   return {
     rows: sum.done,
     courses: file.courses.length,

@@ -25,6 +25,7 @@ import { applyMigrations, d1Query, shardBindingsOfConfig } from "./lib/wrangler"
 const DIRECTORY_TABLES = ["schools", "api_keys"];
 /** Each shard's tables. */
 const SHARD_TABLES = [
+  "held_schools",
   "trainings",
   "groups",
   "survey_templates",
@@ -169,6 +170,13 @@ async function main(): Promise<void> {
       stored === countRows(checked.file),
       "small file: stored rows = rows of the file",
       `stored ${stored}, file ${countRows(checked.file)}: ${JSON.stringify(s1)}`,
+    );
+    // The progress bar counts to countRows: the rows the import reports writing must be that total.
+    const reported = Number(/imported ([\d,]+) rows/.exec(first.stdout)?.[1]?.replaceAll(",", ""));
+    check(
+      reported === countRows(checked.file),
+      "small file: the rows reported = the progress bar's total",
+      `reported ${reported}, total ${countRows(checked.file)}`,
     );
     check((s1.courses ?? 0) === 140 && (s1.schools ?? 0) === 2, "small file: 140 courses in 2 schools", JSON.stringify(s1));
     // Placement: the first school (120 courses) on SHARD_0, the second (20) on the emptier SHARD_1.

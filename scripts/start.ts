@@ -1,22 +1,26 @@
 /**
  * `npm start [-- --persist-to DIR] [--port N] [--verbose] [-- <more wrangler dev flags>]`: from
- * a fresh clone (after `npm ci`) to a running local API: applies the local D1 migrations
- * (directory and shards); loads the demo data when the directory has no school
+ * a fresh clone (after `npm ci`) to a running local API: refuses a port already in use (before
+ * touching the log of the server that holds it); applies the local D1 migrations (directory
+ * and shards) when the local databases lack one (read from their migration tables, so a warm
+ * start spawns no wrangler for them); loads the demo data when the directory has no school
  * (scripts/seed-demo.ts); runs `wrangler dev --ip 127.0.0.1 --port 8787` with insecure webhook
  * URLs allowed and, once ready, prints the demo keys, a curl and the URLs of /docs and /portal,
- * then wrangler's request log; from then on calls the scheduled handler every minute, as
+ * then the Worker's log, one line per request (wrangler's own request line is dropped); from then on calls the scheduled handler every minute, as
  * Cloudflare's cron would (scripts/lib/cron-runner.ts; docs/operations.md § "The cron
  * locally"). Forwards SIGINT/SIGTERM and exits with wrangler's status. Wrangler's detail before
  * it is ready goes to .wrangler/start.log (`--verbose` shows it).
  */
 import { createWriteStream, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
 import path from "node:path";
-import { parseArgs } from "node:util";
+import { parseArgs, stripVTControlCharacters } from "node:util";
 import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { runIfMain } from "./lib/cli";
 import { type CronRunner, startCronRunner, wranglerCrons } from "./lib/cron-runner";
+import { type LocalD1, openLocalD1, pendingLocalMigrations } from "./lib/d1-local";
 import { formatInt } from "./lib/progress";
-import { applyMigrations, d1Query, ROOT, spawnWrangler, userPath } from "./lib/wrangler";
+import { applyMigrations, ROOT, spawnWrangler, userPath } from "./lib/wrangler";
 import { seedDemo } from "./seed-demo";
 
 /** Default port of the local API. */
@@ -59,6 +63,36 @@ function migrationLine(applied: string[]): string {
   return `D1 migrations: applied ${applied.length} (${names})`;
 }
 
+/** Whether something already listens on 127.0.0.1:`port` (another `npm start`, say). */
+function portInUse(port: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once("error", (err: NodeJS.ErrnoException) => (err.code === "EADDRINUSE" ? resolve(true) : reject(err)));
+    probe.once("listening", () => probe.close(() => resolve(false)));
+    probe.listen(port, "127.0.0.1");
+  });
+}
+
+/** wrangler's own line per request (`[wrangler:info] GET /v3/courses 200 OK (12ms)`): the Worker logs each request already. */
+const WRANGLER_REQUEST_LINE = /^\[wrangler:info\] [A-Z]+ \S+ \d{3} /;
+
+/**
+ * The local migrations still to apply and the number of schools in the local directory (0
+ * until its migrations are applied), read through Miniflare from the SQLite files themselves.
+ */
+async function localState(persistTo: string | undefined): Promise<{ pending: string[]; schools: number }> {
+  let local: LocalD1 | undefined;
+  try {
+    local = await openLocalD1(persistTo);
+    const pending = await pendingLocalMigrations(local);
+    if (pending.some((m) => m.startsWith("DIRECTORY/"))) return { pending, schools: 0 };
+    const row = await local.databases.DIRECTORY!.prepare("SELECT count(*) AS n FROM schools").first<{ n: number }>();
+    return { pending, schools: Number(row?.n ?? 0) };
+  } finally {
+    await local?.dispose();
+  }
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -69,15 +103,24 @@ async function main(argv: string[]): Promise<number> {
   const port = values.port === undefined ? DEFAULT_PORT : Number(values.port);
   if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new Error("--port must be a TCP port number");
   const verbose = values.verbose === true;
+  // Before the log is truncated: a second `npm start` on a busy port would empty the first one's.
+  if (await portInUse(port)) {
+    console.error(`port ${port} is in use on 127.0.0.1 (another npm start?): stop it, or start on another port with npm start -- --port N`);
+    return 2;
+  }
   mkdirSync(path.dirname(START_LOG), { recursive: true });
   const log = createWriteStream(START_LOG);
 
-  if (verbose) console.log("applying local D1 migrations…");
-  const { applied, output } = await applyMigrations("local", persistTo, { quiet: !verbose });
-  log.write(output);
-  if (!verbose) console.log(migrationLine(applied));
-  const [row] = await d1Query<{ n: number }>("SELECT count(*) AS n FROM schools", "local", persistTo);
-  const schools = Number(row?.n ?? 0);
+  const state = await localState(persistTo);
+  let schools = state.schools;
+  if (state.pending.length === 0) console.log(migrationLine([]));
+  else {
+    if (verbose) console.log("applying local D1 migrations…");
+    const { applied, output } = await applyMigrations("local", persistTo, { quiet: !verbose });
+    log.write(output);
+    if (!verbose) console.log(migrationLine(applied));
+    ({ schools } = await localState(persistTo));
+  }
   if (schools === 0) {
     console.log("the local directory has no school: loading the demo data…");
     const { summary: s } = await seedDemo({ persistTo, skipMigrations: true, progress: verbose || process.stdout.isTTY === true });
@@ -96,12 +139,18 @@ async function main(argv: string[]): Promise<number> {
   // goes on across one (a run that meets the server down fails and says so).
   let cron: CronRunner | undefined;
   // Until wrangler says it is ready, its output goes to the log (and the terminal with
-  // --verbose); from then on to both.
+  // --verbose); from then on to both, but wrangler's request lines, which only the log keeps.
   let early: string | undefined = "";
+  const partial = new Map<NodeJS.WriteStream, string>();
   const relay = (data: Buffer, out: NodeJS.WriteStream) => {
     log.write(data);
-    if (early === undefined || verbose) out.write(data);
-    if (early === undefined) return;
+    if (verbose && early !== undefined) out.write(data);
+    if (early === undefined) {
+      const lines = `${partial.get(out) ?? ""}${data.toString("utf8")}`.split("\n");
+      partial.set(out, lines.pop()!);
+      for (const line of lines) if (!WRANGLER_REQUEST_LINE.test(stripVTControlCharacters(line))) out.write(`${line}\n`);
+      return;
+    }
     early += data.toString("utf8");
     if (/Ready on/.test(early)) {
       early = undefined;

@@ -4,11 +4,17 @@
  * speaks the browser's local time without a zone. These convert between the two.
  */
 
-/** An instant shown to a person: local date and time to the second, e.g. "21/11/2026, 18:04:05". */
+/** How `formatInstant` writes an instant: the year in full (`dateStyle: "short"` writes "26"). */
+const INSTANT_FORMAT: Intl.DateTimeFormatOptions = { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" };
+
+/**
+ * An instant shown to a person: local date and time to the second, with a four-digit year,
+ * in the browser's locale, e.g. "21/11/2026, 18:04:05" or "11/21/2026, 06:04:05 PM".
+ */
 export function formatInstant(iso: string | null | undefined): string {
   if (!iso) return "—";
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, { dateStyle: "short", timeStyle: "medium" });
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString(undefined, INSTANT_FORMAT);
 }
 
 /**

@@ -12,7 +12,17 @@ import "./styles.css";
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { ReadOnlyProvider } from "./access";
-import { api, type Credential, type PortalSession, setSessionHandler, setUnauthorizedHandler, storeCredential, storedCredential, takeLinkToken } from "./api";
+import {
+  ApiError,
+  api,
+  type Credential,
+  type PortalSession,
+  setSessionHandler,
+  setUnauthorizedHandler,
+  storeCredential,
+  storedCredential,
+  takeLinkToken,
+} from "./api";
 import { ErrorAlert, type Problem } from "./components";
 import { formatInstant } from "./format";
 import type { Flash } from "./navigation";
@@ -39,7 +49,7 @@ export function navigate(hash: string): void {
 }
 
 /** Why the tab is signed out, shown above the sign-in form. */
-type SignedOut = { error: Problem; title: string } | null;
+type SignedOut = { error: Problem; title?: string } | null;
 
 /** The longest delay `setTimeout` takes (ms); a session ends within 7 days, well below it. */
 const MAX_TIMEOUT_MS = 2 ** 31 - 1;
@@ -81,8 +91,12 @@ function App({ linkToken }: { linkToken: string | null }) {
       if (current && current.school?.id !== redeemed.school?.id) setSwitchTo(redeemed);
       else signIn(redeemed);
     } catch (err) {
-      if (current) setFlash({ text: `${USED_LINK} ${(err as Problem).message}`, kind: "error" });
-      else dropCredential({ error: err as Problem, title: USED_LINK });
+      const problem = err as Problem;
+      // The API's 401 says it all in one sentence (used already, ended or revoked: src/http/auth.ts);
+      // any other failure (the network, a 5xx) gets the title first.
+      const title = problem instanceof ApiError && problem.status === 401 ? undefined : LINK_REFUSED;
+      if (current) setFlash({ text: title ? `${title}: ${problem.message}` : problem.message, kind: "error" });
+      else dropCredential({ error: problem, title });
     } finally {
       setCheckingLink(false);
     }
@@ -236,8 +250,8 @@ function App({ linkToken }: { linkToken: string | null }) {
   );
 }
 
-/** The title of a portal link the API refuses (used already, ended or revoked). */
-const USED_LINK = "This portal link cannot be used: a link opens only once, and this one was used already or has ended.";
+/** The title of a portal link that could not be redeemed for another reason than the API's 401. */
+const LINK_REFUSED = "This portal link cannot be used";
 
 /** Asks before a link of another school replaces the tab's sign-in. */
 function SwitchSchool({ from, to, onSwitch, onStay }: { from: Credential; to: Credential; onSwitch: () => void; onStay: () => void }) {

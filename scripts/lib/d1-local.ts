@@ -4,9 +4,10 @@
  * src/db/move.ts on the same SQLite files `wrangler dev --persist-to DIR` uses. Two
  * processes must not write those files at once: stop the dev server first.
  */
+import { readdirSync } from "node:fs";
 import path from "node:path";
 import { convertV4MiniflareOptions, Miniflare } from "miniflare";
-import { d1DatabaseIdsOfConfig, ROOT } from "./wrangler";
+import { d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT } from "./wrangler";
 
 /** Open local D1 databases (binding → database) and how to close them. */
 export interface LocalD1 {
@@ -37,4 +38,29 @@ export async function openLocalD1(persistTo = path.join(ROOT, ".wrangler", "stat
   const databases: Record<string, D1Database> = {};
   for (const binding of Object.keys(ids)) databases[binding] = (await mf.getD1Database(binding)) as unknown as D1Database;
   return { databases, dispose: () => mf.dispose() };
+}
+
+/**
+ * The migrations of wrangler.toml's D1 bindings that the open local databases lack, as
+ * `BINDING/name.sql`, in order: each `.sql` file of a binding's `migrations_dir` that its
+ * `migrations_table` does not list (every one when the table does not exist yet). Read from
+ * the tables directly, so that a start with nothing to apply spawns no
+ * `wrangler d1 migrations apply` (about 2.5 s each).
+ */
+export async function pendingLocalMigrations(local: LocalD1): Promise<string[]> {
+  const pending: string[] = [];
+  for (const [binding, { dir, table }] of Object.entries(await d1MigrationsOfConfig())) {
+    const db = local.databases[binding];
+    if (db === undefined) throw new Error(`no local database for the D1 binding ${binding}`);
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith(".sql"))
+      .sort();
+    const exists = await db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").bind(table).first();
+    // The table name comes from wrangler.toml (quoted as an identifier), not from input.
+    const applied = exists
+      ? new Set((await db.prepare(`SELECT name FROM "${table.replaceAll('"', '""')}"`).all<{ name: string }>()).results.map((r) => r.name))
+      : new Set<string>();
+    pending.push(...files.filter((f) => !applied.has(f)).map((f) => `${binding}/${f}`));
+  }
+  return pending;
 }

@@ -21,19 +21,23 @@ export function table(header: string[], rows: string[][]): string {
 export class Progress {
   private done = 0;
   private note = "";
-  private readonly started = performance.now();
   private readonly tty: boolean;
+  /** Set by `finish`: the step's own measure, shown from then on. */
+  private final: number | undefined;
   private timer: ReturnType<typeof setInterval> | undefined;
 
   /**
    * @param total units expected (0 allowed).
    * @param unit  label of a unit, plural (`rows`).
    * @param stream where to draw; stderr by default.
+   * @param started `performance.now()` of the step's start (default now): the bar counts its
+   *   time from the same instant as the step it shows.
    */
   constructor(
     private readonly total: number,
     private readonly unit = "rows",
     private readonly stream: NodeJS.WriteStream = process.stderr,
+    private readonly started = performance.now(),
   ) {
     this.tty = Boolean(stream.isTTY) && process.env.CI === undefined;
     if (this.tty) {
@@ -44,7 +48,7 @@ export class Progress {
 
   /** Seconds since the bar was created. */
   get seconds(): number {
-    return (performance.now() - this.started) / 1000;
+    return this.final ?? (performance.now() - this.started) / 1000;
   }
 
   /** Sets the units done so far and an optional note (`chunk 3`), and redraws. Ends any pending step. */
@@ -74,8 +78,14 @@ export class Progress {
     return this.done + Math.floor(p.units * share);
   }
 
-  /** Stops ticking and ends the line. */
-  finish(): void {
+  /**
+   * Stops ticking and ends the line.
+   *
+   * @param seconds the step's own duration (s), shown as the bar's last time, so that the bar
+   *   and the step's summary print one number; default the bar's own clock.
+   */
+  finish(seconds?: number): void {
+    this.final = seconds;
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     if (this.tty) {

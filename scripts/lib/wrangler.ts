@@ -41,19 +41,42 @@ export function directoryAndShards<T>(databases: Record<string, T>): { directory
   return { directory, shards: Object.fromEntries(shardBindings(databases).map((b) => [b, databases[b]!])) };
 }
 
+/** wrangler.toml as wrangler reads it (its config reader is loaded on first use only). */
+async function wranglerConfig() {
+  const { unstable_readConfig } = await import("wrangler");
+  return unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }, { hideWarnings: true });
+}
+
 /**
  * wrangler.toml's D1 databases: binding → id. `remote`: its `database_id` (the database's
  * UUID on Cloudflare); `local`: the id `wrangler dev` keys its local file by
- * (`preview_database_id`, else `database_id`, else the binding). Wrangler's own config reader
- * is loaded on first use only.
+ * (`preview_database_id`, else `database_id`, else the binding).
  */
 export async function d1DatabaseIdsOfConfig(target: "local" | "remote"): Promise<Record<string, string>> {
-  const { unstable_readConfig } = await import("wrangler");
-  const config = unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }, { hideWarnings: true });
+  const config = await wranglerConfig();
   return Object.fromEntries(
     config.d1_databases.map((d: { binding: string; database_id?: string; preview_database_id?: string }) => [
       d.binding,
       (target === "local" ? (d.preview_database_id ?? d.database_id) : d.database_id) ?? d.binding,
+    ]),
+  );
+}
+
+/** Where wrangler keeps a D1 binding's migrations: its folder and the table of applied ones. */
+export interface MigrationsOfBinding {
+  /** Absolute path of the binding's `migrations_dir` (wrangler's default `migrations`). */
+  dir: string;
+  /** The binding's `migrations_table` (wrangler's default `d1_migrations`). */
+  table: string;
+}
+
+/** wrangler.toml's D1 bindings: binding → where its migrations live (wrangler's defaults filled in). */
+export async function d1MigrationsOfConfig(): Promise<Record<string, MigrationsOfBinding>> {
+  const config = await wranglerConfig();
+  return Object.fromEntries(
+    config.d1_databases.map((d: { binding: string; migrations_dir?: string; migrations_table?: string }) => [
+      d.binding,
+      { dir: path.resolve(ROOT, d.migrations_dir ?? "migrations"), table: d.migrations_table ?? "d1_migrations" },
     ]),
   );
 }

@@ -32,8 +32,8 @@ const FILTER_RULES = {
   classroom: "Exact classroom name (1–200 characters).",
   creatorId: "Id of the course's creator.",
   name: "Case- and accent-insensitive substring of the course name (1–200 characters); `%` and `_` match literally.",
-  createdAt: "Validated and accepted, currently ignored.",
-  updatedAt: "Validated and accepted, currently ignored.",
+  createdAt: "Deprecated: accepted, ignored (validated as an instant, filters nothing; the contract keeps it for old clients).",
+  updatedAt: "Deprecated: accepted, ignored (validated as an instant, filters nothing; the contract keeps it for old clients).",
   professorSignatureMissing:
     "`true`: courses where at least one assigned professor has not signed; `false`: courses where no assigned professor is unsigned (courses without professors included); omitted: no filter.",
   page: "Page number, from 1.",
@@ -63,9 +63,16 @@ const rule = (name: Filter, extra: Record<string, unknown> = {}) => ({ descripti
 const INSTANT_TEXT = "ISO 8601 instant with a zone (`Z` or `±hh:mm`), e.g. `2026-09-07T08:00:00Z` or `2026-09-07T10:00:00+02:00`; without a zone it is a 400.";
 const QUERY_PLUS_TEXT = " In a query string, a `+` that arrived as a space before `hh:mm` is read as `+`.";
 
+/** The filters the contract accepts and ignores (docs/reference.md § "GET /v3/courses"): marked `deprecated` in the document. */
+const IGNORED_FILTERS: ReadonlySet<Filter> = new Set(["createdAt", "updatedAt"]);
+
 /** An instant filter (`repair`: read from a query string): its rule, then how the value is written. */
 const instantParam = (name: Filter, repair: boolean) =>
-  instantSchema({ repair }).meta({ example: "2026-09-07T08:00:00Z", description: `${FILTER_RULES[name]} ${INSTANT_TEXT}${repair ? QUERY_PLUS_TEXT : ""}` });
+  instantSchema({ repair }).meta({
+    example: "2026-09-07T08:00:00Z",
+    description: `${FILTER_RULES[name]} ${INSTANT_TEXT}${repair ? QUERY_PLUS_TEXT : ""}`,
+    ...(IGNORED_FILTERS.has(name) ? { deprecated: true } : {}),
+  });
 
 const text200 = textSchema();
 

@@ -22,12 +22,12 @@ export interface HeaderDoc {
   example?: string;
 }
 
-/** A success response: its body schema and an example of it. */
+/** A success response: its body schema and an example of it (neither for a body-less one, a redirect). */
 export interface SuccessResponse {
   description: string;
-  /** The body: a zod schema, or a JSON Schema object for a body that zod does not describe. */
-  schema: z.ZodType | Record<string, unknown>;
-  example: unknown;
+  /** The body: a zod schema, or a JSON Schema object for a body that zod does not describe. Absent: no body. */
+  schema?: z.ZodType | Record<string, unknown>;
+  example?: unknown;
   /** Default `application/json`. */
   mediaType?: string;
   /** Headers beyond `x-request-id` and `Server-Timing` (which every response has). */

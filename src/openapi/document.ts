@@ -113,8 +113,7 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     type: "http",
     scheme: "bearer",
     bearerFormat: "sk_…",
-    description:
-      "An API key of the school: `Authorization: Bearer sk_…` (with `npm start`, the demo key `sk_test_demo_…` printed at start-up). Every operation of the school.",
+    description: "An API key of the school: `Authorization: Bearer sk_…`, as issued by the service's operators. Every operation of the school.",
   });
   registry.registerComponent("securitySchemes", PORTAL_SECURITY_SCHEME, {
     type: "http",
@@ -156,18 +155,29 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
 
 /**
  * What zod-to-openapi cannot say: the fallback responses (their envelope is the generated
- * 401 envelope with its code replaced), one description per parameter, and the examples of
- * optional parameters disabled (`exampleOff`).
+ * 401 envelope with its code replaced), one description per parameter, `deprecated` on the
+ * parameter rather than its schema, and the examples of optional parameters disabled (`exampleOff`).
  */
 function postProcess(doc: OpenApiDocument): OpenApiDocument {
   doc[FALLBACK_RESPONSES_KEY] = fallbackResponses(doc.components?.schemas?.UnauthorizedError);
-  type Parameter = { description?: string; required?: boolean; schema?: { description?: string; example?: unknown }; examples?: unknown };
+  type Parameter = {
+    description?: string;
+    required?: boolean;
+    deprecated?: boolean;
+    schema?: { description?: string; example?: unknown; deprecated?: boolean };
+    examples?: unknown;
+  };
   for (const item of [...Object.values(doc.paths ?? {}), ...Object.values(doc.webhooks ?? {})]) {
     for (const op of Object.values(item) as { parameters?: Parameter[] }[]) {
       for (const p of op.parameters ?? []) {
         if (!p.schema) continue;
         // zod-to-openapi copies a parameter's description into its schema too: keep one.
         if (p.schema.description === p.description) delete p.schema.description;
+        // A deprecated parameter is flagged on the parameter, where OpenAPI and clients look for it.
+        if (p.schema.deprecated) {
+          p.deprecated = true;
+          delete p.schema.deprecated;
+        }
         if (!p.required && p.schema.example !== undefined) {
           p.examples = exampleOff(p.schema.example);
           delete p.schema.example;

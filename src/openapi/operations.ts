@@ -1,5 +1,5 @@
 /**
- * The reference operations, without authentication: GET /openapi.json (the generated
+ * The reference operations, without authentication: GET / (a redirect to /docs), GET /openapi.json (the generated
  * OpenAPI 3.1 document) and GET /docs (Scalar's interactive reference, served by this
  * Worker; its script is a static asset, see src/openapi/docs-page.ts).
  *
@@ -46,6 +46,28 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
     },
   };
   return [
+    {
+      method: "GET",
+      path: "/",
+      operationId: "getRoot",
+      tag: TAG,
+      summary: "Redirect to the interactive reference",
+      description: "The root has no content of its own: it redirects to `/docs`. No authentication.",
+      public: true,
+      responses: {
+        302: {
+          description: "Redirect to `/docs` (no body).",
+          headers: {
+            location: { description: "`/docs`.", required: true, schema: { type: "string", enum: ["/docs"] }, example: "/docs" },
+            ...noCache,
+          },
+        },
+      },
+      /** 302 to /docs, no body (the query string is ignored). */
+      async handler() {
+        return new Response(null, { status: 302, headers: { location: "/docs", "cache-control": "no-cache" } });
+      },
+    },
     {
       method: "GET",
       path: "/openapi.json",

@@ -84,12 +84,12 @@ const sharedErrors = {
   500: errorEnvelope(["INTERNAL_ERROR"], { id: "InternalError", description: "500: a bug; quote the request id." }),
 };
 
-/** A success response: the body schema, an example and the common headers. */
+/** A success response: the body schema, an example and the common headers (no content without a schema). */
 function ok(r: SuccessResponse): ResponseConfig {
   return {
     description: r.description,
     headers: { ...headerRefs, ...r.headers } as ResponseConfig["headers"],
-    content: { [r.mediaType ?? "application/json"]: { schema: r.schema as z.ZodType, example: r.example } },
+    ...(r.schema ? { content: { [r.mediaType ?? "application/json"]: { schema: r.schema as z.ZodType, example: r.example } } } : {}),
   };
 }
 

@@ -173,6 +173,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
   "GET /v3/school": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"] },
   "GET /openapi.json": { 200: [] },
   "GET /docs": { 200: [] },
+  "GET /": { 302: [] },
 };
 
 const operation = (key: string): Json => {
@@ -272,7 +273,8 @@ describe("the document covers the route table and the contract", () => {
     expect(doc.security).toEqual([{ [SECURITY_SCHEME]: [] }]);
     for (const key of ROUTE_KEYS) {
       const op = operation(key);
-      if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs") || key === "GET /v3/event-types") expect(op.security, key).toEqual([]);
+      if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs") || key === "GET /" || key === "GET /v3/event-types")
+        expect(op.security, key).toEqual([]);
       // Conventions: portal tokens may use only /v3/webhooks…, /v3/events, /v3/event-types, /v3/school and the redeem.
       else if (/^[A-Z]+ \/v3\/(webhooks|events|school$|portal-sessions\/redeem$)/.test(key))
         expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }]);
@@ -312,6 +314,18 @@ describe("the document covers the route table and the contract", () => {
     expect(feed.limit.schema).toEqual({ type: "integer", minimum: 1, maximum: 100, default: 100 });
     expect(feed.wait.schema).toEqual({ type: "integer", minimum: 0, maximum: 25, default: 0 });
     expect(query("GET /v3/webhooks/{id}/stats").until.schema).toEqual({ type: "string", format: "date-time" });
+  });
+
+  it("marks deprecated exactly the filters the contract accepts and ignores (createdAt, updatedAt), saying so", () => {
+    // docs/reference.md § "GET /v3/courses": createdAt and updatedAt are validated, accepted, ignored.
+    const IGNORED = ["createdAt", "updatedAt"];
+    const params = (operation("GET /v3/courses").parameters as Json[]).filter((p) => p.in === "query");
+    expect(params.filter((p) => p.deprecated === true).map((p) => p.name)).toEqual(IGNORED);
+    const body = deref(operation("POST /v3/courses:search").requestBody.content["application/json"].schema);
+    const fields = Object.entries(body.properties as Json).filter(([, s]) => deref(s).deprecated === true);
+    expect(fields.map(([name]) => name)).toEqual(IGNORED);
+    for (const p of params.filter((q) => IGNORED.includes(q.name))) expect(p.description).toMatch(/accepted, ignored/);
+    for (const [name, s] of fields) expect(deref(s).description, name).toMatch(/accepted, ignored/);
   });
 
   it("forbids undocumented fields in every response object", () => {
@@ -361,6 +375,17 @@ describe("the document covers the route table and the contract", () => {
 });
 
 describe("GET /openapi.json and GET /docs", () => {
+  it("redirects GET / to /docs, without authentication", async () => {
+    const res = await call("/", { redirect: "manual" });
+    expect({ status: res.status, location: res.headers.get("location"), body: await res.text() }).toEqual({ status: 302, location: "/docs", body: "" });
+  });
+
+  it("the served document carries no development text (npm start, the demo key, the local server)", async () => {
+    const text = await (await call("/openapi.json")).text();
+    for (const dev of ["npm start", "sk_test_demo", "demo data", "127.0.0.1:8787", "Local development"]) expect(text, dev).not.toContain(dev);
+    expect(doc.components.securitySchemes[SECURITY_SCHEME].description).not.toMatch(/npm|demo/);
+  });
+
   it("serves the document without authentication, with servers naming the origin asked", async () => {
     const res = await call("/openapi.json");
     expect(res.status).toBe(200);
@@ -878,6 +903,8 @@ describe("every documented status and code is one the code answers", () => {
     ["DELETE /v3/portal-sessions", 200, null, () => "/v3/portal-sessions", () => ({ method: "DELETE", key: KEY })],
     ["GET /openapi.json", 200, null, () => "/openapi.json", anon()],
     ["GET /docs", 200, null, () => "/docs", anon()],
+    // "manual": a fetch through the Worker's binding would follow the redirect.
+    ["GET /", 302, null, () => "/", () => ({ redirect: "manual" as const })],
   ];
 
   // In order: the DELETE cases depend on each other.

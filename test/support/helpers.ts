@@ -18,7 +18,8 @@ export { loadFixture } from "./shards";
 export const BASE = "http://api.test";
 
 /**
- * Calls the Worker. `key` adds `Authorization: Bearer <key>`; a `json` body is sent as JSON.
+ * Calls the Worker. `key` adds `Authorization: Bearer <key>`; a `json` body is sent as JSON;
+ * `redirect: "manual"` returns a redirect itself (the binding follows it by default).
  * The response is checked against the OpenAPI document before it is returned (its body is
  * read from a clone, so the caller can still read it).
  *
@@ -26,7 +27,7 @@ export const BASE = "http://api.test";
  */
 export async function call(
   path: string,
-  init: { method?: string; key?: string; json?: unknown; headers?: Record<string, string>; body?: BodyInit } = {},
+  init: { method?: string; key?: string; json?: unknown; headers?: Record<string, string>; body?: BodyInit; redirect?: "follow" | "manual" } = {},
 ): Promise<Response> {
   const headers: Record<string, string> = { ...init.headers };
   if (init.key) headers.authorization = `Bearer ${init.key}`;
@@ -36,7 +37,7 @@ export async function call(
     headers["content-type"] ??= "application/json";
   }
   const method = init.method ?? "GET";
-  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body }));
+  const res = await exports.default.fetch(new Request(`${BASE}${path}`, { method, headers, body, redirect: init.redirect ?? "follow" }));
   await checkResponse(method, `${BASE}${path}`, res);
   return res;
 }

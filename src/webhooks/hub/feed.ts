@@ -88,7 +88,7 @@ function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] 
   return { bodies: [], next: newest ? { seq: newest.seq, at: newest.created_at } : from, hasMore: false };
 }
 
-/** What GET /v3/events asks the hub (`after` and `since` exclusive; `waitMs` the long poll). */
+/** What GET /v3/events asks the hub (`after` and `since` mutually exclusive; `waitMs` the long poll). */
 export interface FeedQuery {
   after?: FeedPosition;
   since?: number;
