@@ -1,15 +1,14 @@
 /**
  * `npm start [-- --persist-to DIR] [--port N] [--verbose] [-- <more wrangler dev flags>]`: from
- * a fresh clone (after `npm ci`) to a running local API: refuses a port already in use (before
- * touching the log of the server that holds it); applies the local D1 migrations (directory
- * and shards) when the local databases lack one (read from their migration tables, so a warm
- * start spawns no wrangler for them); loads the demo data when the directory has no school
- * (scripts/seed-demo.ts); runs `wrangler dev --ip 127.0.0.1 --port 8787` with insecure webhook
- * URLs allowed and, once ready, prints the demo keys, a curl and the URLs of /docs and /portal,
- * then the Worker's log, one line per request (wrangler's own request line is dropped); from then on calls the scheduled handler every minute, as
- * Cloudflare's cron would (scripts/lib/cron-runner.ts; docs/operations.md § "The cron
- * locally"). Forwards SIGINT/SIGTERM and exits with wrangler's status. Wrangler's detail before
- * it is ready goes to .wrangler/start.log (`--verbose` shows it).
+ * a fresh clone (after `npm ci`) to a running local API. Refuses a port already in use (before
+ * touching the running server's log); applies the local D1 migrations only when the local
+ * databases lack one (read from their migration tables); loads the demo data when the
+ * directory has no school (scripts/seed-demo.ts); runs `wrangler dev --ip 127.0.0.1 --port
+ * 8787` with insecure webhook URLs allowed and, once ready, prints the demo keys, a curl and the
+ * URLs of /docs and /portal, then the Worker's log line per request; from then on calls the
+ * scheduled handler every minute, as Cloudflare's cron would (scripts/lib/cron-runner.ts;
+ * docs/operations.md § "The cron locally"). Forwards SIGINT/SIGTERM; exits with wrangler's
+ * status. Wrangler's detail before it is ready goes to .wrangler/start.log (`--verbose`).
  */
 import { createWriteStream, mkdirSync } from "node:fs";
 import { createServer } from "node:net";

@@ -1,16 +1,13 @@
 /**
  * Authentication and scope (docs/reference.md § "Conventions", § "Portal sessions"):
- * `Authorization: Bearer <credential>`, where the credential is
- * - an API key `sk_…`: every operation of its school;
- * - a portal session token `ps_…`: only the operations whose declaration sets
- *   `portalTokens` (src/http/operation.ts; the router copies it into the request context),
- *   and with a read-only token only their GETs and those declared `readOnlyTokens` (the
- *   redeem); any other operation: 403 FORBIDDEN. A link's token (minted by POST
- *   /v3/portal-sessions, not yet redeemed) only the operation declared `portalLinks` (the
- *   redeem): elsewhere 401; a redeemed session's token there: 403.
- * Both kinds are stored only as SHA-256 hashes in the directory (binding DIRECTORY) and
- * belong to exactly one school, whose shard the same query reads. The scope lives in the
- * operations' declarations, never in paths: this module only compares.
+ * `Authorization: Bearer <credential>`: an API key `sk_…` (every operation of its school), or
+ * a portal session token `ps_…`, only on operations declaring `portalTokens`
+ * (src/http/operation.ts), a read-only one only on their GETs and those declaring
+ * `readOnlyTokens` (else 403 FORBIDDEN); a link's token (minted by POST /v3/portal-sessions,
+ * not yet redeemed) only on the operation declaring `portalLinks`, the redeem (else 401),
+ * where a redeemed session's token gets 403. Both kinds are stored as SHA-256 hashes in the
+ * directory and belong to one school, whose shard the same query reads. The scope lives in
+ * the operations' declarations, never in paths: this module only compares.
  */
 import { sha256Hex } from "../lib/crypto";
 import { API_KEY_PATTERN, PORTAL_TOKEN_PATTERN } from "../lib/ids";

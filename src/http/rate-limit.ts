@@ -1,15 +1,12 @@
 /**
  * The rate limit (docs/reference.md § Rate limit): `RATE_LIMITER` counts each valid credential
- * by its SHA-256 (a portal session token also on its school's counter,
- * `RATE_LIMITER_PORTAL_SCHOOL`, with a higher limit), every other request by its
- * client IP (`cf-connecting-ip`; IPv6 by its /64, and by its /48 on `RATE_LIMITER_PREFIX48`,
- * with a higher limit), each per Cloudflare location. Beyond the limit: 429 RATE_LIMITED
- * with `Retry-After`; while enabled, every response carries `RateLimit-Policy`.
- *
- * A credential this isolate has not recently verified (`RecentlyVerified`) is counted against
- * the client IP before the request runs, so guessing keys costs no D1 read; a verified one
- * against itself, so a valid client keeps working from an IP that others exhaust. Why, and
- * what it costs a correct client: docs/choices.md § Rate limit.
+ * by its SHA-256 (a portal session also on its school's `RATE_LIMITER_PORTAL_SCHOOL`), every
+ * other request by its client IP (`cf-connecting-ip`; IPv6 by its /64, and its /48 on
+ * `RATE_LIMITER_PREFIX48`), each per Cloudflare location. Beyond: 429 RATE_LIMITED with
+ * `Retry-After`; while enabled, every response carries `RateLimit-Policy`. A credential this
+ * isolate has not recently verified is counted against the client IP before the request runs,
+ * so guessing keys costs no D1 read; a verified one against itself, so a valid client keeps
+ * working from an IP that others exhaust (why: docs/choices.md § Rate limit).
  */
 
 import { BoundedMap } from "../lib/bounded-map";
