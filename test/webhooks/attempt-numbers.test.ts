@@ -1,18 +1,8 @@
-/**
- * The log numbers each event's entries 1, 2, … k in the order they are logged
- * (docs/reference.md § "Delivery log"), whatever interleaves with its attempts: a first
- * attempt that times out, a resend while an attempt is in flight, a courier reset that loses
- * an outcome (never logged, so no number is used up), and a resend or recover after the
- * delivery ended, which goes on from the last number instead of starting again at 1. A
- * courier's log from before the events' counter goes on from each event's highest number.
- */
-import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { migrate } from "../../src/webhooks/courier/storage";
-import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { drainByAlarms, hangingFirstAttempt, resetObject } from "../support/webhooks/alarms";
-import { inCourier, ownStorage, schemaAsOf } from "../support/webhooks/harness";
+import { courierStub, inCourier, ownStorage, schemaAsOf } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 let sim: SimulatedPlatform | undefined;
@@ -22,7 +12,6 @@ afterEach(() => {
 });
 
 /** A new stub of the courier each time: a stub that saw a reset stays broken. */
-const courierStub = (webhookId: string) => courierFor(env, webhookId) as unknown as DurableObjectStub;
 
 /** The log entries of event `eventId` at registration `webhookId`, newest first: [attempt, status, trigger]. */
 async function entries(key: string, webhookId: string, eventId: string): Promise<[number, string, string][]> {

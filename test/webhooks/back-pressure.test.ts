@@ -14,7 +14,7 @@ import type { SchoolEvent } from "../../src/events/types";
 import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { drainByAlarms, resetObject } from "../support/webhooks/alarms";
-import { courseEvent, inCourier, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
+import { courierStub, courseEvent, hubStub, inCourier, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 /** The contract's bound on a courier's queue (deliveries). */
@@ -27,9 +27,6 @@ afterEach(() => {
   sim?.restore();
   sim = undefined;
 });
-
-const hubStub = (schoolId: string) => hubFor(env, schoolId) as unknown as DurableObjectStub;
-const courierStub = (webhookId: string) => courierFor(env, webhookId) as unknown as DurableObjectStub;
 
 /** A school with one throttled registration and BURST events published to it. */
 async function throttledBurst(label: string, host: string): Promise<{ schoolId: string; key: string; hookId: string; events: SchoolEvent[] }> {

@@ -11,7 +11,7 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { drainByAlarms, resetObject } from "../support/webhooks/alarms";
-import { courseEvent, inHub, newSchool } from "../support/webhooks/harness";
+import { courseEvent, hubStub, inHub, newSchool } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 let sim: SimulatedPlatform | undefined;
@@ -21,7 +21,6 @@ afterEach(() => {
 });
 
 const DAY = 86_400_000;
-const hubStub = (schoolId: string) => hubFor(env, schoolId) as unknown as DurableObjectStub;
 
 /** The ids of the events the hub's log holds, in log order. */
 const logged = (schoolId: string) =>

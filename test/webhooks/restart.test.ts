@@ -9,10 +9,9 @@
 import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
-import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { drainByAlarms, hangingFirstAttempt, resetObject } from "../support/webhooks/alarms";
-import { courseEvent, newSchool, queuedCount, register } from "../support/webhooks/harness";
+import { courierStub, courseEvent, hubStub, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 let sim: SimulatedPlatform | undefined;
@@ -20,9 +19,6 @@ afterEach(() => {
   sim?.restore();
   sim = undefined;
 });
-
-const hubStub = (schoolId: string) => hubFor(env, schoolId) as unknown as DurableObjectStub;
-const courierStub = (webhookId: string) => courierFor(env, webhookId) as unknown as DurableObjectStub;
 
 /** The statuses of a registration's log, newest first. */
 async function statuses(key: string, webhookId: string): Promise<string[]> {

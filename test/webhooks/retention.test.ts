@@ -14,10 +14,9 @@ import { hubFor } from "../../src/events/hub-client";
 import { RECOVER_SQL } from "../../src/webhooks/courier/attempt-log";
 import { pruneLog } from "../../src/webhooks/courier/storage";
 import { FEED_TYPE_SQL } from "../../src/webhooks/hub/feed";
-import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { drainByAlarms } from "../support/webhooks/alarms";
-import { courseEvent, drain, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
+import { courierStub, courseEvent, drain, hubStub, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 import { withVirtualPlatform } from "../support/webhooks/virtual";
 
@@ -28,8 +27,6 @@ beforeAll(() => {
 afterAll(() => rx.restore());
 
 const DAY = 86_400_000;
-const hubStub = (schoolId: string) => hubFor(env, schoolId) as unknown as DurableObjectStub;
-const courierStub = (webhookId: string) => courierFor(env, webhookId) as unknown as DurableObjectStub;
 
 /** Rows of `table` in the courier's storage. */
 function courierRows(webhookId: string, table: string): Promise<number> {

@@ -98,6 +98,12 @@ export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableOb
  */
 export const ownStorage = (object: SchoolHub | WebhookCourier): DurableObjectStorage => (object as unknown as { storage: DurableObjectStorage }).storage;
 
+/** The school's hub as the runtime's stub type, for `runDurableObjectAlarm` and the simulated platform's drains. */
+export const hubStub = (schoolId: string) => hubFor(env, schoolId) as unknown as DurableObjectStub;
+
+/** Registration `webhookId`'s courier as the runtime's stub type (see `hubStub`). */
+export const courierStub = (webhookId: string) => courierFor(env, webhookId) as unknown as DurableObjectStub;
+
 /**
  * Rebuilds an object's SQLite schema (`sql`: its `ownStorage`) as its first `version` migrations
  * left it, every row gone, for a test of a later migration: `migrate` is the object's own.
