@@ -70,6 +70,7 @@ export const ROUTES: RouteSpec[] = [
   { method: "DELETE", path: "/v3/portal-sessions", auth: true },
   { method: "POST", path: "/v3/portal-sessions/redeem", auth: true },
   { method: "GET", path: "/v3/school", auth: true },
+  { method: "GET", path: "/", auth: false },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
   // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench/entry.ts).

@@ -1826,11 +1826,11 @@ function eventTypes(ctx: FuzzContext) {
   );
 }
 
-/** GET /openapi.json and GET /docs: no key needed, the query string ignored. */
+/** GET /openapi.json, GET /docs and GET / (a redirect to /docs): no key needed, the query string ignored. */
 function reference(ctx: FuzzContext) {
   return fc
     .tuple(
-      fc.constantFrom("/openapi.json", "/docs"),
+      fc.constantFrom("/openapi.json", "/docs", "/"),
       sometimes(fc.array(fc.tuple(anyText(6), anyText(6)), { maxLength: 3 }), 1 / 3),
       sometimes(authArb(ctx, ctx.readKey), 1 / 2),
     )
@@ -1840,7 +1840,7 @@ function reference(ctx: FuzzContext) {
         method: "GET",
         path: `${path}${q ? queryString(q.map(([n, v]) => param(n, v))) : ""}`,
         faults: [],
-        success: [200],
+        success: [path === "/" ? 302 : 200],
         extraHeaders: auth?.header ? { authorization: auth.header } : {},
       }),
     );
@@ -1927,7 +1927,6 @@ function unknownPath(ctx: FuzzContext) {
         .map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/${s}`),
       fc.tuple(anyId, segment).map(([id, s]) => `/v3/webhooks/${encodeURIComponent(id)}/deliveries/${s}`),
       fc.constantFrom(
-        "/",
         "/v3",
         "/v4/courses",
         "/V3/COURSES",
@@ -1986,6 +1985,7 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "GET /v3/school": getSchool(ctx),
     "GET /openapi.json": reference(ctx).filter((r) => r.route === "GET /openapi.json"),
     "GET /docs": reference(ctx).filter((r) => r.route === "GET /docs"),
+    "GET /": reference(ctx).filter((r) => r.route === "GET /"),
     "POST /__bench/publish": bench(ctx).filter((r) => r.route === "POST /__bench/publish"),
     "GET /__bench/floor": bench(ctx).filter((r) => r.route === "GET /__bench/floor"),
     misrouted: misrouted(ctx),
@@ -2019,6 +2019,7 @@ const WEIGHTS: Record<string, number> = {
   "GET /v3/school": 1,
   "GET /openapi.json": 1,
   "GET /docs": 1,
+  "GET /": 1,
   "POST /__bench/publish": 1,
   "GET /__bench/floor": 1,
   misrouted: 2,
