@@ -150,7 +150,62 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
     // Each tag once, in order of first use: the domains in the router's order, then the events.
     tags: [...new Map([...operations, ...outgoing].map((o) => [o.tag.name, o.tag])).values()],
   });
-  return postProcess(doc);
+  return inlineRequestDefaults(postProcess(doc));
+}
+
+type SchemaNode = { $ref?: string; default?: unknown; [key: string]: unknown };
+
+/** Whether a schema holds a `default`, itself or below (through `$ref`s, guarded against cycles). */
+function holdsDefault(node: unknown, schemas: Record<string, unknown>, seen: Set<string>): boolean {
+  if (!node || typeof node !== "object") return false;
+  const n = node as SchemaNode;
+  if (typeof n.$ref === "string") {
+    if (seen.has(n.$ref)) return false;
+    return holdsDefault(schemas[n.$ref.replace("#/components/schemas/", "")], schemas, new Set([...seen, n.$ref]));
+  }
+  if (n.default !== undefined) return true;
+  return Object.values(n).some((v) => holdsDefault(v, schemas, seen));
+}
+
+/** A copy of `node` with every `$ref` to a schema that holds a default replaced by that schema, inlined. */
+function inlineDefaults(node: unknown, schemas: Record<string, unknown>, seen: Set<string>): unknown {
+  if (Array.isArray(node)) return node.map((v) => inlineDefaults(v, schemas, seen));
+  if (!node || typeof node !== "object") return node;
+  const n = node as SchemaNode;
+  if (typeof n.$ref === "string") {
+    if (seen.has(n.$ref) || !holdsDefault(n, schemas, new Set())) return n;
+    return inlineDefaults(schemas[n.$ref.replace("#/components/schemas/", "")], schemas, new Set([...seen, n.$ref]));
+  }
+  return Object.fromEntries(Object.entries(n).map(([k, v]) => [k, inlineDefaults(v, schemas, seen)]));
+}
+
+/**
+ * Request bodies describe what a client may send: a field with a `default` may be left out.
+ * zod-to-openapi already leaves such a field out of `required`, but generators (openapi-typescript
+ * by default) make a defaulted property of a *component* required, reading components as
+ * responses, and keep it optional only inline under a `requestBody`. So each request body's
+ * schema that holds a default is inlined there, and a component no longer referenced is dropped;
+ * responses keep their components (their defaults are filled in). Checked by
+ * test/http/openapi-request-defaults.test.ts and `npm run test:client`.
+ */
+function inlineRequestDefaults(doc: OpenApiDocument): OpenApiDocument {
+  const schemas = (doc.components?.schemas ?? {}) as Record<string, unknown>;
+  type Body = { content?: Record<string, { schema?: unknown }> };
+  const unreferenced = () => {
+    const text = JSON.stringify(doc);
+    return Object.keys(schemas).filter((name) => !text.includes(`"#/components/schemas/${name}"`));
+  };
+  const keep = new Set(unreferenced());
+  for (const item of [...Object.values(doc.paths ?? {}), ...Object.values(doc.webhooks ?? {})]) {
+    for (const op of Object.values(item) as { requestBody?: Body }[]) {
+      for (const media of Object.values(op?.requestBody?.content ?? {})) media.schema = inlineDefaults(media.schema, schemas, new Set());
+    }
+  }
+  // Drop the components the inlining left unreferenced (one may be referenced by another only).
+  for (let dropped = unreferenced().filter((n) => !keep.has(n)); dropped.length > 0; dropped = unreferenced().filter((n) => !keep.has(n))) {
+    for (const name of dropped) delete schemas[name];
+  }
+  return doc;
 }
 
 /**

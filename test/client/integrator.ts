@@ -2,31 +2,43 @@
  * An integrator's program, as one would write it against the published document: types from
  * `openapi-typescript` (`./api.d.ts`, generated beside this file by `npm run test:client`),
  * requests through `openapi-fetch`. It must compile with `tsc --strict`: query parameters take
- * numbers and booleans, and each answer's body is typed by its status and error code.
+ * numbers and booleans, each answer's body is typed by its status and error code, and every
+ * field with a `default` (request bodies and queries) is left out, as the service fills it in.
  * `run(baseUrl, apiKey)` walks the flow once against a running API.
  */
 import createClient from "openapi-fetch";
 import type { paths } from "./api";
+
+type CourseCreateBody = paths["/v3/courses"]["post"]["requestBody"]["content"]["application/json"];
+type CoursePatchBody = NonNullable<paths["/v3/courses/{id}"]["patch"]["requestBody"]>["content"]["application/json"];
+type SearchBody = NonNullable<paths["/v3/courses:search"]["post"]["requestBody"]>["content"]["application/json"];
+
+/** Bodies without their defaulted fields (a professor's `coTeacher` and `signed`, a sort key's `order`): compiled, not sent. */
+export const defaultedBodies: [CourseCreateBody, CoursePatchBody, SearchBody] = [
+  { name: "Algèbre", startDateTime: "2026-12-01T08:00:00+01:00", endDateTime: "2026-12-01T10:00:00+01:00", professors: [{ professorId: "prf_4" }] },
+  { professors: [{ professorId: "prf_4" }] },
+  { sort: [{ field: "name" }] },
+];
 
 /** Lists, searches, registers a webhook, reads it, deletes it twice, reads the feed; throws on a surprise. */
 export async function run(baseUrl: string, apiKey: string): Promise<string[]> {
   const client = createClient<paths>({ baseUrl, headers: { Authorization: `Bearer ${apiKey}` } });
   const seen: string[] = [];
 
-  const list = await client.GET("/v3/courses", { params: { query: { limit: 3, page: 1, includeTeachers: true, archived: false } } });
+  // `page`, `limit` and the `include*` flags have defaults: left out.
+  const list = await client.GET("/v3/courses", { params: { query: { archived: false } } });
   if (!list.data) throw new Error(`list: ${list.response.status} ${list.error?.code}`);
-  const teachers: number = list.data.result.reduce((n, course) => n + (course.teachers ?? []).length, 0);
   const perPage: number = list.data.pagination.limit;
-  seen.push(`listed ${list.data.result.length} courses (limit ${perPage}) with ${teachers} teachers`);
+  seen.push(`listed ${list.data.result.length} courses (limit ${perPage})`);
 
   // @ts-expect-error: `limit` is an integer, not a string of digits.
   await client.GET("/v3/courses", { params: { query: { limit: "3" } } });
 
-  const search = await client.POST("/v3/courses:search", {
-    body: { archived: false, limit: 2, includeTraining: true, sort: [{ field: "name", order: "asc" }] },
-  });
+  // Only `courseId` and `limit`: `page` and the `include*` flags have defaults.
+  const ids = list.data.result.map((course) => course.id);
+  const search = await client.POST("/v3/courses:search", { body: { courseId: ids, limit: 10 } });
   if (!search.data) throw new Error(`search: ${search.response.status} ${search.error?.code}`);
-  seen.push(`searched: ${search.data.result.map((c) => c.name).join(", ")}`);
+  seen.push(`searched ${ids.length} ids: ${search.data.result.map((c) => c.name).join(", ")}`);
 
   const created = await client.POST("/v3/webhooks", {
     body: { url: `${baseUrl}/integrator-hook`, events: ["course.created", "course.updated"], description: "integrator" },
