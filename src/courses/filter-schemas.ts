@@ -6,7 +6,16 @@
  * it means (`limit` an integer), src/lib/fields.ts reads it from the query string.
  */
 import { z } from "zod";
-import { bodyIdListSchema, idSchema, instantSchema, queryBooleanSchema, queryIdListSchema, queryIntegerSchema, textSchema } from "../lib/fields";
+import {
+  bodyIdListSchema,
+  bodyIntegerSchema,
+  idSchema,
+  instantSchema,
+  queryBooleanSchema,
+  queryIdListSchema,
+  queryIntegerSchema,
+  textSchema,
+} from "../lib/fields";
 import { ID_RE } from "../lib/ids";
 import { GET_MAX_IDS, MAX_PAGE, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
 
@@ -146,8 +155,9 @@ const bodyIdList = (name: keyof typeof ID_EXAMPLES) =>
 
 const sortKeySchema = z
   .strictObject({
-    field: z.enum(SORT_FIELDS, { error: `must be one of ${SORT_FIELDS.join(", ")}` }),
-    order: z.enum(["asc", "desc"], { error: "must be asc or desc" }).default("asc"),
+    // Their messages are the catalogue's (src/http/request.ts `catalogueMessage`): "is required" when absent.
+    field: z.enum(SORT_FIELDS),
+    order: z.enum(["asc", "desc"]).default("asc"),
   })
   .meta({ id: "SortKey", description: "One sort key.", example: { field: "name", order: "asc" } });
 
@@ -177,18 +187,10 @@ export const searchBodySchema = z
     createdAt: instantParam("createdAt", false).optional(),
     updatedAt: instantParam("updatedAt", false).optional(),
     professorSignatureMissing: bodyFlag("professorSignatureMissing").optional(),
-    page: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_PAGE)
+    page: bodyIntegerSchema(1, MAX_PAGE)
       .meta(rule("page", { default: 1 }))
       .optional(),
-    limit: z
-      .number()
-      .int()
-      .min(1)
-      .max(MAX_PAGE_SIZE)
+    limit: bodyIntegerSchema(1, MAX_PAGE_SIZE)
       .meta(rule("limit", { default: MAX_PAGE_SIZE }))
       .optional(),
     includeStudents: bodyFlag("includeStudents").meta({ default: false }).optional(),

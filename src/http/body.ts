@@ -9,7 +9,7 @@ import { MAX_BODY_BYTES, SEARCH_MAX_IDS } from "../lib/limits";
 import { jsonPath } from "../lib/text";
 import type { ErrorDetail } from "./envelopes";
 import { ApiError } from "./errors";
-import { unknownParameterError, zodDetails } from "./request";
+import { catalogueMessage, unknownParameterError, zodDetails } from "./request";
 
 /**
  * Reads a JSON request body.
@@ -171,7 +171,7 @@ export function parseBodyWith<T extends z.ZodObject>(schema: T, body: unknown, n
   }
   const hazards = bodyHazards(body);
   const tooLong: ErrorDetail[] = hazards.longLists.map((path) => ({ path: jsonPath(path), message: `must list at most ${MAX_BODY_LIST} items` }));
-  const parsed = tooLong.length > 0 ? undefined : schema.safeParse(body);
+  const parsed = tooLong.length > 0 ? undefined : schema.safeParse(body, { error: catalogueMessage });
   if (parsed?.success && hazards.prototypeKeys.length === 0 && hazards.illFormed.length === 0) return parsed.data;
   const issues = parsed === undefined || parsed.success ? [] : parsed.error.issues;
   const schemaProblems = issues.filter((i) => i.code !== "unrecognized_keys");

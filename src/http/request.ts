@@ -26,7 +26,8 @@ const MAX_QUOTED_NAME = 100;
 export function unknownParameterError(unknown: string[], accepted: readonly string[], where: "parameter" | "path"): ApiError {
   const listed = unknown.slice(0, MAX_REPORTED_UNKNOWN).map((name) => ({
     name: name.length > MAX_QUOTED_NAME ? `${name.slice(0, MAX_QUOTED_NAME)}…` : name,
-    close: closestName(name, accepted),
+    // `accepted` are top-level names: a nested path (`professors[0].constructor`) gets no hint.
+    close: where === "path" && /[.[]/.test(name) ? undefined : closestName(name, accepted),
   }));
   const hints = listed.map(({ name, close }) => (close ? `"${name}" (did you mean "${close}"?)` : `"${name}"`));
   const more = unknown.length - listed.length;
@@ -81,6 +82,70 @@ export function rejectQuery(request: Request): void {
   collectQuery(new URL(request.url).searchParams, []);
 }
 
+/** How a value received is named in a message: its JSON kind (`a string`, `null`, …). */
+function kindOf(input: unknown): string {
+  if (input === null) return "null";
+  if (Array.isArray(input)) return "an array";
+  if (typeof input === "object") return "an object";
+  return typeof input === "number" && !Number.isInteger(input) ? "a fractional number" : `a ${typeof input}`;
+}
+
+/** The catalogue's name for the kind zod expected (`int` → `an integer`). */
+const EXPECTED: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  int: "an integer",
+  boolean: "a boolean",
+  object: "an object",
+  array: "an array",
+  null: "null",
+};
+
+/**
+ * The catalogue's words for a zod issue that its schema left without a message of its own
+ * (docs/reference.md § "Error codes"): the one place library wording ("Invalid input:
+ * expected …") becomes a `details` message. A schema's own message (`must be an integer from
+ * 1 to 100`) wins over this one. Passed as the per-parse `error` of every request parse.
+ *
+ * @returns e.g. `is required`, `must be a number, not a string`, `must be at most 100`,
+ *   `must be one of asc, desc`.
+ */
+export function catalogueMessage(issue: z.core.$ZodRawIssue): string {
+  const bound = (n: number | bigint, inclusive: boolean | undefined, more: boolean) =>
+    inclusive === false ? `${more ? "greater" : "less"} than ${n}` : `${more ? "at least" : "at most"} ${n}`;
+  // An absent field: zod reports it as the kind or the value it lacks.
+  const absent = issue.code === "invalid_type" || issue.code === "invalid_value" || issue.code === "invalid_union";
+  if (absent && issue.input === undefined) return "is required";
+  switch (issue.code) {
+    case "invalid_type":
+      return `must be ${EXPECTED[issue.expected] ?? issue.expected}, not ${kindOf(issue.input)}`;
+    case "too_small":
+    case "too_big": {
+      const more = issue.code === "too_small";
+      const n = more ? issue.minimum : issue.maximum;
+      if (issue.origin === "string") return more && Number(n) === 1 ? "must not be empty" : `must be ${bound(n, issue.inclusive, more)} characters`;
+      if (issue.origin === "array" || issue.origin === "set") return `must list ${bound(n, issue.inclusive, more)} items`;
+      return `must be ${bound(n, issue.inclusive, more)}`;
+    }
+    case "not_multiple_of":
+      return `must be a multiple of ${issue.divisor}`;
+    case "invalid_value":
+      return `must be one of ${issue.values.map(String).join(", ")}`;
+    case "invalid_format":
+      return issue.format === "regex" && "pattern" in issue ? `must match the pattern ${String(issue.pattern)}` : `must be a valid ${issue.format}`;
+    case "unrecognized_keys":
+      return "unknown field";
+    case "invalid_union":
+      return "matches none of the accepted forms";
+    case "invalid_key":
+      return "has a key that is not accepted";
+    case "invalid_element":
+      return "has an item that is not accepted";
+    default:
+      return "is not accepted";
+  }
+}
+
 export function zodDetails(error: z.ZodError, as: "parameter" | "path"): ErrorDetail[] {
   return error.issues.map((issue) => {
     if (as === "parameter") {
@@ -99,7 +164,7 @@ export function zodDetails(error: z.ZodError, as: "parameter" | "path"): ErrorDe
  * @throws ApiError 400 INVALID_PARAMETER listing every problem.
  */
 export function parseQueryWith<T extends z.ZodType>(schema: T, raw: Record<string, string>): z.output<T> {
-  const parsed = schema.safeParse(raw);
+  const parsed = schema.safeParse(raw, { error: catalogueMessage });
   if (!parsed.success) {
     const details = zodDetails(parsed.error, "parameter");
     throw new ApiError(

@@ -9,7 +9,7 @@
  */
 import { z } from "zod";
 import { ID_RE } from "./ids";
-import { parseInstant, repairQueryInstant } from "./time";
+import { readInstant, repairQueryInstant } from "./time";
 
 // ---------------------------------------------------------------------------------------
 // Ids.
@@ -68,15 +68,17 @@ export const instantSchema = (opts: { repair?: boolean } = {}) =>
   z
     .string()
     .transform((raw, ctx) => {
-      const ms = parseInstant(opts.repair ? repairQueryInstant(raw) : raw);
-      if (ms === undefined) {
+      const read = readInstant(opts.repair ? repairQueryInstant(raw) : raw);
+      if ("problem" in read) {
+        // The value is echoed (cut to 100 characters) so that a client sees what arrived.
+        const shown = raw.length > 100 ? `${raw.slice(0, 100)}…` : raw;
         ctx.addIssue({
           code: "custom",
-          message: "must be an ISO 8601 instant with a zone, within years 0000–9999 in UTC, e.g. 2026-09-07T08:00:00Z or 2026-09-07T10:00:00+02:00",
+          message: `${JSON.stringify(shown)} ${read.problem}: must be an ISO 8601 instant with a zone, within years 0000–9999 in UTC, e.g. 2026-09-07T08:00:00Z or 2026-09-07T10:00:00+02:00`,
         });
         return z.NEVER;
       }
-      return ms;
+      return read.ms;
     })
     .meta({ format: "date-time" });
 
@@ -115,6 +117,15 @@ export const queryIntegerSchema = (min: number, max: number, fallback?: number) 
     .transform(Number)
     .refine((n) => n >= min && n <= max, `must be an integer from ${min} to ${max}`)
     .meta({ type: "integer", minimum: min, maximum: max, ...(fallback === undefined ? {} : { default: fallback }) });
+
+/**
+ * A JSON integer from `min` to `max`: every problem (not a number, a fraction, out of range)
+ * reads as the query's `must be an integer from min to max`.
+ */
+export const bodyIntegerSchema = (min: number, max: number) => {
+  const message = `must be an integer from ${min} to ${max}`;
+  return z.number({ error: message }).int(message).min(min, message).max(max, message);
+};
 
 // ---------------------------------------------------------------------------------------
 // A course's professors (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one", docs/operations.md § "Data import (operators)").

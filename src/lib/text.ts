@@ -35,7 +35,14 @@ function editDistance(a: string, b: string): number {
   return prev[b.length]!;
 }
 
-/** The accepted name closest to `name` (case-insensitive edit distance ≤ 3), if any. */
+/** Shortest name matched as a prefix or suffix of an accepted one (a shorter one says too little). */
+const MIN_AFFIX = 4;
+
+/**
+ * The accepted name closest to `name`: the nearest by case-insensitive edit distance ≤ 3,
+ * else one that `name` begins or ends (`courseStartDate`, `startDateTime` →
+ * `courseStartDateTime`) or that begins or ends `name`, the closest in length; if any.
+ */
 export function closestName(name: string, accepted: readonly string[]): string | undefined {
   const lower = name.toLowerCase();
   let best: string | undefined;
@@ -49,6 +56,17 @@ export function closestName(name: string, accepted: readonly string[]): string |
     if (d < bestDistance) {
       best = candidate;
       bestDistance = d;
+    }
+  }
+  if (best !== undefined) return best;
+  let bestGap = Number.POSITIVE_INFINITY;
+  for (const candidate of accepted) {
+    const other = candidate.toLowerCase();
+    const [short, long] = lower.length <= other.length ? [lower, other] : [other, lower];
+    if (short.length < MIN_AFFIX || !(long.startsWith(short) || long.endsWith(short))) continue;
+    if (long.length - short.length < bestGap) {
+      best = candidate;
+      bestGap = long.length - short.length;
     }
   }
   return best;

@@ -9,34 +9,47 @@ const LAST_INSTANT_MS = Date.parse("9999-12-31T23:59:59.999Z");
 
 const INSTANT_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-](\d{2}):(\d{2}))$/;
 
+/** An instant without its zone: what a client sends when it forgets `Z` or `±hh:mm`. */
+const ZONELESS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?$/;
+
 /**
- * Parses an ISO 8601 instant that carries a zone into ms since the epoch.
- * Returns `undefined` for anything else: no zone, impossible calendar dates (Feb 30),
- * hours ≥ 24, offsets beyond ±23:59, and instants outside years 0000–9999 once in UTC
- * (`9999-12-31T23:00:00-05:00`), which the API could not write back in its own form.
+ * Reads an ISO 8601 instant that carries a zone: its ms since the epoch, or what is wrong
+ * with it (docs/reference.md § "Conventions"), in the words of a 400's `details` message:
+ * `has no time zone`, `is not a real date or time` (Feb 30, hours ≥ 24, offsets beyond
+ * ±23:59), `is outside years 0000–9999 in UTC` (`9999-12-31T23:00:00-05:00`, which the API
+ * could not write back in its own form), or `is not an ISO 8601 instant`.
  */
-export function parseInstant(text: string): number | undefined {
+export function readInstant(text: string): { ms: number } | { problem: string } {
   const m = INSTANT_RE.exec(text);
-  if (!m) return undefined;
-  const [, y, mo, d, h, mi, s = "0", frac = "0", , oh = "0", om = "0"] = m;
+  if (!m) return { problem: ZONELESS_RE.test(text) ? "has no time zone" : "is not an ISO 8601 instant" };
+  const [, y, mo, d, h, mi, s = "0", , , oh = "0", om = "0"] = m;
   const year = Number(y),
     month = Number(mo),
     day = Number(d);
   const hour = Number(h),
     minute = Number(mi),
     second = Number(s);
-  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return undefined;
-  if (Number(oh) > 23 || Number(om) > 59) return undefined;
+  const unreal = { problem: "is not a real date or time" };
+  if (month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || second > 59) return unreal;
+  if (Number(oh) > 23 || Number(om) > 59) return unreal;
   // Not Date.UTC(year, …): it reads years 0–99 as 1900–1999 (0000 is a leap year, 1900 not).
   const last = new Date(0);
   last.setUTCFullYear(year, month, 0);
-  const daysInMonth = last.getUTCDate();
-  if (day > daysInMonth) return undefined;
-  const ms = Date.parse(text);
-  if (Number.isNaN(ms) || ms < FIRST_INSTANT_MS || ms > LAST_INSTANT_MS) return undefined;
+  if (day > last.getUTCDate()) return unreal;
   // Date.parse keeps milliseconds only; sub-ms digits are truncated, as documented.
-  void frac;
-  return ms;
+  const ms = Date.parse(text);
+  if (Number.isNaN(ms)) return unreal;
+  if (ms < FIRST_INSTANT_MS || ms > LAST_INSTANT_MS) return { problem: "is outside years 0000–9999 in UTC" };
+  return { ms };
+}
+
+/**
+ * Parses an ISO 8601 instant that carries a zone into ms since the epoch; `undefined` for
+ * anything `readInstant` finds a problem with.
+ */
+export function parseInstant(text: string): number | undefined {
+  const read = readInstant(text);
+  return "ms" in read ? read.ms : undefined;
 }
 
 /** Formats ms since the epoch as `2026-09-07T08:00:00.000Z`. */
