@@ -36,7 +36,7 @@ interface TableSpec {
   columns: string[];
   /** The primary key's columns after `school_id` (or the whole key when it does not start with it): the copy's order. */
   order: string[];
-  /** Columns left out of the checksum: `published_at` of the outbox, which the old shard's sweep may still set. */
+  /** Columns left out of the checksum: `published_at` of the outbox (and `payload`, emptied with it), which the old shard's sweep may still set. */
   unchecked: string[];
   /** Whether a row may weigh up to D1's 2 MB (an event, a stored answer): read 20 per page, so a page stays far below an isolate's 128 MB. */
   large: boolean;
@@ -70,7 +70,7 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.courseProfessors),
   spec(shard.courseSurveyTemplates),
   // The old shard's sweep may still publish or back off these rows while the move runs.
-  spec(shard.outbox, ["published_at", "attempts", "retry_at"], true),
+  spec(shard.outbox, ["published_at", "payload", "attempts", "retry_at"], true),
   spec(shard.idempotencyKeys, [], true),
 ];
 

@@ -187,7 +187,7 @@ export const outbox = sqliteTable(
   {
     eventId: text("event_id").primaryKey(),
     schoolId: text("school_id").notNull(),
-    /** JSON of the event (see src/events/types.ts). */
+    /** JSON of the event (see src/events/types.ts); `''` once published (emptied by the statement that sets `published_at`). */
     payload: text("payload").notNull(),
     /**
      * When the row was written, by the Worker's clock (ms since epoch), never the event's

@@ -101,9 +101,13 @@ export async function publishEvents(
     for (const batch of cutBatches(events)) {
       const call = hubFor(env, schoolId).publish(batch.items);
       await (timeoutMs === undefined ? call : withTimeout(call, timeoutMs, `the hub of ${schoolId}`));
-      // The batch's ids are as many as its events and far fewer bytes: one bound value.
+      // The batch's ids are as many as its events and far fewer bytes: one bound value. The
+      // payload goes in the same statement: a published row is kept (7 days) only as a mark,
+      // so a school's writes cannot fill its shard with published events (issue 38, item 16).
       const ids = JSON.stringify(batch.items.map((e) => e.id));
-      await timed(() => primary.prepare("UPDATE outbox SET published_at = ? WHERE event_id IN (SELECT value FROM json_each(?))").bind(Date.now(), ids).run());
+      await timed(() =>
+        primary.prepare("UPDATE outbox SET published_at = ?, payload = '' WHERE event_id IN (SELECT value FROM json_each(?))").bind(Date.now(), ids).run(),
+      );
       done += batch.items.length;
     }
   } catch (err) {

@@ -15,6 +15,7 @@ import { callJson } from "../support/helpers";
 import { loadFixture, shardNameOf } from "../support/shards";
 import { drain, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
+import { writeHubUnreachable } from "../support/webhooks/unreachable";
 
 const receivers = new Receivers();
 beforeAll(() => receivers.install());
@@ -138,12 +139,13 @@ describe("npm run shards -- move, step by step", () => {
   it("an event left unpublished in the old shard's outbox is published by the drain, once", async () => {
     const s = await schools();
     await register(s.key, "https://drain.example.com/hook");
-    const r = await callJson("/v3/courses", { method: "POST", key: s.key, json: course("à publier") });
-    // As if the request's own publish had failed: the row waits for the sweep.
+    // The request's own publish fails: the row waits for the sweep, unpublished, payload whole.
+    const post = await writeHubUnreachable(s.key, "POST", "/v3/courses", course("à publier"));
+    expect(post.status).toBe(201);
+    const r = { body: (await post.json()) as { result: { id: string } } };
     const old = shardFor(env, "SHARD_0");
-    const { payload } = (await old.prepare("SELECT payload FROM outbox WHERE school_id = ?").bind(s.id).first<{ payload: string }>())!;
+    const { payload } = (await old.prepare("SELECT payload FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(s.id).first<{ payload: string }>())!;
     const event = JSON.parse(payload) as SchoolEvent;
-    await old.prepare("UPDATE outbox SET published_at = NULL WHERE school_id = ?").bind(s.id).run();
     await moveSchool(dbs(), s.id, "SHARD_1", { publish });
     const moved = await shardFor(env, "SHARD_1")
       .prepare("SELECT published_at FROM outbox WHERE event_id = ?")

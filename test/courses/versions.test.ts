@@ -3,6 +3,7 @@
  * change, in records and events; `ETag` on GET without includes; `If-Match` on PATCH.
  */
 import { beforeAll, describe, expect, it } from "vitest";
+import { feedEvents } from "../support/feed";
 import { fixture, KEY_A } from "../support/fixtures";
 import { callJson, loadFixture } from "../support/helpers";
 import { shardOf } from "../support/shards";
@@ -21,15 +22,12 @@ const patch = (id: string, json: unknown, ifMatch?: string) =>
   callJson(`/v3/courses/${id}`, { method: "PATCH", key: KEY_A, json, headers: ifMatch === undefined ? {} : { "if-match": ifMatch } });
 const versionOf = async (id: string) =>
   (await (await shardOf("sch_a")).prepare("SELECT version FROM courses WHERE id = ?").bind(id).first<{ version: number }>())!.version;
+/** Events of a course, in the order they were accepted (the feed: a published outbox row keeps no payload). */
 const outbox = async (id: string) =>
-  (
-    await (
-      await shardOf("sch_a")
-    )
-      .prepare("SELECT payload FROM outbox WHERE json_extract(payload, '$.data.course.id') = ? ORDER BY created_at, rowid")
-      .bind(id)
-      .all<{ payload: string }>()
-  ).results.map((r) => JSON.parse(r.payload) as { type: string; data: { course: { version: number } } });
+  (await feedEvents(KEY_A)).filter((e) => (e.data as { course?: { id: string } }).course?.id === id) as unknown as {
+    type: string;
+    data: { course: { version: number } };
+  }[];
 
 describe("version", () => {
   it("is 1 at creation, +1 per committed change, unchanged by a no-op PATCH; events carry it", async () => {
