@@ -1,5 +1,5 @@
 /**
- * The school's events as its feed serves them (docs/reference.md § the events feed), read
+ * The school's events as its feed serves them (docs/reference.md § "Events feed: GET /v3/events"), read
  * where a test once read the outbox's payloads: a published outbox row keeps no payload.
  */
 import { expect } from "vitest";
