@@ -1,6 +1,6 @@
 /**
- * The school's events as its feed serves them (docs/reference.md § "Events feed: GET /v3/events"), read
- * where a test once read the outbox's payloads: a published outbox row keeps no payload.
+ * The school's events as its feed serves them (docs/reference.md § "Events feed: GET /v3/events"):
+ * where tests read a write's events, since a published outbox row keeps no payload.
  */
 import { expect } from "vitest";
 import type { SchoolEvent } from "../../src/events/types";
