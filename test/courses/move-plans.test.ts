@@ -10,11 +10,9 @@ import { expect, it } from "vitest";
 import { abortMove, moveSchool } from "../../src/db/move";
 import { shardBindings } from "../../src/db/shard-names";
 import { shardFor } from "../../src/db/shards";
-import { publishEvents } from "../../src/events/outbox";
-import type { SchoolEvent } from "../../src/events/types";
 import { recordingD1, refusedPlans, type SentStatement } from "../support/d1-statements";
 import { callJson } from "../support/helpers";
-import { loadFixture } from "../support/shards";
+import { loadFixture, publishPayloads } from "../support/shards";
 import { writeHubUnreachable } from "../support/webhooks/unreachable";
 
 it("no statement of a move, its drain or its undo scans a table or sorts into a temp B-tree", async () => {
@@ -54,13 +52,7 @@ it("no statement of a move, its drain or its undo scans a table or sorts into a 
 
   const recorded = Object.fromEntries(["DIRECTORY", ...shardBindings(env)].map((b) => [b, recordingD1(b === "DIRECTORY" ? env.DIRECTORY : shardFor(env, b))]));
   const dbs = { directory: recorded.DIRECTORY!.db, shards: Object.fromEntries(shardBindings(env).map((b) => [b, recorded[b]!.db])) };
-  const publish = (shard: D1Database, schoolId: string, payloads: string[]) =>
-    publishEvents(
-      env,
-      shard,
-      schoolId,
-      payloads.map((p) => JSON.parse(p) as SchoolEvent),
-    );
+  const publish = publishPayloads;
   // Small pages: the copy's and the checks' statements that read on from a page's last key run too.
   const limits = { pageRows: 7, batchBytes: 2_000 };
   await expect(

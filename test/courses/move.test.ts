@@ -9,10 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { abortMove, MoveRefused, type MoveStep, moveSchool } from "../../src/db/move";
 import { shardBindings } from "../../src/db/shard-names";
 import { shardFor } from "../../src/db/shards";
-import { publishEvents } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
 import { callJson } from "../support/helpers";
-import { loadFixture, shardNameOf } from "../support/shards";
+import { loadFixture, publishPayloads, shardNameOf } from "../support/shards";
 import { drain, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 import { writeHubUnreachable } from "../support/webhooks/unreachable";
@@ -22,13 +21,7 @@ beforeAll(() => receivers.install());
 afterAll(() => receivers.restore());
 
 const dbs = () => ({ directory: env.DIRECTORY, shards: Object.fromEntries(shardBindings(env).map((b) => [b, shardFor(env, b)])) });
-const publish = (shard: D1Database, schoolId: string, payloads: string[]) =>
-  publishEvents(
-    env,
-    shard,
-    schoolId,
-    payloads.map((p) => JSON.parse(p) as SchoolEvent),
-  );
+const publish = publishPayloads;
 
 let n = 0;
 /** A school of its own with 120 courses, and another school beside it; both on the first shard. */

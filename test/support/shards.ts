@@ -10,6 +10,8 @@ import { type ImportStep, renderBound } from "../../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../../src/db/placement";
 import { shardBindings } from "../../src/db/shard-names";
 import { shardFor } from "../../src/db/shards";
+import { publishEvents } from "../../src/events/outbox";
+import type { SchoolEvent } from "../../src/events/types";
 
 /** The D1 bindings a fixture is loaded into: the test env's, or some replaced (a simulated replica). */
 export type Databases = Pick<Env, "DIRECTORY"> & object;
@@ -51,3 +53,12 @@ export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00
   await runSteps(into.DIRECTORY, await directorySteps(file, placed, now));
   for (const b of new Set(placed.values())) await runSteps(shardFor(into, b), shardSteps(partOn(file, placed, b), now));
 }
+
+/** A move's `publish` (src/db/move.ts): the outbox rows' JSON payloads published to the school's hub. */
+export const publishPayloads = (shard: D1Database, schoolId: string, payloads: string[]) =>
+  publishEvents(
+    env,
+    shard,
+    schoolId,
+    payloads.map((p) => JSON.parse(p) as SchoolEvent),
+  );
