@@ -13,6 +13,10 @@ import { deliveryHeadersSchema } from "./schemas";
 
 const EVENTS_TAG = { name: "Events", description: "Event payloads POSTed to webhook endpoints (OpenAPI `webhooks`)." };
 
+/** What a receiver's `webhook-delivery` answer header asks (docs/reference.md § "Event delivery"), with any status. */
+const DELIVERY_CONTROL =
+  'The answer may carry a `webhook-delivery` header (Standard Webhooks delivery control; the value trimmed, in any case; other values are ignored): `abort-message` ends this delivery at once, `failed` with no further retry (a 2xx still succeeded); `disable` does that too and disables the registration as a 410 does (`disabledReason: "receiver"`; `webhook.disabled` is published with `reason: "receiver"`).';
+
 /** The deliveries of every event type, as the document describes them. */
 export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type) => {
   const meta = eventSchemas[type].meta()!;
@@ -21,7 +25,7 @@ export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type)
     operationId: `on${meta.id as string}`,
     tag: EVENTS_TAG,
     summary: EVENT_SUMMARIES[type],
-    description: `${meta.description as string}\n\nPOSTed to each registration subscribed to \`${type}\`${type === "webhook.test" ? " (only the one tested)" : " (or to `*`)"}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.`,
+    description: `${meta.description as string}\n\nPOSTed to each registration subscribed to \`${type}\`${type === "webhook.test" ? " (only the one tested)" : " (or to `*`)"}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.\n\n${DELIVERY_CONTROL}`,
     headers: deliveryHeadersSchema,
     body: eventSchemas[type],
     responses: {

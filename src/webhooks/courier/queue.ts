@@ -6,7 +6,7 @@
  */
 
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
-import { type AttemptVerdict, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
+import { type AttemptVerdict, type DeliveryControl, isSuccess, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
 
 /** The log's `error` of a skipped entry (docs/reference.md § "Delivery log"). */
@@ -265,6 +265,8 @@ export interface Outcome {
   responseBody: string | null;
   /** Never sent: the URL policy in force refuses the URL (the delivery ends failed). */
   refused?: boolean;
+  /** What the answer's `webhook-delivery` header asked (absent: nothing, or a value ignored). */
+  control?: DeliveryControl;
 }
 
 /**
@@ -273,7 +275,8 @@ export interface Outcome {
  * and no earlier than a 429/503's Retry-After). An outcome whose delivery is gone or was
  * advanced meanwhile is not recorded; one whose delivery was asked for again meanwhile (resend,
  * recover: `requested` grew) is recorded and leaves it due at once. A refused attempt (`o.refused`: never sent, the URL
- * policy in force refuses the URL) ends the delivery `failed`.
+ * policy in force refuses the URL) ends the delivery `failed`, and so does a non-2xx answer
+ * carrying `webhook-delivery: abort-message` or `disable` (`o.control`: no retry).
  *
  * The log row's number is its event's next (`events.last_attempt`), taken in this step: an
  * event's entries are numbered 1, 2, … in the order they are recorded, across resends and
@@ -293,9 +296,11 @@ export function recordAttempt(
 ): { status: "succeeded" | "failed"; attempt: number; again: boolean } | null {
   // This delivery's place in the retry schedule (the queue row's own count).
   const attempt = o.row.attempts + 1;
-  const verdict: AttemptVerdict = o.refused
-    ? { status: "failed" }
-    : judgeAttempt(o.status ?? undefined, attempt, schedule, parseRetryAfter(o.retryAfter, o.finishedAt), jitter);
+  // A receiver's `webhook-delivery` (abort-message, disable) ends a delivery it did not accept.
+  const verdict: AttemptVerdict =
+    o.refused || (o.control !== undefined && !isSuccess(o.status))
+      ? { status: "failed" }
+      : judgeAttempt(o.status ?? undefined, attempt, schedule, parseRetryAfter(o.retryAfter, o.finishedAt), jitter);
   const nextAttemptAt = verdict.status === "pending" ? o.finishedAt + verdict.retryInMs : null;
   const r = o.row;
   let changed =

@@ -1,10 +1,11 @@
 /**
  * A courier's requests in flight: each sent at once, its timeout counting from then, its
  * answer read up to the status line (the slot is free from then on: docs/architecture.md § "Invariants")
- * and the first 1,024 bytes of its body (docs/reference.md § "Delivery log": `responseBody`). Also the
+ * and the first 1,024 bytes of its body (docs/reference.md § "Delivery log": `responseBody`), with
+ * its `webhook-delivery` header (§ "Event delivery": delivery control). Also the
  * throttle of `maxPerSecond`: waiting for it is not part of an attempt's timeout.
  */
-import { describeAnswer, honoursRetryAfter } from "../delivery/schedule";
+import { type DeliveryControl, describeAnswer, honoursRetryAfter, parseDeliveryControl } from "../delivery/schedule";
 import type { Platform, Timer } from "../platform/platform";
 import type { DueRow, Outcome } from "./queue";
 
@@ -67,6 +68,7 @@ export class Sender {
   private async finish(row: DueRow, url: string, sentAt: number, controller: AbortController, timer: Timer, response: Promise<Response>): Promise<void> {
     let status: number | null = null;
     let retryAfter: string | null = null;
+    let control: DeliveryControl | null = null;
     let error: string | null;
     let responseBody: string | null = null;
     let durationMs: number;
@@ -75,7 +77,8 @@ export class Sender {
       durationMs = this.platform.now() - sentAt;
       status = res.status;
       if (honoursRetryAfter(status)) retryAfter = res.headers.get("retry-after");
-      error = describeAnswer(status, retryAfter);
+      control = parseDeliveryControl(res.headers.get("webhook-delivery"));
+      error = describeAnswer(status, retryAfter, control);
       responseBody = await readStart(res);
     } catch (err) {
       durationMs = this.platform.now() - sentAt;
@@ -86,7 +89,18 @@ export class Sender {
     }
     // Gone from the map: aborted by `abortAll`, nothing to report.
     if (!this.inFlight.delete(row.id)) return;
-    this.onDone({ row, url, sentAt, finishedAt: this.platform.now(), durationMs, status, error, retryAfter, responseBody });
+    this.onDone({
+      row,
+      url,
+      sentAt,
+      finishedAt: this.platform.now(),
+      durationMs,
+      status,
+      error,
+      retryAfter,
+      responseBody,
+      ...(control === null ? {} : { control }),
+    });
   }
 }
 

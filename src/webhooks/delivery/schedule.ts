@@ -81,12 +81,31 @@ export function parseRetryAfter(value: string | null | undefined, nowMs: number)
 export const honoursRetryAfter = (status: number | undefined): boolean => status === 429 || status === 503;
 
 /**
+ * What a receiver may ask in its answer's `webhook-delivery` header (docs/reference.md §
+ * "Event delivery", Standard Webhooks PR #291): `abort-message` ends that delivery at once,
+ * `disable` also disables the registration.
+ */
+export type DeliveryControl = "abort-message" | "disable";
+
+/**
+ * Reads a `webhook-delivery` header value: `abort-message` or `disable`, matched trimmed and
+ * case-insensitively; `null` for an absent header or any other value (ignored).
+ */
+export function parseDeliveryControl(value: string | null): DeliveryControl | null {
+  const text = value?.trim().toLowerCase();
+  return text === "abort-message" || text === "disable" ? text : null;
+}
+
+/**
  * The delivery log's `error` for an HTTP answer, or `null` for a 2xx: `HTTP 500`,
  * `HTTP 302 (redirects are not followed)`, `HTTP 410 Gone: retries stopped`,
- * `HTTP 429 (Retry-After: 120)`.
+ * `HTTP 429 (Retry-After: 120)`; a receiver's `control` adds what it asked, e.g.
+ * `HTTP 500 (webhook-delivery: abort-message): retries stopped`.
  */
-export function describeAnswer(status: number, retryAfter: string | null): string | null {
+export function describeAnswer(status: number, retryAfter: string | null, control: DeliveryControl | null = null): string | null {
   if (status >= 200 && status <= 299) return null;
+  if (control === "abort-message") return `HTTP ${status} (webhook-delivery: abort-message): retries stopped`;
+  if (control === "disable") return `HTTP ${status} (webhook-delivery: disable): retries stopped, registration disabled`;
   if (status === 410) return "HTTP 410 Gone: retries stopped";
   if (status >= 300 && status <= 399) return `HTTP ${status} (redirects are not followed)`;
   if (honoursRetryAfter(status) && retryAfter !== null) return `HTTP ${status} (Retry-After: ${retryAfter.slice(0, 64)})`;
