@@ -26,7 +26,11 @@ const EVENT_DESCRIPTIONS: Record<DeliveredEventType, string> = {
   "course.absences_sent": "A course's `absencesSent` went from false to true.",
   "course.professor_signed": "A professor's `signed` went from false to true (one event per professor); `data.professorId` names them.",
   "webhook.disabled":
-    'The hub disabled a registration: after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures (`reason: "failing"`, `data.failingSince` its first failed attempt after its last success), or because its receiver answered 410 (`reason: "gone"`, `failingSince: null`). Sent to the school\'s other registrations that subscribe to it, and in the events feed.',
+    'The hub disabled a registration: after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures (`reason: "failing"`, `data.failingSince` its first failed attempt after its last success), because its receiver answered 410 (`reason: "gone"`, `failingSince: null`), or because its receiver asked for it with `webhook-delivery: disable` (`reason: "receiver"`, `failingSince: null`). Sent to the school\'s other registrations that subscribe to it, and in the events feed.',
+  "webhook.failing":
+    "A registration's attempts (of any events) have failed 4 times in a row: sent once per streak, at its 4th failed attempt. `data.failingSince` is the streak's first failed attempt, `consecutiveFailures` its count then (4), `lastError` that attempt's `error` as in the delivery log. Sent to the school's other registrations that subscribe to it, and in the events feed.",
+  "webhook.recovered":
+    "A success ended a registration's streak of failed attempts that had sent `webhook.failing`: `data.failingSince` is that streak's first failed attempt, `recoveredAt` the successful attempt. Sent to the school's other registrations that subscribe to it, and in the events feed.",
   "webhook.test": "Sent by POST /v3/webhooks/{id}/test to that registration only; `data.webhookId` names it.",
 };
 
@@ -39,28 +43,49 @@ export const EVENT_SUMMARIES: Record<DeliveredEventType, string> = {
   "course.absences_sent": "A course's absences were sent",
   "course.professor_signed": "A professor signed a course",
   "webhook.disabled": "A registration was disabled",
+  "webhook.failing": "A registration is failing",
+  "webhook.recovered": "A registration recovered",
   "webhook.test": "A test event",
 };
 
-/** The body of a delivered event of `type` (a course event, or `webhook.test`). */
+/** The `data` of each `webhook.*` event, with its example. */
+const WEBHOOK_EVENT_DATA = {
+  "webhook.test": { schema: z.strictObject({ webhookId: opaqueIdSchema }), example: { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0" } },
+  "webhook.disabled": {
+    schema: z.strictObject({ webhookId: opaqueIdSchema, reason: z.enum(["failing", "gone", "receiver"]), failingSince: instantOutSchema.nullable() }),
+    example: { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", reason: "failing", failingSince: "2026-08-16T16:02:10.004Z" },
+  },
+  "webhook.failing": {
+    schema: z.strictObject({
+      webhookId: opaqueIdSchema,
+      failingSince: instantOutSchema.meta({ description: "The streak's first failed attempt." }),
+      consecutiveFailures: z.int().min(1).meta({ description: "Failed attempts in a row when it was sent (4)." }),
+      lastError: z.string().meta({ description: "The last failed attempt's `error`, as in the delivery log.", example: "HTTP 503" }),
+    }),
+    example: { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", failingSince: "2026-08-16T16:02:10.004Z", consecutiveFailures: 4, lastError: "HTTP 503" },
+  },
+  "webhook.recovered": {
+    schema: z.strictObject({
+      webhookId: opaqueIdSchema,
+      failingSince: instantOutSchema.meta({ description: "The first failed attempt of the streak that ended." }),
+      recoveredAt: instantOutSchema.meta({ description: "The successful attempt that ended it." }),
+    }),
+    example: { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", failingSince: "2026-08-16T16:02:10.004Z", recoveredAt: "2026-08-16T17:40:02.512Z" },
+  },
+} as const;
+
+/** The body of a delivered event of `type` (a course event, or a `webhook.*` one). */
 function eventSchema(type: DeliveredEventType) {
+  const own = type in WEBHOOK_EVENT_DATA ? WEBHOOK_EVENT_DATA[type as keyof typeof WEBHOOK_EVENT_DATA] : null;
   const data =
-    type === "webhook.test"
-      ? z.strictObject({ webhookId: opaqueIdSchema })
-      : type === "webhook.disabled"
-        ? z.strictObject({ webhookId: opaqueIdSchema, reason: z.enum(["failing", "gone"]), failingSince: instantOutSchema.nullable() })
-        : type === "course.professor_signed"
-          ? z.strictObject({ course: courseRecordSchema, professorId: opaqueIdSchema.meta({ description: "The professor who signed.", example: "prf_4" }) })
-          : z.strictObject({ course: courseRecordSchema });
+    own !== null
+      ? own.schema
+      : type === "course.professor_signed"
+        ? z.strictObject({ course: courseRecordSchema, professorId: opaqueIdSchema.meta({ description: "The professor who signed.", example: "prf_4" }) })
+        : z.strictObject({ course: courseRecordSchema });
   const name = type.replace(/(^|[._])(\w)/g, (_m, _s, c: string) => c.toUpperCase());
   const exampleData =
-    type === "webhook.test"
-      ? { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0" }
-      : type === "webhook.disabled"
-        ? { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", reason: "failing", failingSince: "2026-08-16T16:02:10.004Z" }
-        : type === "course.professor_signed"
-          ? { course: COURSE_EXAMPLE, professorId: "prf_4" }
-          : { course: COURSE_EXAMPLE };
+    own !== null ? own.example : type === "course.professor_signed" ? { course: COURSE_EXAMPLE, professorId: "prf_4" } : { course: COURSE_EXAMPLE };
   return z.strictObject({ ...eventBase, type: z.literal(type), data }).meta({
     id: `${name}Event`,
     description: EVENT_DESCRIPTIONS[type],

@@ -8,10 +8,11 @@ import { idSchema, instantOutSchema } from "../lib/fields";
 
 /**
  * Event types a registration may subscribe to (`["*"]` = all): those of course writes, and
- * `webhook.disabled`, sent by the hub when it auto-disables a registration to the school's
- * other registrations (docs/reference.md § "Auto-disable").
+ * the notices the hub sends about a registration to the school's other registrations:
+ * `webhook.disabled` when it disables one (docs/reference.md § "Auto-disable"),
+ * `webhook.failing` and `webhook.recovered` (§ "Failing and recovered notices").
  */
-export const EVENT_TYPES = [...COURSE_EVENT_TYPES, "webhook.disabled"] as const;
+export const EVENT_TYPES = [...COURSE_EVENT_TYPES, "webhook.disabled", "webhook.failing", "webhook.recovered"] as const;
 
 /** A subscribable event type. */
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -25,8 +26,10 @@ export type DeliveredEventType = (typeof DELIVERED_EVENT_TYPES)[number];
 /**
  * Any event as delivered: `{ id: "evt_…", type, createdAt (ISO ms UTC), schoolId, data }`.
  * `data.course` is the course record after the write; `course.professor_signed` adds
- * `data.professorId`; `webhook.disabled` carries `data: { webhookId, reason: "failing",
- * failingSince }` and `webhook.test` `data: { webhookId }`.
+ * `data.professorId`; `webhook.disabled` carries `data: { webhookId, reason, failingSince }`,
+ * `webhook.failing` `data: { webhookId, failingSince, consecutiveFailures, lastError }`,
+ * `webhook.recovered` `data: { webhookId, failingSince, recoveredAt }` and `webhook.test`
+ * `data: { webhookId }`.
  */
 const schoolEventSchema = z.strictObject({
   id: idSchema,

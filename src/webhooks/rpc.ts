@@ -178,15 +178,29 @@ export interface HandoverReceipt {
 /**
  * What a courier tells the hub, the only thing the hub must decide (docs/reference.md § "Auto-disable"):
  * its registration has failed for WEBHOOK_DISABLE_AFTER_HOURS (`failing`, since
- * `failingSince`, ms) or a receiver answered 410 (`gone`). `version` is the config the
- * courier held: a report about an older version than a re-enable is ignored.
+ * `failingSince`, ms), a receiver answered 410 (`gone`) or asked for it
+ * (`webhook-delivery: disable`: `receiver`). `version` is the config the courier held: a
+ * report about an older version than a re-enable is ignored.
  */
 export interface FailingReport {
   webhookId: string;
   version: number;
-  reason: "failing" | "gone";
+  reason: "failing" | "gone" | "receiver";
   failingSince: number | null;
 }
+
+/**
+ * A notice of a courier's failure streak (docs/reference.md § "Failing and recovered
+ * notices"), which the hub publishes as that event: `webhook.failing` at the streak's 4th
+ * failed attempt, `webhook.recovered` at the success that ends a streak that sent it, about
+ * registration `webhookId`. `id` is the event's, minted by the courier, so that a notice sent again is accepted once. Instants
+ * in ms: `at` when it was noted (the event's `createdAt`), `failingSince` the streak's first
+ * failed attempt, `recoveredAt` the successful attempt.
+ */
+export type StreakNotice = { id: string; webhookId: string; at: number; failingSince: number } & (
+  | { type: "webhook.failing"; consecutiveFailures: number; lastError: string }
+  | { type: "webhook.recovered"; recoveredAt: number }
+);
 
 /** Why an attempt was made (docs/reference.md § "Delivery log": `trigger`). */
 export type Trigger = "event" | "retry" | "resend" | "recover" | "test";

@@ -124,6 +124,8 @@ export const C = {
     "course.absences_sent",
     "course.professor_signed",
     "webhook.disabled",
+    "webhook.failing",
+    "webhook.recovered",
   ] as const,
   booleans: ["true", "false", "1", "0"] as const,
   instantParams: ["courseStartDateTime", "courseEndDateTime", "createdAt", "updatedAt"] as const,

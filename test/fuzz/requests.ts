@@ -1433,6 +1433,8 @@ function listEvents(ctx: FuzzContext) {
     "course.absences_sent",
     "course.professor_signed",
     "webhook.disabled",
+    "webhook.failing",
+    "webhook.recovered",
   ];
   const valid = fc
     .record({

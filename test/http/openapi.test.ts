@@ -359,6 +359,8 @@ describe("the document covers the route table and the contract", () => {
         "course.absences_sent",
         "course.professor_signed",
         "webhook.disabled",
+        "webhook.failing",
+        "webhook.recovered",
         "webhook.test",
       ].sort(),
     );

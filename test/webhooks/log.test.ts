@@ -151,11 +151,11 @@ describe("GET /v3/event-types", () => {
     }
     const disabled = root(body.result.find((t) => t.type === "webhook.disabled")!.schema);
     expect(disabled.properties.data.required.sort()).toEqual(["failingSince", "reason", "webhookId"]);
-    // docs/reference.md § "Auto-disable": reason "failing" (failingSince an instant) or "gone" (a 410: failingSince null).
+    // docs/reference.md § "Auto-disable": reason "failing" (failingSince an instant), "gone" (a 410) or "receiver" (webhook-delivery: disable), failingSince null.
     const values = (schema: any): unknown[] =>
       schema.const !== undefined ? [schema.const] : (schema.enum ?? [...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].flatMap(values));
     const types = (schema: any): unknown[] => [schema.type ?? [], ...[...(schema.anyOf ?? []), ...(schema.oneOf ?? [])].map(types)].flat();
-    expect(values(disabled.properties.data.properties.reason).sort()).toEqual(["failing", "gone"]);
+    expect(values(disabled.properties.data.properties.reason).sort()).toEqual(["failing", "gone", "receiver"]);
     expect(types(disabled.properties.data.properties.failingSince)).toContain("null");
   });
 });

@@ -40,6 +40,7 @@ describe("POST /v3/webhooks", () => {
       enabled: true,
       disabledReason: null,
       disabledAt: null,
+      failingSince: null,
       createdBy: expect.stringMatching(/^key_/),
       updatedBy: hook.createdBy,
       createdAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),

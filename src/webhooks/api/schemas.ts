@@ -38,11 +38,15 @@ const webhookFields = {
   headerNames: z.array(z.string()).meta({ description: "Names of the custom headers, lower case, sorted (values are never shown)." }),
   maxPerSecond: z.int().nullable().meta({ description: "The throttle (attempts started per second at most); `null` when not set." }),
   enabled: z.boolean().meta({ description: "`false` while disabled: nothing is attempted; events it subscribes to are logged `skipped`." }),
-  disabledReason: z
-    .enum(["manual", "failing", "gone"])
-    .nullable()
-    .meta({ description: "`manual` (PATCH `enabled: false`), `failing` (auto-disable) or `gone` (the receiver answered 410); `null` while enabled." }),
+  disabledReason: z.enum(["manual", "failing", "gone", "receiver"]).nullable().meta({
+    description:
+      "`manual` (PATCH `enabled: false`), `failing` (auto-disable), `gone` (the receiver answered 410) or `receiver` (the receiver answered `webhook-delivery: disable`); `null` while enabled.",
+  }),
   disabledAt: instantOutSchema.nullable().meta({ description: "When it was disabled; `null` while enabled." }),
+  failingSince: instantOutSchema.nullable().meta({
+    description:
+      "While the registration is failing — its attempts failed 4 times in a row and no success followed (`webhook.failing` was sent) — the first failed attempt of that streak; `null` otherwise (`webhook.recovered` clears it). A re-enable does not: only a success ends the streak.",
+  }),
   createdBy: z.string().nullable().meta({
     description:
       "The id of the API key (`key_…`) that created the registration, directly or through a portal session it minted: after a key leaks, find its registrations by it. `null` for registrations created before it was recorded.",
@@ -69,6 +73,7 @@ const WEBHOOK_EXAMPLE = {
   enabled: true,
   disabledReason: null,
   disabledAt: null,
+  failingSince: null,
   createdBy: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   updatedBy: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   createdAt: "2026-08-20T09:12:44.120Z",

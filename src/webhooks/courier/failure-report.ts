@@ -1,17 +1,37 @@
 /**
  * What a courier tells its hub, and only that (docs/reference.md § "Auto-disable", § "Event delivery":
- * 410): its registration's failure streak reached WEBHOOK_DISABLE_AFTER_HOURS, or a receiver
- * answered 410. The streak and a report owed are kept in the courier's KV, so a restart
- * sends a report still owed; the hub decides and answers with a disabled config.
+ * 410 and `webhook-delivery`, § "Failing and recovered notices"): its registration's failure
+ * streak reached WEBHOOK_DISABLE_AFTER_HOURS, or a receiver answered 410 or asked to be
+ * disabled (the hub decides and answers with a disabled config); its attempts failed 4 times
+ * in a row, or a success ended such a streak (the hub publishes the notice). Streaks, the
+ * report and the notices owed are kept in the courier's KV, so a restart sends what is owed.
  */
+import { mintId } from "../../lib/ids";
 import { describeError, logObjectCallFailure } from "../../lib/log";
 import { isSuccess } from "../delivery/schedule";
 import type { ObjectCalls } from "../platform/object-calls";
-import type { CourierConfig, FailingReport } from "../rpc";
+import type { CourierConfig, FailingReport, StreakNotice } from "../rpc";
 import type { Outcome } from "./queue";
 
 /** A report the hub did not take is sent again this much later, by the courier's alarm (ms). */
 export const REPORT_RETRY_MS = 10_000;
+
+/** Failed attempts in a row that make a registration failing (docs/reference.md § "Failing and recovered notices"). */
+const FAILING_AFTER = 4;
+/** Notices owed at most (the hub unreachable for long): beyond, the oldest pair goes, failing and recovered still alternate. */
+const NOTICES_MAX = 20;
+/** A notice's `lastError` keeps at most this many characters. */
+const LAST_ERROR_CHARS = 500;
+
+/**
+ * The run of failed attempts since the last success (KV `streak`): its first attempt's start
+ * (ms), how many, and whether `webhook.failing` was sent for it. Only a success ends it.
+ */
+interface Streak {
+  since: number;
+  failures: number;
+  noticed: boolean;
+}
 
 /**
  * One courier's failure streak and the report it owes its hub. The streak's start lives in KV
@@ -39,22 +59,54 @@ export class FailureReport {
 
   /**
    * An attempt was recorded (inside the outcome's step; `sendNew` after it): a success ends the streak; a failure
-   * starts one at its `sentAt` if none runs; a streak of `disableAfterMs`, or a 410, is owed to
-   * the hub while `config` is enabled.
+   * starts one at its `sentAt` if none runs; a streak of `disableAfterMs`, a 410, or a
+   * `webhook-delivery: disable` (any status) is owed to the hub while `config` is enabled.
+   * The run of failures in a row is counted too (`countRun`).
    */
   recorded(outcome: Outcome, config: CourierConfig): void {
+    this.countRun(outcome, config.webhookId);
     const since = this.failingSince;
-    if (isSuccess(outcome.status)) {
+    const success = isSuccess(outcome.status);
+    if (success) {
       if (since !== null) this.kv.delete("failingSince");
+    } else if (since === null) this.kv.put("failingSince", outcome.sentAt);
+    if (!config.enabled) return;
+    const failingSince = since ?? outcome.sentAt;
+    const report = { webhookId: config.webhookId, version: config.version };
+    if (outcome.control === "disable") this.owe({ ...report, reason: "receiver", failingSince: null });
+    else if (success) return;
+    else if (outcome.status === 410) this.owe({ ...report, reason: "gone", failingSince: null });
+    else if (outcome.finishedAt - failingSince >= this.disableAfterMs) this.owe({ ...report, reason: "failing", failingSince });
+  }
+
+  /**
+   * Counts the run of failed attempts (KV `streak`, kept across restarts, a re-enable and a
+   * disable: only a success ends it): its FAILING_AFTER-th failure notes `webhook.failing`
+   * (once per run), a success after that notes `webhook.recovered`, each owed to the hub.
+   */
+  private countRun(outcome: Outcome, webhookId: string): void {
+    const run = this.kv.get("streak") as Streak | undefined;
+    const at = outcome.finishedAt;
+    if (isSuccess(outcome.status)) {
+      if (run === undefined) return;
+      this.kv.delete("streak");
+      if (run.noticed) this.notice({ id: mintId("evt", at), type: "webhook.recovered", webhookId, at, failingSince: run.since, recoveredAt: outcome.sentAt });
       return;
     }
-    if (since === null) this.kv.put("failingSince", outcome.sentAt);
-    const failingSince = since ?? outcome.sentAt;
-    if (!config.enabled) return;
-    if (outcome.status === 410) this.owe({ webhookId: config.webhookId, version: config.version, reason: "gone", failingSince: null });
-    else if (outcome.finishedAt - failingSince >= this.disableAfterMs) {
-      this.owe({ webhookId: config.webhookId, version: config.version, reason: "failing", failingSince });
+    const next: Streak = { since: run?.since ?? outcome.sentAt, failures: (run?.failures ?? 0) + 1, noticed: run?.noticed ?? false };
+    if (!next.noticed && next.failures >= FAILING_AFTER) {
+      next.noticed = true;
+      const lastError = (outcome.error ?? `HTTP ${outcome.status}`).slice(0, LAST_ERROR_CHARS);
+      this.notice({ id: mintId("evt", at), type: "webhook.failing", webhookId, at, failingSince: next.since, consecutiveFailures: next.failures, lastError });
     }
+    this.kv.put("streak", next);
+  }
+
+  /** Records a notice owed (durably), after those owed already; the caller sends it. */
+  private notice(notice: StreakNotice): void {
+    const owed = [...((this.kv.get("notices") as StreakNotice[] | undefined) ?? []), notice];
+    this.kv.put("notices", owed.length > NOTICES_MAX ? owed.slice(2) : owed);
+    this.owedInStep = true;
   }
 
   /** The registration was disabled: nothing is owed any more. */
@@ -62,10 +114,12 @@ export class FailureReport {
     this.kv.delete("report");
   }
 
-  /** The courier closed: no streak and no report are kept. */
+  /** The courier closed: no streak, no report and no notice are kept. */
   forget(): void {
     this.disabled();
     this.enabled();
+    this.kv.delete("streak");
+    this.kv.delete("notices");
   }
 
   /** The registration was enabled again: the streak restarts. */
@@ -73,13 +127,40 @@ export class FailureReport {
     this.kv.delete("failingSince");
   }
 
-  /** Whether a report is owed (a restarted courier sends it). */
+  /** Whether a report or a notice is owed (a restarted courier sends it). */
   get owed(): boolean {
-    return this.kv.get("report") !== undefined;
+    return this.kv.get("report") !== undefined || this.kv.get("notices") !== undefined;
   }
 
-  /** Sends the report owed to hub `hubId`, one call at a time; on failure `retryLater`. */
+  /** Sends the notices, then the report, owed to hub `hubId`, one call at a time; on failure `retryLater`. */
   send(hubId: string | undefined): void {
+    this.sendNotices(hubId);
+    this.sendReport(hubId);
+  }
+
+  /** Sends the notices owed to hub `hubId` in one call, in order; those it took are no longer owed. */
+  private sendNotices(hubId: string | undefined): void {
+    const notices = this.kv.get("notices") as StreakNotice[] | undefined;
+    if (this.noticing || notices === undefined || hubId === undefined) return;
+    this.noticing = true;
+    this.hubs
+      .call(hubId, (hub) => hub.reportStreak(notices))
+      .then(
+        () => {
+          const sent = new Set(notices.map((n) => n.id));
+          const left = ((this.kv.get("notices") as StreakNotice[] | undefined) ?? []).filter((n) => !sent.has(n.id));
+          if (left.length > 0) this.kv.put("notices", left);
+          else this.kv.delete("notices");
+        },
+        (err: unknown) => this.failed(notices[0]!.webhookId, "notice", err),
+      )
+      .finally(() => {
+        this.noticing = false;
+      });
+  }
+
+  /** Sends the report owed to hub `hubId`. */
+  private sendReport(hubId: string | undefined): void {
     const report = this.kv.get("report") as FailingReport | undefined;
     if (this.reporting || report === undefined || hubId === undefined) return;
     this.reporting = true;
@@ -90,21 +171,17 @@ export class FailureReport {
           const now = this.kv.get("report") as FailingReport | undefined;
           if (now?.version === report.version && now.reason === report.reason) this.kv.delete("report");
         },
-        (err: unknown) => {
-          logObjectCallFailure({
-            from: "courier",
-            webhookId: report.webhookId,
-            call: "report",
-            failures: 1,
-            retryInMs: REPORT_RETRY_MS,
-            error: describeError(err).error,
-          });
-          this.retryLater();
-        },
+        (err: unknown) => this.failed(report.webhookId, "report", err),
       )
       .finally(() => {
         this.reporting = false;
       });
+  }
+
+  /** A call to the hub failed: logged, and the alarm sends what is owed again. */
+  private failed(webhookId: string, call: string, err: unknown): void {
+    logObjectCallFailure({ from: "courier", webhookId, call, failures: 1, retryInMs: REPORT_RETRY_MS, error: describeError(err).error });
+    this.retryLater();
   }
 
   /** Records a report owed (durably), unless the same one is, and the caller sends it. */
@@ -115,13 +192,15 @@ export class FailureReport {
     this.owedInStep = true;
   }
 
-  /** Sends a report that the step just done came to owe (`recorded`), if any. */
+  /** Sends a report or notices that the step just done came to owe (`recorded`), if any. */
   sendNew(hubId: string): void {
     if (!this.owedInStep) return;
     this.owedInStep = false;
     this.send(hubId);
   }
 
-  /** A report became owed inside the current step: it is sent once the step is done. */
+  /** A report or a notice became owed inside the current step: it is sent once the step is done. */
   private owedInStep = false;
+  /** A call with the notices owed is under way. */
+  private noticing = false;
 }

@@ -9,7 +9,7 @@ import type { SchoolEvent } from "../../events/types";
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { mintId } from "../../lib/ids";
 import { formatInstant } from "../../lib/time";
-import type { FailingReport, HandedEvent, WebhookFilter } from "../rpc";
+import type { FailingReport, HandedEvent, StreakNotice, WebhookFilter } from "../rpc";
 import type { WebhookRow } from "./registrations";
 
 /** A registration as the accept step needs it (parsed once per change of the set). */
@@ -53,7 +53,7 @@ function keysOf(event: SchoolEvent): CourseKeys | null {
 /**
  * Whether `event` is addressed to `audience`: subscribed to its type and, with a filter, a
  * course event whose course (as carried, or as it was before the change: `event.previous`) is
- * in scope. Events without a course (`webhook.disabled`) always pass the filter.
+ * in scope. Events without a course (`webhook.*`) always pass the filter.
  */
 export function addressed(audience: Audience, event: SchoolEvent): boolean {
   if (!audience.all && !audience.types.has(event.type)) return false;
@@ -86,7 +86,7 @@ interface StoredEvent {
  * Stores the new events of `events` at `now` (ms) — a known id is ignored — and, for each,
  * the registrations it is addressed to (`skipped` for disabled ones). `webhook.test` events
  * never enter the log; `previous` is used for the filters and stripped from the stored body.
- * `except` (a registration id) is addressed nothing (its own `webhook.disabled`). Events and
+ * `except` (a registration id) is addressed nothing (its own `webhook.disabled`, its notices). Events and
  * targets are bound in batches cut by `cutBatches` (count and bytes), several statements of
  * one synchronous step: the caller's `transactionSync` keeps it all-or-nothing.
  *
@@ -188,6 +188,21 @@ export function disabledEvent(schoolId: string, report: FailingReport, now: numb
     schoolId,
     data: { webhookId: report.webhookId, reason: report.reason, failingSince: report.failingSince === null ? null : formatInstant(report.failingSince) },
   };
+}
+
+/**
+ * The event of a courier's notice (docs/reference.md § "Failing and recovered notices"), with
+ * the courier's id and instant: `webhook.failing` (`data: { webhookId, failingSince,
+ * consecutiveFailures, lastError }`) or `webhook.recovered` (`data: { webhookId,
+ * failingSince, recoveredAt }`).
+ */
+export function noticeEvent(schoolId: string, notice: StreakNotice): SchoolEvent {
+  const common = { webhookId: notice.webhookId, failingSince: formatInstant(notice.failingSince) };
+  const data =
+    notice.type === "webhook.failing"
+      ? { ...common, consecutiveFailures: notice.consecutiveFailures, lastError: notice.lastError }
+      : { ...common, recoveredAt: formatInstant(notice.recoveredAt) };
+  return { id: notice.id, type: notice.type, createdAt: formatInstant(notice.at), schoolId, data };
 }
 
 /** A `webhook.test` event for registration `webhookId` at `now` (ms): `data: { webhookId }`. */

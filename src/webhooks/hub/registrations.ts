@@ -11,6 +11,7 @@ import {
   type CourierConfig,
   type CourierStep,
   type CreateWebhookResult,
+  type FailingReport,
   HEADERS_REQUIRED,
   MAX_WEBHOOKS,
   type NewWebhook,
@@ -36,8 +37,10 @@ export type WebhookRow = {
   previous_secret: string | null;
   previous_expires_at: number | null;
   enabled: number;
-  disabled_reason: "manual" | "failing" | "gone" | null;
+  disabled_reason: "manual" | "failing" | "gone" | "receiver" | null;
   disabled_at: number | null;
+  /** The first failed attempt of the failure streak that sent `webhook.failing`, until a success ends it (`noteStreak`). */
+  failing_since: number | null;
   created_at: number;
   updated_at: number;
   deleted_at: number | null;
@@ -66,6 +69,7 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     enabled: row.enabled === 1,
     disabledReason: row.enabled === 1 ? null : row.disabled_reason,
     disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
+    failingSince: row.failing_since === null ? null : formatInstant(row.failing_since),
     createdBy: row.created_by,
     updatedBy: row.updated_by,
     createdAt: formatInstant(row.created_at),
@@ -207,7 +211,7 @@ export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate
  *
  * @returns whether it was disabled now.
  */
-export function disableWebhook(sql: SqlStorage, id: string, reason: "failing" | "gone", reportVersion: number, now: number): boolean {
+export function disableWebhook(sql: SqlStorage, id: string, reason: FailingReport["reason"], reportVersion: number, now: number): boolean {
   return (
     sql.exec(
       `UPDATE webhooks SET enabled = 0, disabled_reason = ?2, disabled_at = ?3, updated_at = ?3, version = version + 1, disables = disables + 1
@@ -218,6 +222,15 @@ export function disableWebhook(sql: SqlStorage, id: string, reason: "failing" | 
       reportVersion,
     ).rowsWritten > 0
   );
+}
+
+/**
+ * A courier's notice accepted (docs/reference.md § "Failing and recovered notices"): active
+ * registration `id` is failing since `failingSince` (ms; `webhook.failing`), or no longer
+ * (`null`: `webhook.recovered`). Nothing else changes (no new config for its courier).
+ */
+export function noteStreak(sql: SqlStorage, id: string, failingSince: number | null): void {
+  sql.exec(`UPDATE webhooks SET failing_since = ? WHERE id = ? AND deleted_at IS NULL`, failingSince, id);
 }
 
 /**

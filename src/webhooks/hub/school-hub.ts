@@ -21,11 +21,12 @@ import {
   type NewWebhook,
   type PublishResult,
   type RotatedSecret,
+  type StreakNotice,
   type WebhookRecord,
   type WebhookUpdate,
 } from "../rpc";
 import { Couriers } from "./couriers";
-import { type Audience, accept, audiencesOf, behind, disabledEvent, testEvent } from "./event-log";
+import { type Audience, accept, audiencesOf, behind, disabledEvent, noticeEvent, testEvent } from "./event-log";
 import { type FeedPage, type FeedQuery, FeedReaders } from "./feed";
 import type { IdempotencyInput } from "./idempotency";
 import * as registrations from "./registrations";
@@ -256,8 +257,34 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /**
+   * A courier's notices, in order (docs/reference.md § "Failing and recovered notices"): each
+   * one new (by event id; one sent again is ignored) about an active registration is, in one
+   * step, appended to the log as its event for the school's other registrations and the feed,
+   * and sets or clears the registration's `failingSince`. Notices about a deleted one are dropped.
+   */
+  reportStreak(notices: StreakNotice[]): void {
+    const step = this.storage.transactionSync(() => {
+      const now = this.platform.now();
+      const addressed = new Set<string>();
+      let accepted = 0;
+      for (const notice of notices) {
+        if (registrations.readWebhook(this.sql, notice.webhookId) === null) continue;
+        const done = accept(this.sql, this.readAudiences(), [noticeEvent(this.school ?? "", notice)], now, notice.webhookId);
+        if (done.seqs.length === 0) continue;
+        accepted += 1;
+        registrations.noteStreak(this.sql, notice.webhookId, notice.type === "webhook.failing" ? notice.failingSince : null);
+        for (const id of done.audiences) addressed.add(id);
+      }
+      return { addressed, accepted };
+    });
+    this.handOver(step.addressed);
+    if (step.accepted > 0) this.readers.wake();
+  }
+
+  /**
    * A courier's report (docs/reference.md § "Auto-disable"): its registration failed for
-   * WEBHOOK_DISABLE_AFTER_HOURS, or a receiver answered 410. In one step the registration is
+   * WEBHOOK_DISABLE_AFTER_HOURS, a receiver answered 410 or asked to be disabled
+   * (`webhook-delivery: disable`). In one step the registration is
    * disabled (unless it already is, or was re-enabled since) and `webhook.disabled` is
    * appended to the log for the school's other registrations and the feed; then the courier
    * is given the config that stops it.

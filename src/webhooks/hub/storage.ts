@@ -106,6 +106,9 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE webhooks ADD COLUMN updated_by TEXT`,
     `UPDATE webhooks SET updated_by = created_by WHERE deleted_at IS NULL AND created_by IS NOT NULL`,
   ],
+  // The first failed attempt of a registration's failure streak once its courier's
+  // `webhook.failing` notice is accepted, cleared by `webhook.recovered` (`failingSince`).
+  [`ALTER TABLE webhooks ADD COLUMN failing_since INTEGER`],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
