@@ -235,9 +235,11 @@ export interface Webhook {
   maxPerSecond?: number | null;
   /** Absent from older servers: treat as enabled. */
   enabled?: boolean;
-  /** `gone`: the receiver answered 410 Gone. */
-  disabledReason?: "manual" | "failing" | "gone" | null;
+  /** `gone`: the receiver answered 410 Gone; `receiver`: it answered `webhook-delivery: disable`. */
+  disabledReason?: "manual" | "failing" | "gone" | "receiver" | null;
   disabledAt?: string | null;
+  /** While its attempts keep failing (4 or more in a row, no success since): the streak's first failed attempt; null otherwise (absent from older servers). */
+  failingSince?: string | null;
   createdAt: string;
   updatedAt?: string;
 }

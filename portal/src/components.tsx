@@ -106,17 +106,32 @@ export function Dialog({ title, onClose, children }: { title: string; onClose: (
   );
 }
 
+/** Why a registration is disabled, in a word or two (`disabledReason`). */
+const DISABLED_WHY = { manual: "manually", failing: "failing", gone: "receiver gone", receiver: "receiver asked" } as const;
+
 /**
- * "Enabled", "Disabled (manually)", "Disabled (failing) since …" or "Disabled (receiver
- * gone) since …", in words, not only in colour.
+ * "Enabled", "Disabled (manually)", "Disabled (failing) since …", "Disabled (receiver
+ * gone) since …" or "Disabled (receiver asked) since …", then "Failing since …" while its
+ * attempts keep failing (`failingSince`), in words, not only in colour.
  */
 export function StatusBadge({ webhook }: { webhook: Webhook }) {
-  if (webhook.enabled !== false) return <span class="badge badge-ok">Enabled</span>;
-  const why = webhook.disabledReason === "failing" ? "failing" : webhook.disabledReason === "gone" ? "receiver gone" : "manually";
+  const failing = webhook.failingSince ? <span class="badge badge-warn">Failing since {formatInstant(webhook.failingSince)}</span> : null;
+  if (webhook.enabled !== false) {
+    return (
+      <>
+        <span class="badge badge-ok">Enabled</span>
+        {failing}
+      </>
+    );
+  }
+  const why = DISABLED_WHY[webhook.disabledReason ?? "manual"];
   return (
-    <span class="badge badge-off">
-      Disabled ({why}){webhook.disabledAt ? ` since ${formatInstant(webhook.disabledAt)}` : ""}
-    </span>
+    <>
+      <span class="badge badge-off">
+        Disabled ({why}){webhook.disabledAt ? ` since ${formatInstant(webhook.disabledAt)}` : ""}
+      </span>
+      {failing}
+    </>
   );
 }
 

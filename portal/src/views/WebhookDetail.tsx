@@ -93,6 +93,12 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         <dd>
           <StatusBadge webhook={webhook} />
           {!enabled && <p class="small status-note">{disabledWhy(webhook, readOnly)}</p>}
+          {webhook.failingSince && (
+            <p class="small status-note">
+              Its last 4 or more delivery attempts failed, the first at {formatInstant(webhook.failingSince)}; the next success ends this. See the delivery log
+              below for the errors.
+            </p>
+          )}
         </dd>
         <dt>Description</dt>
         <dd>{webhook.description ?? "—"}</dd>
@@ -181,6 +187,8 @@ function disabledWhy(webhook: Webhook, readOnly: boolean): string {
   switch (webhook.disabledReason) {
     case "gone":
       return `The receiver answered 410 Gone, which asks to be unsubscribed: no delivery is attempted any more.${readOnly ? "" : " If that was a mistake, fix the receiver, then enable the endpoint again."}`;
+    case "receiver":
+      return `The receiver answered with webhook-delivery: disable, which asks to stop sending: no delivery is attempted any more.${readOnly ? "" : " If that was a mistake, fix the receiver, then enable the endpoint again."}`;
     case "failing":
       return `Every delivery attempt failed for too long, so deliveries stopped.${readOnly ? "" : " Fix the receiver, enable the endpoint, then recover what it missed."}`;
     default:
