@@ -62,8 +62,8 @@ describe("webhook-delivery: abort-message", () => {
     expect(await record(key, hook.id)).toMatchObject({ enabled: true, disabledReason: null });
   });
 
-  it("with a 200 (the value trimmed, in any case): the delivery succeeded", async () => {
-    const { schoolId, key, host, hook } = await answered("abort200", 200, "  Abort-Message ");
+  it("with a 200: the delivery succeeded", async () => {
+    const { schoolId, key, host, hook } = await answered("abort200", 200, "abort-message");
     expect(await deliveries(key, hook.id)).toMatchObject([{ attempt: 1, status: "succeeded", responseStatus: 200, error: null }]);
     await driveRetries(schoolId);
     expect(rx.to(host)).toHaveLength(1);
@@ -96,8 +96,8 @@ describe("webhook-delivery: disable", () => {
     expect(rx.to(host)).toHaveLength(1);
   });
 
-  it("with a 503: the delivery ends failed with no retry, and the registration is disabled (receiver)", async () => {
-    const { schoolId, key, host, hook } = await answered("dis503", 503, "DISABLE");
+  it("with a 503 (the value trimmed, in any case): the delivery ends failed with no retry, and the registration is disabled (receiver)", async () => {
+    const { schoolId, key, host, hook } = await answered("dis503", 503, " Disable ");
     expect(await deliveries(key, hook.id)).toMatchObject([{ attempt: 1, status: "failed", responseStatus: 503, nextAttemptAt: null }]);
     await eventually(async () => (await record(key, hook.id)).enabled === false, "the registration to be disabled");
     expect(await record(key, hook.id)).toMatchObject({ disabledReason: "receiver" });
