@@ -34,9 +34,9 @@ interface Streak {
 }
 
 /**
- * One courier's failure streak and the report it owes its hub. The streak's start lives in KV
- * only (read on use, a synchronous local read), so no copy in memory can outlive a step that
- * rolled back.
+ * One courier's failure streak and the report it owes its hub, and its run of failed attempts
+ * and the notices it owes. Both live in KV only (read on use, a synchronous local read), so
+ * no copy in memory can outlive a step that rolled back.
  */
 export class FailureReport {
   private reporting = false;
@@ -109,7 +109,7 @@ export class FailureReport {
     this.owedInStep = true;
   }
 
-  /** The registration was disabled: nothing is owed any more. */
+  /** The registration was disabled: no report is owed any more (notices still are). */
   disabled(): void {
     this.kv.delete("report");
   }
@@ -122,7 +122,7 @@ export class FailureReport {
     this.kv.delete("notices");
   }
 
-  /** The registration was enabled again: the streak restarts. */
+  /** The registration was enabled again: the auto-disable streak restarts (the run of failures goes on). */
   enabled(): void {
     this.kv.delete("failingSince");
   }
