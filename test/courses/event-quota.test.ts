@@ -10,12 +10,14 @@
  */
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { moveSchool } from "../../src/db/move";
 import worker from "../../src/index";
 import { utf8Bytes } from "../../src/lib/batches";
 import { recordingD1, refusedPlans } from "../support/d1-statements";
 import { feedEvents } from "../support/feed";
 import { BASE, loadFixture } from "../support/helpers";
 import { checkResponse } from "../support/openapi-check";
+import { publishPayloads, shardNameOf } from "../support/shards";
 
 /** 23:00 UTC: the next UTC day starts in 3,600 s. */
 const LATE_EVENING = Date.parse("2026-09-07T23:00:00.000Z");
@@ -182,6 +184,20 @@ describe("the daily quota of event bytes", () => {
 });
 
 describe("the counters", () => {
+  it("a move to another shard carries the school's count of the day: the quota still holds there", async () => {
+    const [a] = await schoolsOnShard0(1, 1);
+    const course = `/v3/courses/${a!.courseIds[0]}`;
+    expect((await send("PATCH", course, a!.key, 1_000_000, rename("Séance 1"))).status).toBe(200);
+    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    const shards = { SHARD_0: env.SHARD_0, SHARD_1: env.SHARD_1 };
+    expect(await moveSchool({ directory: env.DIRECTORY, shards }, a!.schoolId, "SHARD_1", { publish: publishPayloads })).toMatchObject({ result: "moved" });
+    expect(await shardNameOf(a!.schoolId)).toBe("SHARD_1");
+    // Room for one more rename of the same size on the new shard, not two.
+    expect((await send("PATCH", course, a!.key, 2 * size, rename("Séance 2"))).status).toBe(200);
+    const over = await send("PATCH", course, a!.key, 2 * size, rename("Séance 3"));
+    expect([over.status, over.body.code]).toEqual([429, "EVENT_QUOTA_EXCEEDED"]);
+  });
+
   it("the cron prunes the counters of past UTC days, through an index, and keeps today's", async () => {
     const [a, b] = await schoolsOnShard0(2, 1);
     const counters = async () =>
