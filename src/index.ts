@@ -6,6 +6,7 @@
  */
 import { operations } from "./api";
 import { openSession, withD1Seam } from "./db/client";
+import { pruneEventBytes } from "./db/event-quota";
 import { pruneIdempotencyKeys } from "./db/idempotency";
 import { shardsOf } from "./db/shards";
 import { sweepOutbox } from "./events/outbox";
@@ -54,7 +55,8 @@ export function workerOf(routes: readonly Route<Env>[]) {
     /**
      * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows of every
      * shard, fairly per shard and per school, and prune old ones; prune idempotency keys
-     * older than 24 h (every shard) and portal sessions expired for a day (the directory), on
+     * older than 24 h and the event-quota counters of past UTC days (every shard) and portal
+     * sessions expired for a day (the directory), on
      * the primaries; once an hour also `PRAGMA optimize` on every database, which refreshes
      * the query planner's statistics. Each writes its log line.
      */
@@ -63,7 +65,11 @@ export function workerOf(routes: readonly Route<Env>[]) {
       const started = Date.now();
       exec.waitUntil(sweepOutbox(env).then((r) => logSweep({ ...r, durationMs: Date.now() - started })));
       const shards = shardsOf(env).map((s) => s.d1);
-      for (const shard of shards) exec.waitUntil(pruneIdempotencyKeys(openSession(shard, "write").d1).then((n) => logPrune({ idempotencyKeys: n })));
+      for (const shard of shards) {
+        const primary = openSession(shard, "write").d1;
+        exec.waitUntil(pruneIdempotencyKeys(primary).then((n) => logPrune({ idempotencyKeys: n })));
+        exec.waitUntil(pruneEventBytes(primary).then((n) => logPrune({ eventBytes: n })));
+      }
       exec.waitUntil(prunePortalSessions(env.DIRECTORY).then((n) => logPrune({ portalSessions: n })));
       if (new Date(controller.scheduledTime).getUTCMinutes() === 0) {
         for (const d1 of [env.DIRECTORY, ...shards]) exec.waitUntil(d1.exec("PRAGMA optimize"));

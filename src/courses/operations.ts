@@ -10,6 +10,7 @@
  */
 import type { IRequest } from "itty-router";
 import { z } from "zod";
+import { parseEventBytesPerDay } from "../db/event-quota";
 import { findKey, isKeyConflict, type KeyRow, keyStatements, requestHash, type StoredResponse } from "../db/idempotency";
 import { apiKeyHash, schoolOfKey } from "../http/auth";
 import { readJson } from "../http/body";
@@ -28,6 +29,7 @@ import { type ErrorCodes, type HeaderDoc, locationHeader, type Operation } from 
 import { pathParam } from "../http/request";
 import { replayedHeader, storedAnswer, success, successRaw } from "../http/respond";
 import { ID_RE } from "../lib/ids";
+import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
 import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
 import {
@@ -106,6 +108,12 @@ const WRITE_400_CODES: ErrorCodes = [
 const MOVING = {
   codes: ["SCHOOL_MOVING"],
   lead: "Nothing was written and no event published: an operator is moving the school's data to another database shard, which pauses its course writes for a few seconds. Retry the same request after `Retry-After` seconds (with the same `Idempotency-Key`, if any). Reads keep working during the move.",
+} satisfies { codes: ErrorCodes; lead: string };
+
+/** The 429 of a course write besides the rate limit's (docs/reference.md § "Event quota"). */
+const QUOTA = {
+  codes: ["EVENT_QUOTA_EXCEEDED"],
+  lead: `\`EVENT_QUOTA_EXCEEDED\`: nothing was written and no event published. The school's course writes published their daily quota of event bytes (the operator's \`EVENT_BYTES_PER_DAY\`, ${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes by default, counted per UTC day); \`Retry-After\` is the seconds until the next UTC day, when writes are accepted again. Reads keep working, and an idempotent replay of a write already accepted still answers.`,
 } satisfies { codes: ErrorCodes; lead: string };
 
 /** When a course write's events are accepted (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"). */
@@ -212,6 +220,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
           lead: "With several kinds of unknown references, the code is that of the first kind in this list's order and `details` lists every missing id. `INVALID_PARAMETER` for a malformed `x-d1-bookmark` or `Idempotency-Key`.",
         },
         422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was written; use a new key for a new request." },
+        429: QUOTA,
         503: MOVING,
       },
       async handler(req, env, _exec, rc) {
@@ -220,8 +229,9 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
           const json = await readJson(req);
           const input = parseCreateBody(json);
           const timed = rc.db.bind(rc);
+          const bytesPerDay = parseEventBytesPerDay(env.EVENT_BYTES_PER_DAY);
           if (key === undefined) {
-            const { course, events } = await createCourse(s.d1, schoolId, input, timed);
+            const { course, events } = await createCourse(s.d1, schoolId, input, bytesPerDay, timed);
             await publish(env, shard, schoolId, events, timed);
             return success(course, { status: 201, headers: { location: `/v3/courses/${course.id}`, ...etagOf(course.version) } });
           }
@@ -239,7 +249,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
           if (found) return replay(found);
           let first: StoredResponse | undefined;
           try {
-            const { course, events } = await createCourse(s.d1, schoolId, input, timed, Date.now(), (created) => {
+            const { course, events } = await createCourse(s.d1, schoolId, input, bytesPerDay, timed, Date.now(), (created) => {
               first = { status: 201, body: JSON.stringify({ status: "success", result: created }), location: `/v3/courses/${created.id}` };
               return keyStatements(schoolId, key, hash, first);
             });
@@ -313,6 +323,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
         },
         404: ["COURSE_NOT_FOUND"],
         412: { codes: ["PRECONDITION_FAILED"], lead: "Nothing was written and no event published; read the course again and reapply the change." },
+        429: QUOTA,
         503: MOVING,
       },
       async handler(req, env, _exec, rc) {
@@ -322,7 +333,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
           const patch = parsePatchBody(await readJson(req));
           if (!ID_RE.test(id)) throw courseNotFound(id);
           const timed = rc.db.bind(rc);
-          const { course, events } = await patchCourse(s.d1, schoolId, id, patch, timed, ifMatch);
+          const { course, events } = await patchCourse(s.d1, schoolId, id, patch, parseEventBytesPerDay(env.EVENT_BYTES_PER_DAY), timed, ifMatch);
           await publish(env, shard, schoolId, events, timed);
           return success(course, { headers: etagOf(course.version) });
         });

@@ -9,6 +9,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { prepare } from "../db/client";
+import { countEventBytes } from "../db/event-quota";
 import type { D1Timer } from "../http/context";
 import type { ErrorDetail } from "../http/envelopes";
 import type { ErrorCode } from "../http/error-catalogue";
@@ -149,18 +150,27 @@ const RELATION_LISTS = [
   ["course_survey_templates", "survey_template_id", "surveyTemplateIds"],
 ] as const;
 
+/** The daily quota of event bytes a write is counted against (src/db/event-quota.ts). */
+export interface QuotaCharge {
+  /** The deployment's `EVENT_BYTES_PER_DAY`. */
+  bytesPerDay: number;
+  /** The write's instant by the Worker's clock (ms since the epoch): its UTC day, and its outbox rows' `created_at`. */
+  at: number;
+}
+
 /**
  * The D1 statements of one write, every one guarded by the compare-and-set on `revision`:
  * the course row (insert or conditional update), each relation list that changed (replaced
- * whole; bound in batches cut by `cutBatches`), the outbox rows of the events, and last a
- * SELECT of the stored revision (did this write win?). Run as one `db.batch` (one
- * transaction): see `runBatch`.
+ * whole; bound in batches cut by `cutBatches`), the outbox rows of the events, the count of
+ * their bytes against the school's daily quota (docs/reference.md § "Event quota": over it,
+ * the batch fails whole, `isQuotaRefusal`), and last a SELECT of the stored revision (did
+ * this write win?). Run as one `db.batch` (one transaction): see `runBatch`.
  *
  * @throws ApiError 413 PAYLOAD_TOO_LARGE when an event would be over the batch bytes alone
  *   (docs/reference.md § Event delivery: refused with the write that made it), before
  *   anything is written.
  */
-export function writeStatements(schoolId: string, before: CourseState | undefined, after: CourseState, events: CourseEvent[]): SQL[] {
+export function writeStatements(schoolId: string, before: CourseState | undefined, after: CourseState, events: CourseEvent[], quota: QuotaCharge): SQL[] {
   const rev = after.revision!;
   const guard = sql`EXISTS (SELECT 1 FROM courses WHERE school_id = ${schoolId} AND id = ${after.id} AND revision = ${rev})`;
   const classroomFolded = after.classroom === null ? null : fold(after.classroom);
@@ -195,17 +205,22 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
         FROM json_each(${batch.json}) WHERE ${guard}`);
     }
   }
-  // The Worker's clock at the write, never the event's createdAt: that follows the course's
-  // updatedAt (imported data: 2099 would hide a failed publish from the sweep until then).
-  const writtenAt = Date.now();
+  // `created_at` is the Worker's clock at the write (`quota.at`), never the event's createdAt: that follows
+  // the course's updatedAt (imported data: 2099 would hide a failed publish from the sweep until then).
+  let eventBytes = 0;
   for (const e of events) {
     const payload = JSON.stringify(e);
+    const bytes = utf8Bytes(payload);
     // An event travels alone in a bound batch at most (src/lib/batches.ts); none the contract allows comes near.
-    if (utf8Bytes(payload) + 2 > BOUND_LIST.bytes) {
+    if (bytes + 2 > BOUND_LIST.bytes) {
       throw new ApiError("PAYLOAD_TOO_LARGE", `The write would make an event of more than ${BOUND_LIST.bytes} bytes; nothing was written.`);
     }
-    stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${writtenAt} WHERE ${guard}`);
+    // The quota counts bodies as delivered (docs/reference.md § "Event quota"): the hub strips `previous`.
+    const { previous, ...delivered } = e;
+    eventBytes += previous === undefined ? bytes : utf8Bytes(JSON.stringify(delivered));
+    stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${quota.at} WHERE ${guard}`);
   }
+  if (events.length > 0) stmts.push(countEventBytes(schoolId, eventBytes, quota.bytesPerDay, quota.at, guard));
   stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;
 }

@@ -1,7 +1,8 @@
 /**
  * Course writes (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"): a validated body
  * (src/courses/write-schemas.ts) becomes a change and its events (src/courses/change.ts),
- * written with the outbox rows in one D1 batch (src/courses/storage.ts).
+ * written with the outbox rows and the count of their bytes against the school's daily
+ * quota in one D1 batch (src/courses/storage.ts, src/db/event-quota.ts).
  *
  * A PATCH that lost the compare-and-set race on `revision` wrote nothing; it is recomputed on
  * fresh state, so no field of a concurrent PATCH is lost and each event describes exactly its
@@ -9,13 +10,14 @@
  */
 import type { SQL } from "drizzle-orm";
 import { getDb } from "../db/client";
+import { isQuotaRefusal, secondsToNextUtcDay } from "../db/event-quota";
 import { type D1Timer, untimed } from "../http/context";
 import { ApiError } from "../http/errors";
 import { type IfMatch, ifMatchAdmits } from "../http/headers";
 import { mintId } from "../lib/ids";
 import { applyPatch, type CourseState, deriveEvents, stateToRecord } from "./change";
 import { type CourseEvent, type CourseRecord, courseNotFound } from "./schemas";
-import { checkReferences, loadCourseState, runBatch, writeStatements } from "./storage";
+import { checkReferences, loadCourseState, type QuotaCharge, runBatch, writeStatements } from "./storage";
 import type { CourseInput, CoursePatch } from "./write-schemas";
 
 /** The outcome of a committed write: the course after it and the events queued in the outbox. */
@@ -30,22 +32,56 @@ const MAX_ATTEMPTS = 8;
 /** A new compare-and-set token. */
 const newRevision = (now: number) => mintId("evt", now).replace(/^evt_/, "rev_");
 
+/**
+ * 429 EVENT_QUOTA_EXCEEDED with `Retry-After`: the seconds from the write's instant `at` (ms
+ * since the epoch) to the next UTC day, when the school's count starts again
+ * (docs/reference.md § "Event quota").
+ */
+function quotaExceeded(bytesPerDay: number, at: number): ApiError {
+  const seconds = secondsToNextUtcDay(at);
+  return new ApiError(
+    "EVENT_QUOTA_EXCEEDED",
+    `This write's events would take the school past its quota of ${bytesPerDay.toLocaleString("en-US")} bytes of events per UTC day; nothing was written. Course writes resume at 00:00 UTC, in ${seconds} s (Retry-After); reads keep working.`,
+    undefined,
+    { "retry-after": String(seconds) },
+  );
+}
+
+/**
+ * Runs a write's batch (`runBatch`) counted against the school's daily quota of event bytes
+ * at the Worker's clock now (`writeStatements`' `QuotaCharge`).
+ *
+ * @returns whether the write won its compare-and-set (`runBatch`).
+ * @throws ApiError 429 EVENT_QUOTA_EXCEEDED when the quota refused the batch (nothing written).
+ */
+async function runCounted(d1: D1Database, timed: D1Timer, bytesPerDay: number, statements: (quota: QuotaCharge) => SQL[], revision?: string): Promise<boolean> {
+  const quota = { bytesPerDay, at: Date.now() };
+  try {
+    return await timed(() => runBatch(d1, statements(quota), revision));
+  } catch (err) {
+    throw isQuotaRefusal(err) ? quotaExceeded(bytesPerDay, quota.at) : err;
+  }
+}
+
 const invalidRange = () =>
   new ApiError("INVALID_DATE_RANGE", "endDateTime must be after startDateTime.", [{ path: "endDateTime", message: "must be after startDateTime" }]);
 
 /**
- * Creates a course in one D1 batch (row, relations, outbox).
+ * Creates a course in one D1 batch (row, relations, outbox, the count of its event bytes).
  *
  * @param input a parsed POST body.
+ * @param eventBytesPerDay the school's daily quota of event bytes (`EVENT_BYTES_PER_DAY`).
  * @param now ms since the epoch: the course's `createdAt`/`updatedAt`.
  * @param alongside statements to commit in the same batch, first, given the new course (the
  *   idempotency key row of src/db/idempotency.ts); if one fails, nothing is written.
- * @throws ApiError 400 INVALID_DATE_RANGE, *_NOT_FOUND; the batch's error when a statement fails.
+ * @throws ApiError 400 INVALID_DATE_RANGE, *_NOT_FOUND; 429 EVENT_QUOTA_EXCEEDED; the
+ *   batch's error when a statement fails.
  */
 export async function createCourse(
   d1: D1Database,
   schoolId: string,
   input: CourseInput,
+  eventBytesPerDay: number,
   timed: D1Timer = untimed,
   now = Date.now(),
   alongside: (course: CourseRecord) => SQL[] = () => [],
@@ -73,7 +109,7 @@ export async function createCourse(
   };
   const events = deriveEvents(schoolId, undefined, after, now);
   const course = stateToRecord(after);
-  await timed(() => runBatch(d1, [...alongside(course), ...writeStatements(schoolId, undefined, after, events)]));
+  await runCounted(d1, timed, eventBytesPerDay, (quota) => [...alongside(course), ...writeStatements(schoolId, undefined, after, events, quota)]);
   return { course, events };
 }
 
@@ -84,15 +120,17 @@ export async function createCourse(
  * @param ifMatch the request's `If-Match` (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"): checked
  *   against the version of the state each attempt reads, so a write that lost a race to
  *   another version answers 412 rather than overwrite it.
+ * @param eventBytesPerDay the school's daily quota of event bytes (`EVENT_BYTES_PER_DAY`).
  * @throws ApiError 404 COURSE_NOT_FOUND, 412 PRECONDITION_FAILED, 400 INVALID_DATE_RANGE
- *   (also when only one end moves), *_NOT_FOUND; 500 INTERNAL_ERROR after MAX_ATTEMPTS
- *   lost races.
+ *   (also when only one end moves), *_NOT_FOUND; 429 EVENT_QUOTA_EXCEEDED; 500
+ *   INTERNAL_ERROR after MAX_ATTEMPTS lost races.
  */
 export async function patchCourse(
   d1: D1Database,
   schoolId: string,
   courseId: string,
   patch: CoursePatch,
+  eventBytesPerDay: number,
   timed: D1Timer = untimed,
   ifMatch?: IfMatch,
 ): Promise<WriteResult> {
@@ -119,7 +157,7 @@ export async function patchCourse(
     after.revision = newRevision(now);
     after.version = before.version + 1;
     const events = deriveEvents(schoolId, before, after, now);
-    if (await timed(() => runBatch(d1, writeStatements(schoolId, before, after, events), after.revision!))) {
+    if (await runCounted(d1, timed, eventBytesPerDay, (quota) => writeStatements(schoolId, before, after, events, quota), after.revision!)) {
       return { course: stateToRecord(after), events };
     }
   }

@@ -72,6 +72,8 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   // The old shard's sweep may still publish or back off these rows while the move runs.
   spec(shard.outbox, ["published_at", "payload", "attempts", "retry_at"], true),
   spec(shard.idempotencyKeys, [], true),
+  // The school's count of event bytes today goes with it: a move does not reset its quota.
+  spec(shard.eventBytes),
 ];
 
 /**

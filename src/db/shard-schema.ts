@@ -10,7 +10,7 @@
  * reads: one round trip).
  */
 import { sql } from "drizzle-orm";
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { check, index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
 
 /**
  * The schools this shard holds, and whether their course writes may commit here: `active`
@@ -229,6 +229,28 @@ export const outboxSchools = sqliteTable(
     index("outbox_schools_fresh_idx").on(t.freshAt, t.schoolId).where(sql`${t.freshAt} IS NOT NULL`),
     index("outbox_schools_retry_idx").on(t.retryAt, t.schoolId).where(sql`${t.retryAt} IS NOT NULL`),
   ],
+);
+
+/**
+ * The event bytes of each school per UTC day (docs/reference.md § "Event quota";
+ * src/db/event-quota.ts): every course write adds the UTF-8 bytes of the events it
+ * publishes, in the batch that writes the course and its outbox rows, and stores the
+ * deployment's `EVENT_BYTES_PER_DAY` in force as `quota`. The CHECK refuses a total over it,
+ * which aborts that batch whole: nothing written, no event. The cron prunes the days before
+ * today through `event_bytes_day_idx`.
+ */
+export const eventBytes = sqliteTable(
+  "event_bytes",
+  {
+    schoolId: text("school_id").notNull(),
+    /** The UTC day: whole days since 1970-01-01 (`floor(ms / 86,400,000)`). */
+    day: integer("day").notNull(),
+    /** UTF-8 bytes of the event bodies the school's writes published that day. */
+    bytes: integer("bytes").notNull(),
+    /** The daily quota (bytes) in force at the day's last counted write. */
+    quota: integer("quota").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.schoolId, t.day] }), index("event_bytes_day_idx").on(t.day), check("event_bytes_within_quota", sql`bytes <= quota`)],
 );
 
 /**

@@ -8,7 +8,15 @@
  * EVENT_NOT_FOUND, PRECONDITION_FAILED, IDEMPOTENCY_KEY_MISMATCH, RATE_LIMITED): an
  * operation documents a code only once it can answer it.
  */
-import { GET_MAX_IDS, MAX_BODY_BYTES, MAX_LIVE_PORTAL_SESSIONS, MAX_STORED_PORTAL_SESSIONS, MAX_WEBHOOKS, SEARCH_MAX_IDS } from "../lib/limits";
+import {
+  DEFAULT_EVENT_BYTES_PER_DAY,
+  GET_MAX_IDS,
+  MAX_BODY_BYTES,
+  MAX_LIVE_PORTAL_SESSIONS,
+  MAX_STORED_PORTAL_SESSIONS,
+  MAX_WEBHOOKS,
+  SEARCH_MAX_IDS,
+} from "../lib/limits";
 
 /** One entry of the catalogue. */
 export interface ErrorEntry {
@@ -120,6 +128,13 @@ export const ERRORS = {
   PRECONDITION_FAILED: { status: 412, when: "`If-Match` names another version than the course's current one" },
   IDEMPOTENCY_KEY_MISMATCH: { status: 422, when: "an `Idempotency-Key` reused with a different body" },
   RATE_LIMITED: { status: 429, when: "the key (or client IP) exceeded its rate limit; `Retry-After` says when to retry" },
+  EVENT_QUOTA_EXCEEDED: {
+    status: 429,
+    when: `a course write whose events would take the school past its daily quota of event bytes (${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes per UTC day unless the operator set another); \`Retry-After\` says when the next UTC day starts; nothing was written; reads keep working`,
+    example: {
+      message: `This write's events would take the school past its quota of ${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes of events per UTC day; nothing was written. Course writes resume at 00:00 UTC, in 3600 s (Retry-After); reads keep working.`,
+    },
+  },
   SCHOOL_MOVING: {
     status: 503,
     when: "a course write while an operator moves the school to another database shard (seconds); `Retry-After` says when to retry; reads keep working",

@@ -113,14 +113,19 @@ function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens"
  * An operation's responses with those it shares with every operation of its kind: 401
  * UNAUTHORIZED unless it is public, 403 FORBIDDEN when a valid portal token can be out of its
  * scope (`refusesPortalTokens`), 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when it
- * reads a JSON body (`readJson`), 429 RATE_LIMITED and 500 INTERNAL_ERROR always (the rate
- * limit of src/http/rate-limit.ts runs before every operation).
+ * reads a JSON body (`readJson`), 429 RATE_LIMITED (before the operation's own 429 codes,
+ * if any) and 500 INTERNAL_ERROR always (the rate limit of src/http/rate-limit.ts runs
+ * before every operation).
  */
 export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
+  // An operation's own 429 codes (a course write's EVENT_QUOTA_EXCEEDED) come after the rate limit's.
+  const own429 = op.responses[429] as ErrorResponse | undefined;
+  const own = own429 === undefined ? { codes: [] } : "codes" in own429 ? own429 : { codes: own429 };
+  const ownLead = "lead" in own ? `\n\n${own.lead}` : "";
   const shared: Record<number, ErrorResponse> = {
     429: {
-      codes: ["RATE_LIMITED"],
-      lead: "The limit is counted per API key, per portal session token and per school for its portal tokens together (a higher limit), or per client IP (an IPv6 client by its /64) for requests without a valid credential. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.",
+      codes: ["RATE_LIMITED", ...own.codes],
+      lead: `The limit is counted per API key, per portal session token and per school for its portal tokens together (a higher limit), or per client IP (an IPv6 client by its /64) for requests without a valid credential. Once the client IP is over its limit, a request with no credential, or one the service has not recently verified, answers 429 before any database read.${ownLead}`,
     },
     500: ["INTERNAL_ERROR"],
   };
@@ -134,7 +139,7 @@ export function allResponses<E>(op: Operation<E>): Record<number, SuccessRespons
     };
   }
   if (op.request?.body) Object.assign(shared, { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] });
-  return { ...shared, ...op.responses };
+  return { ...shared, ...op.responses, 429: shared[429]! };
 }
 
 /** Response header: when the request's portal session ends (ISO 8601 UTC instant). */

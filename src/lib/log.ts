@@ -79,10 +79,12 @@ export interface SweepLine {
   durationMs: number;
 }
 
-/** One line per cron prune: idempotency keys (src/db/idempotency.ts) or portal sessions (src/portal/sessions.ts). */
+/** One line per cron prune: idempotency keys (src/db/idempotency.ts), event-quota counters (src/db/event-quota.ts) or portal sessions (src/portal/sessions.ts). */
 export interface PruneLine {
   idempotencyKeys?: number;
   portalSessions?: number;
+  /** Counters of the daily event quota of past UTC days (one per school and day). */
+  eventBytes?: number;
 }
 
 /** One line per failed call between Durable Objects (a hand-over, a report), retried later. */
@@ -140,7 +142,7 @@ const FIELDS: { [K in keyof Lines]: Record<keyof Lines[K], Form> } = {
   outbox_publish_failed: { schoolId: "id", events: "int", error: "text" },
   outbox_sweep: { schools: "int", republished: "int", failed: "int", pruned: "int", durationMs: "ms" },
   outbox_shard_failed: { shard: "word", error: "text" },
-  prune: { idempotencyKeys: "int", portalSessions: "int" },
+  prune: { idempotencyKeys: "int", portalSessions: "int", eventBytes: "int" },
   object_call_failed: { from: "word", webhookId: "id", call: "word", failures: "int", retryInMs: "ms", error: "text" },
 };
 
@@ -219,7 +221,7 @@ export function logSweep(fields: SweepLine): void {
   write("outbox_sweep", fields, fields.failed > 0 ? "warn" : "log");
 }
 
-/** The line of one prune of idempotency keys (level `log`). Never throws. */
+/** The line of one prune of idempotency keys, portal sessions or event-quota counters (level `log`). Never throws. */
 export function logPrune(fields: PruneLine): void {
   write("prune", fields, "log");
 }

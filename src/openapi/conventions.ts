@@ -1,6 +1,7 @@
 /**
  * The document's prose about the API as a whole (docs/reference.md § "Conventions", § "Error codes").
  */
+import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
 
 /**
  * The document's `info.description`: the conventions, then the table of error codes.
@@ -22,6 +23,7 @@ export function conventions(fallbackKey: string, errorTable: string): string {
 - **Ids** are opaque strings of 1–64 characters \`[A-Za-z0-9_-]\`; minted ids carry a type prefix (\`crs_\`, \`wh_\`, \`evt_\`) and a time-sortable part.
 - **Unknown** query parameters and body fields are rejected: \`400 UNKNOWN_PARAMETER\`, naming the accepted ones (and a close match).
 - **Rate limit**: each credential (API key or portal token) may make 600 requests per 60 s; all portal tokens of one school share one counter (minting tokens does not multiply the limit); requests without a valid one are counted per client IP (an IPv6 client by its /64, and by its /48 at 16 times the limit: the stricter decides). Counters are kept per Cloudflare location. A request with an unknown credential costs at most one small database read: its body is parsed, and sent to the database, only once the credential is known. Beyond it: \`429 RATE_LIMITED\` with \`Retry-After\` (seconds). While the limiter is enabled every response carries \`RateLimit-Policy: "default";q=<limit>;w=60\`.
+- **Event quota**: a school's course writes may publish ${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes of events per UTC day (the UTF-8 bytes of the event bodies as delivered; the operator may set another quota). The write that would pass it answers \`429 EVENT_QUOTA_EXCEEDED\` with \`Retry-After\` (the seconds until the next UTC day) and writes nothing, no event either; reads, webhook operations and idempotent replays of accepted writes keep working.
 - **Read consistency**: course reads may be served by a nearby read replica, a few seconds behind. Every course response that reached the database carries \`x-d1-bookmark\`; send the latest one you received back in \`x-d1-bookmark\` to read data at least that fresh (your own writes included). A malformed bookmark is a \`400 INVALID_PARAMETER\` naming the header.
 - **Idempotent creation**: \`POST /v3/courses\` and \`POST /v3/webhooks\` accept \`Idempotency-Key\` (1–255 printable ASCII). For 24 h the same key, school and body answer exactly as the first request (plus \`Idempotent-Replayed: true\`) without writing again, also when two race; another body is \`422 IDEMPOTENCY_KEY_MISMATCH\`.
 - **Versions**: a course's \`version\` grows by one per committed change; \`GET /v3/courses/{id}\`, \`POST /v3/courses\` and \`PATCH /v3/courses/{id}\` send it as \`ETag\`, and a PATCH with \`If-Match\` naming another version answers \`412 PRECONDITION_FAILED\` without writing.

@@ -45,7 +45,7 @@ export const COMMON_HEADERS = {
   },
   RetryAfter: {
     description:
-      "Seconds to wait before retrying: the rate-limit window (429, an upper bound), or the pause of a school's course writes while it moves to another database shard (503 SCHOOL_MOVING).",
+      "Seconds to wait before retrying: the rate-limit window (429 RATE_LIMITED, an upper bound), the seconds until the next UTC day, when the school's daily quota of event bytes starts again (429 EVENT_QUOTA_EXCEEDED), or the pause of a school's course writes while it moves to another database shard (503 SCHOOL_MOVING).",
     required: true,
     schema: { type: "string", pattern: "^[0-9]+$" },
     example: String(RATE_LIMIT_WINDOW_S),

@@ -369,10 +369,10 @@ describe("an event that alone could not be stored", () => {
 
   it("is refused with the write that made it: 413 PAYLOAD_TOO_LARGE before any statement is built to run", () => {
     // None the contract allows comes near: the largest is about 150 KB with its `previous` keys.
-    expect(writeStatements(BOUNDS, undefined, state, [eventOf(900_000)]).length).toBeGreaterThan(1);
+    expect(writeStatements(BOUNDS, undefined, state, [eventOf(900_000)], { bytesPerDay: 100_000_000, at: 0 }).length).toBeGreaterThan(1);
     let refused: unknown;
     try {
-      writeStatements(BOUNDS, undefined, state, [eventOf(1_000_000)]);
+      writeStatements(BOUNDS, undefined, state, [eventOf(1_000_000)], { bytesPerDay: 100_000_000, at: 0 });
     } catch (err) {
       refused = err;
     }

@@ -80,6 +80,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     422: ["IDEMPOTENCY_KEY_MISMATCH"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
+    429: ["EVENT_QUOTA_EXCEEDED"],
     503: ["SCHOOL_MOVING"],
   },
   "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["COURSE_NOT_FOUND"] },
@@ -92,6 +93,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     412: ["PRECONDITION_FAILED"],
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
+    429: ["EVENT_QUOTA_EXCEEDED"],
     503: ["SCHOOL_MOVING"],
   },
   "POST /v3/webhooks": {
@@ -190,7 +192,8 @@ describe("the document covers the route table and the contract", () => {
 
   it.each(ROUTE_KEYS)("%s documents exactly the statuses and error codes of the contract", (key) => {
     const op = operation(key);
-    const expected = { ...CONTRACT[key]!, 429: ["RATE_LIMITED"], 500: ["INTERNAL_ERROR"] };
+    // Every operation's 429 RATE_LIMITED, then its own 429 codes (a course write's quota).
+    const expected = { ...CONTRACT[key]!, 429: ["RATE_LIMITED", ...(CONTRACT[key]![429] ?? [])], 500: ["INTERNAL_ERROR"] };
     expect(Object.keys(op.responses).sort()).toEqual(Object.keys(expected).sort());
     for (const [status, codes] of Object.entries(expected)) {
       if (Number(status) < 400) continue;

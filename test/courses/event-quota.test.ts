@@ -1,0 +1,224 @@
+/**
+ * A school's daily quota of event bytes (docs/reference.md § "Event quota"): its course
+ * writes may publish `EVENT_BYTES_PER_DAY` bytes of event bodies (as delivered) per UTC day;
+ * the write that would pass it answers 429 EVENT_QUOTA_EXCEEDED with `Retry-After` (seconds
+ * to the next UTC day) and writes nothing — no course change, no outbox row, no event —
+ * also under concurrent writes. Reads, idempotent replays and the other schools of the
+ * shard are unaffected; the next UTC day the school writes again; the cron prunes the
+ * counters of past days. Here the Worker is called with a small quota set per request, on
+ * a fixed clock (`vi.setSystemTime`).
+ */
+import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { moveSchool } from "../../src/db/move";
+import worker from "../../src/index";
+import { utf8Bytes } from "../../src/lib/batches";
+import { recordingD1, refusedPlans } from "../support/d1-statements";
+import { feedEvents } from "../support/feed";
+import { BASE, loadFixture } from "../support/helpers";
+import { checkResponse } from "../support/openapi-check";
+import { publishPayloads, shardNameOf } from "../support/shards";
+
+/** 23:00 UTC: the next UTC day starts in 3,600 s. */
+const LATE_EVENING = Date.parse("2026-09-07T23:00:00.000Z");
+const NEXT_DAY = Date.parse("2026-09-08T00:00:00.000Z");
+
+beforeEach(() => {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  vi.setSystemTime(LATE_EVENING);
+});
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+let schools = 0;
+
+/** Schools of their own, all on SHARD_0, each with one key and the given courses (imported: no event, nothing counted). */
+async function schoolsOnShard0(n: number, courses: number): Promise<{ schoolId: string; key: string; courseIds: string[] }[]> {
+  const made = Array.from({ length: n }, () => {
+    schools += 1;
+    const schoolId = `sch_quota${schools}`;
+    return { schoolId, key: `sk_test_${schoolId}_0123456789abcdef`, courseIds: Array.from({ length: courses }, (_, i) => `crs_q${schools}_${i}`) };
+  });
+  await loadFixture(
+    {
+      schools: made.map((s) => ({ id: s.schoolId, name: `École ${s.schoolId}`, apiKeys: [s.key] })),
+      courses: made.flatMap((s) =>
+        s.courseIds.map((id) => ({ id, schoolId: s.schoolId, name: "Séance 0", startDateTime: "2026-09-14T08:00:00Z", endDateTime: "2026-09-14T10:00:00Z" })),
+      ),
+    },
+    undefined,
+    env,
+    "SHARD_0",
+  );
+  return made;
+}
+
+/** Calls the Worker with `EVENT_BYTES_PER_DAY` = `quota` (and `shard0` as SHARD_0), checking the answer against the OpenAPI document. */
+async function send(
+  method: string,
+  path: string,
+  key: string,
+  quota: number,
+  json?: unknown,
+  headers: Record<string, string> = {},
+  shard0: D1Database = env.SHARD_0,
+) {
+  const request = new Request(`${BASE}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(json === undefined ? {} : { "content-type": "application/json" }), ...headers },
+    body: json === undefined ? undefined : JSON.stringify(json),
+  });
+  const exec = createExecutionContext();
+  const res = await worker.fetch(
+    request as Request<unknown, IncomingRequestCfProperties>,
+    { ...env, SHARD_0: shard0, EVENT_BYTES_PER_DAY: String(quota) },
+    exec,
+  );
+  await waitOnExecutionContext(exec);
+  await checkResponse(method, `${BASE}${path}`, res.clone());
+  return { status: res.status, headers: res.headers, body: (await res.json()) as any };
+}
+
+/** UTF-8 bytes of an event's body as delivered and as the feed lists it. */
+const bodyBytes = (event: unknown) => utf8Bytes(JSON.stringify(event));
+
+/** The school's outbox rows (published or not). */
+async function outboxCount(schoolId: string): Promise<number> {
+  return (await env.SHARD_0.prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ?").bind(schoolId).first<{ n: number }>())!.n;
+}
+
+const rename = (name: string) => ({ name });
+
+describe("the daily quota of event bytes", () => {
+  it("writes up to the quota succeed; the one past it is 429 EVENT_QUOTA_EXCEEDED until the next UTC day, writing nothing", async () => {
+    const [a, b] = await schoolsOnShard0(2, 1);
+    const [courseA] = a!.courseIds;
+    const big = 1_000_000;
+    // One rename: one `course.updated` of a fixed size (same name length, one-digit version).
+    const first = await send("PATCH", `/v3/courses/${courseA}`, a!.key, big, rename("Séance 1"));
+    expect(first.status).toBe(200);
+    const [event] = await feedEvents(a!.key);
+    const size = bodyBytes(event);
+    const quota = 3 * size;
+
+    // The second and third renames take the day's total to the quota exactly: accepted.
+    for (const name of ["Séance 2", "Séance 3"]) expect((await send("PATCH", `/v3/courses/${courseA}`, a!.key, quota, rename(name))).status).toBe(200);
+    const accepted = await feedEvents(a!.key);
+    expect(accepted.map(bodyBytes)).toEqual([size, size, size]);
+
+    // The fourth would pass it: refused, nothing written, no event.
+    const over = await send("PATCH", `/v3/courses/${courseA}`, a!.key, quota, rename("Séance 4"));
+    expect([over.status, over.body.code, over.headers.get("retry-after")]).toEqual([429, "EVENT_QUOTA_EXCEEDED", "3600"]);
+    expect(over.body.message).toContain(`${quota.toLocaleString("en-US")} bytes of events per UTC day`);
+    // A create is refused alike: no course made.
+    const created = await send("POST", "/v3/courses", a!.key, quota, {
+      name: "Nouvelle",
+      startDateTime: "2026-09-15T08:00:00Z",
+      endDateTime: "2026-09-15T10:00:00Z",
+    });
+    expect([created.status, created.body.code, created.headers.get("retry-after")]).toEqual([429, "EVENT_QUOTA_EXCEEDED", "3600"]);
+
+    // Reads keep working and show the course as the third rename left it, and one course only.
+    const read = await send("GET", `/v3/courses/${courseA}`, a!.key, quota);
+    expect([read.status, read.body.result.name, read.body.result.version]).toEqual([200, "Séance 3", 4]);
+    const list = await send("GET", "/v3/courses", a!.key, quota);
+    expect(list.body.result.map((c: { id: string }) => c.id)).toEqual([courseA]);
+    expect(await outboxCount(a!.schoolId)).toBe(3);
+    expect((await feedEvents(a!.key)).map((e) => e.id)).toEqual(accepted.map((e) => e.id));
+
+    // Another school on the same shard writes as before.
+    expect((await send("PATCH", `/v3/courses/${b!.courseIds[0]}`, b!.key, quota, rename("Séance 1"))).status).toBe(200);
+
+    // The next UTC day, the school writes again.
+    vi.setSystemTime(NEXT_DAY);
+    const nextDay = await send("PATCH", `/v3/courses/${courseA}`, a!.key, quota, rename("Séance 4"));
+    expect([nextDay.status, nextDay.body.result.version]).toEqual([200, 5]);
+    expect(await outboxCount(a!.schoolId)).toBe(4);
+  });
+
+  it("Retry-After counts the whole seconds to the next UTC midnight", async () => {
+    const [a] = await schoolsOnShard0(1, 1);
+    vi.setSystemTime(Date.parse("2026-09-07T23:59:58.500Z"));
+    const over = await send("PATCH", `/v3/courses/${a!.courseIds[0]}`, a!.key, 1, rename("Séance 1"));
+    expect([over.status, over.body.code, over.headers.get("retry-after")]).toEqual([429, "EVENT_QUOTA_EXCEEDED", "2"]);
+    vi.setSystemTime(NEXT_DAY);
+    const midnight = await send("PATCH", `/v3/courses/${a!.courseIds[0]}`, a!.key, 1, rename("Séance 1"));
+    expect([midnight.status, midnight.headers.get("retry-after")]).toEqual([429, "86400"]);
+    expect(await outboxCount(a!.schoolId)).toBe(0);
+  });
+
+  it("concurrent writes cannot pass it together: exactly as many as fit are accepted", async () => {
+    const [a] = await schoolsOnShard0(1, 6);
+    const courses = a!.courseIds;
+    // Every course's rename makes an event of the same size (same id length, same name, version 2).
+    const first = await send("PATCH", `/v3/courses/${courses[0]}`, a!.key, 1_000_000, rename("Séance 1"));
+    expect(first.status).toBe(200);
+    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    const answers = await Promise.all(courses.slice(1).map((id) => send("PATCH", `/v3/courses/${id}`, a!.key, 3 * size, rename("Séance 1"))));
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 200, 429, 429, 429]);
+    const events = await feedEvents(a!.key);
+    expect(events.map(bodyBytes)).toEqual([size, size, size]);
+    expect(await outboxCount(a!.schoolId)).toBe(3);
+  });
+
+  it("an idempotent replay of an accepted create answers as first, over the quota too, and is not counted again", async () => {
+    const [a] = await schoolsOnShard0(1, 1);
+    const json = { name: "Créée", startDateTime: "2026-09-15T08:00:00Z", endDateTime: "2026-09-15T10:00:00Z" };
+    const headers = { "idempotency-key": "quota-replay-1" };
+    const created = await send("POST", "/v3/courses", a!.key, 1_000_000, json, headers);
+    expect(created.status).toBe(201);
+    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    // Quota = that one create: every replay still answers 201, and no write fits after it.
+    for (let i = 0; i < 3; i++) {
+      const replay = await send("POST", "/v3/courses", a!.key, size, json, headers);
+      expect([replay.status, replay.headers.get("idempotent-replayed"), replay.body.result.id]).toEqual([201, "true", created.body.result.id]);
+    }
+    const over = await send("PATCH", `/v3/courses/${a!.courseIds[0]}`, a!.key, size, rename("Séance 1"));
+    expect([over.status, over.body.code]).toEqual([429, "EVENT_QUOTA_EXCEEDED"]);
+    // Room for exactly one more event of that size: the replays took none of it.
+    const room = await send("POST", "/v3/courses", a!.key, 2 * size, { ...json, name: "Créés" });
+    expect(room.status).toBe(201);
+  });
+});
+
+describe("the counters", () => {
+  it("a move to another shard carries the school's count of the day: the quota still holds there", async () => {
+    const [a] = await schoolsOnShard0(1, 1);
+    const course = `/v3/courses/${a!.courseIds[0]}`;
+    expect((await send("PATCH", course, a!.key, 1_000_000, rename("Séance 1"))).status).toBe(200);
+    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    const shards = { SHARD_0: env.SHARD_0, SHARD_1: env.SHARD_1 };
+    expect(await moveSchool({ directory: env.DIRECTORY, shards }, a!.schoolId, "SHARD_1", { publish: publishPayloads })).toMatchObject({ result: "moved" });
+    expect(await shardNameOf(a!.schoolId)).toBe("SHARD_1");
+    // Room for one more rename of the same size on the new shard, not two.
+    expect((await send("PATCH", course, a!.key, 2 * size, rename("Séance 2"))).status).toBe(200);
+    const over = await send("PATCH", course, a!.key, 2 * size, rename("Séance 3"));
+    expect([over.status, over.body.code]).toEqual([429, "EVENT_QUOTA_EXCEEDED"]);
+  });
+
+  it("the cron prunes the counters of past UTC days, through an index, and keeps today's", async () => {
+    const [a, b] = await schoolsOnShard0(2, 1);
+    const counters = async () =>
+      (await env.SHARD_0.prepare("SELECT count(*) AS n FROM event_bytes WHERE school_id IN (?, ?)").bind(a!.schoolId, b!.schoolId).first<{ n: number }>())!.n;
+    // Yesterday's write of school a, today's of school b (the statement's plan read back too).
+    expect((await send("PATCH", `/v3/courses/${a!.courseIds[0]}`, a!.key, 1_000_000, rename("Séance 1"))).status).toBe(200);
+    vi.setSystemTime(NEXT_DAY + 3_600_000);
+    const recorded = recordingD1(env.SHARD_0);
+    expect((await send("PATCH", `/v3/courses/${b!.courseIds[0]}`, b!.key, 1_000_000, rename("Séance 1"), {}, recorded.db)).status).toBe(200);
+    expect(await counters()).toBe(2);
+
+    const exec = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), { ...env, SHARD_0: recorded.db }, exec);
+    await waitOnExecutionContext(exec);
+    const left = await env.SHARD_0.prepare("SELECT school_id FROM event_bytes WHERE school_id IN (?, ?)")
+      .bind(a!.schoolId, b!.schoolId)
+      .all<{ school_id: string }>();
+    expect(left.results.map((r) => r.school_id)).toEqual([b!.schoolId]);
+
+    const quotaStatements = recorded.sent.filter((s) => /event_bytes/.test(s.sql));
+    expect(quotaStatements.map((s) => s.sql.trim().split(/\s+/)[0])).toEqual(["INSERT", "DELETE"]);
+    expect(await refusedPlans(env.SHARD_0, quotaStatements)).toEqual([]);
+  });
+});
