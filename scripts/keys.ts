@@ -120,16 +120,18 @@ interface ReviewOptions {
   disable: boolean;
 }
 
-/** What `revoke` learned of the key's registrations: the review, or why there is none; the temporary key it used. */
-type ReviewOutcome = { review: WebhookReview; tempKeyId: string } | { problem: string; tempKeyId: string | null };
+/**
+ * What `revoke` learned of the key's registrations: the review, or why there is none; the
+ * temporary key it used, and why that key could not be revoked (absent: it was, or none was minted).
+ */
+type ReviewOutcome = ({ review: WebhookReview; tempKeyId: string } | { problem: string; tempKeyId: string | null }) & { tempKeyLive?: string };
 
 /**
  * Reviews the registrations of school `schoolId` that key `id` created or last changed
  * (scripts/lib/key-webhooks.ts) through the API at `opts.base`, with a temporary key of the
  * school minted for the run (label `keys revoke KEY_ID`) and revoked before it returns,
- * whatever happens. No key is minted when nothing answers at the URL.
- *
- * @throws Error when the temporary key cannot be revoked (its id in the message).
+ * whatever happens (`tempKeyLive` says why when it could not be). No key is minted when
+ * nothing answers at the URL.
  */
 async function reviewKeyWebhooks(id: string, schoolId: string, opts: ReviewOptions, where: D1Target): Promise<ReviewOutcome> {
   if (opts.base === undefined) return { problem: "no API URL: with --remote, give the deployed Worker's URL (--base URL, or API_BASE)", tempKeyId: null };
@@ -150,9 +152,7 @@ async function reviewKeyWebhooks(id: string, schoolId: string, opts: ReviewOptio
   try {
     await run(revokeKey(temp.id), where);
   } catch (err) {
-    throw new Error(
-      `${(err as Error).message}\nthe temporary key ${temp.id} (label "keys revoke ${id}") may still work: revoke it (npm run keys -- list --school ${schoolId} shows it)`,
-    );
+    outcome.tempKeyLive = (err as Error).message;
   }
   return outcome;
 }
@@ -192,11 +192,13 @@ function reviewText(id: string, disable: boolean, outcome: { review: WebhookRevi
 
 /**
  * `revoke`: revokes key `id` and its live portal sessions in one batch (one commit), then
- * lists the registrations it created or last changed and, with `review.disable`, disables
+ * lists the registrations it created or last changed and, with `opts.disable`, disables
  * them (`reviewKeyWebhooks`): the revocation never waits for the API.
  *
- * @returns the exit status: 0, 2 when no key has this id (nothing changed), 3 when the key is
- *   revoked but its registrations could not be listed or a disable failed.
+ * @returns the exit status: 0; 1 when the temporary key could not be revoked (the key is);
+ *   2 when no key has this id (nothing changed); 3 when the key is revoked but its
+ *   registrations could not be listed or a disable failed.
+ * @throws Error when wrangler fails on the revocation (nothing changed).
  */
 async function revoke(id: string, json: boolean, where: D1Target, opts: ReviewOptions): Promise<number> {
   const now = Date.now();
@@ -233,6 +235,12 @@ async function revoke(id: string, json: boolean, where: D1Target, opts: ReviewOp
   } else {
     if ("review" in outcome) console.log(reviewText(id, opts.disable, outcome));
     console.log(`its requests: the Workers Logs lines whose keyId is "${id}" (portal sessions it minted included)`);
+  }
+  if (outcome.tempKeyLive !== undefined) {
+    console.error(
+      `${outcome.tempKeyLive}\nthe temporary key ${outcome.tempKeyId} (label "keys revoke ${id}") may still work: revoke it (npm run keys -- list --school ${row.school_id} shows it)`,
+    );
+    return 1;
   }
   if (problems.length === 0) return 0;
   const verb = "review" in outcome ? "not all disabled" : "not listed";
