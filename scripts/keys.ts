@@ -1,16 +1,12 @@
 /**
- * `npm run keys -- create --school ID [--label TEXT] | list --school ID`
- * `| revoke KEY_ID [--base URL] [--disable-webhooks]  [--local | --remote] [--persist-to DIR] [--json]`
+ * `npm run keys -- create --school ID [--label TEXT] | list --school ID | revoke KEY_ID
+ * [--base URL] [--disable-webhooks]` `[--local | --remote] [--persist-to DIR] [--json]`
  *
- * The operators' API keys (docs/operations.md § Keys, logs), in the D1 database of
- * wrangler.toml's directory (binding DIRECTORY), through `wrangler d1 execute` like the import
- * (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's. `revoke` also ends the
- * key's portal sessions, then reviews its webhook registrations through the Worker's API
- * (scripts/lib/key-webhooks.ts). What each command prints and stores: docs/operations.md § API keys.
- *
- * Text on stdout (aligned), or JSON with `--json`. Errors on stderr. Exit status: 0 done,
- * 1 wrangler failed, 2 bad usage or an unknown school or key id, 3 key revoked but its
- * registrations not listed or not all disabled.
+ * The operators' API keys, in the D1 database of wrangler.toml's directory, through
+ * `wrangler d1 execute` (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's.
+ * `revoke` also ends the key's portal sessions, then reviews its webhook registrations through
+ * the Worker's API (scripts/lib/key-webhooks.ts). What each command prints and stores, and
+ * the exit statuses (also in USAGE): docs/operations.md § API keys. Errors on stderr.
  */
 import {
   type ApiKeyListing,

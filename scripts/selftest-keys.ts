@@ -1,17 +1,13 @@
 /**
- * Self-test of the keys CLI (`npm run test:keys`, about 30–60 s), against a throw-away local
- * D1 directory (`--persist-to`) that `wrangler dev` serves too:
- * (a) usage errors exit 2 and write nothing;
- * (b) `create` prints a new `sk_live_` key once with its id; D1 holds only its hash (with the
- *     id, label and last 4 characters); an unknown school exits 2 and writes nothing;
- * (c) `list` shows id, label, last 4 characters, createdAt and revokedAt, never a key;
- * (d) the new key authenticates; after `revoke KEY_ID` it and its portal sessions (a redeemed
- *     one included) are 401, their count printed, other keys still work; a second revoke keeps
- *     the first instant; an unknown id exits 2;
- * (e) `revoke` lists, through the Worker, exactly the registrations the key created or last
- *     changed (one it re-pointed included), `--disable-webhooks` disables them and not the
- *     other key's, each run's temporary key ends revoked; with no Worker at `--base` the key
- *     is revoked all the same and the exit status is 3.
+ * Self-test of the keys CLI (`npm run test:keys`, about 3 min), against a throw-away local D1
+ * directory (`--persist-to`) that `wrangler dev` serves too: (a) usage errors exit 2 and write
+ * nothing; (b) `create` prints a new `sk_live_` key once with its id, D1 holds only its hash
+ * (with id, label, last 4 characters), an unknown school exits 2; (c) `list` shows id, label,
+ * last 4, createdAt, revokedAt, never a key; (d) after `revoke KEY_ID` the key and its portal
+ * sessions are 401, other keys work, a second revoke keeps the first instant, an unknown id
+ * exits 2; (e) `revoke` lists exactly the registrations the key created or last changed (one
+ * it re-pointed included), `--disable-webhooks` disables them and not the other key's, each
+ * run's temporary key ends revoked; with no Worker at `--base` the key is revoked, exit 3.
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";
