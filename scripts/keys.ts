@@ -241,7 +241,7 @@ async function revoke(id: string, json: boolean, where: D1Target, opts: ReviewOp
   if (problems.length === 0) return 0;
   const verb = "review" in outcome ? "not all disabled" : "not listed";
   console.error(
-    `webhook registrations ${verb}: ${problems.map(printable).join("; ")}\nthe key stays revoked; once the API answers, run the same revoke again (it keeps the first revocation) with --base URL of the Worker that serves this database`,
+    `webhook registrations ${verb}: ${problems.map((p) => p.split("\n").map(printable).join("\n")).join("; ")}\nthe key stays revoked; once the API answers, run the same revoke again (it keeps the first revocation) with --base URL of the Worker that serves this database`,
   );
   return 3;
 }
