@@ -1,14 +1,12 @@
 /**
- * `npm run keys -- create --school ID [--label TEXT] | list --school ID | revoke KEY_ID`
- * `[--local | --remote] [--persist-to DIR] [--json]`
+ * `npm run keys -- create --school ID [--label TEXT] | list --school ID | revoke KEY_ID
+ * [--base URL] [--disable-webhooks]` `[--local | --remote] [--persist-to DIR] [--json]`
  *
- * The operators' API keys (docs/operations.md § Keys, logs), in the D1 database of
- * wrangler.toml's directory (binding DIRECTORY), through `wrangler d1 execute` like the import
- * (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's. What each command
- * prints and stores (`revoke` also ends the key's portal sessions): docs/operations.md § API keys.
- *
- * Text on stdout (aligned), or JSON with `--json`. Errors on stderr. Exit status: 0 done,
- * 1 wrangler failed, 2 bad usage or an unknown school or key id.
+ * The operators' API keys, in the D1 database of wrangler.toml's directory, through
+ * `wrangler d1 execute` (scripts/lib/wrangler.ts); the statements are src/db/api-keys.ts's.
+ * `revoke` also ends the key's portal sessions, then reviews its webhook registrations through
+ * the Worker's API (scripts/lib/key-webhooks.ts). What each command prints and stores, and
+ * the exit statuses (also in USAGE): docs/operations.md § API keys. Errors on stderr.
  */
 import {
   type ApiKeyListing,
@@ -26,22 +24,32 @@ import { ID_RE } from "../src/lib/ids";
 import { formatInstant } from "../src/lib/time";
 import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
+import { type ReviewedWebhook, reachable, reviewWebhooks, type WebhookReview } from "./lib/key-webhooks";
 import { printable, printableJson } from "./lib/printable";
 import { table } from "./lib/progress";
 import { d1Query, d1Statements, userPath } from "./lib/wrangler";
+
+/** Where `revoke` reaches the API when neither `--base` nor API_BASE says: `npm start`'s `wrangler dev`. */
+const LOCAL_BASE = "http://127.0.0.1:8787";
 
 const USAGE = `usage: npm run keys -- <command> [--local | --remote] [--persist-to DIR] [--json]
 
 commands:
   create --school ID [--label TEXT]  mint a new sk_live_ key for the school: printed once, with its key id
   list --school ID                   the school's keys: id, label, last 4 characters, createdAt, revokedAt (never the key)
-  revoke KEY_ID                      revoke the key and its portal sessions: from then on all are refused (401)
+  revoke KEY_ID [--disable-webhooks] revoke the key and its portal sessions: from then on all are refused (401);
+                                     then list the webhook registrations it created or last changed (through the
+                                     API, with a temporary key of the school revoked before the end)
 
 options:
-  --local           the local D1 database of wrangler dev (default)
-  --remote          the remote D1 database of wrangler.toml
-  --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
-  --json            print JSON instead of text`;
+  --local             the local D1 database of wrangler dev (default)
+  --remote            the remote D1 database of wrangler.toml
+  --persist-to DIR    local persistence directory (wrangler --persist-to; default .wrangler/state)
+  --base URL          revoke: the Worker serving that database (default API_BASE, else with --local ${LOCAL_BASE})
+  --disable-webhooks  revoke: disable the registrations it lists (PATCH enabled: false)
+  --json              print JSON instead of text
+
+exit status: 0 done, 1 wrangler failed, 2 bad usage or unknown id, 3 key revoked but its registrations not listed or not all disabled`;
 
 /** Runs one statement of src/db/api-keys.ts through wrangler and returns its rows. */
 async function run<T>(step: Parameters<typeof renderLiteral>[0][number], where: D1Target): Promise<T[]> {
@@ -102,18 +110,93 @@ async function list(schoolId: string, json: boolean, where: D1Target): Promise<n
   return 0;
 }
 
-/** How to review what a revoked key did (docs/operations.md § Keys, logs). */
-const reviewHint = (id: string, schoolId: string) =>
-  `review what it did:
-  - its webhook registrations: GET /v3/webhooks with another credential of school ${schoolId}, the records whose createdBy or updatedBy is "${id}" (it created or last changed them: delete or disable those you do not trust)
-  - its requests: the Workers Logs lines whose keyId is "${id}" (portal sessions it minted included)`;
+/** How `revoke` reviews the key's registrations: the API's URL (undefined: none given for `--remote`) and whether to disable them. */
+interface ReviewOptions {
+  base: string | undefined;
+  disable: boolean;
+}
 
 /**
- * `revoke`: revokes key `id` and its live portal sessions in one batch (one commit).
- *
- * @returns the exit status (2 when no key has this id: nothing changed).
+ * What `revoke` learned of the key's registrations: the review, or why there is none; the
+ * temporary key it used, and why that key could not be revoked (absent: it was, or none was minted).
  */
-async function revoke(id: string, json: boolean, where: D1Target): Promise<number> {
+type ReviewOutcome = ({ review: WebhookReview; tempKeyId: string } | { problem: string; tempKeyId: string | null }) & { tempKeyLive?: string };
+
+/**
+ * Reviews the registrations of school `schoolId` that key `id` created or last changed
+ * (scripts/lib/key-webhooks.ts) through the API at `opts.base`, with a temporary key of the
+ * school minted for the run (label `keys revoke KEY_ID`) and revoked before it returns,
+ * whatever happens (`tempKeyLive` says why when it could not be). No key is minted when
+ * nothing answers at the URL.
+ */
+async function reviewKeyWebhooks(id: string, schoolId: string, opts: ReviewOptions, where: D1Target): Promise<ReviewOutcome> {
+  if (opts.base === undefined) return { problem: "no API URL: with --remote, give the deployed Worker's URL (--base URL, or API_BASE)", tempKeyId: null };
+  if (!(await reachable(opts.base))) return { problem: `nothing answers at ${opts.base}`, tempKeyId: null };
+  const temp = await newApiKey(schoolId, `keys revoke ${id}`);
+  try {
+    if ((await run<{ id: string }>(insertKey(temp), where)).length === 0)
+      return { problem: `no school "${schoolId}" to mint a temporary key for`, tempKeyId: null };
+  } catch (err) {
+    return { problem: `the temporary key could not be stored: ${(err as Error).message}`, tempKeyId: null };
+  }
+  let outcome: ReviewOutcome;
+  try {
+    outcome = { review: await reviewWebhooks({ base: opts.base, key: temp.key, keyId: id, disable: opts.disable }), tempKeyId: temp.id };
+  } catch (err) {
+    outcome = { problem: (err as Error).message, tempKeyId: temp.id };
+  }
+  try {
+    await run(revokeKey(temp.id), where);
+  } catch (err) {
+    outcome.tempKeyLive = (err as Error).message;
+  }
+  return outcome;
+}
+
+/** A registration as `revoke --json` prints it. */
+const webhookJson = ({ record: r, disabledNow }: ReviewedWebhook) => ({
+  id: r.id,
+  url: r.url,
+  enabled: r.enabled,
+  disabledReason: r.disabledReason,
+  createdBy: r.createdBy,
+  updatedBy: r.updatedBy,
+  disabledNow,
+});
+
+/** The `enabled` cell of `revoke`'s table. */
+const enabledCell = ({ record: r, disabledNow }: ReviewedWebhook) => (r.enabled ? "yes" : disabledNow ? "disabled now" : `no (${r.disabledReason})`);
+
+/** `revoke`'s text about the key's registrations (after the revocation's lines). */
+function reviewText(id: string, disable: boolean, outcome: { review: WebhookReview; tempKeyId: string }): string {
+  const { webhooks, total } = outcome.review;
+  if (webhooks.length === 0) return `webhook registrations: none of the school's ${total} was created or last changed by ${id}`;
+  const rows = webhooks.map((w) => [w.record.id, w.record.url, enabledCell(w), w.record.createdBy ?? "—", w.record.updatedBy ?? "—"].map(printable));
+  const lines = [
+    `webhook registrations ${id} created or last changed (createdBy or updatedBy is its id): ${webhooks.length} of the school's ${total}`,
+    table(["id", "url", "enabled", "createdBy", "updatedBy"], rows),
+  ];
+  const disabled = webhooks.filter((w) => w.disabledNow).length;
+  if (disable && disabled > 0)
+    lines.push(
+      `disabled now: ${disabled} (disabledReason "manual"; their updatedBy is this run's temporary key ${outcome.tempKeyId}, revoked): re-enable one you trust with PATCH /v3/webhooks/{id} {"enabled": true}`,
+    );
+  if (!disable && webhooks.some((w) => w.record.enabled))
+    lines.push(`disable them: npm run keys -- revoke ${id} --disable-webhooks (or delete those you do not trust: DELETE /v3/webhooks/{id})`);
+  return lines.join("\n");
+}
+
+/**
+ * `revoke`: revokes key `id` and its live portal sessions in one batch (one commit), then
+ * lists the registrations it created or last changed and, with `opts.disable`, disables
+ * them (`reviewKeyWebhooks`): the revocation never waits for the API.
+ *
+ * @returns the exit status: 0; 1 when the temporary key could not be revoked (the key is);
+ *   2 when no key has this id (nothing changed); 3 when the key is revoked but its
+ *   registrations could not be listed or a disable failed.
+ * @throws Error when wrangler fails on the revocation (nothing changed).
+ */
+async function revoke(id: string, json: boolean, where: D1Target, opts: ReviewOptions): Promise<number> {
   const now = Date.now();
   const sql = renderLiteral([revokeKey(id, now), revokeSessionsOfKey(id, now)], Number.POSITIVE_INFINITY).join(";\n");
   const [keyRows = [], sessionRows = []] = await d1Statements<Record<string, unknown>>(sql, where.target, where.persistTo);
@@ -124,26 +207,59 @@ async function revoke(id: string, json: boolean, where: D1Target): Promise<numbe
   }
   const already = row.revoked_at !== now;
   const sessions = sessionRows.length;
+  if (!json) {
+    const head = already
+      ? `key ${id} (school ${row.school_id}) was already revoked at ${formatInstant(row.revoked_at)}`
+      : `key ${id} (school ${row.school_id}) revoked at ${formatInstant(row.revoked_at)}: it and its portal sessions are refused (401) from now on`;
+    console.log(`${head}\nportal sessions revoked with it: ${sessions}`);
+  }
+  const outcome = await reviewKeyWebhooks(id, row.school_id, opts, where);
+  const problems = "review" in outcome ? outcome.review.problems : [outcome.problem];
   if (json) {
     console.log(
-      JSON.stringify(
-        { id, schoolId: row.school_id, revokedAt: formatInstant(row.revoked_at), alreadyRevoked: already, portalSessionsRevoked: sessions },
-        null,
-        2,
-      ),
+      printableJson({
+        id,
+        schoolId: row.school_id,
+        revokedAt: formatInstant(row.revoked_at),
+        alreadyRevoked: already,
+        portalSessionsRevoked: sessions,
+        webhooks: "review" in outcome ? outcome.review.webhooks.map(webhookJson) : null,
+        webhookProblems: problems,
+        temporaryKeyId: outcome.tempKeyId,
+      }),
     );
-    return 0;
+  } else {
+    if ("review" in outcome) console.log(reviewText(id, opts.disable, outcome));
+    console.log(`its requests: the Workers Logs lines whose keyId is "${id}" (portal sessions it minted included)`);
   }
-  const head = already
-    ? `key ${id} (school ${row.school_id}) was already revoked at ${formatInstant(row.revoked_at)}`
-    : `key ${id} (school ${row.school_id}) revoked at ${formatInstant(row.revoked_at)}: it and its portal sessions are refused (401) from now on`;
-  console.log(`${head}\nportal sessions revoked with it: ${sessions}\n${reviewHint(id, row.school_id)}`);
-  return 0;
+  if (outcome.tempKeyLive !== undefined) {
+    console.error(
+      `${outcome.tempKeyLive}\nthe temporary key ${outcome.tempKeyId} (label "keys revoke ${id}") may still work: revoke it (npm run keys -- list --school ${row.school_id} shows it)`,
+    );
+    return 1;
+  }
+  if (problems.length === 0) return 0;
+  const verb = "review" in outcome ? "not all disabled" : "not listed";
+  console.error(
+    `webhook registrations ${verb}: ${problems.map((p) => p.split("\n").map(printable).join("\n")).join("; ")}\nthe key stays revoked; once the API answers, run the same revoke again (it keeps the first revocation) with --base URL of the Worker that serves this database`,
+  );
+  return 3;
 }
 
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const args = parseD1Cli(argv, { school: { type: "string" }, label: { type: "string" }, json: { type: "boolean" } }, USAGE, userPath);
+  const args = parseD1Cli(
+    argv,
+    {
+      school: { type: "string" },
+      label: { type: "string" },
+      json: { type: "boolean" },
+      base: { type: "string" },
+      "disable-webhooks": { type: "boolean" },
+    },
+    USAGE,
+    userPath,
+  );
   if (typeof args === "number") return args;
   const { values: v, positionals, where } = args;
   const usage = (problem: string) => usageError(problem, USAGE);
@@ -151,6 +267,7 @@ export async function main(argv: string[]): Promise<number> {
   const json = v.json === true;
   if (command === "create" || command === "list") {
     if (rest.length > 0) return usage(`${command} takes no argument besides its options (got ${rest.join(" ")})`);
+    if (v.base !== undefined || v["disable-webhooks"] !== undefined) return usage(`${command} takes no --base, no --disable-webhooks (revoke's)`);
     if (v.school === undefined) return usage(`${command} needs --school ID`);
     if (!ID_RE.test(v.school)) return usage(`--school: "${v.school}" is not a school id (1–64 characters [A-Za-z0-9_-])`);
     if (command === "list") return v.label === undefined ? list(v.school, json, where) : usage("list takes no --label");
@@ -160,9 +277,11 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (command === "revoke") {
     if (rest.length !== 1) return usage("revoke needs one KEY_ID");
-    if (v.school !== undefined || v.label !== undefined) return usage("revoke takes a KEY_ID only (no --school, no --label)");
+    if (v.school !== undefined || v.label !== undefined) return usage("revoke takes a KEY_ID and its options only (no --school, no --label)");
     if (!ID_RE.test(rest[0]!)) return usage(`"${rest[0]}" is not a key id (key_…)`);
-    return revoke(rest[0]!, json, where);
+    const base = v.base ?? process.env.API_BASE ?? (where.target === "local" ? LOCAL_BASE : undefined);
+    if (base !== undefined && !/^https?:\/\/[^/]/.test(base)) return usage(`--base (or API_BASE): "${base}" is not an http(s) URL`);
+    return revoke(rest[0]!, json, where, { base, disable: v["disable-webhooks"] === true });
   }
   return usage(command === undefined ? "a command is needed" : `unknown command "${command}"`);
 }

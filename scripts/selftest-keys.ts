@@ -1,20 +1,20 @@
 /**
- * Self-test of the keys CLI (`npm run test:keys`, about 30–60 s), against a throw-away local
- * D1 directory (`--persist-to`) that `wrangler dev` serves too:
- * (a) usage errors exit 2 and write nothing;
- * (b) `create` prints a new `sk_live_` key once with its id; D1 holds only its hash (with the
- *     id, label and last 4 characters); an unknown school exits 2 and writes nothing;
- * (c) `list` shows id, label, last 4 characters, createdAt and revokedAt, never a key;
- * (d) the new key authenticates; after `revoke KEY_ID` it and its portal sessions (a redeemed
- *     one included) are 401, their count printed, other keys still work; a second revoke keeps
- *     the first instant and says how to review the key; an unknown id exits 2.
+ * Self-test of the keys CLI (`npm run test:keys`, about 3 min), against a throw-away local D1
+ * directory (`--persist-to`) that `wrangler dev` serves too: (a) usage errors exit 2 and write
+ * nothing; (b) `create` prints a new `sk_live_` key once with its id, D1 holds only its hash
+ * (with id, label, last 4 characters), an unknown school exits 2; (c) `list` shows id, label,
+ * last 4, createdAt, revokedAt, never a key; (d) after `revoke KEY_ID` the key and its portal
+ * sessions are 401, other keys work, a second revoke keeps the first instant, an unknown id
+ * exits 2; (e) `revoke` lists exactly the registrations the key created or last changed (one
+ * it re-pointed included), `--disable-webhooks` disables them and not the other key's, each
+ * run's temporary key ends revoked; with no Worker at `--base` the key is revoked, exit 3.
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { type DevServer, startDevServer } from "./lib/dev-server";
+import { type DevServer, freePort, startDevServer } from "./lib/dev-server";
 import { check, runScript, runSelfTest } from "./lib/selftest";
 import { applyMigrations, d1Query } from "./lib/wrangler";
 
@@ -42,6 +42,8 @@ async function main(): Promise<void> {
       ["create with a malformed school id", ["create", "--school", "sch one"]],
       ["create with a control character in --label", ["create", "--school", SCHOOL, "--label", "a\nb"]],
       ["revoke without KEY_ID", ["revoke"]],
+      ["revoke with a --base that is not a URL", ["revoke", "key_00000000000000000000000000", "--base", "nowhere"]],
+      ["list with --disable-webhooks", ["list", "--school", SCHOOL, "--disable-webhooks"]],
       ["--local with --remote", ["list", "--school", SCHOOL, "--local", "--remote"]],
     ] as const) {
       const r = await keys(...args);
@@ -121,28 +123,118 @@ async function main(): Promise<void> {
     const session = await redeem(await mint(made.key));
     const otherSession = await redeem(await mint(IMPORTED_KEY));
     check((await status(session)) === 200 && (await status(link)) === 401, "the key's portal session works before the revocation; its link is no bearer");
-    const revoked = await keys("revoke", made.id, "--json");
-    const out = JSON.parse(revoked.stdout || "{}") as { revokedAt?: string; portalSessionsRevoked?: number };
+    // Registrations: the key creates one (and one through its session) and re-points one of the
+    // other key's; the other key's second one it never touches.
+    const register = async (key: string, name: string) => {
+      const res = await fetch(`${server!.base}/v3/webhooks`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ url: `https://keys-selftest.example.com/${name}` }),
+      });
+      return ((await res.json()) as { result: { id: string } }).result.id;
+    };
+    const hookOf = async (id: string) => {
+      const res = await fetch(`${server!.base}/v3/webhooks/${id}`, { headers: { authorization: `Bearer ${IMPORTED_KEY}` } });
+      return ((await res.json()) as { result: { enabled: boolean; disabledReason: string | null; createdBy: string; updatedBy: string } }).result;
+    };
+    const byKey = await register(made.key, "a");
+    const bySession = await register(session, "a-session");
+    const repointed = await register(IMPORTED_KEY, "b");
+    const untouched = await register(IMPORTED_KEY, "b-untouched");
+    await fetch(`${server!.base}/v3/webhooks/${repointed}`, {
+      method: "PATCH",
+      headers: { authorization: `Bearer ${made.key}`, "content-type": "application/json" },
+      body: JSON.stringify({ url: "https://attacker.example.com/in" }),
+    });
+    const importedId = (await hookOf(untouched)).createdBy;
+    check(
+      JSON.stringify(await hookOf(repointed)).includes(`"createdBy":"${importedId}","updatedBy":"${made.id}"`),
+      "the re-pointed registration: createdBy the other key, updatedBy the revoked one",
+    );
+
+    const revoked = await keys("revoke", made.id, "--base", server.base, "--json");
+    const out = JSON.parse(revoked.stdout || "{}") as {
+      revokedAt?: string;
+      portalSessionsRevoked?: number;
+      webhooks?: { id: string; enabled: boolean; createdBy: string; updatedBy: string; disabledNow: boolean }[] | null;
+      webhookProblems?: string[];
+      temporaryKeyId?: string | null;
+    };
     const revokedAt = out.revokedAt;
     check(revoked.code === 0 && typeof revokedAt === "string", "revoke: exit 0, with the instant", `${revoked.stdout}${revoked.stderr}`);
     check(out.portalSessionsRevoked === 2, "revoke: counts the key's live portal sessions it revoked", revoked.stdout);
+    check(
+      JSON.stringify(out.webhooks?.map((w) => [w.id, w.enabled, w.disabledNow])) ===
+        JSON.stringify([byKey, bySession, repointed].map((id) => [id, true, false])) && JSON.stringify(out.webhookProblems) === "[]",
+      "revoke: lists exactly the registrations the key (or its session) created or last changed, still enabled",
+      revoked.stdout,
+    );
     check((await status(made.key)) === 401, "revoke: the key is refused from then on (401)");
     check(
       (await status(session)) === 401 && (await redeemAnswer(link)).status === 401,
       "revoke: its portal sessions are refused (401), and its link no longer redeems (401)",
     );
     check((await status(IMPORTED_KEY)) === 200 && (await status(otherSession)) === 200, "revoke: the school's other keys and their sessions still work");
-    const again = await keys("revoke", made.id);
-    check(again.code === 0 && again.stdout.includes(`already revoked at ${revokedAt}`), "revoke twice: the first instant is kept", again.stdout);
+    const again = await keys("revoke", made.id, "--base", server.base, "--disable-webhooks");
+    check(
+      again.code === 0 && again.stdout.includes(`already revoked at ${revokedAt}`),
+      "revoke twice: the first instant is kept",
+      `${again.stdout}${again.stderr}`,
+    );
     check(
       again.stdout.includes("portal sessions revoked with it: 0") &&
-        again.stdout.includes(`createdBy or updatedBy is "${made.id}"`) &&
+        /^id\s+url\s+enabled\s+createdBy\s+updatedBy$/m.test(again.stdout) &&
+        [byKey, bySession, repointed].every((id) => new RegExp(`^${id}\\s.*disabled now`, "m").test(again.stdout)) &&
+        !again.stdout.includes(untouched) &&
         again.stdout.includes(`keyId is "${made.id}"`),
-      "revoke (text): how many sessions, and how to review the key's registrations and log lines",
+      "revoke --disable-webhooks (text): how many sessions, the registrations disabled now (not the other key's), how to review the log lines",
       again.stdout,
+    );
+    const states = await Promise.all([byKey, bySession, repointed, untouched].map(hookOf));
+    check(
+      JSON.stringify(states.map((h) => [h.enabled, h.disabledReason])) ===
+        JSON.stringify([
+          [false, "manual"],
+          [false, "manual"],
+          [false, "manual"],
+          [true, null],
+        ]),
+      "--disable-webhooks: the key's registrations are disabled (manual), the other key's untouched one stays enabled",
+      JSON.stringify(states),
+    );
+    const temps = (JSON.parse((await keys("list", "--school", SCHOOL, "--json")).stdout) as { id: string; label: string; revokedAt: string | null }[]).filter(
+      (k) => k.label === `keys revoke ${made.id}`,
+    );
+    check(
+      temps.length === 2 && temps.every((k) => k.revokedAt !== null) && temps[0]!.id === out.temporaryKeyId,
+      "revoke: each run's temporary key (labelled after the revoked key) is revoked at its end",
+      JSON.stringify(temps),
+    );
+    check(
+      states.slice(0, 3).every((h) => h.updatedBy === temps[1]!.id),
+      "--disable-webhooks: the disabled registrations' updatedBy is the run's temporary key",
+      JSON.stringify(states),
     );
     const after = JSON.parse((await keys("list", "--school", SCHOOL, "--json")).stdout) as { id: string; revokedAt: string | null }[];
     check(after.find((k) => k.id === made.id)?.revokedAt === revokedAt, "list: shows when the key was revoked", JSON.stringify(after));
+    const other = JSON.parse((await keys("create", "--school", SCHOOL, "--json")).stdout) as { id: string; key: string };
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const unreachable = await keys("revoke", other.id, "--base", nobody, "--disable-webhooks");
+    check(
+      unreachable.code === 3 &&
+        unreachable.stderr.includes(`not listed: nothing answers at ${nobody}`) &&
+        unreachable.stderr.includes("run the same revoke again"),
+      "revoke with no Worker at --base: exit 3, saying the registrations were not listed and how to retry",
+      `exit ${unreachable.code}\n${unreachable.stdout}${unreachable.stderr}`,
+    );
+    const listedAfter = JSON.parse((await keys("list", "--school", SCHOOL, "--json")).stdout) as { id: string; label: string; revokedAt: string | null }[];
+    check(
+      (await status(other.key)) === 401 &&
+        listedAfter.find((k) => k.id === other.id)?.revokedAt !== null &&
+        !listedAfter.some((k) => k.label === `keys revoke ${other.id}`),
+      "revoke with no Worker at --base: the key is revoked all the same (401), no temporary key minted",
+      JSON.stringify(listedAfter),
+    );
     const missing = await keys("revoke", "key_00000000000000000000000000");
     check(missing.code === 2 && /no API key with id/.test(missing.stderr), "revoke of an unknown id: exit 2, saying so", missing.stderr);
   } finally {

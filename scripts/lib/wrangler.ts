@@ -211,10 +211,17 @@ export async function d1Query<T = Record<string, unknown>>(
   return (await d1Statements<T>(sql, target, persistTo, binding)).at(-1) ?? [];
 }
 
+/** A local database file another process holds locked (`wrangler dev`, a wrangler still closing it). */
+const LOCKED_RE = /SQLITE_BUSY|database is locked/;
+
+/** The waits before each new attempt of a batch refused as locked, in ms. */
+const LOCKED_RETRY_MS = [250, 500, 1000, 2000];
+
 /**
  * Runs `sql`, one or more statements separated by `;`, with one `wrangler d1 execute BINDING
  * --command … --json` (the directory by default; D1 runs them as one batch: all commit or
- * none) and returns the rows of each statement, in order.
+ * none) and returns the rows of each statement, in order. A batch refused because the local
+ * file is locked committed nothing: it is sent again after each wait of `LOCKED_RETRY_MS`.
  *
  * @throws Error as `d1Query`.
  */
@@ -224,7 +231,13 @@ export async function d1Statements<T = Record<string, unknown>>(
   persistTo?: string,
   binding = DIRECTORY_BINDING,
 ): Promise<T[][]> {
-  const r = await runWrangler(["d1", "execute", binding, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"]);
+  const args = ["d1", "execute", binding, ...targetArgs(target, persistTo), "--command", sql, "--json", "--yes"];
+  let r = await runWrangler(args);
+  for (const wait of LOCKED_RETRY_MS) {
+    if (r.code === 0 || !LOCKED_RE.test(`${r.stdout}${r.stderr}`)) break;
+    await new Promise((done) => setTimeout(done, wait));
+    r = await runWrangler(args);
+  }
   if (r.code !== 0)
     throw new Error(`wrangler d1 execute failed (exit ${r.code}):\n${r.stdout}${r.stderr}${migrationHint(`${r.stdout}${r.stderr}`, target, persistTo)}`);
   const start = r.stdout.indexOf("[");

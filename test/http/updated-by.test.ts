@@ -24,7 +24,7 @@ async function newKey(label: string) {
 }
 
 const record = async (key: string, id: string) =>
-  (await callJson(`/v3/webhooks/${id}`, { key })).body.result as { createdBy: string | null; updatedBy: string | null };
+  (await callJson(`/v3/webhooks/${id}`, { key })).body.result as { enabled: boolean; createdBy: string | null; updatedBy: string | null };
 
 beforeAll(async () => {
   rx.install();
@@ -33,7 +33,7 @@ beforeAll(async () => {
 afterAll(() => rx.restore());
 
 describe("registrations record updatedBy", () => {
-  it("POST sets createdBy and updatedBy; PATCH and rotate set updatedBy only; a PATCH changing nothing keeps it", async () => {
+  it("POST sets createdBy and updatedBy; PATCH (a disable and an enable included) and rotate set updatedBy only; a PATCH changing nothing keeps it", async () => {
     const a = await newKey("a");
     const b = await newKey("b");
     const c = await newKey("c");
@@ -59,6 +59,12 @@ describe("registrations record updatedBy", () => {
     // An empty PATCH changes nothing, so records nothing.
     expect((await callJson(`/v3/webhooks/${id}`, { method: "PATCH", key: b.key, json: {} })).status).toBe(200);
     expect(await record(a.key, id)).toMatchObject({ createdBy: a.id, updatedBy: c.id });
+
+    // A disable and an enable are changes too (an operator's disable names its key).
+    expect((await callJson(`/v3/webhooks/${id}`, { method: "PATCH", key: b.key, json: { enabled: false } })).status).toBe(200);
+    expect(await record(a.key, id)).toMatchObject({ enabled: false, updatedBy: b.id });
+    expect((await callJson(`/v3/webhooks/${id}`, { method: "PATCH", key: a.key, json: { enabled: true } })).status).toBe(200);
+    expect(await record(a.key, id)).toMatchObject({ enabled: true, updatedBy: a.id });
   });
 
   it("a registration stored before the column reads its creator as updatedBy once migrated", async () => {

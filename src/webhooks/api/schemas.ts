@@ -54,7 +54,7 @@ const webhookFields = {
   }),
   updatedBy: z.string().nullable().meta({
     description:
-      "The id of the API key (`key_…`) behind the registration's last change by a request (the POST, a PATCH that changed something, a secret rotation), directly or through a portal session it minted; an auto-disable changes neither. After a key leaks, find what it created or re-pointed by it (`npm run keys -- revoke KEY_ID` lists them). `null` when unknown (changed before it was recorded).",
+      "The id of the API key (`key_…`) behind the registration's last change by a request (the POST, a PATCH that changed something, a secret rotation), directly or through a portal session it minted; an auto-disable changes neither. After a key leaks, find what it created or re-pointed by it (an operator's `npm run keys -- revoke KEY_ID` lists them and, with `--disable-webhooks`, disables them: `manual`, `updatedBy` the operator's temporary key). `null` when unknown (changed before it was recorded).",
     example: "key_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
   }),
   createdAt: instantOutSchema,
