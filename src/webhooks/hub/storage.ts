@@ -106,6 +106,12 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE webhooks ADD COLUMN updated_by TEXT`,
     `UPDATE webhooks SET updated_by = created_by WHERE deleted_at IS NULL AND created_by IS NOT NULL`,
   ],
+  [
+    // Each registration's `ordering` (docs/reference.md § "Event delivery", ordering): a new one
+    // is stored with the value it was given (`course` by default); those stored before read
+    // `none`, the delivery they had (a PATCH opts in).
+    `ALTER TABLE webhooks ADD COLUMN ordering TEXT NOT NULL DEFAULT 'none'`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
