@@ -19,6 +19,12 @@ export type Subscription = z.infer<typeof subscriptionSchema>;
 /** A registration as GET /v3/webhooks lists it (no secret). */
 export type WebhookRecord = z.infer<typeof webhookRecordSchema>;
 
+/**
+ * How a registration's deliveries are ordered (docs/reference.md § "Event delivery",
+ * ordering): `course`, the events of one course in the hub's order; `none`, independent.
+ */
+export type Ordering = WebhookRecord["ordering"];
+
 /** A registration as POST /v3/webhooks answers it: the only place the secret is shown. */
 export type CreatedWebhook = z.infer<typeof createdWebhookSchema>;
 
@@ -33,6 +39,7 @@ export interface NewWebhook {
   headers: Record<string, string>;
   /** 1–1,000 attempts started per second at most; `null`: no throttle. */
   maxPerSecond: number | null;
+  ordering: Ordering;
   /** The id of the API key behind the request's credential (`createdBy`); `null` when unknown. */
   createdBy: string | null;
 }
@@ -57,6 +64,7 @@ export interface WebhookUpdate {
   /** Replaces the whole set; `null` (or `{}`) clears it. */
   headers?: Record<string, string> | null;
   maxPerSecond?: number | null;
+  ordering?: Ordering;
   enabled?: boolean;
   /** The id of the API key behind the request's credential (`updatedBy`), recorded if anything changes; `null` when unknown. */
   updatedBy: string | null;
@@ -125,6 +133,11 @@ export interface CourierConfig {
   headers: Record<string, string>;
   /** At most this many attempts start within any one second; `null`: no throttle. */
   maxPerSecond: number | null;
+  /**
+   * `course`: an attempt starts only once every earlier queued delivery of its course has
+   * ended (courier/queue.ts `held`); `none` or absent (a config stored before the setting): independent.
+   */
+  ordering?: Ordering;
   enabled: boolean;
   /** How many times the registration was disabled: a courier that sees it grow ends its queue `skipped`, even if it missed the disabled config. */
   disables: number;

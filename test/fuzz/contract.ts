@@ -165,7 +165,7 @@ export const WRITE_FIELDS: readonly string[] = [
 ];
 
 /** Fields of POST /v3/webhooks. */
-export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description", "filter", "headers", "maxPerSecond"];
+export const WEBHOOK_FIELDS: readonly string[] = ["url", "events", "description", "filter", "headers", "maxPerSecond", "ordering"];
 
 /** The HTTP status of each code (docs/reference.md § "Error codes"). */
 export const STATUS_OF: Record<Code | "INTERNAL_ERROR", number> = {

@@ -1115,6 +1115,7 @@ function webhookFields(ctx: FuzzContext): FieldGens {
         anyText(C.maxDescription).filter((s) => s.length <= C.maxDescription),
       )
       .map((value) => ({ value })),
+    ordering: fc.constantFrom("course", "none").map((value) => ({ value })),
   };
   // Without a target the runner can receive on, every body carries a URL refused in any mode.
   valid.url = ctx.webhookUrls.length > 0 ? fc.constantFrom(...ctx.webhookUrls).map((value) => ({ value })) : alwaysBad;
@@ -1127,6 +1128,7 @@ function webhookFields(ctx: FuzzContext): FieldGens {
         fc.constantFrom([], ["*", "course.created"], ["course.deleted"], ["*", "*"], "course.created", null, [1], ["COURSE.CREATED"], ["webhook.test"]),
       ),
       description: bad("description", fc.oneof(tooLongText(C.maxDescription), fc.constantFrom(1, true, [], {}))),
+      ordering: bad("ordering", fc.constantFrom("fifo", "Course", "", null, 1, [])),
     },
     required: ["url"],
     accepted: WEBHOOK_FIELDS,

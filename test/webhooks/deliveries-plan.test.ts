@@ -3,8 +3,8 @@
  * (docs/architecture.md § Bounded work and storage): for every combination of the filters the
  * endpoint accepts (status, eventType, eventId, since, until) and any page, the query plan
  * (EXPLAIN QUERY PLAN, on a courier's own storage) has no SCAN of the log, the queue or the
- * event copies and no temporary B-tree — no sort of the 7-day window — and the recover's
- * statement neither.
+ * event copies and no temporary B-tree — no sort of the 7-day window — also when held
+ * deliveries are shown waiting (`ordering: course`), and the recover's statement neither.
  */
 import { describe, expect, it } from "vitest";
 import { type LogFilter, logQuery, RECOVER_SQL } from "../../src/webhooks/courier/attempt-log";
@@ -36,13 +36,14 @@ describe("the delivery log's query plans", () => {
     await inCourier(hook.id, (_c, state) => {
       const sql = state.storage.sql;
       for (const filter of filters) {
-        for (const [offset, limit] of [
-          [0, 101],
-          [400, 21],
+        for (const [offset, limit, ordered] of [
+          [0, 101, false],
+          [400, 21, false],
+          [0, 101, true],
         ] as const) {
-          const q = logQuery(filter, now, offset, limit);
+          const q = logQuery(filter, now, offset, limit, ordered);
           const text = plan(sql, q.sql, q.params);
-          const what = `${JSON.stringify(filter)} offset ${offset}:\n${text}`;
+          const what = `${JSON.stringify(filter)} offset ${offset}${ordered ? " ordered" : ""}:\n${text}`;
           expect(text, what).not.toMatch(/\bSCAN\b/);
           expect(text, what).not.toMatch(/TEMP B-TREE/);
           // Both kinds of entries, merged in order.

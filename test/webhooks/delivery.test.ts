@@ -365,7 +365,8 @@ describe("delete", () => {
     const { schoolId, key } = await newSchool("drop");
     const hook = await register(key, "https://drop.example.com/in");
     rx.on("drop.example.com", 500);
-    await hubFor(env, schoolId).publish([courseEvent(schoolId), courseEvent(schoolId)]);
+    // Two courses: with `ordering: course` one course's second event would wait for the first.
+    await hubFor(env, schoolId).publish([courseEvent(schoolId, "course.updated", 1), courseEvent(schoolId, "course.updated", 2)]);
     await drain(schoolId);
     expect(rx.to("drop.example.com")).toHaveLength(2);
     expect(await queueRows(hook.id)).toHaveLength(2);

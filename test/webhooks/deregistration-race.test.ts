@@ -168,7 +168,8 @@ describe("the deregistration promise with couriers", () => {
     const host = "twice-used.example.com";
     const hook = await register(key, `https://${host}/in`);
     rx.on(host, "hang");
-    await hubFor(env, schoolId).publish([courseEvent(schoolId), courseEvent(schoolId)]);
+    // Two courses: with `ordering: course` (the default) one course's second event would wait for the first.
+    await hubFor(env, schoolId).publish([courseEvent(schoolId, "course.updated", 1), courseEvent(schoolId, "course.updated", 2)]);
     await eventually(() => rx.to(host).length === 2, "the attempts to start");
     const answers = await Promise.all(Array.from({ length: 5 }, () => callJson(`/v3/webhooks/${hook.id}`, { method: "DELETE", key })));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 404, 404, 404, 404]);

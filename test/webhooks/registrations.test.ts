@@ -37,6 +37,7 @@ describe("POST /v3/webhooks", () => {
       filter: null,
       headerNames: [],
       maxPerSecond: null,
+      ordering: "course",
       enabled: true,
       disabledReason: null,
       disabledAt: null,

@@ -11,6 +11,10 @@ import { success } from "../../http/respond";
 import { TAG } from "./parts";
 import { deliveryHeadersSchema } from "./schemas";
 
+/** What a course event's description adds (docs/reference.md § "Event delivery", ordering). */
+const ORDERED =
+  " With the registration's `ordering: \"course\"` (the default), the events of one course arrive in the order they were accepted: the course's next event is not attempted until this one's delivery has ended.";
+
 const EVENTS_TAG = { name: "Events", description: "Event payloads POSTed to webhook endpoints (OpenAPI `webhooks`)." };
 
 /** What a receiver's `webhook-delivery` answer header asks (docs/reference.md § "Event delivery"), with any status. */
@@ -25,7 +29,7 @@ export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type)
     operationId: `on${meta.id as string}`,
     tag: EVENTS_TAG,
     summary: EVENT_SUMMARIES[type],
-    description: `${meta.description as string}\n\nPOSTed to each registration subscribed to \`${type}\`${type === "webhook.test" ? " (only the one tested)" : " (or to `*`)"}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.\n\n${DELIVERY_CONTROL}`,
+    description: `${meta.description as string}\n\nPOSTed to each registration subscribed to \`${type}\`${type === "webhook.test" ? " (only the one tested)" : " (or to `*`)"}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.${type.startsWith("course.") ? ORDERED : ""}\n\n${DELIVERY_CONTROL}`,
     headers: deliveryHeadersSchema,
     body: eventSchemas[type],
     responses: {

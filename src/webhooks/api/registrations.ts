@@ -41,7 +41,7 @@ export const registrationOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Register a webhook",
     description:
-      "The registration receives the school's events of the chosen types (and, with `filter`, of its trainings, groups or professors) from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). `headers` are sent with every attempt; `maxPerSecond` throttles its attempts. The `secret` is shown only in this response.",
+      "The registration receives the school's events of the chosen types (and, with `filter`, of its trainings, groups or professors) from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). `headers` are sent with every attempt; `maxPerSecond` throttles its attempts; `ordering` (default `course`) delivers the events of one course in order. The `secret` is shown only in this response.",
     request: {
       headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema }),
       body: { schema: createWebhookSchema, description: "The registration." },
@@ -80,6 +80,7 @@ export const registrationOperations: Operation<Env>[] = [
           filter: body.filter ?? null,
           headers: body.headers ?? {},
           maxPerSecond: body.maxPerSecond ?? null,
+          ordering: body.ordering ?? "course",
           createdBy: rc.keyId ?? null,
         },
         idem,
@@ -146,7 +147,7 @@ export const registrationOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Change, disable or enable a webhook registration",
     description:
-      'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `enabled`; the id, the secret and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers` and `maxPerSecond` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. A new `url` on a registration with custom headers must come with `headers` (the same values again, new ones, or `null`), else 400 VALIDATION_ERROR naming `headers`: the stored values are bound to the URL they were given for. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
+      'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `ordering`, `enabled`; the id, the secret and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers`, `maxPerSecond` and `ordering` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. A new `url` on a registration with custom headers must come with `headers` (the same values again, new ones, or `null`), else 400 VALIDATION_ERROR naming `headers`: the stored values are bound to the URL they were given for. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
     request: { params: webhookIdParams, body: { schema: updateWebhookSchema, description: "The fields to change (at least one)." } },
     responses: {
       200: {
@@ -171,6 +172,7 @@ export const registrationOperations: Operation<Env>[] = [
         filter: body.filter,
         headers: body.headers,
         maxPerSecond: body.maxPerSecond,
+        ordering: body.ordering,
         enabled: body.enabled,
         updatedBy: rc.keyId ?? null,
       });

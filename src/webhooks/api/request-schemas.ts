@@ -7,7 +7,7 @@ import { z } from "zod";
 import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";
 import { idSchema, instantSchema, queryIntegerSchema } from "../../lib/fields";
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_PAGE, MAX_PAGE_SIZE } from "../../lib/limits";
-import { DELIVERY_STATUSES, EVENT_ID_EXAMPLE, WEBHOOK_ID_EXAMPLE } from "./schemas";
+import { DELIVERY_STATUSES, EVENT_ID_EXAMPLE, ORDERING_DESCRIPTION, ORDERINGS, WEBHOOK_ID_EXAMPLE } from "./schemas";
 
 /** Longest accepted `description`, in characters. */
 const MAX_DESCRIPTION_LENGTH = 500;
@@ -164,6 +164,10 @@ export const createWebhookSchema = z
     filter: filterSchema.nullable().optional(),
     headers: headersSchema.nullable().optional(),
     maxPerSecond: maxPerSecondSchema.optional(),
+    ordering: z
+      .enum(ORDERINGS, { error: `must be one of ${ORDERINGS.join(", ")}` })
+      .optional()
+      .meta({ description: `${ORDERING_DESCRIPTION} Default \`course\`; on PATCH it applies to attempts started after the 200.`, example: "course" }),
   })
   .meta({
     id: "WebhookCreate",

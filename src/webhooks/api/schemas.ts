@@ -17,6 +17,13 @@ export const EVENT_ID_EXAMPLE = "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0";
 /** The states of a delivery in the log (`skipped`: never attempted, the registration was disabled). */
 export const DELIVERY_STATUSES = ["pending", "succeeded", "failed", "skipped"] as const;
 
+/** A registration's `ordering` (docs/reference.md § "Event delivery", ordering): per course (the default), or none. */
+export const ORDERINGS = ["course", "none"] as const;
+
+/** What `ordering` means, for the record and the request bodies. */
+export const ORDERING_DESCRIPTION =
+  "`course` (the default): the events of one course (`data.course.id`) are delivered in the order the service accepted them — no attempt of an event starts while an earlier event of the same course has not ended (succeeded, failed with no retry to follow, or skipped); events of other courses and `webhook.*` events are never held by it; resend and recover follow the same rule. `none`: every event is delivered independently. Registrations created before the setting existed read `none`.";
+
 // ---------------------------------------------------------------------------------------
 // Records.
 
@@ -37,6 +44,7 @@ const webhookFields = {
     .meta({ description: "The filter on the school's dimensions; `null` when not set (every event it subscribes to)." }),
   headerNames: z.array(z.string()).meta({ description: "Names of the custom headers, lower case, sorted (values are never shown)." }),
   maxPerSecond: z.int().nullable().meta({ description: "The throttle (attempts started per second at most); `null` when not set." }),
+  ordering: z.enum(ORDERINGS).meta({ description: ORDERING_DESCRIPTION, example: "course" }),
   enabled: z.boolean().meta({ description: "`false` while disabled: nothing is attempted; events it subscribes to are logged `skipped`." }),
   disabledReason: z.enum(["manual", "failing", "gone", "receiver"]).nullable().meta({
     description:
@@ -70,6 +78,7 @@ const WEBHOOK_EXAMPLE = {
   filter: { trainingId: ["trn_3"] },
   headerNames: ["x-api-key"],
   maxPerSecond: null,
+  ordering: "course",
   enabled: true,
   disabledReason: null,
   disabledAt: null,
@@ -152,7 +161,7 @@ export const deliveryRecordSchema = z
     attemptedAt: instantOutSchema.nullable().meta({ description: "When the attempt started; `null` for a delivery still waiting for its first attempt." }),
     nextAttemptAt: instantOutSchema.nullable().meta({
       description:
-        "When the delivery's next attempt is due: set on a failed attempt that a retry follows and on a delivery not attempted yet; `null` when none is (it succeeded, or ended failed or skipped).",
+        "When the delivery's next attempt is due: set on a failed attempt that a retry follows and on a delivery not attempted yet; `null` when none is (it succeeded, or ended failed or skipped), and on a delivery not attempted yet that waits for an earlier event of its course (`ordering: course`): it is due the moment that event's delivery ends.",
     }),
   })
   .meta({

@@ -37,15 +37,17 @@ type Row = {
 /**
  * The statement and its parameters for one page of the log at `now` (ms): attempts (and
  * skipped entries) of the retention window plus deliveries still waiting for their first
- * attempt (numbered as their event's next entry), newest first, with only the filters given
- * written into the SQL (so that the planner picks the matching index).
+ * attempt (numbered as their event's next entry; when the registration orders by course,
+ * `ordered`, one held behind an earlier delivery of its course has no `next_attempt_at`),
+ * newest first, with only the filters given written into the SQL (so that the planner picks
+ * the matching index).
  *
  * A compound SELECT ordered as a whole: SQLite merges its two arms, each walked through an
  * index in the page's order (`log_at`, `log_status`, `log_type`, `log_event_at` by (time, id);
  * `queue_unattempted` by (queued time, id)), and stops after the page: no sort of the window,
  * whatever the filters (test/webhooks/deliveries-plan.test.ts). The two sort keys come last.
  */
-export function logQuery(filter: LogFilter, now: number, offset: number, limit: number): { sql: string; params: unknown[] } {
+export function logQuery(filter: LogFilter, now: number, offset: number, limit: number, ordered = false): { sql: string; params: unknown[] } {
   const params: unknown[] = [Math.max(now - RETENTION_MS, filter.since ?? 0)];
   const a: string[] = ["attempted_at >= ?1"];
   const q: string[] = ["attempts = 0", "created_at >= ?1"];
@@ -69,7 +71,7 @@ export function logQuery(filter: LogFilter, now: number, offset: number, limit: 
        FROM log WHERE ${a.join(" AND ")}
      UNION ALL
      SELECT event_id, event_type, COALESCE((SELECT e.last_attempt FROM events e WHERE e.id = queue.event_id), 0) + 1, 'pending', trigger,
-            NULL, NULL, NULL, NULL, NULL, NULL, next_attempt_at, created_at, id
+            NULL, NULL, NULL, NULL, NULL, NULL, ${ordered ? "CASE WHEN held = 1 THEN NULL ELSE next_attempt_at END" : "next_attempt_at"}, created_at, id
        FROM queue WHERE ${q.join(" AND ")}
      ORDER BY sort_at DESC, tiebreak DESC
      LIMIT ?${params.length - 1} OFFSET ?${params.length}`;
@@ -77,8 +79,8 @@ export function logQuery(filter: LogFilter, now: number, offset: number, limit: 
 }
 
 /** One page of the log (see `logQuery`), as `DeliveryRecord`s. */
-export function readLog(sql: SqlStorage, filter: LogFilter, now: number, offset: number, limit: number): DeliveryRecord[] {
-  const q = logQuery(filter, now, offset, limit);
+export function readLog(sql: SqlStorage, filter: LogFilter, now: number, offset: number, limit: number, ordered = false): DeliveryRecord[] {
+  const q = logQuery(filter, now, offset, limit, ordered);
   return sql
     .exec<Row>(q.sql, ...q.params)
     .toArray()

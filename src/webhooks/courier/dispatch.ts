@@ -56,6 +56,9 @@ export class Dispatch {
   private recordTimer: Timer | null = null;
   /** The URL policy's verdict on the last URL judged (`refusal`). */
   private judged: { url: string; refusal: string | null } | null = null;
+  /** A `pump` is under way (one it starts, through a refused attempt's record, runs after it: `pumpAgain`). */
+  private pumping = false;
+  private pumpAgain = false;
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -81,10 +84,28 @@ export class Dispatch {
   }
 
   /**
-   * Starts due attempts while slots (and the throttle) allow. Synchronous: each attempt is
-   * started in the same step that found the courier open and enabled.
+   * Starts due attempts while slots (and the throttle) allow — with `ordering: course`, only
+   * deliveries no earlier one of their course holds (`readDue`). Synchronous: each attempt is
+   * started in the same step that found the courier open and enabled. A pump called while
+   * one runs (a refused attempt recorded on the way) runs once it ends.
    */
   pump(): void {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.pumpAgain = false;
+        this.pumpOnce();
+      } while (this.pumpAgain);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private pumpOnce(): void {
     const config = this.state.config();
     if (this.state.closed() || config === null || !config.enabled) {
       this.rearm();
@@ -94,7 +115,8 @@ export class Dispatch {
     const free = COURIER_SLOTS - this.sender.size;
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
     const skipped = this.state.skipped();
-    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped);
+    const ordered = config.ordering === "course";
+    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped, ordered);
     const refusal = rows.length === 0 ? null : this.refusal(config.url);
     for (const row of rows) {
       if (refusal !== null) {
@@ -116,7 +138,7 @@ export class Dispatch {
       if (config.maxPerSecond !== null) this.throttle.record(now);
       this.sender.start(row, config.url, { ...config.headers, ...this.keys.sign(config, row.event_id, row.body, now) });
     }
-    if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
+    if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped, ordered).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
     this.rearm();
   }
 
@@ -182,9 +204,10 @@ export class Dispatch {
     this.failures.sendNew(config.hubId);
     if (skipping) void this.state.armAlarm(this.platform.now());
     this.state.recorded();
-    // What these outcomes freed was started by `finished`; a recorded retry is due later, a
-    // delivery asked for again while in flight is due now.
-    if (statuses.some((r) => r?.again)) this.pump();
+    // The slots these outcomes freed were filled by `finished`; what they made due now starts
+    // here: a delivery asked for again while in flight, and the next of a course whose
+    // delivery ended (a recorded retry is due later).
+    if (statuses.some((r) => r !== null && (r.again || r.ended))) this.pump();
     else this.rearm();
   }
 
@@ -200,7 +223,7 @@ export class Dispatch {
     const deadline = this.sender.firstDeadline();
     let at = deadline === null ? (this.outcomes.length === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
     if (this.sender.size < COURIER_SLOTS) {
-      const next = nextDueAt(this.sql, this.busy(), this.state.skipped());
+      const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), this.state.config()?.ordering === "course");
       // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
       if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));
     }
@@ -213,6 +236,6 @@ export class Dispatch {
     if (this.sender.size > 0 || this.outcomes.length > 0) return false;
     const config = this.state.config();
     if (this.state.closed() || config === null || !config.enabled) return true;
-    return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1, this.state.skipped()).length === 0;
+    return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1, this.state.skipped(), config.ordering === "course").length === 0;
   }
 }

@@ -12,6 +12,22 @@ import type { HandedEvent, Trigger } from "../rpc";
 /** The log's `error` of a skipped entry (docs/reference.md § "Delivery log"). */
 const SKIPPED_ERROR = "registration disabled";
 
+/**
+ * The course key and log position a queue row of the event whose id is `id` (an SQL
+ * expression) takes (docs/reference.md § "Event delivery", ordering): its copy's
+ * `data.course.id` and `seq`, for an event of the hub's log (a `seq`) that is not a
+ * `webhook.*` one; `NULL` otherwise (never held). Read from `events` by its primary key.
+ */
+const courseOf = (id: string) =>
+  `(SELECT CASE WHEN e.seq IS NULL OR e.type LIKE 'webhook.%' THEN NULL ELSE e.body ->> '$.data.course.id' END FROM events e WHERE e.id = ${id})`;
+const seqOf = (id: string) => `(SELECT e.seq FROM events e WHERE e.id = ${id})`;
+
+/**
+ * The condition that leaves out deliveries held behind an earlier one of their course, when
+ * the registration orders by course (`ordered`); it names the partial index `queue_ready`.
+ */
+const unheld = (ordered: boolean) => (ordered ? "held = 0 AND " : "");
+
 /** A due delivery, with its event's body. */
 export type DueRow = {
   id: number;
@@ -96,20 +112,21 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
   const kept = cutBatches(
     taken.map((t) => t.event),
     BOUND_LIST,
-    (e) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt}]`,
+    (e) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt},${e.seq}]`,
   );
   for (const batch of kept) {
     sql.exec(
-      `INSERT OR IGNORE INTO events (id, type, body, accepted_at) SELECT value ->> 0, value ->> 1, value -> 2, value ->> 3 FROM json_each(?)`,
+      `INSERT OR IGNORE INTO events (id, type, body, accepted_at, seq) SELECT value ->> 0, value ->> 1, value -> 2, value ->> 3, value ->> 4 FROM json_each(?)`,
       batch.json,
     );
   }
   const queued = taken.filter((t) => enabled && !t.event.skipped);
   const skipped = taken.filter((t) => !enabled || t.event.skipped).map((t) => t.event);
   for (const batch of cutBatches(queued.map((t) => [t.event.id, t.event.type, t.bytes]))) {
+    // The trigger `queue_hold` holds each row behind the queued ones of its course before it.
     sql.exec(
-      `INSERT OR IGNORE INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at, bytes)
-       SELECT value ->> 0, value ->> 1, 'event', 0, ?2, ?2, value ->> 2 FROM json_each(?1)`,
+      `INSERT OR IGNORE INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at, bytes, course, seq)
+       SELECT value ->> 0, value ->> 1, 'event', 0, ?2, ?2, value ->> 2, ${courseOf("value ->> 0")}, ${seqOf("value ->> 0")} FROM json_each(?1)`,
       batch.json,
       now,
     );
@@ -185,15 +202,17 @@ function skipRows(sql: SqlStorage, ids: readonly number[], now: number): void {
 }
 
 /**
- * The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones and those a
- * disable's skip still has to end (id ≤ `skipped`: `skipMark`), at most `limit`.
+ * The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones, those a
+ * disable's skip still has to end (id ≤ `skipped`: `skipMark`) and, when the registration
+ * orders by course (`ordered`), those held behind an earlier delivery of their course
+ * (`held`, walked through `queue_ready`); at most `limit`.
  */
-export function readDue(sql: SqlStorage, now: number, busy: readonly number[], limit: number, skipped = 0): DueRow[] {
+export function readDue(sql: SqlStorage, now: number, busy: readonly number[], limit: number, skipped = 0, ordered = false): DueRow[] {
   if (limit <= 0) return [];
   return sql
     .exec<DueRow>(
       `SELECT q.id, q.event_id, q.event_type, q.trigger, q.attempts, q.requested, e.body FROM queue q JOIN events e ON e.id = q.event_id
-       WHERE q.next_attempt_at <= ? AND q.id NOT IN (SELECT value FROM json_each(?)) AND q.id > ?
+       WHERE ${unheld(ordered)}q.next_attempt_at <= ? AND q.id NOT IN (SELECT value FROM json_each(?)) AND q.id > ?
        ORDER BY q.next_attempt_at, q.id LIMIT ?`,
       now,
       JSON.stringify(busy),
@@ -204,15 +223,16 @@ export function readDue(sql: SqlStorage, now: number, busy: readonly number[], l
 }
 
 /**
- * The earliest due time (ms) among deliveries not `busy` nor left to a skip (id ≤ `skipped`),
- * or `null`. Read in `queue_due` order, it stops at the first such delivery (MIN() with a
+ * The earliest due time (ms) among deliveries not `busy` nor left to a skip (id ≤ `skipped`)
+ * nor, when `ordered`, held behind an earlier one of their course, or `null`. Read in
+ * `queue_due` (`queue_ready`) order, it stops at the first such delivery (MIN() with a
  * condition would read them all); the rows a skip leaves are at most its SKIP_CHUNK-step's
  * worth of the bounded queue.
  */
-export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0): number | null {
+export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0, ordered = false): number | null {
   const first = sql
     .exec<{ t: number }>(
-      `SELECT next_attempt_at AS t FROM queue WHERE id NOT IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY next_attempt_at, id LIMIT 1`,
+      `SELECT next_attempt_at AS t FROM queue WHERE ${unheld(ordered)}id NOT IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY next_attempt_at, id LIMIT 1`,
       JSON.stringify(busy),
       skipped,
     )
@@ -220,9 +240,12 @@ export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0)
   return first === undefined ? null : first.t;
 }
 
-/** How many deliveries are due at `now` (ms), counted up to `cap` (a bounded read of `queue_due`). */
-export function backlog(sql: SqlStorage, now: number, cap: number): number {
-  return sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM queue WHERE next_attempt_at <= ? LIMIT ?)`, now, cap).one().n;
+/**
+ * How many deliveries are due at `now` (ms), not held behind their course when `ordered`,
+ * counted up to `cap` (a bounded read of `queue_due`, `queue_ready`).
+ */
+export function backlog(sql: SqlStorage, now: number, cap: number, ordered = false): number {
+  return sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM queue WHERE ${unheld(ordered)}next_attempt_at <= ? LIMIT ?)`, now, cap).one().n;
 }
 
 /**
@@ -231,14 +254,16 @@ export function backlog(sql: SqlStorage, now: number, cap: number): number {
  * — also when an attempt of it is in flight: `requested` grows, and that attempt's outcome
  * leaves it due (`recordAttempt`), so one more attempt follows (docs/reference.md § "Resend").
  * A queued delivery a disable's skip has still to end (id ≤ `skipped`) ends `skipped` first,
- * and a new one is queued.
+ * and a new one is queued. A new row takes its course and place (`courseOf`): held behind
+ * the queued deliveries of its course accepted before it, ahead of those after it
+ * (docs/reference.md § "Event delivery", ordering).
  */
 export function enqueue(sql: SqlStorage, eventId: string, eventType: string, trigger: Trigger, now: number, skipped = 0): void {
   const left = sql.exec<{ id: number }>(`SELECT id FROM queue WHERE event_id = ? AND id <= ?`, eventId, skipped).toArray()[0];
   if (left) skipRows(sql, [left.id], now);
   sql.exec(
-    `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at, bytes)
-     VALUES (?1, ?2, ?3, 0, ?4, ?4, COALESCE((SELECT length(CAST(body AS BLOB)) FROM events WHERE id = ?1), 0))
+    `INSERT INTO queue (event_id, event_type, trigger, attempts, next_attempt_at, created_at, bytes, course, seq)
+     VALUES (?1, ?2, ?3, 0, ?4, ?4, COALESCE((SELECT length(CAST(body AS BLOB)) FROM events WHERE id = ?1), 0), ${courseOf("?1")}, ${seqOf("?1")})
      ON CONFLICT (event_id) DO UPDATE SET next_attempt_at = MIN(next_attempt_at, ?4), trigger = ?3, requested = requested + 1`,
     eventId,
     eventType,
@@ -284,16 +309,19 @@ export interface Outcome {
  *
  * The row's `status` is the attempt's own outcome (docs/reference.md § "Delivery log"):
  * `succeeded`, or `failed` whether a retry follows (its `next_attempt_at` says when) or not.
+ * A delivery that ends (its row deleted) lets the next queued one of its course go
+ * (the trigger `queue_release`): the caller starts what became due.
  *
- * @returns the attempt's outcome as logged, its number in the log (`attempt`) and whether its
- *   delivery is due again at once (`again`), or `null` when nothing was recorded.
+ * @returns the attempt's outcome as logged, its number in the log (`attempt`), whether its
+ *   delivery is due again at once (`again`) or ended (`ended`: its row deleted), or `null`
+ *   when nothing was recorded.
  */
 export function recordAttempt(
   sql: SqlStorage,
   o: Outcome,
   schedule: readonly number[],
   jitter: number,
-): { status: "succeeded" | "failed"; attempt: number; again: boolean } | null {
+): { status: "succeeded" | "failed"; attempt: number; again: boolean; ended: boolean } | null {
   // This delivery's place in the retry schedule (the queue row's own count).
   const attempt = o.row.attempts + 1;
   // A receiver's `webhook-delivery` (abort-message, disable) ends a delivery it did not accept.
@@ -347,5 +375,5 @@ export function recordAttempt(
   );
   // Its delivery goes on: it has not ended (`events.ended`, set by the log's trigger).
   if (again) sql.exec(`UPDATE events SET ended = NULL WHERE id = ?`, r.event_id);
-  return { status, attempt: numbered, again };
+  return { status, attempt: numbered, again, ended: nextAttemptAt === null && !again };
 }

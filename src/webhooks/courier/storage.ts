@@ -96,6 +96,31 @@ const MIGRATIONS: string[][] = [
        WHEN NEW.status = 'skipped' OR (NEW.status = 'failed' AND NEW.next_attempt_at IS NULL)
      BEGIN UPDATE events SET ended = NEW.status WHERE id = NEW.event_id; END`,
   ],
+  [
+    // Ordering per course (docs/reference.md § "Event delivery", ordering): `seq` is an event's
+    // place in the hub's log (null for a test event and copies kept before it); a queue row
+    // carries its event's `course` (`data.course.id`, null for other events and those without
+    // `seq`) and `seq`. `held`: 1 while an earlier delivery of its course is queued — the
+    // triggers keep exactly the first row of each course by `seq` unheld, on every insert
+    // and delete (a resend or recover of an earlier event holds the head it passes). Both
+    // probes go through `queue_course`; `queue_ready` walks the unheld in due order. Rows
+    // queued before it have no course: never held.
+    `ALTER TABLE events ADD COLUMN seq INTEGER`,
+    `ALTER TABLE queue ADD COLUMN course TEXT`,
+    `ALTER TABLE queue ADD COLUMN seq INTEGER`,
+    `ALTER TABLE queue ADD COLUMN held INTEGER NOT NULL DEFAULT 0`,
+    `CREATE INDEX queue_course ON queue (course, seq)`,
+    `CREATE INDEX queue_ready ON queue (next_attempt_at, id) WHERE held = 0`,
+    `CREATE TRIGGER queue_hold AFTER INSERT ON queue WHEN NEW.course IS NOT NULL
+     BEGIN
+       UPDATE queue SET held = 1 WHERE id = NEW.id AND EXISTS (SELECT 1 FROM queue p WHERE p.course = NEW.course AND p.seq < NEW.seq);
+       UPDATE queue SET held = 1 WHERE held = 0 AND id = (SELECT p.id FROM queue p WHERE p.course = NEW.course AND p.seq > NEW.seq ORDER BY p.seq LIMIT 1);
+     END`,
+    `CREATE TRIGGER queue_release AFTER DELETE ON queue WHEN OLD.course IS NOT NULL AND OLD.held = 0
+     BEGIN
+       UPDATE queue SET held = 0 WHERE id = (SELECT p.id FROM queue p WHERE p.course = OLD.course ORDER BY p.seq LIMIT 1);
+     END`,
+  ],
 ];
 
 /** The tables a closed courier empties (`erase`). */

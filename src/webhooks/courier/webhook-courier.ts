@@ -98,7 +98,7 @@ export class WebhookCourier extends DurableObject<Env> {
     const now = this.platform.now();
     if (this.closed) return hasRetained(this.sql) ? now : null;
     if (this.failures.owed || this.skipThrough() > 0 || this.storage.kv.get("full") === true) return now;
-    const due = nextDueAt(this.sql, []);
+    const due = nextDueAt(this.sql, [], 0, this.ordered());
     if (due !== null) return Math.max(now, due);
     return hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null;
   }
@@ -195,7 +195,9 @@ export class WebhookCourier extends DurableObject<Env> {
   }
 
   /**
-   * Resend: `eventId` due now (an already queued delivery of it becomes due now).
+   * Resend: `eventId` due now (an already queued delivery of it becomes due now), behind the
+   * queued deliveries of its course accepted before it when the registration orders by course
+   * (`enqueue`).
    *
    * @returns `{ eventId }`, or `WEBHOOK_NOT_FOUND` (closed) / `WEBHOOK_DISABLED` /
    *   `EVENT_NOT_FOUND` (not retained, or never addressed to this registration).
@@ -211,7 +213,8 @@ export class WebhookCourier extends DurableObject<Env> {
 
   /**
    * Recover: queues again, in acceptance order, each retained event accepted in
-   * [since, until) (ms) whose delivery ended failed or skipped, RECOVER_CHUNK per step.
+   * [since, until) (ms) whose delivery ended failed or skipped, RECOVER_CHUNK per step
+   * (each behind the earlier queued deliveries of its course, as a resend).
    * A close or a disable meanwhile stops it.
    *
    * @returns `{ queued }`, or `WEBHOOK_NOT_FOUND` (closed) / `WEBHOOK_DISABLED`.
@@ -243,7 +246,7 @@ export class WebhookCourier extends DurableObject<Env> {
    * newest first, filtered (`LogFilter`); `offset` entries skipped, at most `limit`.
    */
   listDeliveries(filter: LogFilter, offset: number, limit: number): DeliveryRecord[] {
-    return this.closed ? [] : readLog(this.sql, filter, this.platform.now(), offset, limit);
+    return this.closed ? [] : readLog(this.sql, filter, this.platform.now(), offset, limit, this.ordered());
   }
 
   /** The log counted per bucket over [since, until) (ms; GET /v3/webhooks/{id}/stats). */
@@ -290,7 +293,12 @@ export class WebhookCourier extends DurableObject<Env> {
   private receipt(now: number): HandoverReceipt {
     return this.closed
       ? { closed: true, cursor: this.cursor, backlog: 0, full: false }
-      : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now, BACKLOG_HIGH), full: false };
+      : { closed: false, cursor: this.cursor, backlog: backlog(this.sql, now, BACKLOG_HIGH, this.ordered()), full: false };
+  }
+
+  /** Whether the config in force orders deliveries by course (`CourierConfig.ordering`). */
+  private ordered(): boolean {
+    return this.config?.ordering === "course";
   }
 
   /**

@@ -15,6 +15,7 @@ import {
   HEADERS_REQUIRED,
   MAX_WEBHOOKS,
   type NewWebhook,
+  type Ordering,
   type RotatedSecret,
   type Subscription,
   type WebhookFilter,
@@ -33,6 +34,7 @@ export type WebhookRow = {
   filter: string | null;
   headers: string;
   max_per_second: number | null;
+  ordering: Ordering;
   secret: string;
   previous_secret: string | null;
   previous_expires_at: number | null;
@@ -66,6 +68,7 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     filter: row.filter === null ? null : (JSON.parse(row.filter) as WebhookFilter),
     headerNames: Object.keys(JSON.parse(row.headers) as Record<string, string>).sort(),
     maxPerSecond: row.max_per_second,
+    ordering: row.ordering,
     enabled: row.enabled === 1,
     disabledReason: row.enabled === 1 ? null : row.disabled_reason,
     disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
@@ -90,6 +93,7 @@ export function courierConfig(row: WebhookRow, schoolId: string, hubId: string):
     previousExpiresAt: row.previous_expires_at,
     headers: JSON.parse(row.headers) as Record<string, string>,
     maxPerSecond: row.max_per_second,
+    ordering: row.ordering,
     enabled: row.enabled === 1,
     disables: row.disables,
   };
@@ -141,8 +145,8 @@ export function create(sql: SqlStorage, input: NewWebhook, idem: IdempotencyInpu
 function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
   const secret = newSecret();
   sql.exec(
-    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by, updated_by)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?10)`,
+    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by, updated_by, ordering)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?10, ?11)`,
     id,
     input.url,
     JSON.stringify(input.events),
@@ -153,6 +157,7 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: numb
     secret,
     now,
     input.createdBy,
+    input.ordering,
   );
   return secret;
 }
@@ -185,6 +190,7 @@ export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate
   if (change.filter !== undefined) put("filter", change.filter === null ? null : JSON.stringify(change.filter));
   if (change.headers !== undefined) put("headers", JSON.stringify(change.headers ?? {}));
   if (change.maxPerSecond !== undefined) put("max_per_second", change.maxPerSecond);
+  if (change.ordering !== undefined) put("ordering", change.ordering);
   if (change.enabled === false && before.enabled === 1) {
     put("enabled", 0);
     put("disabled_reason", "manual");

@@ -109,6 +109,12 @@ const MIGRATIONS: string[][] = [
   // The first failed attempt of a registration's failure streak once its courier's
   // `webhook.failing` notice is accepted, cleared by `webhook.recovered` (`failingSince`).
   [`ALTER TABLE webhooks ADD COLUMN failing_since INTEGER`],
+  [
+    // Each registration's `ordering` (docs/reference.md § "Event delivery", ordering): a new one
+    // is stored with the value it was given (`course` by default); those stored before read
+    // `none`, the delivery they had (a PATCH opts in).
+    `ALTER TABLE webhooks ADD COLUMN ordering TEXT NOT NULL DEFAULT 'none'`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */

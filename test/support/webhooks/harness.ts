@@ -9,9 +9,10 @@ import { expect } from "vitest";
 import { hubFor } from "../../../src/events/hub-client";
 import type { SchoolEvent } from "../../../src/events/types";
 import { mintId } from "../../../src/lib/ids";
+import { backlog } from "../../../src/webhooks/courier/queue";
 import type { WebhookCourier } from "../../../src/webhooks/courier/webhook-courier";
 import type { SchoolHub } from "../../../src/webhooks/hub/school-hub";
-import { type CreatedWebhook, courierFor } from "../../../src/webhooks/rpc";
+import { type CourierConfig, type CreatedWebhook, courierFor } from "../../../src/webhooks/rpc";
 import { callJson, loadFixture } from "../helpers";
 
 let schools = 0;
@@ -133,12 +134,15 @@ async function webhookIds(schoolId: string): Promise<string[]> {
   );
 }
 
-/** Queue rows of a courier due now (in flight ones included). */
+/**
+ * Queue rows of a courier due now (in flight ones included), as the courier counts them: with
+ * `ordering: course`, a row held behind an earlier delivery of its course is not due.
+ */
 async function dueCount(webhookId: string): Promise<number> {
-  return inCourier(
-    webhookId,
-    (_c, state) => state.storage.sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE next_attempt_at <= ?`, Date.now()).one().n,
-  );
+  return inCourier(webhookId, (_c, state) => {
+    const config = state.storage.kv.get("config") as CourierConfig | undefined;
+    return backlog(state.storage.sql, Date.now(), Number.MAX_SAFE_INTEGER, config?.ordering === "course");
+  });
 }
 
 /** Queue rows of a courier (deliveries not yet succeeded or failed). */
