@@ -106,6 +106,14 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE webhooks ADD COLUMN updated_by TEXT`,
     `UPDATE webhooks SET updated_by = created_by WHERE deleted_at IS NULL AND created_by IS NOT NULL`,
   ],
+  [
+    // How deliveries are signed (`v1`: `secret` is a `whsec_` secret; `v1a`: `secret` and
+    // `previous_secret` are `whsk_` ed25519 private keys, `public_key` the current one's
+    // `whpk_` public key, answered), and what they carry (`full` or `thin`).
+    `ALTER TABLE webhooks ADD COLUMN signature_scheme TEXT NOT NULL DEFAULT 'v1'`,
+    `ALTER TABLE webhooks ADD COLUMN public_key TEXT`,
+    `ALTER TABLE webhooks ADD COLUMN payload TEXT NOT NULL DEFAULT 'full'`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
