@@ -27,9 +27,11 @@ export function deliveredBody(body: string, type: string, payload: PayloadForm |
     type: string;
     createdAt: string;
     schoolId: string;
-    data: { course: { id: string; version: number }; professorId?: string };
+    data: { course?: { id: string; version: number }; professorId?: string };
   };
   const { course, professorId } = event.data;
+  // Every course event the hub accepts carries its course; anything else is sent as it is.
+  if (course === undefined) return body;
   const data = { course: { id: course.id, version: course.version }, ...(professorId === undefined ? {} : { professorId }) };
   return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, schoolId: event.schoolId, data });
 }
