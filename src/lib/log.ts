@@ -8,8 +8,7 @@
  * its fields and the form of each (`FIELDS`), and `write` copies exactly those, in that form,
  * whatever else the object passed holds (a request, a registration with its secret, headers).
  * Strings are also scrubbed of anything shaped like a credential (`sk_…`, `ps_…`, `whsec_…`,
- * a `whsk_…` private key, a `v1,…` or `v1a,…` signature), so an id or a message that happens
- * to hold one writes `[redacted]`.
+ * `whsk_…`, a `v1,…`/`v1a,…` signature): an id or a message holding one writes `[redacted]`.
  */
 
 /** One line per request (written by the Worker's `fetch`, src/index.ts). */
