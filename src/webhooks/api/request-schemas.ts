@@ -244,7 +244,8 @@ export const updateWebhookSchema = createWebhookSchema
       .unknown()
       .refine(() => false, { error: SCHEME_AT_CREATION })
       .optional()
-      .meta({ description: "Set at creation only: given here, whatever its value, it is a 400 VALIDATION_ERROR." }),
+      // Any value is refused (400 VALIDATION_ERROR, checked above): the document says so.
+      .meta({ description: "Set at creation only: given here, whatever its value, it is a 400 VALIDATION_ERROR.", not: {} }),
   })
   .meta({ id: "WebhookUpdate", description: "The fields to change.", example: { enabled: false } });
 
