@@ -21,7 +21,7 @@ import { applyMigrations, d1Query, ROOT } from "../scripts/lib/wrangler";
 import { seedDemo } from "../scripts/seed-demo";
 import { PORTAL_CSP } from "../src/portal/headers";
 import { axeViolations, launchBrowser, type PortalBrowser } from "./browser";
-import { type Receiver, startReceiver, verifyDelivery } from "./receiver";
+import { type Receiver, startReceiver, verifyDelivery, verifyV1a } from "./receiver";
 
 /** What the steps pass on to each other. */
 const state: {
@@ -742,6 +742,42 @@ describe("the webhook portal, one administrator's session", () => {
     receiver.answer("/filtered", null);
     // Out of the way of the steps that follow.
     expect((await api("DELETE", `/v3/webhooks/${state.filteredId}`)).status).toBe(200);
+  });
+
+  it("creates a v1a thin registration: its public key is shown, the detail shows both; a thin course event verifies with the key at the receiver", async () => {
+    await page.goto(`${server.base}/portal#/`);
+    await page.getByRole("link", { name: "Add endpoint" }).click();
+    await view("Add an endpoint");
+    const url = receiver.url("/v1a-thin");
+    await page.getByLabel("Endpoint URL").fill(url);
+    await page.getByLabel("Payload", { exact: true }).selectOption("thin");
+    await page.getByLabel("Signature", { exact: true }).selectOption("v1a");
+    await expectAccessible("create, v1a and thin");
+    const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith("/v3/webhooks"));
+    await page.getByRole("button", { name: "Create endpoint" }).click();
+    expect((await posted).postDataJSON()).toEqual({ url, events: ["*"], signatureScheme: "v1a", payload: "thin" });
+    await view("Endpoint created");
+    const publicKey = await page.getByLabel("Public key", { exact: true }).inputValue();
+    expect(publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
+    await expectAccessible("public key shown");
+    const created = (await api("GET", "/v3/webhooks")).body.result.find((w: { url: string }) => w.url === url);
+    expect(created).toMatchObject({ signatureScheme: "v1a", publicKey, payload: "thin" });
+    expect(created).not.toHaveProperty("secret");
+
+    await page.getByRole("link", { name: "Open the endpoint" }).click();
+    await shown(page.getByRole("heading", { name: "Delivery log" }));
+    const record = page.locator("dl.record");
+    await shown(record.getByText("Thin: course events carry the course's id and version only"));
+    await shown(record.getByText(publicKey));
+    await expectAccessible("endpoint detail, v1a and thin");
+
+    const courseId = await createCourse("Cours v1a e2e");
+    const delivery = await courseDelivery("/v1a-thin", courseId);
+    expect(JSON.parse(delivery.body).data).toEqual({ course: { id: courseId, version: 1 } });
+    expect(String(delivery.headers["webhook-signature"])).toMatch(/^v1a,[A-Za-z0-9+/]{86}==$/);
+    expect(verifyV1a(delivery, publicKey)).toBe(true);
+    // Out of the way of the steps that follow.
+    expect((await api("DELETE", `/v3/webhooks/${created.id}`)).status).toBe(200);
   });
 
   it("signs out: the key leaves the tab", async () => {

@@ -82,6 +82,12 @@ const server = createServer(async (req, res) => {
   res.writeHead(status).end();
 });
 
+/** A `v1` registration's secret, which its creation and rotations answer. @throws Error if absent. */
+function v1Secret(secret: string | undefined): string {
+  if (secret === undefined) throw new Error("a v1 registration's answer carries its secret");
+  return secret;
+}
+
 /** Calls the API with the demo key and returns `result` (the type the caller names). @throws Error on an error answer. */
 async function api<T = unknown>(method: string, path: string, json?: unknown): Promise<T> {
   const res = await fetch(`${BASE}${path}`, {
@@ -109,7 +115,7 @@ async function main() {
   log(`receiver listening on ${url}`);
 
   const hook = await api<CreatedWebhook>("POST", "/v3/webhooks", { url, description: "demo:webhooks" });
-  secret = hook.secret;
+  secret = v1Secret(hook.secret);
   log(`registered ${hook.id} for every event type`);
   const test = await api("POST", `/v3/webhooks/${hook.id}/test`);
   log(`POST /v3/webhooks/${hook.id}/test → ${JSON.stringify(test)}`);
@@ -138,7 +144,7 @@ async function main() {
   // Rotation: both signatures during the grace.
   const rotated = await api<RotatedSecret>("POST", `/v3/webhooks/${hook.id}/secret/rotate`, { graceSeconds: 3600 });
   previousSecret = secret;
-  secret = rotated.secret;
+  secret = v1Secret(rotated.secret);
   log(`POST …/secret/rotate → new secret; the previous one signs too until ${rotated.previousSecretExpiresAt}`);
   const rotationMark = arrivals.length;
   await api("PATCH", `/v3/courses/${course.id}`, { name: "Démo webhooks — après la rotation" });

@@ -208,7 +208,17 @@ export interface WebhookCreate {
   /** Name → value, at most 10 (values are write-only). */
   headers?: Record<string, string>;
   maxPerSecond?: number;
+  /** Set at creation only; absent: `v1`. */
+  signatureScheme?: SignatureScheme;
+  /** Absent: `full`. */
+  payload?: PayloadForm;
 }
+
+/** How deliveries are signed: `v1` (HMAC-SHA256 with a secret) or `v1a` (ed25519: a public key verifies). */
+export type SignatureScheme = "v1" | "v1a";
+
+/** What deliveries carry: full events, or course events with the course's id and version only. */
+export type PayloadForm = "full" | "thin";
 
 /** The fields of PATCH /v3/webhooks/{id}; `null` clears (`headers` replaces the whole set). */
 export type WebhookPatch = Partial<{
@@ -218,6 +228,7 @@ export type WebhookPatch = Partial<{
   filter: WebhookFilter | null;
   headers: Record<string, string> | null;
   maxPerSecond: number | null;
+  payload: PayloadForm;
   enabled: boolean;
 }>;
 
@@ -233,6 +244,12 @@ export interface Webhook {
   headerNames?: string[];
   /** The throttle: attempts started per second at most; null: none. */
   maxPerSecond?: number | null;
+  /** Absent from older servers: `v1`. */
+  signatureScheme?: SignatureScheme;
+  /** `v1a`: the public key deliveries verify with (`whpk_…`); null for `v1`. */
+  publicKey?: string | null;
+  /** Absent from older servers: `full`. */
+  payload?: PayloadForm;
   /** Absent from older servers: treat as enabled. */
   enabled?: boolean;
   /** `gone`: the receiver answered 410 Gone; `receiver`: it answered `webhook-delivery: disable`. */
@@ -244,9 +261,17 @@ export interface Webhook {
   updatedAt?: string;
 }
 
-/** POST /v3/webhooks answers the record with its secret (shown only there and by a rotation). */
+/** POST /v3/webhooks answers the record with its secret (`v1`: shown only there and by a rotation; a `v1a` one has `publicKey` instead). */
 export interface CreatedWebhook extends Webhook {
-  secret: string;
+  secret?: string;
+}
+
+/** POST /v3/webhooks/{id}/secret/rotate: the new secret (`v1`) or public key (`v1a`), and when the previous one stops signing. */
+export interface RotatedSecret {
+  id: string;
+  secret?: string;
+  publicKey?: string;
+  previousSecretExpiresAt: string | null;
 }
 
 /**
@@ -343,7 +368,7 @@ export const api = {
   },
   /**
    * PATCH /v3/webhooks/{id}: any of `url`, `events`, `description`, `filter`, `headers`,
-   * `maxPerSecond` (null clears; `headers` replaces the whole set), `enabled`.
+   * `maxPerSecond` (null clears; `headers` replaces the whole set), `payload`, `enabled`.
    */
   async updateWebhook(id: string, body: WebhookPatch): Promise<Webhook> {
     return (await request<{ result: Webhook }>("PATCH", `/v3/webhooks/${enc(id)}`, { body })).result;
@@ -352,13 +377,9 @@ export const api = {
   async deleteWebhook(id: string): Promise<void> {
     await request("DELETE", `/v3/webhooks/${enc(id)}`);
   },
-  /** POST /v3/webhooks/{id}/secret/rotate → the new secret and when the previous one stops signing. */
-  async rotateSecret(id: string, graceSeconds: number): Promise<{ id: string; secret: string; previousSecretExpiresAt: string | null }> {
-    return (
-      await request<{ result: { id: string; secret: string; previousSecretExpiresAt: string | null } }>("POST", `/v3/webhooks/${enc(id)}/secret/rotate`, {
-        body: { graceSeconds },
-      })
-    ).result;
+  /** POST /v3/webhooks/{id}/secret/rotate → the new secret (or public key) and when the previous one stops signing. */
+  async rotateSecret(id: string, graceSeconds: number): Promise<RotatedSecret> {
+    return (await request<{ result: RotatedSecret }>("POST", `/v3/webhooks/${enc(id)}/secret/rotate`, { body: { graceSeconds } })).result;
   },
   /** POST /v3/webhooks/{id}/test → the test event's id. */
   async sendTest(id: string): Promise<{ eventId: string }> {

@@ -41,10 +41,22 @@ export function ErrorAlert({ error, title }: { error: Problem | null; title?: st
 }
 
 /**
- * A secret shown once (creation, rotation), in a read-only field with a copy button. Copy
- * failures (clipboard refused) select the text and say how to copy it by hand.
+ * A secret shown once (creation, rotation), in a read-only field with a copy button — or,
+ * with `publicKey`, a `v1a` registration's public key, which the endpoint's page shows at any
+ * time. Copy failures (clipboard refused) select the text and say how to copy it by hand.
  */
-export function SecretReveal({ secret, label, children }: { secret: string; label: string; children?: ComponentChildren }) {
+export function SecretReveal({
+  secret,
+  label,
+  publicKey = false,
+  children,
+}: {
+  secret: string;
+  label: string;
+  publicKey?: boolean;
+  children?: ComponentChildren;
+}) {
+  const what = publicKey ? "public key" : "secret";
   const [copyState, setCopyState] = useState<"" | "copied" | "failed">("");
   const input = useRef<HTMLInputElement>(null);
   const copy = async () => {
@@ -60,22 +72,31 @@ export function SecretReveal({ secret, label, children }: { secret: string; labe
     <section class="secret" aria-labelledby="secret-heading">
       <h2 id="secret-heading">{label}</h2>
       <p>
-        <strong>This secret is shown only now.</strong> Copy it into your receiver's configuration: it verifies the <code>webhook-signature</code> header of
-        every delivery (Standard Webhooks).
+        {publicKey ? (
+          <>
+            Copy this public key into your receiver's configuration: it verifies the <code>v1a</code> signature (ed25519, Standard Webhooks) in the{" "}
+            <code>webhook-signature</code> header of every delivery, and cannot sign one. The endpoint's page shows it at any time.
+          </>
+        ) : (
+          <>
+            <strong>This secret is shown only now.</strong> Copy it into your receiver's configuration: it verifies the <code>webhook-signature</code> header of
+            every delivery (Standard Webhooks).
+          </>
+        )}
       </p>
       {children}
       <div class="secret-row">
-        <label for="secret-value">Signing secret</label>
+        <label for="secret-value">{publicKey ? "Public key" : "Signing secret"}</label>
         <input id="secret-value" class="mono" type="text" readOnly value={secret} onFocus={(e) => e.currentTarget.select()} />
         <button type="button" onClick={copy}>
-          Copy secret
+          Copy {what}
         </button>
       </div>
       <p role="status" class="small">
         {copyState === "copied"
-          ? "Secret copied to the clipboard."
+          ? `${publicKey ? "Public key" : "Secret"} copied to the clipboard.`
           : copyState === "failed"
-            ? "The browser refused the clipboard: the secret is selected, press Ctrl+C (⌘C) to copy it."
+            ? `The browser refused the clipboard: the ${what} is selected, press Ctrl+C (⌘C) to copy it.`
             : ""}
       </p>
     </section>

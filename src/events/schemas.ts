@@ -1,7 +1,8 @@
 /**
  * The bodies POSTed to webhook endpoints (docs/reference.md § "Event delivery"), one zod schema per
  * event type, with a summary and a description: the OpenAPI document's `webhooks` and their
- * components are generated from them (src/openapi/document.ts).
+ * components are generated from them (src/openapi/document.ts). A delivered course event's
+ * `data.course` is the record, or for a registration with `payload: "thin"` its id and version.
  */
 import { z } from "zod";
 import { COURSE_EXAMPLE, type CourseEvent, courseRecordSchema } from "../courses/schemas";
@@ -74,42 +75,67 @@ const WEBHOOK_EVENT_DATA = {
   },
 } as const;
 
-/** The body of a delivered event of `type` (a course event, or a `webhook.*` one). */
-function eventSchema(type: DeliveredEventType) {
+/**
+ * The course of a thin delivery (docs/reference.md § "Event delivery": `payload`): its id and
+ * version, for the receiver to fetch `GET /v3/courses/{id}`.
+ */
+const thinCourseSchema = courseRecordSchema.pick({ id: true, version: true }).meta({
+  id: "ThinCourse",
+  description:
+    "A course event's `data.course` for a registration with `payload: \"thin\"`: the course's id and version only (fetch `GET /v3/courses/{id}`, whose `ETag` is the version).",
+  example: { id: COURSE_EXAMPLE.id, version: COURSE_EXAMPLE.version },
+});
+
+/** A delivered course event's `data.course`: the record, or (`payload: "thin"`) its id and version. */
+const deliveredCourseSchema = z.union([courseRecordSchema, thinCourseSchema]);
+
+/**
+ * The body of an event of `type` (a course event, or `webhook.*`) whose `data.course` is
+ * `course`: the record as the feed returns it (component `…Event`), or `deliveredCourseSchema`
+ * as POSTed to a registration (component `…Delivery`, its description saying so).
+ */
+function eventSchema<C extends typeof courseRecordSchema | typeof deliveredCourseSchema>(type: DeliveredEventType, course: C) {
+  const delivered = course === deliveredCourseSchema && type.startsWith("course.");
   const own = type in WEBHOOK_EVENT_DATA ? WEBHOOK_EVENT_DATA[type as keyof typeof WEBHOOK_EVENT_DATA] : null;
   const data =
     own !== null
       ? own.schema
       : type === "course.professor_signed"
-        ? z.strictObject({ course: courseRecordSchema, professorId: opaqueIdSchema.meta({ description: "The professor who signed.", example: "prf_4" }) })
-        : z.strictObject({ course: courseRecordSchema });
+        ? z.strictObject({ course, professorId: opaqueIdSchema.meta({ description: "The professor who signed.", example: "prf_4" }) })
+        : z.strictObject({ course });
   const name = type.replace(/(^|[._])(\w)/g, (_m, _s, c: string) => c.toUpperCase());
   const exampleData =
     own !== null ? own.example : type === "course.professor_signed" ? { course: COURSE_EXAMPLE, professorId: "prf_4" } : { course: COURSE_EXAMPLE };
+  const thin = delivered ? ' A registration with `payload: "thin"` receives `data.course` as `{ id, version }` only (`ThinCourse`).' : "";
   return z.strictObject({ ...eventBase, type: z.literal(type), data }).meta({
-    id: `${name}Event`,
-    description: EVENT_DESCRIPTIONS[type],
+    id: `${name}${delivered ? "Delivery" : "Event"}`,
+    description: EVENT_DESCRIPTIONS[type] + thin,
     example: { id: "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0", type, createdAt: "2026-08-21T16:02:10.004Z", schoolId: "sch_1", data: exampleData },
   });
 }
 
-/** Every event body, by type. */
-export const eventSchemas = Object.fromEntries(DELIVERED_EVENT_TYPES.map((t) => [t, eventSchema(t)])) as {
-  [T in DeliveredEventType]: ReturnType<typeof eventSchema>;
+/** Every event body as the feed returns it, by type. */
+export const eventSchemas = Object.fromEntries(DELIVERED_EVENT_TYPES.map((t) => [t, eventSchema(t, courseRecordSchema)])) as {
+  [T in DeliveredEventType]: ReturnType<typeof eventSchema<typeof courseRecordSchema>>;
+};
+
+/** Every event body as POSTed to a registration (a course event's `data.course` may be thin), by type. */
+export const deliveredEventSchemas = Object.fromEntries(DELIVERED_EVENT_TYPES.map((t) => [t, eventSchema(t, deliveredCourseSchema)])) as {
+  [T in DeliveredEventType]: ReturnType<typeof eventSchema<typeof deliveredCourseSchema>>;
 };
 
 /**
  * The event catalog (GET /v3/event-types): `{ type, description, schema }` per delivered
- * event type, `schema` being the JSON Schema of `eventSchemas[type]` (the same bodies as the
- * OpenAPI document's `webhooks`). Built once per isolate.
+ * event type, `schema` being the JSON Schema of `deliveredEventSchemas[type]` (the same bodies
+ * as the OpenAPI document's `webhooks`). Built once per isolate.
  */
 export const eventCatalog = (() => {
   let catalog: { type: DeliveredEventType; description: string; schema: unknown }[] | null = null;
   return () =>
     (catalog ??= DELIVERED_EVENT_TYPES.map((type) => ({
       type,
-      description: EVENT_DESCRIPTIONS[type],
-      schema: z.toJSONSchema(eventSchemas[type], { io: "output", unrepresentable: "any" }),
+      description: deliveredEventSchemas[type].meta()!.description as string,
+      schema: z.toJSONSchema(deliveredEventSchemas[type], { io: "output", unrepresentable: "any" }),
     })));
 })();
 
@@ -128,8 +154,8 @@ export const eventTypesResponseSchema = successEnvelope(
   "The event catalog.",
 );
 
-// Compile-time checks: every documented body is an event the hub accepts, and so is every
-// event a course write publishes.
+// Compile-time checks: every body the feed documents is an event the hub accepts, and so is
+// every event a course write publishes.
 type Assignable<A, B> = [A] extends [B] ? true : false;
-const checks: [Assignable<z.infer<ReturnType<typeof eventSchema>>, SchoolEvent>, Assignable<CourseEvent, SchoolEvent>] = [true, true];
+const checks: [Assignable<z.infer<(typeof eventSchemas)[DeliveredEventType]>, SchoolEvent>, Assignable<CourseEvent, SchoolEvent>] = [true, true];
 void checks;

@@ -8,7 +8,7 @@
  * its fields and the form of each (`FIELDS`), and `write` copies exactly those, in that form,
  * whatever else the object passed holds (a request, a registration with its secret, headers).
  * Strings are also scrubbed of anything shaped like a credential (`sk_…`, `ps_…`, `whsec_…`,
- * a `v1,…` signature), so an id or a message that happens to hold one writes `[redacted]`.
+ * `whsk_…`, a `v1,…`/`v1a,…` signature): an id or a message holding one writes `[redacted]`.
  */
 
 /** One line per request (written by the Worker's `fetch`, src/index.ts). */
@@ -151,10 +151,11 @@ const MAX_TEXT = 2000;
 
 /**
  * Credential shapes: API keys and portal tokens (`sk_`, `ps_` + the id alphabet), webhook
- * secrets (`whsec_` + base64), Standard Webhooks signatures (`v1,` + base64).
+ * secrets and ed25519 private keys (`whsec_`, `whsk_` + base64), Standard Webhooks signatures
+ * (`v1,`, `v1a,` + base64).
  */
 // No word boundary: `x_sk_live_…` is redacted too (a text that loses a harmless `…ps_x` loses little).
-const CREDENTIAL_RE = /(?:sk|ps)_[A-Za-z0-9_-]+|whsec_[A-Za-z0-9+/=]+|v1,[A-Za-z0-9+/=]+/g;
+const CREDENTIAL_RE = /(?:sk|ps)_[A-Za-z0-9_-]+|wh(?:sec|sk)_[A-Za-z0-9+/=]+|v1a?,[A-Za-z0-9+/=]+/g;
 
 const scrub = (s: string) => s.replace(CREDENTIAL_RE, "[redacted]");
 

@@ -10,6 +10,8 @@ import { RETENTION_MS } from "../lib/limits";
 import { formatInstant } from "../lib/time";
 import type { createdWebhookSchema, deliveryRecordSchema, rotatedSecretSchema, subscriptionSchema, webhookRecordSchema } from "./api/schemas";
 import type { StatsBucket } from "./api/stats-schemas";
+import type { PayloadForm } from "./delivery/payload";
+import type { SignatureScheme } from "./delivery/signing";
 
 export { MAX_WEBHOOKS } from "../lib/limits";
 
@@ -40,6 +42,10 @@ export interface NewWebhook {
   /** 1–1,000 attempts started per second at most; `null`: no throttle. */
   maxPerSecond: number | null;
   ordering: Ordering;
+  /** `v1` (HMAC-SHA256 with a secret) or `v1a` (ed25519: a key pair); set at creation only. */
+  signatureScheme: SignatureScheme;
+  /** `full` events, or `thin` ones (the course's id and version). */
+  payload: PayloadForm;
   /** The id of the API key behind the request's credential (`createdBy`); `null` when unknown. */
   createdBy: string | null;
 }
@@ -65,6 +71,7 @@ export interface WebhookUpdate {
   headers?: Record<string, string> | null;
   maxPerSecond?: number | null;
   ordering?: Ordering;
+  payload?: PayloadForm;
   enabled?: boolean;
   /** The id of the API key behind the request's credential (`updatedBy`), recorded if anything changes; `null` when unknown. */
   updatedBy: string | null;
@@ -76,7 +83,10 @@ export interface WebhookUpdate {
  */
 export const HEADERS_REQUIRED = "HEADERS_REQUIRED";
 
-/** Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate): `{ id, secret, previousSecretExpiresAt }`. */
+/**
+ * Result of `SchoolHub.rotateSecret` (POST /v3/webhooks/{id}/secret/rotate): `{ id, secret,
+ * previousSecretExpiresAt }`, or for a `v1a` registration `{ id, publicKey, previousSecretExpiresAt }`.
+ */
 export type RotatedSecret = z.infer<typeof rotatedSecretSchema>;
 
 /** Why a lifecycle call (resend, recover, test) did nothing: the contract's error codes. */
@@ -126,9 +136,14 @@ export interface CourierConfig {
   /** Bumped by the hub at every change of the registration. */
   version: number;
   url: string;
+  /** How attempts are signed; absent in a config stored before it existed: `v1`. */
+  signatureScheme?: SignatureScheme;
+  /** The `whsec_` secret (`v1`) or the `whsk_` private key (`v1a`) attempts are signed with; its previous one during a rotation's grace. */
   secret: string;
   previousSecret: string | null;
   previousExpiresAt: number | null;
+  /** What attempts carry (`deliveredBody`); absent in a config stored before it existed: `full`. */
+  payload?: PayloadForm;
   /** Custom headers sent with every attempt (values never shown again). */
   headers: Record<string, string>;
   /** At most this many attempts start within any one second; `null`: no throttle. */

@@ -53,10 +53,10 @@ describe("the registration record", () => {
     const version = (sql: SqlStorage) => sql.exec<{ value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value;
     await inHub(schoolId, (_h, state) => {
       const sql = state.storage.sql;
-      expect(version(sql)).toBe("7");
+      expect(version(sql)).toBe("8");
       expect(tables(sql)).toEqual(["deleted_ids", "events", "idempotency_keys", "meta", "targets", "webhooks"]);
       migrateHub(sql);
-      expect(version(sql)).toBe("7");
+      expect(version(sql)).toBe("8");
     });
     await inCourier("wh_migration_probe", (_c, state) => {
       const sql = state.storage.sql;

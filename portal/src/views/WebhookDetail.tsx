@@ -7,7 +7,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { useReadOnly } from "../access";
-import { ApiError, api, type Webhook } from "../api";
+import { ApiError, api, type RotatedSecret, type Webhook } from "../api";
 import { Dialog, ErrorAlert, eventsText, type Problem, SecretReveal, StatusBadge } from "../components";
 import { formatInstant, localInputToIso } from "../format";
 import type { Go } from "../navigation";
@@ -127,6 +127,18 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         </dd>
         <dt>Throttle</dt>
         <dd>{webhook.maxPerSecond ? `At most ${webhook.maxPerSecond} attempt${webhook.maxPerSecond === 1 ? "" : "s"} per second` : "None"}</dd>
+        <dt>Payload</dt>
+        <dd>{webhook.payload === "thin" ? "Thin: course events carry the course's id and version only" : "Full events"}</dd>
+        <dt>Signature</dt>
+        <dd>
+          {webhook.signatureScheme === "v1a" ? (
+            <>
+              v1a (ed25519). Public key: <code>{webhook.publicKey}</code>
+            </>
+          ) : (
+            "v1 (HMAC-SHA256 with the secret shown at creation)"
+          )}
+        </dd>
         <dt>Id</dt>
         <dd>
           <code>{webhook.id}</code>
@@ -153,7 +165,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
             {enabled ? "Disable" : "Enable"}
           </button>
           <button type="button" class="secondary" onClick={() => setDialog("rotate")} disabled={busy}>
-            Rotate secret…
+            {webhook.signatureScheme === "v1a" ? "Rotate key…" : "Rotate secret…"}
           </button>
           <button type="button" class="danger" onClick={() => setDialog("delete")} disabled={busy}>
             Delete…
@@ -165,7 +177,17 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
       </div>
       {outcome && "error" in outcome && <ErrorAlert error={outcome.error} title={outcome.title} />}
 
-      {dialog === "rotate" && <RotateDialog id={id} onClose={() => setDialog(null)} />}
+      {dialog === "rotate" && (
+        <RotateDialog
+          id={id}
+          keyPair={webhook.signatureScheme === "v1a"}
+          onClose={() => {
+            setDialog(null);
+            // A rotated key pair: the record shows the new public key.
+            void load();
+          }}
+        />
+      )}
       {dialog === "delete" && (
         <DeleteDialog
           webhook={webhook}
@@ -215,12 +237,16 @@ function FilterText({ filter }: { filter: Webhook["filter"] }) {
   );
 }
 
-/** POST …/secret/rotate with a grace period; the new secret is shown once, in the dialog. */
-function RotateDialog({ id, onClose }: { id: string; onClose: () => void }) {
+/**
+ * POST …/secret/rotate with a grace period; the new secret is shown once, in the dialog (a
+ * `v1a` registration, `keyPair`: its new public key).
+ */
+function RotateDialog({ id, keyPair, onClose }: { id: string; keyPair: boolean; onClose: () => void }) {
   const [grace, setGrace] = useState("86400");
   const [error, setError] = useState<Problem | null>(null);
   const [busy, setBusy] = useState(false);
-  const [rotated, setRotated] = useState<{ secret: string; previousSecretExpiresAt: string | null } | null>(null);
+  const [rotated, setRotated] = useState<RotatedSecret | null>(null);
+  const what = keyPair ? "key" : "secret";
   const submit = async (e: Event) => {
     e.preventDefault();
     setBusy(true);
@@ -234,14 +260,18 @@ function RotateDialog({ id, onClose }: { id: string; onClose: () => void }) {
     }
   };
   return (
-    <Dialog title="Rotate the signing secret" onClose={onClose}>
+    <Dialog title={`Rotate the signing ${what}`} onClose={onClose}>
       {rotated ? (
         <>
-          <SecretReveal secret={rotated.secret} label="The new signing secret">
+          <SecretReveal
+            secret={rotated.secret ?? rotated.publicKey ?? ""}
+            label={rotated.secret === undefined ? "The new public key" : "The new signing secret"}
+            publicKey={rotated.secret === undefined}
+          >
             <p>
               {rotated.previousSecretExpiresAt
-                ? `Until ${formatInstant(rotated.previousSecretExpiresAt)}, every delivery is signed with both the new and the previous secret, so your receiver can switch at its own pace.`
-                : "The previous secret no longer signs anything."}
+                ? `Until ${formatInstant(rotated.previousSecretExpiresAt)}, every delivery is signed with both the new and the previous ${what}, so your receiver can switch at its own pace.`
+                : `The previous ${what} no longer signs anything.`}
             </p>
           </SecretReveal>
           <div class="actions">
@@ -252,15 +282,17 @@ function RotateDialog({ id, onClose }: { id: string; onClose: () => void }) {
         </>
       ) : (
         <form onSubmit={submit} noValidate>
-          <p>A new secret is generated. During the grace period, deliveries carry two signatures: one with each secret.</p>
+          <p>
+            A new {keyPair ? "key pair" : "secret"} is generated. During the grace period, deliveries carry two signatures: one with each {what}.
+          </p>
           <div class="field">
-            <label for="grace">Grace period for the previous secret, in seconds (0 to 604800)</label>
+            <label for="grace">Grace period for the previous {what}, in seconds (0 to 604800)</label>
             <input id="grace" type="number" min={0} max={604800} step={1} inputMode="numeric" value={grace} onInput={(e) => setGrace(e.currentTarget.value)} />
           </div>
-          <ErrorAlert error={error} title="The secret was not rotated" />
+          <ErrorAlert error={error} title={`The ${what} was not rotated`} />
           <div class="actions">
             <button type="submit" disabled={busy}>
-              {busy ? "Rotating…" : "Rotate secret"}
+              {busy ? "Rotating…" : `Rotate ${what}`}
             </button>
             <button type="button" class="secondary" onClick={onClose}>
               Cancel

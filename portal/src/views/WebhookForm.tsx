@@ -1,7 +1,8 @@
 /**
- * Create (POST /v3/webhooks, then the secret shown once) and edit (PATCH /v3/webhooks/{id},
- * only the fields changed) a registration: URL, description, events, filter, custom headers
- * and throttle. One form serves both. The browser's own validation is off (`noValidate`):
+ * Create (POST /v3/webhooks, then the secret shown once, or a `v1a` registration's public key)
+ * and edit (PATCH /v3/webhooks/{id}, only the fields changed) a registration: URL,
+ * description, events, filter, custom headers, throttle, payload and (at creation only) the
+ * signature scheme. One form serves both. The browser's own validation is off (`noValidate`):
  * the API is the one judge of a URL (its URL policy), of a filter and of a header, and its
  * message is what the administrator sees.
  *
@@ -10,7 +11,18 @@
  * replaces the whole set (an empty set clears them: `null`).
  */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ApiError, api, type CreatedWebhook, type EventType, type Webhook, type WebhookCreate, type WebhookFilter, type WebhookPatch } from "../api";
+import {
+  ApiError,
+  api,
+  type CreatedWebhook,
+  type EventType,
+  type PayloadForm,
+  type SignatureScheme,
+  type Webhook,
+  type WebhookCreate,
+  type WebhookFilter,
+  type WebhookPatch,
+} from "../api";
 import { ErrorAlert, type Problem, SecretReveal } from "../components";
 import type { Go } from "../navigation";
 
@@ -51,6 +63,8 @@ interface FormValue {
   headers: HeaderRow[];
   headersChanged: boolean;
   maxPerSecond: string;
+  signatureScheme: SignatureScheme;
+  payload: PayloadForm;
 }
 
 /** Most custom headers a registration may have (docs/reference.md § POST /v3/webhooks: `headers`). */
@@ -73,6 +87,8 @@ function formValue(w: Webhook | null): FormValue {
     headers: (w?.headerNames ?? []).map((name) => headerRow(name)),
     headersChanged: false,
     maxPerSecond: w?.maxPerSecond == null ? "" : String(w.maxPerSecond),
+    signatureScheme: w?.signatureScheme ?? "v1",
+    payload: w?.payload ?? "full",
   };
 }
 
@@ -206,7 +222,50 @@ function WebhookFields({
           </p>
         </div>
       </fieldset>
+      <DeliveryFields value={value} onChange={onChange} editing={editing} />
     </>
+  );
+}
+
+/** What deliveries carry, and (at creation only) how they are signed. */
+function DeliveryFields({ value, onChange, editing }: { value: FormValue; onChange: (v: FormValue) => void; editing: Webhook | null }) {
+  return (
+    <fieldset>
+      <legend>Payload and signature</legend>
+      <div class="field">
+        <label for="wh-payload">Payload</label>
+        <select
+          id="wh-payload"
+          aria-describedby="wh-payload-hint"
+          value={value.payload}
+          onChange={(e) => onChange({ ...value, payload: e.currentTarget.value as PayloadForm })}
+        >
+          <option value="full">Full: each course event carries the course</option>
+          <option value="thin">Thin: the course's id and version only</option>
+        </select>
+        <p id="wh-payload-hint" class="hint">
+          Thin: the receiver gets no names or emails, and fetches the course it is allowed to see. Webhook events (disabled, test) are always sent whole.
+        </p>
+      </div>
+      <div class="field">
+        <label for="wh-signature">Signature</label>
+        <select
+          id="wh-signature"
+          aria-describedby="wh-signature-hint"
+          disabled={editing !== null}
+          value={value.signatureScheme}
+          onChange={(e) => onChange({ ...value, signatureScheme: e.currentTarget.value as SignatureScheme })}
+        >
+          <option value="v1">v1: HMAC-SHA256 with a secret</option>
+          <option value="v1a">v1a: ed25519, verified with a public key</option>
+        </select>
+        <p id="wh-signature-hint" class="hint">
+          {editing
+            ? "Chosen when the endpoint was created: to change it, create another endpoint."
+            : "v1a: your receiver holds only a public key, which cannot sign a delivery. Chosen now for the endpoint's whole life."}
+        </p>
+      </div>
+    </fieldset>
   );
 }
 
@@ -378,6 +437,9 @@ export function CreateWebhook() {
       if (headers) body.headers = headers;
       const throttle = throttleOf(value);
       if (throttle !== null) body.maxPerSecond = throttle;
+      // Defaults are left out: a server without these fields takes the body as before.
+      if (value.signatureScheme !== "v1") body.signatureScheme = value.signatureScheme;
+      if (value.payload !== "full") body.payload = value.payload;
     } catch (err) {
       setError(err as Error);
       return;
@@ -408,10 +470,14 @@ export function CreateWebhook() {
         <p>
           Events now go to <span class="mono">{created.url}</span> (id <code>{created.id}</code>).
         </p>
-        <SecretReveal secret={created.secret} label="Its signing secret" />
+        {created.secret === undefined ? (
+          <SecretReveal secret={created.publicKey ?? ""} label="Its public key" publicKey />
+        ) : (
+          <SecretReveal secret={created.secret} label="Its signing secret" />
+        )}
         <p>
           <a class="button" href={`#/webhooks/${created.id}`}>
-            I have saved the secret: open the endpoint
+            {created.secret === undefined ? "Open the endpoint" : "I have saved the secret: open the endpoint"}
           </a>
         </p>
       </section>
@@ -476,6 +542,7 @@ export function EditWebhook({ id, go }: { id: string; go: Go }) {
       }
       const throttle = throttleOf(value);
       if (throttle !== (original.maxPerSecond ?? null)) patch.maxPerSecond = throttle;
+      if (value.payload !== (original.payload ?? "full")) patch.payload = value.payload;
     } catch (err) {
       setError(err as Error);
       return;

@@ -3,7 +3,7 @@
  * delivery"): one OpenAPI `webhooks` entry per delivered event type — its body
  * (src/events/schemas.ts), the Standard Webhooks headers and what each answer means.
  */
-import { EVENT_SUMMARIES, eventCatalog, eventSchemas, eventTypesResponseSchema } from "../../events/schemas";
+import { deliveredEventSchemas, EVENT_SUMMARIES, eventCatalog, eventTypesResponseSchema } from "../../events/schemas";
 import { DELIVERED_EVENT_TYPES } from "../../events/types";
 import type { Operation, OutgoingRequest } from "../../http/operation";
 import { rejectQuery } from "../../http/request";
@@ -23,7 +23,7 @@ const DELIVERY_CONTROL =
 
 /** The deliveries of every event type, as the document describes them. */
 export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type) => {
-  const meta = eventSchemas[type].meta()!;
+  const meta = deliveredEventSchemas[type].meta()!;
   return {
     name: type,
     operationId: `on${meta.id as string}`,
@@ -31,7 +31,7 @@ export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type)
     summary: EVENT_SUMMARIES[type],
     description: `${meta.description as string}\n\nPOSTed to each registration subscribed to \`${type}\`${type === "webhook.test" ? " (only the one tested)" : " (or to `*`)"}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.${type.startsWith("course.") ? ORDERED : ""}\n\n${DELIVERY_CONTROL}`,
     headers: deliveryHeadersSchema,
-    body: eventSchemas[type],
+    body: deliveredEventSchemas[type],
     responses: {
       "2XX": "Any 2xx within the timeout (`WEBHOOK_TIMEOUT_MS`, default 15 s, counted from the moment the request is sent): delivered.",
       410: 'Gone: the delivery ends `failed` and the registration is disabled (`disabledReason: "gone"`; Standard Webhooks: the receiver asks to be unsubscribed); `webhook.disabled` is published with `reason: "gone"`.',

@@ -41,14 +41,14 @@ export const registrationOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Register a webhook",
     description:
-      "The registration receives the school's events of the chosen types (and, with `filter`, of its trainings, groups or professors) from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). `headers` are sent with every attempt; `maxPerSecond` throttles its attempts; `ordering` (default `course`) delivers the events of one course in order. The `secret` is shown only in this response.",
+      'The registration receives the school\'s events of the chosen types (and, with `filter`, of its trainings, groups or professors) from now until it is deleted (see `webhooks` for the payloads and the Standard Webhooks signature). `headers` are sent with every attempt; `maxPerSecond` throttles its attempts; `ordering` (default `course`) delivers the events of one course in order; `payload: "thin"` sends course events with the course\'s id and version only. With `signatureScheme: "v1"` (default) the `secret` is shown only in this response; with `"v1a"` (ed25519) the answer carries `publicKey` instead and no secret: the private key is never shown.',
     request: {
       headers: z.object({ "Idempotency-Key": idempotencyKeyHeaderSchema }),
       body: { schema: createWebhookSchema, description: "The registration." },
     },
     responses: {
       201: {
-        description: "The registration, with its secret.",
+        description: "The registration, with its secret (`v1`) or public key (`v1a`).",
         schema: createdWebhookResponseSchema,
         example: { status: "success", result: createdWebhookSchema.meta()!.example },
         headers: { ...locationHeader(`/v3/webhooks/${WEBHOOK_ID_EXAMPLE}`), ...replayedHeader },
@@ -81,6 +81,8 @@ export const registrationOperations: Operation<Env>[] = [
           headers: body.headers ?? {},
           maxPerSecond: body.maxPerSecond ?? null,
           ordering: body.ordering ?? "course",
+          signatureScheme: body.signatureScheme ?? "v1",
+          payload: body.payload ?? "full",
           createdBy: rc.keyId ?? null,
         },
         idem,
@@ -123,7 +125,8 @@ export const registrationOperations: Operation<Env>[] = [
     tag: TAG,
     portalTokens: true,
     summary: "Read one webhook registration",
-    description: "The registration's record, without its secret or header values (`headerNames` only).",
+    description:
+      "The registration's record, without its secret, private key or header values (`headerNames` only); a `v1a` registration's `publicKey` is always shown.",
     request: { params: webhookIdParams },
     responses: {
       200: { description: "The registration.", schema: webhookResponseSchema, example: { status: "success", result: webhookRecordSchema.meta()!.example } },
@@ -147,7 +150,7 @@ export const registrationOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Change, disable or enable a webhook registration",
     description:
-      'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `ordering`, `enabled`; the id, the secret and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers`, `maxPerSecond` and `ordering` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. A new `url` on a registration with custom headers must come with `headers` (the same values again, new ones, or `null`), else 400 VALIDATION_ERROR naming `headers`: the stored values are bound to the URL they were given for. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
+      'Any of `url` (the URL policy applies), `events`, `description`, `filter`, `headers`, `maxPerSecond` (`null` clears these four; `headers` replaces the whole set), `ordering`, `payload`, `enabled`; the id, the secret, the `signatureScheme` (set at creation only: given here, 400 VALIDATION_ERROR) and the delivery log are kept. The registration\'s courier holds the change before the 200: `url`, `headers`, `maxPerSecond`, `ordering` and `payload` apply to attempts started after it (an attempt in flight to the old URL finishes and is logged); `events` and `filter` to events accepted after it (deliveries already queued stay). `enabled: false`: from the 200 on no attempt to it starts; its queued deliveries and pending retries end `skipped`, and so does each event accepted meanwhile that it subscribes to (`disabledReason: "manual"`). `enabled: true`: events accepted from then on are delivered again, the failure streak restarts; skipped ones only by resend or recover. A new `url` on a registration with custom headers must come with `headers` (the same values again, new ones, or `null`), else 400 VALIDATION_ERROR naming `headers`: the stored values are bound to the URL they were given for. If the courier cannot be reached the answer is 500 and the change is made: a repeated PATCH completes it.',
     request: { params: webhookIdParams, body: { schema: updateWebhookSchema, description: "The fields to change (at least one)." } },
     responses: {
       200: {
@@ -173,6 +176,7 @@ export const registrationOperations: Operation<Env>[] = [
         headers: body.headers,
         maxPerSecond: body.maxPerSecond,
         ordering: body.ordering,
+        payload: body.payload,
         enabled: body.enabled,
         updatedBy: rc.keyId ?? null,
       });
@@ -192,10 +196,14 @@ export const registrationOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Rotate the signing secret",
     description:
-      "A new secret (shown only here). Until `previousSecretExpiresAt` every attempt carries two space-separated signatures, `v1,<new> v1,<previous>` (Standard Webhooks), so a receiver can switch at its own pace. A second rotation within the grace keeps only the newest previous secret; `graceSeconds: 0` drops the previous secret at once.",
+      "A new secret (shown only here) — for a `v1a` registration a new key pair, answered as its `publicKey` (the private key is never shown). Until `previousSecretExpiresAt` every attempt carries two space-separated signatures, `v1,<new> v1,<previous>` (`v1a,<new> v1a,<previous>`; Standard Webhooks), so a receiver can switch at its own pace. A second rotation within the grace keeps only the newest previous secret; `graceSeconds: 0` drops the previous secret at once.",
     request: { params: webhookIdParams, body: { schema: rotateSchema, description: "Absent, or `{ graceSeconds }`.", required: false } },
     responses: {
-      200: { description: "The new secret.", schema: rotatedSecretResponseSchema, example: { status: "success", result: rotatedSecretSchema.meta()!.example } },
+      200: {
+        description: "The new secret, or public key (`v1a`).",
+        schema: rotatedSecretResponseSchema,
+        example: { status: "success", result: rotatedSecretSchema.meta()!.example },
+      },
       400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
       404: ["WEBHOOK_NOT_FOUND"],
     },

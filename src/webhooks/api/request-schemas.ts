@@ -7,6 +7,8 @@ import { z } from "zod";
 import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";
 import { idSchema, instantSchema, queryIntegerSchema } from "../../lib/fields";
 import { DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, MAX_PAGE, MAX_PAGE_SIZE } from "../../lib/limits";
+import { PAYLOAD_FORMS } from "../delivery/payload";
+import { SIGNATURE_SCHEMES } from "../delivery/signing";
 import { DELIVERY_STATUSES, EVENT_ID_EXAMPLE, ORDERING_DESCRIPTION, ORDERINGS, WEBHOOK_ID_EXAMPLE } from "./schemas";
 
 /** Longest accepted `description`, in characters. */
@@ -168,6 +170,16 @@ export const createWebhookSchema = z
       .enum(ORDERINGS, { error: `must be one of ${ORDERINGS.join(", ")}` })
       .optional()
       .meta({ description: `${ORDERING_DESCRIPTION} Default \`course\`; on PATCH it applies to attempts started after the 200.`, example: "course" }),
+    signatureScheme: z.enum(SIGNATURE_SCHEMES).optional().meta({
+      description:
+        "How deliveries are signed, for the registration's whole life: `v1` (default; HMAC-SHA256, the 201 shows the `secret`) or `v1a` (ed25519, Standard Webhooks: the 201 and `GET` show `publicKey`, the receiver holds nothing that can sign).",
+      example: "v1a",
+    }),
+    payload: z.enum(PAYLOAD_FORMS).optional().meta({
+      description:
+        "`full` (default): each course event carries the course record. `thin`: `data.course` is `{ id, version }` only (and `professorId` for `course.professor_signed`), for the receiver to fetch `GET /v3/courses/{id}`; `webhook.*` events are sent whole.",
+      example: "thin",
+    }),
   })
   .meta({
     id: "WebhookCreate",
@@ -220,10 +232,25 @@ export const resendParams = webhookIdParams.extend({
   eventId: z.string().meta({ description: "The event id (`evt_…`), retained (7 days) and addressed to this registration.", example: EVENT_ID_EXAMPLE }),
 });
 
-/** The PATCH /v3/webhooks/{id} body: any of the fields (none: nothing changes); `null` clears `description`, `filter`, `headers`, `maxPerSecond`. */
+/** Why `signatureScheme` is refused on PATCH (400 VALIDATION_ERROR). */
+const SCHEME_AT_CREATION = "is set at creation only: create a new registration to change it";
+
+/**
+ * The PATCH /v3/webhooks/{id} body: any of the fields (none: nothing changes); `null` clears
+ * `description`, `filter`, `headers`, `maxPerSecond`. `signatureScheme`, whatever its value,
+ * is 400 VALIDATION_ERROR: it is chosen at creation only.
+ */
 export const updateWebhookSchema = createWebhookSchema
   .partial()
-  .extend({ enabled: z.boolean({ error: "must be true or false" }).optional().meta({ description: "`false` disables, `true` enables." }) })
+  .extend({
+    enabled: z.boolean({ error: "must be true or false" }).optional().meta({ description: "`false` disables, `true` enables." }),
+    signatureScheme: z
+      .unknown()
+      .refine(() => false, { error: SCHEME_AT_CREATION })
+      .optional()
+      // Any value is refused (400 VALIDATION_ERROR, checked above): the document says so.
+      .meta({ description: "Set at creation only: given here, whatever its value, it is a 400 VALIDATION_ERROR.", not: {} }),
+  })
   .meta({ id: "WebhookUpdate", description: "The fields to change.", example: { enabled: false } });
 
 /** The body of POST /v3/webhooks/{id}/secret/rotate (absent: `{}`). */

@@ -9,6 +9,8 @@ import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";
 import { listEnvelope, successEnvelope } from "../../http/envelopes";
 import { instantOutSchema, mintedIdSchema, opaqueIdSchema } from "../../lib/fields";
 import { MAX_WEBHOOKS } from "../../lib/limits";
+import { PAYLOAD_FORMS } from "../delivery/payload";
+import { SIGNATURE_SCHEMES } from "../delivery/signing";
 
 /** Example ids of the document. */
 export const WEBHOOK_ID_EXAMPLE = "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0";
@@ -45,6 +47,22 @@ const webhookFields = {
   headerNames: z.array(z.string()).meta({ description: "Names of the custom headers, lower case, sorted (values are never shown)." }),
   maxPerSecond: z.int().nullable().meta({ description: "The throttle (attempts started per second at most); `null` when not set." }),
   ordering: z.enum(ORDERINGS).meta({ description: ORDERING_DESCRIPTION, example: "course" }),
+  signatureScheme: z.enum(SIGNATURE_SCHEMES).meta({
+    description:
+      "How deliveries are signed, chosen at creation: `v1` (HMAC-SHA256 with the registration's `whsec_` secret) or `v1a` (ed25519, Standard Webhooks: verify with `publicKey`; the private key is never shown).",
+  }),
+  publicKey: z
+    .string()
+    .regex(/^whpk_[A-Za-z0-9+/]{43}=$/)
+    .nullable()
+    .meta({
+      description: "`v1a`: the public key deliveries verify with, `whpk_` + base64 of the 32-byte ed25519 key (a rotation replaces it). `null` for `v1`.",
+      example: null,
+    }),
+  payload: z.enum(PAYLOAD_FORMS).meta({
+    description:
+      "What deliveries carry: `full` events, or `thin` ones: course events with `data.course` reduced to `{ id, version }` (and `professorId` for `course.professor_signed`), for the receiver to fetch `GET /v3/courses/{id}`; `webhook.*` events are sent whole.",
+  }),
   enabled: z.boolean().meta({ description: "`false` while disabled: nothing is attempted; events it subscribes to are logged `skipped`." }),
   disabledReason: z.enum(["manual", "failing", "gone", "receiver"]).nullable().meta({
     description:
@@ -79,6 +97,9 @@ const WEBHOOK_EXAMPLE = {
   headerNames: ["x-api-key"],
   maxPerSecond: null,
   ordering: "course",
+  signatureScheme: "v1",
+  publicKey: null,
+  payload: "full",
   enabled: true,
   disabledReason: null,
   disabledAt: null,
@@ -92,22 +113,24 @@ const WEBHOOK_EXAMPLE = {
 /** A registration as listed (no secret). */
 export const webhookRecordSchema = z.strictObject(webhookFields).meta({
   id: "Webhook",
-  description: "A webhook registration (without its secret).",
+  description: "A webhook registration (without its secret or private key).",
   example: WEBHOOK_EXAMPLE,
 });
 
-/** A registration as POST /v3/webhooks answers it, with its secret (shown only there). */
+/** The `v1` signing secret (shown only when created or rotated). */
+const secretSchema = z.string().regex(/^whsec_[A-Za-z0-9+/]{43}=$/);
+
+/** A registration as POST /v3/webhooks answers it, with its secret (`v1`, shown only there). */
 export const createdWebhookSchema = z
   .strictObject({
     ...webhookFields,
-    secret: z
-      .string()
-      .regex(/^whsec_[A-Za-z0-9+/]{43}=$/)
-      .meta({ description: "The signing secret: `whsec_` + base64 of 32 random bytes. Shown only in this response." }),
+    secret: secretSchema.optional().meta({
+      description: "`v1`: the signing secret, `whsec_` + base64 of 32 random bytes, shown only in this response. Absent for `v1a` (verify with `publicKey`).",
+    }),
   })
   .meta({
     id: "CreatedWebhook",
-    description: "A new webhook registration, with its signing secret.",
+    description: "A new webhook registration, with its signing secret (`v1`) or its public key (`v1a`).",
     example: { ...WEBHOOK_EXAMPLE, secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw/Jb8Yq8Bn7A=" },
   });
 
@@ -205,10 +228,13 @@ export const webhookTestResponseSchema = successEnvelope("WebhookTestResponse", 
 export const rotatedSecretSchema = z
   .strictObject({
     id: opaqueIdSchema,
-    secret: createdWebhookSchema.shape.secret,
+    secret: secretSchema.optional().meta({ description: "`v1`: the new signing secret (shown only here). Absent for `v1a`." }),
+    publicKey: webhookFields.publicKey.unwrap().optional().meta({
+      description: "`v1a`: the new public key (`whpk_…`), which `GET /v3/webhooks/{id}` shows from now on. Absent for `v1`.",
+    }),
     previousSecretExpiresAt: instantOutSchema
       .nullable()
-      .meta({ description: "Until then every attempt is also signed with the previous secret; `null` for `graceSeconds: 0`." }),
+      .meta({ description: "Until then every attempt is also signed with the previous secret (`v1a`: private key); `null` for `graceSeconds: 0`." }),
   })
   .meta({
     id: "RotatedSecret",
@@ -218,7 +244,11 @@ export const rotatedSecretSchema = z
 /** 200 of PATCH /v3/webhooks/{id}. */
 export const webhookResponseSchema = successEnvelope("WebhookResponse", webhookRecordSchema, "The registration after the change.");
 /** 200 of POST /v3/webhooks/{id}/secret/rotate. */
-export const rotatedSecretResponseSchema = successEnvelope("RotatedSecretResponse", rotatedSecretSchema, "The new secret (shown only here).");
+export const rotatedSecretResponseSchema = successEnvelope(
+  "RotatedSecretResponse",
+  rotatedSecretSchema,
+  "The new secret (shown only here), or the new public key of a `v1a` registration.",
+);
 /** 202 of POST /v3/webhooks/{id}/deliveries/{eventId}/resend. */
 export const resendResponseSchema = successEnvelope(
   "ResendResponse",
@@ -241,7 +271,7 @@ export const deliveryHeadersSchema = z.strictObject({
   "webhook-timestamp": z.string().regex(/^\d+$/).meta({ description: "Unix seconds of this attempt.", example: "1788768010" }),
   "webhook-signature": z.string().meta({
     description:
-      "`v1,` + base64 HMAC-SHA256, keyed with the base64-decoded part of the registration's secret (after `whsec_`), over `{webhook-id}.{webhook-timestamp}.{body}`. Verify it with any Standard Webhooks library.",
+      "Over `{webhook-id}.{webhook-timestamp}.{body}`: `v1,` + base64 HMAC-SHA256, keyed with the base64-decoded part of the registration's secret (after `whsec_`), or for a `v1a` registration `v1a,` + base64 ed25519 signature, verified with its `publicKey` (the 32 bytes after `whpk_`). During a rotation's grace, two space-separated signatures (the new key's first). Verify `v1` with any Standard Webhooks library.",
     example: "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=",
   }),
 });

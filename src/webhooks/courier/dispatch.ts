@@ -1,10 +1,12 @@
 /**
  * A courier's sending: starting due attempts while its slots and throttle allow — each in the
- * synchronous step that found the courier open and enabled — recording each outcome in one
- * step (log, queue, failure streak), and keeping the alarm armed for what comes next.
+ * synchronous step that found the courier open and enabled (a `v1a` attempt: the step after
+ * its signature is made, which checks again) — recording each outcome in one step (log,
+ * queue, failure streak), and keeping the alarm armed for what comes next.
  */
 
-import { logDeliveryAttempt } from "../../lib/log";
+import { describeError, logDeliveryAttempt } from "../../lib/log";
+import { deliveredBody } from "../delivery/payload";
 import { parseRetrySchedule, parseTimeoutMs } from "../delivery/schedule";
 import { SigningKeys } from "../delivery/signing";
 import { sendRefusal } from "../delivery/url-policy";
@@ -12,7 +14,7 @@ import { IdleWaiters } from "../platform/idle-waiters";
 import type { Platform, Timer } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig } from "../rpc";
 import type { FailureReport } from "./failure-report";
-import { nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
+import { type DueRow, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
 import { Sender, Throttle } from "./sender";
 import { hasRetained, PRUNE_INTERVAL_MS } from "./storage";
 
@@ -59,6 +61,8 @@ export class Dispatch {
   /** A `pump` is under way (one it starts, through a refused attempt's record, runs after it: `pumpAgain`). */
   private pumping = false;
   private pumpAgain = false;
+  /** Queue ids of `v1a` attempts whose signature is being made: each holds a slot. */
+  private readonly signing = new Set<number>();
 
   constructor(
     private readonly storage: DurableObjectStorage,
@@ -78,6 +82,7 @@ export class Dispatch {
     this.recordTimer?.cancel();
     this.recordTimer = null;
     this.outcomes = [];
+    this.signing.clear();
     this.sender.abortAll();
     this.throttle.cancel();
     this.idle.settle(() => this.isIdle());
@@ -112,7 +117,7 @@ export class Dispatch {
       return;
     }
     const now = this.platform.now();
-    const free = COURIER_SLOTS - this.sender.size;
+    const free = COURIER_SLOTS - this.sender.size - this.signing.size;
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
     const skipped = this.state.skipped();
     const ordered = config.ordering === "course";
@@ -136,10 +141,41 @@ export class Dispatch {
         continue;
       }
       if (config.maxPerSecond !== null) this.throttle.record(now);
-      this.sender.start(row, config.url, { ...config.headers, ...this.keys.sign(config, row.event_id, row.body, now) });
+      this.send(row, config, now);
     }
     if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped, ordered).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
     this.rearm();
+  }
+
+  /**
+   * Signs and starts one attempt of `row` with `config` at `now` (ms), its body as the
+   * registration's `payload` makes it (`deliveredBody`). A `v1` signature is made at once, in
+   * the caller's step; a `v1a` one by WebCrypto, and the attempt starts in the step after it
+   * only if the courier is still open and `config` still in force — else it stays due, and
+   * the next pump signs it again (docs/architecture.md § "The deregistration promise").
+   */
+  private send(row: DueRow, config: CourierConfig, now: number): void {
+    const sending = { ...row, body: deliveredBody(row.body, row.event_type, config.payload) };
+    const headers = this.keys.sign(config, row.event_id, sending.body, now);
+    if (!(headers instanceof Promise)) {
+      this.sender.start(sending, config.url, { ...config.headers, ...headers });
+      return;
+    }
+    this.signing.add(row.id);
+    headers.then(
+      (signed) => {
+        if (!this.signing.delete(row.id)) return;
+        if (!this.state.closed() && this.state.config() === config) this.sender.start(sending, config.url, { ...config.headers, ...signed });
+        this.pump();
+      },
+      (err: unknown) => {
+        if (!this.signing.delete(row.id)) return;
+        // Nothing was sent: a failed attempt, retried on the schedule.
+        const at = this.platform.now();
+        const error = `signing failed: ${describeError(err).error}`;
+        this.finished({ row, url: config.url, sentAt: at, finishedAt: at, durationMs: null, status: null, error, retryAfter: null, responseBody: null });
+      },
+    );
   }
 
   /** Why the URL policy in force refuses `url` (`null`: it does not), judged once per URL. */
@@ -148,9 +184,11 @@ export class Dispatch {
     return this.judged.refusal;
   }
 
-  /** The deliveries not to start now: in flight, or ended with their outcome not yet recorded. */
+  /** The deliveries not to start now: being signed, in flight, or ended with their outcome not yet recorded. */
   busy(): number[] {
-    return this.outcomes.length === 0 ? this.sender.busy() : [...this.sender.busy(), ...this.outcomes.map((o) => o.row.id)];
+    const busy = this.sender.busy();
+    if (this.signing.size > 0) busy.push(...this.signing);
+    return this.outcomes.length === 0 ? busy : [...busy, ...this.outcomes.map((o) => o.row.id)];
   }
 
   /**
@@ -221,8 +259,8 @@ export class Dispatch {
     if (this.state.closed()) return;
     const now = this.platform.now();
     const deadline = this.sender.firstDeadline();
-    let at = deadline === null ? (this.outcomes.length === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
-    if (this.sender.size < COURIER_SLOTS) {
+    let at = deadline === null ? (this.outcomes.length === 0 && this.signing.size === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
+    if (this.sender.size + this.signing.size < COURIER_SLOTS) {
       const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), this.state.config()?.ordering === "course");
       // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
       if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));
@@ -233,7 +271,7 @@ export class Dispatch {
   }
 
   isIdle(): boolean {
-    if (this.sender.size > 0 || this.outcomes.length > 0) return false;
+    if (this.sender.size > 0 || this.outcomes.length > 0 || this.signing.size > 0) return false;
     const config = this.state.config();
     if (this.state.closed() || config === null || !config.enabled) return true;
     return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1, this.state.skipped(), config.ordering === "course").length === 0;

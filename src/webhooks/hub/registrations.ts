@@ -6,7 +6,8 @@
 import { mintId } from "../../lib/ids";
 import { RETENTION_MS } from "../../lib/limits";
 import { formatInstant } from "../../lib/time";
-import { newSecret } from "../delivery/signing";
+import type { PayloadForm } from "../delivery/payload";
+import type { SignatureScheme, SigningCredential } from "../delivery/signing";
 import {
   type CourierConfig,
   type CourierStep,
@@ -35,9 +36,14 @@ export type WebhookRow = {
   headers: string;
   max_per_second: number | null;
   ordering: Ordering;
+  signature_scheme: SignatureScheme;
+  /** `v1`: the `whsec_` secret; `v1a`: the `whsk_` private key (never answered). */
   secret: string;
   previous_secret: string | null;
   previous_expires_at: number | null;
+  /** `v1a`: the current key's `whpk_` public key; `null` for `v1`. */
+  public_key: string | null;
+  payload: PayloadForm;
   enabled: number;
   disabled_reason: "manual" | "failing" | "gone" | "receiver" | null;
   disabled_at: number | null;
@@ -58,7 +64,7 @@ export type WebhookRow = {
   forgotten: number;
 };
 
-/** A row as the API shows it (no secret, header names only). */
+/** A row as the API shows it (no secret nor private key, header names only). */
 export function toWebhookRecord(row: WebhookRow): WebhookRecord {
   return {
     id: row.id,
@@ -69,6 +75,9 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     headerNames: Object.keys(JSON.parse(row.headers) as Record<string, string>).sort(),
     maxPerSecond: row.max_per_second,
     ordering: row.ordering,
+    signatureScheme: row.signature_scheme,
+    publicKey: row.public_key,
+    payload: row.payload,
     enabled: row.enabled === 1,
     disabledReason: row.enabled === 1 ? null : row.disabled_reason,
     disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
@@ -88,9 +97,11 @@ export function courierConfig(row: WebhookRow, schoolId: string, hubId: string):
     hubId,
     version: row.version,
     url: row.url,
+    signatureScheme: row.signature_scheme,
     secret: row.secret,
     previousSecret: row.previous_secret,
     previousExpiresAt: row.previous_expires_at,
+    payload: row.payload,
     headers: JSON.parse(row.headers) as Record<string, string>,
     maxPerSecond: row.max_per_second,
     ordering: row.ordering,
@@ -119,13 +130,21 @@ function idTaken(sql: SqlStorage, id: string): boolean {
 /**
  * POST /v3/webhooks's step at `now` (ms): with an `Idempotency-Key` (`idem`) the key is
  * looked up, the registration created and the answer stored in this one synchronous step, so
- * racing requests with one key create one.
+ * racing requests with one key create one. `credential` is made beforehand for
+ * `input.signatureScheme` (unused by a replay).
  *
- * @returns the answer (201, the record with its new secret, `location`) and whether it
- *   replays an earlier one; or `WEBHOOK_LIMIT_REACHED` (50 registrations already),
- *   `IDEMPOTENCY_KEY_MISMATCH` (the key was used with another body).
+ * @returns the answer (201, the record with its new `secret` — or, for `v1a`, with only its
+ *   `publicKey`: the private key is never answered nor stored in an answer — and `location`)
+ *   and whether it replays an earlier one; or `WEBHOOK_LIMIT_REACHED` (50 registrations
+ *   already), `IDEMPOTENCY_KEY_MISMATCH` (the key was used with another body).
  */
-export function create(sql: SqlStorage, input: NewWebhook, idem: IdempotencyInput | undefined, now: number): CreateWebhookResult {
+export function create(
+  sql: SqlStorage,
+  input: NewWebhook,
+  credential: SigningCredential,
+  idem: IdempotencyInput | undefined,
+  now: number,
+): CreateWebhookResult {
   const found = idem ? lookupKey(sql, idem, now) : { kind: "new" as const };
   if (found.kind === "replay") return { ok: true, answer: found.answer, replayed: true };
   if (found.kind === "mismatch") return { ok: false, error: "IDEMPOTENCY_KEY_MISMATCH" };
@@ -134,19 +153,20 @@ export function create(sql: SqlStorage, input: NewWebhook, idem: IdempotencyInpu
   let id = mintId("wh", now);
   // Never reuse an id, deleted ones included (a collision is astronomically unlikely).
   while (idTaken(sql, id)) id = mintId("wh", now);
-  const secret = insertWebhook(sql, id, input, now);
-  const webhook = { ...toWebhookRecord(readWebhook(sql, id)!), secret };
+  insertWebhook(sql, id, input, credential, now);
+  const record = toWebhookRecord(readWebhook(sql, id)!);
+  const webhook = input.signatureScheme === "v1" ? { ...record, secret: credential.secret } : record;
   const answer = { status: 201, body: JSON.stringify({ status: "success", result: webhook }), location: `/v3/webhooks/${id}` };
   if (idem) storeKey(sql, idem, answer, now);
   return { ok: true, answer, replayed: false };
 }
 
-/** Stores a new registration `id` at `now` (ms). @returns its secret. */
-function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: number): string {
-  const secret = newSecret();
+/** Stores a new registration `id` with its signing `credential` at `now` (ms). */
+function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, credential: SigningCredential, now: number): void {
   sql.exec(
-    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by, updated_by, ordering)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?10, ?11)`,
+    `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by, updated_by,
+       ordering, signature_scheme, public_key, payload)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?10, ?11, ?12, ?13, ?14)`,
     id,
     input.url,
     JSON.stringify(input.events),
@@ -154,12 +174,14 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, now: numb
     input.filter === null ? null : JSON.stringify(input.filter),
     JSON.stringify(input.headers),
     input.maxPerSecond,
-    secret,
+    credential.secret,
     now,
     input.createdBy,
     input.ordering,
+    input.signatureScheme,
+    credential.publicKey,
+    input.payload,
   );
-  return secret;
 }
 
 /**
@@ -191,6 +213,7 @@ export function updateWebhook(sql: SqlStorage, id: string, change: WebhookUpdate
   if (change.headers !== undefined) put("headers", JSON.stringify(change.headers ?? {}));
   if (change.maxPerSecond !== undefined) put("max_per_second", change.maxPerSecond);
   if (change.ordering !== undefined) put("ordering", change.ordering);
+  if (change.payload !== undefined) put("payload", change.payload);
   if (change.enabled === false && before.enabled === 1) {
     put("enabled", 0);
     put("disabled_reason", "manual");
@@ -240,33 +263,46 @@ export function noteStreak(sql: SqlStorage, id: string, failingSince: number | n
 }
 
 /**
- * Rotation: a new secret; the current one becomes the previous, valid `graceSeconds` more
- * (0: dropped now). A previous secret from an earlier rotation is forgotten. `updatedBy`: the
- * id of the API key behind the request (`null` when unknown), recorded.
+ * Rotation: a new `credential` (made beforehand, of the registration's scheme); the current
+ * secret or private key becomes the previous, valid `graceSeconds` more (0: dropped now). A
+ * previous one from an earlier rotation is forgotten. `updatedBy`: the id of the API key
+ * behind the request (`null` when unknown), recorded.
  *
- * @returns the new secret and when the previous one expires, or `null` for an unknown id.
+ * @returns the new secret (`v1`) or public key (`v1a`: the private key is never answered) and
+ *   when the previous one expires, or `null` for an unknown id.
  */
-export function rotateSecret(sql: SqlStorage, id: string, graceSeconds: number, updatedBy: string | null, now: number): RotatedSecret | null {
-  if (!readWebhook(sql, id)) return null;
-  const secret = newSecret();
+export function rotateSecret(
+  sql: SqlStorage,
+  id: string,
+  credential: SigningCredential,
+  graceSeconds: number,
+  updatedBy: string | null,
+  now: number,
+): RotatedSecret | null {
+  const row = readWebhook(sql, id);
+  if (!row) return null;
   const expiresAt = graceSeconds > 0 ? now + graceSeconds * 1000 : null;
   sql.exec(
     `UPDATE webhooks SET previous_secret = CASE WHEN ?3 IS NULL THEN NULL ELSE secret END, previous_expires_at = ?3, secret = ?2,
-       updated_at = ?4, updated_by = ?5, version = version + 1 WHERE id = ?1`,
+       public_key = ?6, updated_at = ?4, updated_by = ?5, version = version + 1 WHERE id = ?1`,
     id,
-    secret,
+    credential.secret,
     expiresAt,
     now,
     updatedBy,
+    credential.publicKey,
   );
-  return { id, secret, previousSecretExpiresAt: expiresAt === null ? null : formatInstant(expiresAt) };
+  const previousSecretExpiresAt = expiresAt === null ? null : formatInstant(expiresAt);
+  return row.signature_scheme === "v1a" && credential.publicKey !== null
+    ? { id, publicKey: credential.publicKey, previousSecretExpiresAt }
+    : { id, secret: credential.secret, previousSecretExpiresAt };
 }
 
 /**
  * DELETE's step: registration `id` becomes a tombstone at `now` (ms) unless it already is
  * one. It keeps only what the deregistration promise needs (docs/reference.md §
  * "DELETE /v3/webhooks/{id} (beta)": the id is deleted, its courier's state, when): its URL (often carrying a token), subscription,
- * description, filter, creator, both secrets and the header values are erased at once —
+ * description, filter, creator, both secrets (or private keys) and the header values are erased at once —
  * nothing reads a tombstone's (`readWebhook` finds none). Its addressed events (`targets`) are
  * forgotten later, in bounded steps (`pruneDeleted`): no step reads them for a tombstone.
  *
@@ -279,7 +315,7 @@ export function tombstone(sql: SqlStorage, id: string, now: number): { found: "d
   if (row.deleted_at !== null) return { found: "tombstone", courier: row.courier };
   sql.exec(
     `UPDATE webhooks SET deleted_at = ?2, url = '', events = '[]', description = NULL, filter = NULL, created_by = NULL, updated_by = NULL,
-       secret = '', previous_secret = NULL, previous_expires_at = NULL, headers = '{}', version = version + 1 WHERE id = ?1`,
+       secret = '', previous_secret = NULL, previous_expires_at = NULL, public_key = NULL, headers = '{}', version = version + 1 WHERE id = ?1`,
     id,
     now,
   );

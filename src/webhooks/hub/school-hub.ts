@@ -10,6 +10,7 @@ import { DurableObject } from "cloudflare:workers";
 import { IDEMPOTENCY_TTL_MS } from "../../db/idempotency";
 import type { SchoolEvent } from "../../events/types";
 import { DEFAULT_GRACE_SECONDS } from "../../lib/limits";
+import { newCredential } from "../delivery/signing";
 import { AlarmClock } from "../platform/alarm-clock";
 import { type Platform, platformFor, storageOf } from "../platform/platform";
 import {
@@ -89,15 +90,18 @@ export class SchoolHub extends DurableObject<Env> {
    * Creates a registration (POST /v3/webhooks) of school `schoolId`; the input is validated.
    * With an `Idempotency-Key` (`idem`) the key is looked up, the registration created and the
    * answer stored in this one synchronous step, so racing requests with one key create one.
+   * Its signing credential (a secret, or a `v1a` key pair: WebCrypto's, asynchronous) is made
+   * before that step.
    *
-   * @returns the answer (201, the record with its new secret, `location`) and whether it
-   *   replays an earlier one; or `WEBHOOK_LIMIT_REACHED` (50 registrations already),
-   *   `IDEMPOTENCY_KEY_MISMATCH` (the key was used with another body).
+   * @returns the answer (201, the record with its new secret — `v1a`: its public key only —
+   *   and `location`) and whether it replays an earlier one; or `WEBHOOK_LIMIT_REACHED` (50
+   *   registrations already), `IDEMPOTENCY_KEY_MISMATCH` (the key was used with another body).
    */
-  createWebhook(schoolId: string, input: NewWebhook, idem?: IdempotencyInput): CreateWebhookResult {
+  async createWebhook(schoolId: string, input: NewWebhook, idem?: IdempotencyInput): Promise<CreateWebhookResult> {
     this.knowSchool(schoolId);
+    const credential = await newCredential(input.signatureScheme);
     const now = this.platform.now();
-    const result = this.storage.transactionSync(() => registrations.create(this.sql, input, idem, now));
+    const result = this.storage.transactionSync(() => registrations.create(this.sql, input, credential, idem, now));
     if (result.ok && !result.replayed) {
       this.audiences = null;
       void this.armAlarm(now + IDEMPOTENCY_TTL_MS);
@@ -145,14 +149,19 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /**
-   * POST /v3/webhooks/{id}/secret/rotate: a new secret, the previous one valid `graceSeconds`
-   * (0–604800) more; the courier holds the new secrets before the answer.
-   * @returns the new secret, or `null` for an unknown or deleted id.
+   * POST /v3/webhooks/{id}/secret/rotate: a new secret (`v1a`: a key pair, made before the
+   * step), the previous one valid `graceSeconds` (0–604800) more; the courier holds the new
+   * secrets before the answer.
+   * @returns the new secret (`v1a`: the new public key), or `null` for an unknown or deleted id.
    * @throws if the courier cannot be reached: the rotation is made, the alarm pushes it, and a
    *   repeated rotation pushes its own before answering (as PATCH).
    */
   async rotateSecret(id: string, graceSeconds: number = DEFAULT_GRACE_SECONDS, updatedBy: string | null = null): Promise<RotatedSecret | null> {
-    const rotated = this.storage.transactionSync(() => registrations.rotateSecret(this.sql, id, graceSeconds, updatedBy, this.platform.now()));
+    const row = registrations.readWebhook(this.sql, id);
+    if (!row) return null;
+    // The scheme is set at creation only: the credential made here is of the scheme the step finds.
+    const credential = await newCredential(row.signature_scheme);
+    const rotated = this.storage.transactionSync(() => registrations.rotateSecret(this.sql, id, credential, graceSeconds, updatedBy, this.platform.now()));
     if (rotated) await this.couriers.configure(id);
     return rotated;
   }

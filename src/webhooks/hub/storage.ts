@@ -115,6 +115,14 @@ const MIGRATIONS: string[][] = [
     // `none`, the delivery they had (a PATCH opts in).
     `ALTER TABLE webhooks ADD COLUMN ordering TEXT NOT NULL DEFAULT 'none'`,
   ],
+  [
+    // How deliveries are signed (`v1`: `secret` is a `whsec_` secret; `v1a`: `secret` and
+    // `previous_secret` are `whsk_` ed25519 private keys, `public_key` the current one's
+    // `whpk_` public key, answered), and what they carry (`full` or `thin`).
+    `ALTER TABLE webhooks ADD COLUMN signature_scheme TEXT NOT NULL DEFAULT 'v1'`,
+    `ALTER TABLE webhooks ADD COLUMN public_key TEXT`,
+    `ALTER TABLE webhooks ADD COLUMN payload TEXT NOT NULL DEFAULT 'full'`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */

@@ -26,11 +26,15 @@ export async function newSchool(label = "s"): Promise<{ schoolId: string; key: s
   return { schoolId, key };
 }
 
-/** Registers a webhook through POST /v3/webhooks and returns the 201 result. */
-export async function register(key: string, url: string, extra: Record<string, unknown> = {}): Promise<CreatedWebhook> {
+/**
+ * Registers a webhook through POST /v3/webhooks and returns the 201 result, typed as a `v1`
+ * registration's (with its `secret`; a `v1a` one, `extra.signatureScheme: "v1a"`, has
+ * `publicKey` instead).
+ */
+export async function register(key: string, url: string, extra: Record<string, unknown> = {}): Promise<CreatedWebhook & { secret: string }> {
   const { status, body } = await callJson("/v3/webhooks", { method: "POST", key, json: { url, ...extra } });
   expect(status, JSON.stringify(body)).toBe(201);
-  return body.result as CreatedWebhook;
+  return body.result as CreatedWebhook & { secret: string };
 }
 
 /**
