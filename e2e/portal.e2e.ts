@@ -744,29 +744,32 @@ describe("the webhook portal, one administrator's session", () => {
     expect((await api("DELETE", `/v3/webhooks/${state.filteredId}`)).status).toBe(200);
   });
 
-  it("creates a v1a thin registration: its public key is shown, the detail shows both; a thin course event verifies with the key at the receiver", async () => {
+  it("creates a v1a thin registration without ordering: its public key is shown, the detail shows the three; a thin course event verifies with the key at the receiver", async () => {
     await page.goto(`${server.base}/portal#/`);
     await page.getByRole("link", { name: "Add endpoint" }).click();
     await view("Add an endpoint");
     const url = receiver.url("/v1a-thin");
     await page.getByLabel("Endpoint URL").fill(url);
+    expect(await page.getByLabel("Ordering", { exact: true }).inputValue()).toBe("course");
+    await page.getByLabel("Ordering", { exact: true }).selectOption("none");
     await page.getByLabel("Payload", { exact: true }).selectOption("thin");
     await page.getByLabel("Signature", { exact: true }).selectOption("v1a");
     await expectAccessible("create, v1a and thin");
     const posted = page.waitForRequest((r) => r.method() === "POST" && r.url().endsWith("/v3/webhooks"));
     await page.getByRole("button", { name: "Create endpoint" }).click();
-    expect((await posted).postDataJSON()).toEqual({ url, events: ["*"], signatureScheme: "v1a", payload: "thin" });
+    expect((await posted).postDataJSON()).toEqual({ url, events: ["*"], ordering: "none", signatureScheme: "v1a", payload: "thin" });
     await view("Endpoint created");
     const publicKey = await page.getByLabel("Public key", { exact: true }).inputValue();
     expect(publicKey).toMatch(/^whpk_[A-Za-z0-9+/]{43}=$/);
     await expectAccessible("public key shown");
     const created = (await api("GET", "/v3/webhooks")).body.result.find((w: { url: string }) => w.url === url);
-    expect(created).toMatchObject({ signatureScheme: "v1a", publicKey, payload: "thin" });
+    expect(created).toMatchObject({ ordering: "none", signatureScheme: "v1a", publicKey, payload: "thin" });
     expect(created).not.toHaveProperty("secret");
 
     await page.getByRole("link", { name: "Open the endpoint" }).click();
     await shown(page.getByRole("heading", { name: "Delivery log" }));
     const record = page.locator("dl.record");
+    await shown(record.getByText("None: every event on its own"));
     await shown(record.getByText("Thin: course events carry the course's id and version only"));
     await shown(record.getByText(publicKey));
     await expectAccessible("endpoint detail, v1a and thin");

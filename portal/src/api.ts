@@ -208,6 +208,8 @@ export interface WebhookCreate {
   /** Name → value, at most 10 (values are write-only). */
   headers?: Record<string, string>;
   maxPerSecond?: number;
+  /** Absent: `course`. */
+  ordering?: Ordering;
   /** Set at creation only; absent: `v1`. */
   signatureScheme?: SignatureScheme;
   /** Absent: `full`. */
@@ -216,6 +218,9 @@ export interface WebhookCreate {
 
 /** How deliveries are signed: `v1` (HMAC-SHA256 with a secret) or `v1a` (ed25519: a public key verifies). */
 export type SignatureScheme = "v1" | "v1a";
+
+/** `course`: a course's events are delivered in order, one at a time; `none`: every event on its own. */
+export type Ordering = "course" | "none";
 
 /** What deliveries carry: full events, or course events with the course's id and version only. */
 export type PayloadForm = "full" | "thin";
@@ -228,6 +233,7 @@ export type WebhookPatch = Partial<{
   filter: WebhookFilter | null;
   headers: Record<string, string> | null;
   maxPerSecond: number | null;
+  ordering: Ordering;
   payload: PayloadForm;
   enabled: boolean;
 }>;
@@ -244,6 +250,8 @@ export interface Webhook {
   headerNames?: string[];
   /** The throttle: attempts started per second at most; null: none. */
   maxPerSecond?: number | null;
+  /** Absent from older servers: `none`. */
+  ordering?: Ordering;
   /** Absent from older servers: `v1`. */
   signatureScheme?: SignatureScheme;
   /** `v1a`: the public key deliveries verify with (`whpk_…`); null for `v1`. */

@@ -127,6 +127,8 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         </dd>
         <dt>Throttle</dt>
         <dd>{webhook.maxPerSecond ? `At most ${webhook.maxPerSecond} attempt${webhook.maxPerSecond === 1 ? "" : "s"} per second` : "None"}</dd>
+        <dt>Ordering</dt>
+        <dd>{webhook.ordering === "course" ? "Per course: a course's events in order" : "None: every event on its own"}</dd>
         <dt>Payload</dt>
         <dd>{webhook.payload === "thin" ? "Thin: course events carry the course's id and version only" : "Full events"}</dd>
         <dt>Signature</dt>

@@ -1,7 +1,7 @@
 /**
  * Create (POST /v3/webhooks, then the secret shown once, or a `v1a` registration's public key)
  * and edit (PATCH /v3/webhooks/{id}, only the fields changed) a registration: URL,
- * description, events, filter, custom headers, throttle, payload and (at creation only) the
+ * description, events, filter, custom headers, throttle, ordering, payload and (at creation only) the
  * signature scheme. One form serves both. The browser's own validation is off (`noValidate`):
  * the API is the one judge of a URL (its URL policy), of a filter and of a header, and its
  * message is what the administrator sees.
@@ -16,6 +16,7 @@ import {
   api,
   type CreatedWebhook,
   type EventType,
+  type Ordering,
   type PayloadForm,
   type SignatureScheme,
   type Webhook,
@@ -63,6 +64,7 @@ interface FormValue {
   headers: HeaderRow[];
   headersChanged: boolean;
   maxPerSecond: string;
+  ordering: Ordering;
   signatureScheme: SignatureScheme;
   payload: PayloadForm;
 }
@@ -87,6 +89,7 @@ function formValue(w: Webhook | null): FormValue {
     headers: (w?.headerNames ?? []).map((name) => headerRow(name)),
     headersChanged: false,
     maxPerSecond: w?.maxPerSecond == null ? "" : String(w.maxPerSecond),
+    ordering: w ? (w.ordering ?? "none") : "course",
     signatureScheme: w?.signatureScheme ?? "v1",
     payload: w?.payload ?? "full",
   };
@@ -227,11 +230,26 @@ function WebhookFields({
   );
 }
 
-/** What deliveries carry, and (at creation only) how they are signed. */
+/** In what order, what deliveries carry, and (at creation only) how they are signed. */
 function DeliveryFields({ value, onChange, editing }: { value: FormValue; onChange: (v: FormValue) => void; editing: Webhook | null }) {
   return (
     <fieldset>
-      <legend>Payload and signature</legend>
+      <legend>Ordering, payload and signature</legend>
+      <div class="field">
+        <label for="wh-ordering">Ordering</label>
+        <select
+          id="wh-ordering"
+          aria-describedby="wh-ordering-hint"
+          value={value.ordering}
+          onChange={(e) => onChange({ ...value, ordering: e.currentTarget.value as Ordering })}
+        >
+          <option value="course">Per course: a course's events in order</option>
+          <option value="none">None: every event on its own</option>
+        </select>
+        <p id="wh-ordering-hint" class="hint">
+          Per course: an event waits while an earlier event of the same course is still being delivered or retried; other courses are never held.
+        </p>
+      </div>
       <div class="field">
         <label for="wh-payload">Payload</label>
         <select
@@ -438,6 +456,7 @@ export function CreateWebhook() {
       const throttle = throttleOf(value);
       if (throttle !== null) body.maxPerSecond = throttle;
       // Defaults are left out: a server without these fields takes the body as before.
+      if (value.ordering !== "course") body.ordering = value.ordering;
       if (value.signatureScheme !== "v1") body.signatureScheme = value.signatureScheme;
       if (value.payload !== "full") body.payload = value.payload;
     } catch (err) {
@@ -542,6 +561,7 @@ export function EditWebhook({ id, go }: { id: string; go: Go }) {
       }
       const throttle = throttleOf(value);
       if (throttle !== (original.maxPerSecond ?? null)) patch.maxPerSecond = throttle;
+      if (value.ordering !== (original.ordering ?? "none")) patch.ordering = value.ordering;
       if (value.payload !== (original.payload ?? "full")) patch.payload = value.payload;
     } catch (err) {
       setError(err as Error);
