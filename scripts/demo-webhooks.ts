@@ -1,15 +1,16 @@
 /**
  * `npm run demo:webhooks` — a live tour of the webhook lifecycle against `npm start`: a
  * receiver on 127.0.0.1 that verifies every signature (`standardwebhooks`); register, test,
- * course writes; a rotation verified with both secrets; an outage (503s, disable, a change
- * skipped, enable, recover: every missed event arrives once); delete, then one more write.
- * Prints what arrived and a one-line verdict: rotation verified, every missed event recovered
- * once, no event accepted after the DELETE arrived.
+ * course writes; a rotation verified with both secrets; an ordered retry (a course's failed
+ * event holds its next one, another course's goes meanwhile); a `v1a` thin registration verified
+ * with node:crypto; an outage (503s, disable, a change skipped, enable, recover: every missed
+ * event arrives once); delete, then one more write. Prints what arrived and a one-line verdict.
  *
  * Options: `--base http://127.0.0.1:8787` (or API_BASE), `--key sk_…` (or API_KEY; default
  * the demo key), `--wait 3000` (ms to wait for late deliveries after the last write).
  */
-import { createServer, type IncomingMessage } from "node:http";
+import { createPublicKey, verify } from "node:crypto";
+import { createServer, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
 import { Webhook } from "standardwebhooks";
@@ -36,6 +37,14 @@ interface Arrival {
   oldVerified: boolean;
   status: number;
   error?: string;
+  /** `data.course.id` of a course event. */
+  courseId?: string;
+}
+
+/** A delivery to the `v1a` registration's path (kept apart from `arrivals`). */
+interface V1aArrival {
+  headers: IncomingHttpHeaders;
+  body: string;
 }
 
 const arrivals: Arrival[] = [];
@@ -43,6 +52,9 @@ let secret = "";
 let previousSecret = "";
 /** While `true` the receiver is "down": it answers 503 (and the attempt is logged failed). */
 let down = false;
+/** The first delivery of an event of this course is answered 500 (once), then it is cleared. */
+let failOnceFor: string | null = null;
+const v1aArrivals: V1aArrival[] = [];
 
 const readBody = (req: IncomingMessage) =>
   new Promise<string>((resolve) => {
@@ -53,10 +65,15 @@ const readBody = (req: IncomingMessage) =>
 
 const server = createServer(async (req, res) => {
   const body = await readBody(req);
+  if (req.url === "/v1a") {
+    v1aArrivals.push({ headers: req.headers, body });
+    res.writeHead(204).end();
+    return;
+  }
   const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
   let verified = false;
   let error: string | undefined;
-  let event: { id: string; type: string } = { id: "?", type: "?" };
+  let event: { id: string; type: string; data?: { course?: { id?: string } } } = { id: "?", type: "?" };
   try {
     event = new Webhook(secret).verify(body, headers) as typeof event;
     verified = true;
@@ -77,8 +94,13 @@ const server = createServer(async (req, res) => {
       /* not signed with the previous secret */
     }
   }
-  const status = down ? 503 : 204;
-  arrivals.push({ at: Date.now(), id: event.id, type: event.type, verified, oldVerified, status, error });
+  const courseId = event.data?.course?.id;
+  let status = down ? 503 : 204;
+  if (courseId !== undefined && courseId === failOnceFor) {
+    failOnceFor = null;
+    status = 500;
+  }
+  arrivals.push({ at: Date.now(), id: event.id, type: event.type, verified, oldVerified, status, error, courseId });
   res.writeHead(status).end();
 });
 
@@ -102,6 +124,25 @@ async function api<T = unknown>(method: string, path: string, json?: unknown): P
 
 const log = (s: string) => console.log(s);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Waits until `done()` holds, checking every 250 ms, for at most `ms`. @returns whether it held. */
+async function until(done: () => boolean, ms: number): Promise<boolean> {
+  for (const end = Date.now() + ms; Date.now() < end; await sleep(250)) if (done()) return true;
+  return done();
+}
+
+/**
+ * Whether a delivery verifies as Standard Webhooks `v1a` with `publicKey` (`whpk_` + base64 of
+ * the raw ed25519 key): some `v1a,` signature over `{webhook-id}.{webhook-timestamp}.{body}`.
+ */
+function verifiedV1a(a: V1aArrival, publicKey: string): boolean {
+  const x = Buffer.from(publicKey.slice("whpk_".length), "base64").toString("base64url");
+  const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
+  const signed = Buffer.from(`${a.headers["webhook-id"]}.${a.headers["webhook-timestamp"]}.${a.body}`);
+  return String(a.headers["webhook-signature"] ?? "")
+    .split(" ")
+    .some((s) => s.startsWith("v1a,") && verify(null, signed, key, Buffer.from(s.slice("v1a,".length), "base64")));
+}
 
 async function main() {
   try {
@@ -153,6 +194,55 @@ async function main() {
   const rotationOk = afterRotation.length > 0 && afterRotation.every((a) => a.verified && a.oldVerified);
   log(`  ${afterRotation.length} deliveries after the rotation, verified with the new and the old secret: ${rotationOk ? "✓" : "✗"}`);
 
+  // Ordering per course (the registration's default): X's failed event holds X's next one.
+  failOnceFor = course.id;
+  const orderMark = arrivals.length;
+  await api("PATCH", `/v3/courses/${course.id}`, { classroom: "E1" });
+  await until(() => arrivals.length > orderMark, 5000);
+  const other = await api<CourseRecord>("POST", "/v3/courses", {
+    name: "Démo webhooks — un autre cours",
+    startDateTime: "2026-12-02T09:00:00+01:00",
+    endDateTime: "2026-12-02T11:00:00+01:00",
+  });
+  await api("PATCH", `/v3/courses/${course.id}`, { classroom: "E2" });
+  log(`ordering: PATCH ${course.id} (its delivery answered 500), POST ${other.id}, PATCH ${course.id} again`);
+  const ofX = () => arrivals.slice(orderMark).filter((a) => a.courseId === course.id);
+  await until(() => ofX().filter((a) => a.status === 204).length >= 2, 15_000);
+  const ordered = arrivals.slice(orderMark).filter((a) => a.courseId === course.id || a.courseId === other.id);
+  for (const a of ordered) log(`  ${a.courseId === course.id ? "X" : "Y"} ${a.type.padEnd(16)} ${a.id}  answered ${a.status}`);
+  const x = ofX();
+  const firstOk = ordered.findIndex((a) => a.courseId === course.id && a.status === 204);
+  const otherOk = ordered.findIndex((a) => a.courseId === other.id && a.status === 204);
+  const orderedOk =
+    x.length === 3 &&
+    x[0]!.status === 500 &&
+    x[1]!.id === x[0]!.id &&
+    x[1]!.status === 204 &&
+    x[2]!.id !== x[0]!.id &&
+    x[2]!.status === 204 &&
+    otherOk >= 0 &&
+    otherOk < firstOk;
+  log(`  X's next event waited for its retry; Y's went meanwhile: ${orderedOk ? "✓" : "✗"}`);
+
+  // A v1a (ed25519) thin registration: the receiver holds only the public key.
+  const v1a = await api<CreatedWebhook>("POST", "/v3/webhooks", {
+    url: url.replace(/\/hook$/, "/v1a"),
+    events: ["course.updated"],
+    description: "demo:webhooks v1a",
+    signatureScheme: "v1a",
+    payload: "thin",
+  });
+  log(`registered ${v1a.id}: signatureScheme v1a, payload thin, publicKey ${v1a.publicKey}, no secret: ${v1a.secret === undefined ? "✓" : "✗"}`);
+  await api("PATCH", `/v3/courses/${course.id}`, { classroom: "E3" });
+  await until(() => v1aArrivals.length > 0, 10_000);
+  const v1aDelivery = v1aArrivals[0];
+  const v1aOk = v1aDelivery !== undefined && v1a.secret === undefined && verifiedV1a(v1aDelivery, String(v1a.publicKey));
+  log(`  ${v1aDelivery ? `body ${v1aDelivery.body}` : "nothing arrived"}`);
+  log(
+    `  ${v1aDelivery ? String(v1aDelivery.headers["webhook-signature"]).slice(0, 24) : "no signature"}… verified with node:crypto and the public key: ${v1aOk ? "✓" : "✗"}`,
+  );
+  await api("DELETE", `/v3/webhooks/${v1a.id}`);
+
   // An outage: the receiver is down, the registration disabled, events missed, then recovered.
   const outageStart = new Date().toISOString();
   down = true;
@@ -197,9 +287,10 @@ async function main() {
   // Events accepted after the delete are those of the last two PATCHes: none may arrive.
   const lateTypes = arrivals.filter((a) => a.at >= deletedAt);
   const allVerified = arrivals.every((a) => a.verified);
-  const ok = arrivals.length > 0 && allVerified && lateTypes.length === 0 && rotationOk && recoverOk;
+  const ok = arrivals.length > 0 && allVerified && lateTypes.length === 0 && rotationOk && recoverOk && orderedOk && v1aOk;
   log(
     `\nverdict: ${ok ? "PROMISE KEPT" : "PROMISE BROKEN"} — rotation ${rotationOk ? "verified with both secrets" : "NOT verified"}, ` +
+      `ordering ${orderedOk ? "kept through a retry" : "NOT kept"}, v1a ${v1aOk ? "verified" : "NOT verified"}, ` +
       `recovery ${recoverOk ? "delivered every missed event once" : "INCOMPLETE"}, ${receivedBeforeDelete} signed deliveries before the DELETE, ` +
       `${lateTypes.length} after it${allVerified ? "" : ", some signatures failed"}.`,
   );
