@@ -142,7 +142,7 @@ class HttpD1Statement {
  */
 export async function openRemoteD1(api: D1Api): Promise<{ databases: Record<string, D1Database>; dispose(): Promise<void> }> {
   const ids = await d1DatabaseIdsOfConfig("remote");
-  // Loaded only here: the SDK's modules take about 1.5 s to load under tsx, which local commands need not pay.
+  // Loaded only here: the SDK's modules take 0.7–2 s to load under tsx, which local commands need not pay.
   const { Cloudflare, APIError } = await import("cloudflare");
   // The token alone: the SDK would otherwise also send an X-Auth-Key/Email found in the environment.
   const client = new Cloudflare({
