@@ -5,7 +5,8 @@
  * (b) a generated file imported twice gives identical counts and fingerprints; a shorter
  *     student list replaces the stored one; versions: new courses at 1, +1 for an edit only;
  * (c) a revoked key stays revoked when its file is imported again;
- * (d) a key stored for another school refuses the whole file, naming its JSON path.
+ * (d) a key stored for another school refuses the whole file, naming its JSON path;
+ * (e) the progress bar, in a log, ends on the file's rows and the summary's time.
  *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
@@ -14,10 +15,12 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows } from "./import";
+import { formatInt, Progress } from "./lib/progress";
 import { check, runScript, runSelfTest } from "./lib/selftest";
 import { applyMigrations, d1Query, shardBindingsOfConfig } from "./lib/wrangler";
 
@@ -69,7 +72,28 @@ async function snapshot(persistTo: string): Promise<Record<string, number>> {
   return out;
 }
 
+/** The progress bar off a terminal: its last line is the step's total and the time the step measured. */
+function checkProgressInALog(): void {
+  let out = "";
+  const log = new Writable({
+    write(chunk, _encoding, done) {
+      out += String(chunk);
+      done();
+    },
+  });
+  const bar = new Progress(1_000, "rows", log);
+  bar.update(1_000, "chunk 1 done");
+  bar.finish(12.3);
+  const last = out.trimEnd().split("\n").at(-1) ?? "";
+  check(
+    last.startsWith("[########################] 100%  1,000/1,000 rows") && last.includes("  12.3 s  chunk 1 done"),
+    "progress bar in a log: its last line is the step's",
+    out,
+  );
+}
+
 async function main(): Promise<void> {
+  checkProgressInALog();
   const dir = await mkdtemp(path.join(os.tmpdir(), "import-selftest-"));
   try {
     // (a) Broken files: schema problems (several paths), then the cross-row checks.
@@ -162,8 +186,21 @@ async function main(): Promise<void> {
     const checked = validateImport(data);
     if (!checked.ok) throw new Error(`generated data invalid: ${JSON.stringify(checked.problems.slice(0, 3))}`);
 
-    const first = await runImport([file, "--persist-to", persist, "--quiet"]);
+    const first = await runImport([file, "--persist-to", persist]);
     check(first.code === 0, "small file: first import succeeds", `${first.stdout}${first.stderr}`);
+    // Its progress bar (stderr, a pipe here) ends on every row of the file and the summary's time.
+    const lastBar =
+      first.stderr
+        .split("\n")
+        .filter((l) => /^\[[#-]{24}\]/.test(l))
+        .at(-1) ?? "";
+    const summarySeconds = / in ([\d.]+) s: /.exec(first.stdout)?.[1] ?? "?";
+    const fileRows = formatInt(countRows(checked.file));
+    check(
+      lastBar.includes(`${fileRows}/${fileRows} rows`) && lastBar.includes(`  ${summarySeconds} s`),
+      "small file: the progress bar's last line shows every row and the summary's time",
+      `${lastBar} | ${first.stdout}`,
+    );
     const s1 = await snapshot(persist);
     const stored = TABLES.reduce((n, t) => n + (s1[t] ?? 0), 0);
     check(

@@ -6,8 +6,8 @@
  * (d) `move --local` moves every row (same digest), leaves none behind, and `status` says so;
  * (e) `--remote`, over a stand-in of the D1 HTTP API on 127.0.0.1 (scripts/lib/d1-api-stub.ts):
  *     missing credentials exit 2 and call nothing; a refused token changes nothing; a move cut
- *     by a 500 is left `moving` and a rerun finishes it through a 429; a cut move is undone by
- *     `--abort`; the driver binds strings only.
+ *     by a 500 (sent 6 times by the SDK) is left `moving` and a rerun finishes it through a
+ *     429; a move cut by a 400 (sent once) is undone by `--abort`; the driver binds strings only.
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";
@@ -241,14 +241,24 @@ async function main(): Promise<void> {
       refused.stderr,
     );
 
-    // A 500 on the third batch of inserted rows: the move stops mid-copy, fenced.
+    // A 500 from the third batch of inserted rows on: the SDK resends the batch, then the move stops mid-copy, fenced.
     let inserts = 0;
-    stub.fault = (req) => (isCopy(req) && ++inserts === 3 ? { status: 500, errors: [{ code: 7500, message: "internal error" }] } : undefined);
+    stub.fault = (req) => (isCopy(req) && ++inserts >= 3 ? { status: 500, errors: [{ code: 7500, message: "internal error" }] } : undefined);
+    const beforeCut = stub.requests.length;
     const cut = await shards(["move", BIG, "--to", "SHARD_0", "--remote"], api);
     check(
       cut.code === 1 && cut.stderr.includes("500 7500 internal error") && cut.stderr.includes("run the same command again"),
       "move --remote cut by a 500: exit 1, saying to run it again",
       cut.stderr,
+    );
+    const failed = stub.requests
+      .slice(beforeCut)
+      .filter((r) => isCopy(r))
+      .slice(2);
+    check(
+      failed.length === 6 && failed.every((r) => JSON.stringify(r) === JSON.stringify(failed[0])),
+      "the SDK sent the batch the API answered 500 six times (5 resends), then gave up",
+      `${failed.length} sends`,
     );
     check(
       (await statusOf(["--remote"], api)).schools.find((x) => x.id === BIG)?.state === "moving",
@@ -281,12 +291,13 @@ async function main(): Promise<void> {
       JSON.stringify(s3.schools),
     );
 
-    // A cut move undone by --abort.
+    // A cut move undone by --abort: D1 refuses the second batch (a 400, which the SDK does not resend).
     inserts = 0;
-    stub.fault = (req) => (isCopy(req) && ++inserts === 2 ? { status: 500, errors: [{ code: 7500, message: "internal error" }] } : undefined);
+    stub.fault = (req) => (isCopy(req) && ++inserts === 2 ? { status: 400, errors: [{ code: 7500, message: "D1_ERROR: refused" }] } : undefined);
     const cutSmall = await shards(["move", SMALL, "--to", "SHARD_0", "--remote"], api);
     stub.fault = undefined;
-    check(cutSmall.code === 1, "a second move cut mid-copy: exit 1", cutSmall.stderr);
+    check(cutSmall.code === 1 && cutSmall.stderr.includes("400 7500 D1_ERROR: refused"), "a second move cut mid-copy by a 400: exit 1", cutSmall.stderr);
+    check(inserts === 2, "the SDK did not resend the batch the API answered 400", `${inserts} copy requests`);
     check((await leftover(stub.databases.SHARD_0!, SMALL)) > 0, "the cut copy left part of the school on SHARD_0");
     const aborted = await shards(["move", SMALL, "--abort", "--remote"], api);
     check(aborted.code === 0 && aborted.stdout.includes("undone"), "move --abort --remote: undone", `${aborted.stdout}${aborted.stderr}`);

@@ -1,12 +1,13 @@
 /**
  * A stand-in for Cloudflare's D1 HTTP API on 127.0.0.1, over the local D1 files under
  * `persistTo` (Miniflare): `POST /client/v4/accounts/{account}/d1/database/{database_id}/query`
- * with `{ sql, params }` or `{ batch: [{ sql, params }] }`, params strings only, a bearer
- * token, answers in the API's envelope (`{ success, errors, messages, result }`), refusing what
- * production's D1 refuses (test/support/d1-limits.ts: 32 arguments per SQL function, 100 bound
- * parameters, 100,000 bytes of SQL, 2,000,000 bytes per value or row). The
- * self-test of `npm run shards -- … --remote` points CLOUDFLARE_API_BASE_URL at it, since
- * this machine reaches no Cloudflare API; `fault` lets it answer a request itself.
+ * (what the SDK's `d1.database.query` calls) with `{ sql, params }` or `{ batch: [{ sql,
+ * params }] }`, params strings only, a bearer token, answers in the API's envelope
+ * (`{ success, errors, messages, result }`), refusing what production's D1 refuses
+ * (test/support/d1-limits.ts: 32 arguments per SQL function, 100 bound parameters, 100,000
+ * bytes of SQL, 2,000,000 bytes per value or row). The self-test of `npm run shards -- …
+ * --remote` points CLOUDFLARE_API_BASE_URL at it, since this machine reaches no Cloudflare
+ * API; `fault` lets it answer a request itself (a 500, a 429 with `Retry-After`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";

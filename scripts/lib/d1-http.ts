@@ -1,12 +1,13 @@
 /**
- * The remote D1 databases of wrangler.toml as D1 bindings in Node, over Cloudflare's D1 HTTP
- * API (`POST {base}/accounts/{account}/d1/database/{database_id}/query`, `{ sql, params }` or
- * `{ batch: [...] }`): the driver through which `npm run shards -- status | move --remote`
- * run. It reads what wrangler reads in CI: CLOUDFLARE_API_TOKEN (a token with D1 Edit),
- * CLOUDFLARE_ACCOUNT_ID and, to reach another address (the self-test's stand-in on
- * 127.0.0.1), CLOUDFLARE_API_BASE_URL. It implements the part of `D1Database` those commands
- * use: `prepare().bind()` with `first`, `all` and `run`, and `batch`.
+ * The remote D1 databases of wrangler.toml as D1 bindings in Node, through Cloudflare's SDK
+ * (`cloudflare`: `client.d1.database.query`, `POST {base}/accounts/{account}/d1/database/{id}/query`
+ * with `{ sql, params }` or `{ batch: [...] }`): the driver through which `npm run shards --
+ * status | move --remote` run. It reads what wrangler reads in CI: CLOUDFLARE_API_TOKEN (a
+ * token with D1 Edit), CLOUDFLARE_ACCOUNT_ID and, to reach another address (the self-test's
+ * stand-in on 127.0.0.1), CLOUDFLARE_API_BASE_URL. It implements the part of `D1Database`
+ * those commands use: `prepare().bind()` with `first`, `all` and `run`, and `batch`.
  */
+import type { QueryResult } from "cloudflare/resources/d1/database/database";
 import { d1DatabaseIdsOfConfig } from "./wrangler";
 
 /** Where and as whom the D1 HTTP API is called. */
@@ -19,8 +20,13 @@ export interface D1Api {
 
 /** Cloudflare's API address, as wrangler's default. */
 const DEFAULT_BASE_URL = "https://api.cloudflare.com/client/v4";
-/** Attempts of one request the API answered 429 (Cloudflare's API allows 1,200 requests per 5 minutes per user). */
-const MAX_ATTEMPTS = 6;
+/**
+ * Resends of one request by the SDK (a 408, 409, 429, 5xx, a failed connection or a timeout),
+ * each after the answer's `Retry-After` or else its back-off (0.5 s doubling to 8 s):
+ * Cloudflare's API allows 1,200 requests per 5 minutes per user and says in `Retry-After`
+ * when to come back. A resent write is safe (docs/operations.md § Database shards).
+ */
+const MAX_RETRIES = 5;
 /** Longest wait for one request (ms); a D1 query stops after 30 s of its own. */
 const REQUEST_TIMEOUT_MS = 120_000;
 
@@ -41,37 +47,23 @@ export function d1ApiOfEnv(env: NodeJS.ProcessEnv = process.env): D1Api | string
   };
 }
 
-/** A failure the API reported (or its absence of an answer), with what it said. */
-class D1ApiError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-    this.name = "D1ApiError";
-  }
-}
-
 /** One statement as the API takes it. */
 interface Query {
   sql: string;
   params: string[];
 }
 
-/** One statement's answer (the API's `result[i]`). */
-interface QueryResult {
-  results?: Record<string, unknown>[];
-  success?: boolean;
-  meta?: Record<string, unknown>;
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/**
+ * Sends one request to a database's `/query` through the SDK, which resends it as
+ * MAX_RETRIES says. @returns the API's `result`.
+ * @throws Error naming the binding, the status and the API's errors once the SDK gives up.
+ */
+type SendQuery = (body: Query | { batch: Query[] }) => Promise<QueryResult[]>;
 
 /** One database of the API: sends statements, one request per call (a batch is one request). */
 class HttpD1Database {
   constructor(
-    private readonly api: D1Api,
-    private readonly databaseId: string,
+    private readonly sendQuery: SendQuery,
     private readonly binding: string,
   ) {}
 
@@ -85,48 +77,24 @@ class HttpD1Database {
   }
 
   /**
-   * POSTs `body` to the database's `/query`; waits out a 429 (its `Retry-After`, s) up to
-   * MAX_ATTEMPTS times. Nothing else is retried: a write may have committed.
+   * Sends `body` (see SendQuery) and checks its answer.
    *
-   * @throws D1ApiError for any other non-2xx status, `success: false`, or a wrong count of results.
+   * @throws Error as SendQuery, or for a wrong count of results or one not successful.
    */
-  async send(body: { sql: string; params: string[] } | { batch: Query[] }, expected: number): Promise<QueryResult[]> {
-    const url = `${this.api.baseUrl}/accounts/${this.api.accountId}/d1/database/${this.databaseId}/query`;
-    for (let attempt = 1; ; attempt++) {
-      const res = await fetch(url, {
-        method: "POST",
-        headers: { authorization: `Bearer ${this.api.token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
-      });
-      const text = await res.text();
-      if (res.status === 429 && attempt < MAX_ATTEMPTS) {
-        // Cloudflare's API blocks a client for 5 minutes past its limit: without a Retry-After, back off to that.
-        await sleep((Number(res.headers.get("retry-after")) || Math.min(300, 15 * 2 ** (attempt - 1))) * 1000);
-        continue;
-      }
-      let parsed: { success?: boolean; errors?: { code?: number; message?: string }[]; result?: QueryResult[] } | undefined;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = undefined;
-      }
-      if (!res.ok || parsed?.success !== true) {
-        const said = parsed?.errors?.map((e) => `${e.code ?? "?"} ${e.message ?? ""}`.trim()).join("; ") || text.slice(0, 500);
-        throw new D1ApiError(`D1 HTTP API, ${this.binding} (${this.databaseId}): ${res.status} ${said}`, res.status);
-      }
-      if (parsed.result?.length !== expected || parsed.result.some((r) => r.success === false)) {
-        throw new D1ApiError(
-          `D1 HTTP API, ${this.binding}: ${parsed.result?.length ?? 0} results for ${expected} statements, or one not successful`,
-          res.status,
-        );
-      }
-      return parsed.result;
+  async send(body: Query | { batch: Query[] }, expected: number): Promise<QueryResult[]> {
+    const results = await this.sendQuery(body);
+    if (results.length !== expected || results.some((r) => r.success === false)) {
+      throw new Error(`D1 HTTP API, ${this.binding}: ${results.length} results for ${expected} statements, or one not successful`);
     }
+    return results;
   }
 }
 
-const toD1Result = (r: QueryResult): D1Result => ({ results: r.results ?? [], success: true, meta: (r.meta ?? {}) as D1Result["meta"] });
+const toD1Result = (r: QueryResult): D1Result => ({
+  results: (r.results ?? []) as Record<string, unknown>[],
+  success: true,
+  meta: (r.meta ?? {}) as D1Result["meta"],
+});
 
 /**
  * One statement and its bound values. The API binds strings only (`params: string[]`), so a
@@ -169,11 +137,35 @@ class HttpD1Statement {
 
 /**
  * Every D1 database of wrangler.toml (binding → database, by its `database_id`) over the D1
- * HTTP API. Nothing is opened: each statement is one request.
+ * HTTP API, through one SDK client that authenticates with the token alone. Nothing is
+ * opened: each statement is one request.
  */
 export async function openRemoteD1(api: D1Api): Promise<{ databases: Record<string, D1Database>; dispose(): Promise<void> }> {
   const ids = await d1DatabaseIdsOfConfig("remote");
+  // Loaded only here: the SDK's modules take 0.7–2 s to load under tsx, which local commands need not pay.
+  const { Cloudflare, APIError } = await import("cloudflare");
+  // The token alone: the SDK would otherwise also send an X-Auth-Key/Email found in the environment.
+  const client = new Cloudflare({
+    apiToken: api.token,
+    apiKey: null,
+    apiEmail: null,
+    userServiceKey: null,
+    baseURL: api.baseUrl,
+    maxRetries: MAX_RETRIES,
+    timeout: REQUEST_TIMEOUT_MS,
+  });
+  const sendTo =
+    (databaseId: string, binding: string): SendQuery =>
+    async (body) => {
+      try {
+        return (await client.d1.database.query(databaseId, { account_id: api.accountId, ...body })).result;
+      } catch (err) {
+        if (!(err instanceof APIError)) throw err;
+        const said = err.errors.map((e) => `${e.code ?? "?"} ${e.message ?? ""}`.trim()).join("; ") || err.message;
+        throw new Error(`D1 HTTP API, ${binding} (${databaseId}): ${err.status ?? "no answer:"} ${said}`, { cause: err });
+      }
+    };
   // The commands use only prepare/bind/first/all/run and batch, which this class implements.
-  const databases = Object.fromEntries(Object.entries(ids).map(([b, id]) => [b, new HttpD1Database(api, id, b) as unknown as D1Database]));
+  const databases = Object.fromEntries(Object.entries(ids).map(([b, id]) => [b, new HttpD1Database(sendTo(id, b), b) as unknown as D1Database]));
   return { databases, dispose: async () => {} };
 }

@@ -1,8 +1,10 @@
 /**
- * Terminal output of the scripts: numbers, aligned tables, and a tiny progress bar on stderr: `[#######-------]  52%  730,000/1,400,000 rows  24,310 rows/s  30.0 s`.
- * On a terminal it redraws one line (and ticks the elapsed time while a step runs); otherwise it
- * prints one line per update, so logs stay readable.
+ * Terminal output of the scripts: numbers, aligned tables, and a progress bar on stderr
+ * (`cli-progress`): `[#######-------]  52%  730,000/1,400,000 rows  24,310 rows/s  30.0 s`.
+ * On a terminal it redraws one line ten times a second, so the elapsed time ticks while a
+ * step runs; otherwise it prints a line every 5 s and a last one, so logs stay readable.
  */
+import cliProgress, { type Options, type Params, type SingleBar } from "cli-progress";
 
 const fmt = new Intl.NumberFormat("en-US");
 
@@ -17,16 +19,24 @@ export function table(header: string[], rows: string[][]): string {
   return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join("  ")).join("\n");
 }
 
+/** Interval of the lines printed where the stream is not a terminal (ms). */
+const LOG_LINE_MS = 5_000;
+
+/** The payload the bar's line shows beside cli-progress's own tokens. */
+interface Payload {
+  note: string;
+}
+
 /** Progress of a count of units (rows) towards a known total. */
 export class Progress {
-  private done = 0;
-  private note = "";
-  private readonly tty: boolean;
+  private readonly bar: SingleBar;
   /** Set by `finish`: the step's own measure, shown from then on. */
   private final: number | undefined;
-  private timer: ReturnType<typeof setInterval> | undefined;
+  private pending: { units: number; seconds: number; started: number } | undefined;
 
   /**
+   * Starts drawing at 0.
+   *
    * @param total units expected (0 allowed).
    * @param unit  label of a unit, plural (`rows`).
    * @param stream where to draw; stderr by default.
@@ -34,34 +44,42 @@ export class Progress {
    *   time from the same instant as the step it shows.
    */
   constructor(
-    private readonly total: number,
+    total: number,
     private readonly unit = "rows",
-    private readonly stream: NodeJS.WriteStream = process.stderr,
+    stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
     private readonly started = performance.now(),
   ) {
-    this.tty = Boolean(stream.isTTY) && process.env.CI === undefined;
-    if (this.tty) {
-      this.timer = setInterval(() => this.draw(), 250);
-      this.timer.unref();
-    }
+    this.bar = new cliProgress.SingleBar({
+      stream,
+      barsize: 24,
+      barCompleteChar: "#",
+      barIncompleteChar: "-",
+      // Cut to the terminal's width rather than switch its wrapping off: nothing to restore if the script is killed.
+      linewrap: true,
+      noTTYOutput: true,
+      notTTYSchedule: LOG_LINE_MS,
+      // Off a terminal the last line already ends with its newline: "clearing" it only leaves out a blank line.
+      clearOnComplete: !stream.isTTY,
+      // A function: each redraw adds the pending step's estimate and reads the step's clock.
+      format: (options, params, payload: Payload) => this.line(options, params, payload),
+      formatValue: (v, _options, type) => (type === "percentage" ? String(v).padStart(3) : formatInt(v)),
+    });
+    this.bar.start(total, 0, { note: "" } satisfies Payload);
   }
 
-  /** Seconds since the bar was created. */
+  /** Seconds since the step started, or the step's own measure once finished. */
   get seconds(): number {
     return this.final ?? (performance.now() - this.started) / 1000;
   }
 
-  /** Sets the units done so far and an optional note (`chunk 3`), and redraws. Ends any pending step. */
-  update(done: number, note = this.note): void {
-    this.done = done;
-    this.note = note;
+  /** Sets the units done so far and an optional note (`chunk 3`). Ends any pending step. */
+  update(done: number, note?: string): void {
     this.pending = undefined;
-    if (this.tty) this.draw();
-    else this.stream.write(`${this.line()}\n`);
+    this.bar.update(done, note === undefined ? {} : ({ note } satisfies Payload));
   }
 
   /**
-   * Announces a step of `units` expected to take about `seconds`: while it runs, a terminal bar
+   * Announces a step of `units` expected to take about `seconds`: while it runs, the bar
    * advances by the elapsed share of the estimate (up to 95 % of the step, shown with `~`)
    * until {@link update} reports the real count.
    */
@@ -69,47 +87,29 @@ export class Progress {
     this.pending = { units, seconds, started: performance.now() };
   }
 
-  private pending: { units: number; seconds: number; started: number } | undefined;
-
-  private shown(): number {
-    const p = this.pending;
-    if (!p || !this.tty || p.seconds <= 0) return this.done;
-    const share = Math.min(0.95, (performance.now() - p.started) / 1000 / p.seconds);
-    return this.done + Math.floor(p.units * share);
-  }
-
   /**
-   * Stops ticking and ends the line.
+   * Draws the last line and ends it.
    *
    * @param seconds the step's own duration (s), shown as the bar's last time, so that the bar
    *   and the step's summary print one number; default the bar's own clock.
    */
   finish(seconds?: number): void {
     this.final = seconds;
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
-    if (this.tty) {
-      this.draw();
-      this.stream.write("\n");
-    }
+    this.pending = undefined;
+    this.bar.stop();
   }
 
-  private line(): string {
-    const done = this.shown();
-    const approx = done !== this.done ? "~" : "";
-    const ratio = this.total > 0 ? Math.min(1, done / this.total) : 1;
-    const width = 24;
-    const filled = Math.round(ratio * width);
+  /** The line of `params.value` units done, plus the pending step's estimate, in cli-progress's formatter. */
+  private line(options: Options, params: Params, payload: Payload): string {
+    const p = this.pending;
+    const share = p && p.seconds > 0 ? Math.min(0.95, (performance.now() - p.started) / 1000 / p.seconds) : 0;
+    const done = params.value + Math.floor((p?.units ?? 0) * share);
+    const approx = done !== params.value ? "~" : "";
     const s = this.seconds;
-    const rate = s > 0 ? done / s : 0;
-    return (
-      `[${"#".repeat(filled)}${"-".repeat(width - filled)}] ${String(Math.floor(ratio * 100)).padStart(3)}%  ` +
-      `${approx}${formatInt(done)}/${formatInt(this.total)} ${this.unit}  ${approx}${formatInt(rate)} ${this.unit}/s  ${s.toFixed(1)} s` +
-      (this.note ? `  ${this.note}` : "")
+    return cliProgress.Format.Formatter(
+      { ...options, format: `[{bar}] {percentage}%  {approx}{value}/{total} {unit}  {approx}{rate} {unit}/s  {seconds} s{note}` },
+      { ...params, value: done, progress: params.total > 0 ? Math.min(1, done / params.total) : 1 },
+      { approx, unit: this.unit, rate: formatInt(s > 0 ? done / s : 0), seconds: s.toFixed(1), note: payload.note ? `  ${payload.note}` : "" },
     );
-  }
-
-  private draw(): void {
-    this.stream.write(`\r${this.line()}\x1b[K`);
   }
 }
