@@ -1,5 +1,5 @@
 /**
- * Self-test of the shards CLI (`npm run test:shards`, about two minutes) on a throw-away local
+ * Self-test of the shards CLI (`npm run test:shards`, two to three minutes) on a throw-away local
  * state (`--persist-to`) holding two schools, one per shard:
  * (a) usage errors exit 2; (b) `status --json` has the documented shape; (c) a move to the
  *     school's own shard is a no-op and an unknown school or shard exits 2, changing nothing;
