@@ -143,6 +143,7 @@ export class FailureReport {
     const notices = this.kv.get("notices") as StreakNotice[] | undefined;
     if (this.noticing || notices === undefined || hubId === undefined) return;
     this.noticing = true;
+    let more = false;
     this.hubs
       .call(hubId, (hub) => hub.reportStreak(notices))
       .then(
@@ -151,11 +152,14 @@ export class FailureReport {
           const left = ((this.kv.get("notices") as StreakNotice[] | undefined) ?? []).filter((n) => !sent.has(n.id));
           if (left.length > 0) this.kv.put("notices", left);
           else this.kv.delete("notices");
+          more = left.length > 0;
         },
         (err: unknown) => this.failed(notices[0]!.webhookId, "notice", err),
       )
       .finally(() => {
         this.noticing = false;
+        // A notice owed while this call was under way (a success right after the 4th failure).
+        if (more) this.sendNotices(hubId);
       });
   }
 
