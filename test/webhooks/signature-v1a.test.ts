@@ -263,6 +263,44 @@ describe("while a v1a signature is being made", () => {
     expect(rx.to(host)).toEqual([]);
   });
 
+  it("a resend of an earlier event of its course answered meanwhile: that one goes first, the signed one waits for it to end", async () => {
+    const { schoolId, key } = await newSchool("v1aord");
+    const host = "v1a-ord.example.com";
+    const hook = await registerV1a(key, `https://${host}/in`);
+    expect(hook.ordering).toBe("course");
+    const hub = hubFor(env, schoolId);
+    const earlier = courseEvent(schoolId, "course.updated", 7);
+    const later = courseEvent(schoolId, "course.updated", 7);
+    await hub.publish([earlier]);
+    await drain(schoolId);
+    expect(rx.to(host).map((r) => r.event.id)).toEqual([earlier.id]);
+
+    // The earlier event's resend hangs at the receiver until `answer`.
+    let answer = () => {};
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    let resends = 0;
+    rx.on(host, async (req) => {
+      if (req.event.id === earlier.id && ++resends === 1) await answered;
+      return 204;
+    });
+    const { held, spy } = holdSigning();
+    await hub.publish([later]);
+    await runDurableObjectAlarm(hub);
+    await eventually(() => held.length === 1, "the courier to sign the later event");
+    const resent = await callJson(`/v3/webhooks/${hook.id}/deliveries/${earlier.id}/resend`, { method: "POST", key });
+    expect(resent.status).toBe(202);
+    await eventually(() => rx.to(host).length === 2, "the resend to reach the receiver");
+    await release(hook.id, held);
+    await Promise.allSettled(spy.mock.results.map((r) => r.value));
+    await runDurableObjectAlarm(courierFor(env, hook.id));
+    // The earlier event's attempt has not ended: the later one, signed meanwhile, has not started.
+    expect(rx.to(host).map((r) => r.event.id)).toEqual([earlier.id, earlier.id]);
+
+    answer();
+    await drain(schoolId);
+    expect(rx.to(host).map((r) => r.event.id)).toEqual([earlier.id, earlier.id, later.id]);
+  });
+
   it("a rotation with graceSeconds 0 answered meanwhile: the delivery is signed again, with the new key only", async () => {
     const { schoolId, key } = await newSchool("v1arot0");
     const host = "v1a-rot0.example.com";

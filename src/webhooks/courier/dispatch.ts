@@ -14,7 +14,7 @@ import { IdleWaiters } from "../platform/idle-waiters";
 import type { Platform, Timer } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig } from "../rpc";
 import type { FailureReport } from "./failure-report";
-import { type DueRow, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
+import { type DueRow, heldBack, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
 import { Sender, Throttle } from "./sender";
 import { hasRetained, PRUNE_INTERVAL_MS } from "./storage";
 
@@ -151,8 +151,9 @@ export class Dispatch {
    * Signs and starts one attempt of `row` with `config` at `now` (ms), its body as the
    * registration's `payload` makes it (`deliveredBody`). A `v1` signature is made at once, in
    * the caller's step; a `v1a` one by WebCrypto, and the attempt starts in the step after it
-   * only if the courier is still open and `config` still in force — else it stays due, and
-   * the next pump signs it again (docs/architecture.md § "The deregistration promise").
+   * only if the courier is still open, `config` still in force and (ordering by course) no
+   * earlier event of its course was put ahead meanwhile — else it stays queued, and the next
+   * pump signs it again (docs/architecture.md § "The deregistration promise").
    */
   private send(row: DueRow, config: CourierConfig, now: number): void {
     const sending = { ...row, body: deliveredBody(row.body, row.event_type, config.payload) };
@@ -165,7 +166,10 @@ export class Dispatch {
     headers.then(
       (signed) => {
         if (!this.signing.delete(row.id)) return;
-        if (!this.state.closed() && this.state.config() === config) this.sender.start(sending, config.url, { ...config.headers, ...signed });
+        const inForce = !this.state.closed() && this.state.config() === config;
+        if (inForce && !(config.ordering === "course" && heldBack(this.sql, row.id))) this.sender.start(sending, config.url, { ...config.headers, ...signed });
+        // A disable's skip passed over this row while it was being signed: end it now.
+        else if (!this.state.closed() && this.state.skipped() > 0) void this.state.armAlarm(this.platform.now());
         this.pump();
       },
       (err: unknown) => {

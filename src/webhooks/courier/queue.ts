@@ -202,6 +202,16 @@ function skipRows(sql: SqlStorage, ids: readonly number[], now: number): void {
 }
 
 /**
+ * Whether delivery `id` may not start now in a registration that orders by course: gone from
+ * the queue, or held behind an earlier delivery of its course (`held`, set by `queue_hold`
+ * when a resend or recover put an earlier event ahead). One read by primary key.
+ */
+export function heldBack(sql: SqlStorage, id: number): boolean {
+  const row = sql.exec<{ held: number }>(`SELECT held FROM queue WHERE id = ?`, id).toArray()[0];
+  return row === undefined || row.held !== 0;
+}
+
+/**
  * The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones, those a
  * disable's skip still has to end (id ≤ `skipped`: `skipMark`) and, when the registration
  * orders by course (`ordered`), those held behind an earlier delivery of their course
