@@ -5,11 +5,23 @@
  * only the Worker reaches, so the CLI calls the API with a key of the school (scripts/keys.ts
  * mints a temporary one and revokes it at the end of the run). Runs in Node and in workerd.
  */
-import type { z } from "zod";
-import { webhookListResponseSchema, type webhookRecordSchema, webhookResponseSchema } from "../../src/webhooks/api/schemas";
+import { z } from "zod";
+import { webhookRecordSchema } from "../../src/webhooks/api/schemas";
 
-/** A registration record as the API answers it (docs/reference.md § Webhook registrations). */
-export type WebhookRecord = z.infer<typeof webhookRecordSchema>;
+/**
+ * What the review reads of a registration record (docs/reference.md § Webhook registrations):
+ * the fields it filters on and prints. The others are passed over, so that a Worker of another
+ * version than this checkout (fields added or not yet there) can still be reviewed.
+ */
+const reviewedRecordSchema = z.object({
+  ...webhookRecordSchema.pick({ id: true, url: true, enabled: true, createdBy: true, updatedBy: true }).shape,
+  disabledReason: z.string().nullable(),
+});
+const listSchema = z.object({ result: z.array(reviewedRecordSchema), pagination: z.object({ hasMore: z.boolean() }) });
+const answerSchema = z.object({ result: reviewedRecordSchema });
+
+/** A registration as the review reads it. */
+export type WebhookRecord = z.infer<typeof reviewedRecordSchema>;
 
 /** A registration of the review: its record after the run, and whether the run disabled it. */
 export interface ReviewedWebhook {
@@ -98,7 +110,7 @@ export async function reviewWebhooks(opts: { base: string; key: string; keyId: s
   const fetchFn = opts.fetch ?? fetch;
   const listed = await call(fetchFn, opts.base, opts.key, "GET", "/v3/webhooks");
   if (listed.status !== 200) throw new ApiProblem(answerProblem("GET", "/v3/webhooks", listed.status, listed.body));
-  const page = webhookListResponseSchema.safeParse(listed.body);
+  const page = listSchema.safeParse(listed.body);
   if (!page.success) throw new ApiProblem(`GET /v3/webhooks answered a body that is not a list of registrations: ${page.error.message}`);
   if (page.data.pagination.hasMore) throw new ApiProblem("GET /v3/webhooks answered more than one page (the contract lists every registration on one)");
   const webhooks: ReviewedWebhook[] = [];
@@ -112,7 +124,7 @@ export async function reviewWebhooks(opts: { base: string; key: string; keyId: s
     let problem: string;
     try {
       const changed = await call(fetchFn, opts.base, opts.key, "PATCH", path, { enabled: false });
-      const answer = webhookResponseSchema.safeParse(changed.body);
+      const answer = answerSchema.safeParse(changed.body);
       if (changed.status === 200 && answer.success) {
         webhooks.push({ record: answer.data.result, disabledNow: !answer.data.result.enabled });
         continue;

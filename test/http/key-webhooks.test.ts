@@ -94,6 +94,34 @@ describe("reviewWebhooks against the Worker", () => {
   });
 });
 
+describe("reviewWebhooks: a Worker of another version", () => {
+  it("reads records with fields this checkout lacks or does not know, and disables them", async () => {
+    // An older Worker: none of the delivery settings; a newer field the checkout does not know.
+    const record = (enabled: boolean) => ({
+      id: "wh_old",
+      url: "https://old.example.com/in",
+      events: ["*"],
+      enabled,
+      disabledReason: enabled ? null : "manual",
+      createdBy: "key_a",
+      updatedBy: "key_a",
+      someLaterField: 1,
+    });
+    const patched: string[] = [];
+    const older: typeof fetch = async (input, init) => {
+      if (init?.method === "PATCH") {
+        patched.push(String(input));
+        return Response.json({ status: "success", result: record(false) });
+      }
+      return Response.json({ status: "success", result: [record(true)], pagination: { page: 1, limit: 50, hasMore: false } });
+    };
+    const review = await reviewWebhooks({ base: "http://127.0.0.1:9", key: "sk_live_x", keyId: "key_a", disable: true, fetch: older });
+    expect(review.problems).toEqual([]);
+    expect(review.webhooks.map((w) => [w.record.id, w.record.enabled, w.disabledNow])).toEqual([["wh_old", false, true]]);
+    expect(patched).toEqual(["http://127.0.0.1:9/v3/webhooks/wh_old"]);
+  });
+});
+
 describe("reviewWebhooks: an API it cannot use", () => {
   const review = (fetchFn: typeof fetch) => reviewWebhooks({ base: "http://127.0.0.1:9", key: "sk_live_x", keyId: "key_a", disable: true, fetch: fetchFn });
 
