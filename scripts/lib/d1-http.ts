@@ -24,7 +24,9 @@ const DEFAULT_BASE_URL = "https://api.cloudflare.com/client/v4";
  * Resends of one request by the SDK (a 408, 409, 429, 5xx, a failed connection or a timeout),
  * each after the answer's `Retry-After` or else its back-off (0.5 s doubling to 8 s):
  * Cloudflare's API allows 1,200 requests per 5 minutes per user and says in `Retry-After`
- * when to come back. A resent write is safe (docs/operations.md § Database shards).
+ * when to come back. A resent write corrupts nothing: a step is idempotent, and copied rows
+ * written twice are refused on their primary key, which stops the move until it is run again
+ * (docs/operations.md § Database shards).
  */
 const MAX_RETRIES = 5;
 /** Longest wait for one request (ms); a D1 query stops after 30 s of its own. */
