@@ -25,6 +25,13 @@ export function parseEventBytesPerDay(text: string | undefined): number {
 /** The UTC day of `ms` (ms since the epoch): whole days since 1970-01-01. */
 const utcDay = (ms: number): number => Math.floor(ms / DAY_MS);
 
+/**
+ * Where a school's move starts reading `event_bytes` at `now` (ms): after yesterday's key, so
+ * it copies and checks today's count only — past days are the cron's to prune, on each shard
+ * on its own time, and must not make the two copies differ (src/db/move.ts).
+ */
+export const eventBytesMoveStart = (now: number): string => JSON.stringify([utcDay(now) - 1]);
+
 /** Whole seconds from `ms` (ms since the epoch) to the start of the next UTC day: 1 to 86,400. */
 export const secondsToNextUtcDay = (ms: number): number => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);
 

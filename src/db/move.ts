@@ -9,6 +9,7 @@
 import { getTableConfig, type SQLiteTable } from "drizzle-orm/sqlite-core";
 import { utf8Bytes } from "../lib/batches";
 import { sha256Hex } from "../lib/crypto";
+import { eventBytesMoveStart } from "./event-quota";
 import * as shard from "./shard-schema";
 
 /** The directory and the shards (binding → database) a move works on. */
@@ -40,12 +41,14 @@ interface TableSpec {
   unchecked: string[];
   /** Whether a row may weigh up to D1's 2 MB (an event, a stored answer): read 20 per page, so a page stays far below an isolate's 128 MB. */
   large: boolean;
+  /** The key (a JSON array) the copy and the check start after at `now` (ms); absent: every row. */
+  startAfter?: (now: number) => string;
 }
 
-function spec(table: SQLiteTable, unchecked: string[] = [], large = false): TableSpec {
+function spec(table: SQLiteTable, unchecked: string[] = [], large = false, startAfter?: (now: number) => string): TableSpec {
   const config = getTableConfig(table);
   const key = config.primaryKeys[0]?.columns.map((c) => c.name) ?? config.columns.filter((c) => c.primary).map((c) => c.name);
-  return { name: config.name, columns: config.columns.map((c) => c.name), order: key.filter((c) => c !== "school_id"), unchecked, large };
+  return { name: config.name, columns: config.columns.map((c) => c.name), order: key.filter((c) => c !== "school_id"), unchecked, large, startAfter };
 }
 
 /** Rows per page of a large-rowed table (see `TableSpec.large`). */
@@ -73,7 +76,8 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.outbox, ["published_at", "payload", "attempts", "retry_at"], true),
   spec(shard.idempotencyKeys, [], true),
   // The school's count of event bytes today goes with it: a move does not reset its quota.
-  spec(shard.eventBytes),
+  // Past days' rows are left to the cron's pruning (which may run between copy and check).
+  spec(shard.eventBytes, [], false, eventBytesMoveStart),
 ];
 
 /**
@@ -245,7 +249,7 @@ async function copy(from: D1Database, to: D1Database, schoolId: string, limits: 
   const counts: Record<string, number> = {};
   for (const t of SCHOOL_TABLES) {
     let copied = 0;
-    let after: string | null = null;
+    let after = t.startAfter?.(Date.now()) ?? null;
     for (;;) {
       const p = await page(from, t, schoolId, after, pageRowsOf(t, limits));
       await insertRows(to, t, p.rows, limits.batchBytes);
@@ -263,7 +267,7 @@ async function digest(d1: D1Database, t: TableSpec, schoolId: string, limits: Co
   const checked = { ...t, columns: t.columns.filter((c) => !t.unchecked.includes(c)) };
   let rows = 0;
   let sum = "";
-  let after: string | null = null;
+  let after = t.startAfter?.(Date.now()) ?? null;
   for (;;) {
     const p = await page(d1, checked, schoolId, after, pageRowsOf(t, limits));
     rows += p.rows.length;

@@ -198,6 +198,27 @@ describe("the counters", () => {
     expect([over.status, over.body.code]).toEqual([429, "EVENT_QUOTA_EXCEEDED"]);
   });
 
+  it("a move over midnight: yesterday's counter, pruned on the old shard between copy and check, is not copied nor compared", async () => {
+    const [a] = await schoolsOnShard0(1, 1);
+    const course = `/v3/courses/${a!.courseIds[0]}`;
+    expect((await send("PATCH", course, a!.key, 1_000_000, rename("Séance 1"))).status).toBe(200);
+    vi.setSystemTime(NEXT_DAY + 1_000);
+    expect((await send("PATCH", course, a!.key, 1_000_000, rename("Séance 2"))).status).toBe(200);
+    const days = async (d1: D1Database) =>
+      (await d1.prepare("SELECT day FROM event_bytes WHERE school_id = ? ORDER BY day").bind(a!.schoolId).all<{ day: number }>()).results.map((r) => r.day);
+    const today = Math.floor(NEXT_DAY / 86_400_000);
+    expect(await days(env.SHARD_0)).toEqual([today - 1, today]);
+    const shards = { SHARD_0: env.SHARD_0, SHARD_1: env.SHARD_1 };
+    // The cron's prune of past days runs on the old shard between the copy and the check.
+    const onStep = async (step: string) => {
+      if (step === "copied") await env.SHARD_0.prepare("DELETE FROM event_bytes WHERE day < ?").bind(today).run();
+    };
+    expect(await moveSchool({ directory: env.DIRECTORY, shards }, a!.schoolId, "SHARD_1", { publish: publishPayloads, onStep })).toMatchObject({
+      result: "moved",
+    });
+    expect(await days(env.SHARD_1)).toEqual([today]);
+  });
+
   it("the cron prunes the counters of past UTC days, through an index, and keeps today's", async () => {
     const [a, b] = await schoolsOnShard0(2, 1);
     const counters = async () =>
