@@ -62,3 +62,20 @@ export const publishPayloads = (shard: D1Database, schoolId: string, payloads: s
     schoolId,
     payloads.map((p) => JSON.parse(p) as SchoolEvent),
   );
+
+/**
+ * `env` whose hubs accept every publish and record, per event, the school published to (in
+ * `published`); `bindings` replace others (a shard recorded or broken), for the cron's sweep.
+ */
+export function recordingHubs(published: string[], bindings: Partial<Env> = {}): typeof env {
+  const SCHOOL_HUB = {
+    idFromName: (name: string) => ({ name }),
+    get: ({ name }: { name: string }) => ({
+      publish: async (events: SchoolEvent[]) => {
+        published.push(...events.map(() => name));
+        return {};
+      },
+    }),
+  };
+  return { ...env, ...bindings, SCHOOL_HUB } as unknown as typeof env;
+}

@@ -12,9 +12,9 @@ import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
-import { type CourierConfig, courierFor, type Handover } from "../../src/webhooks/rpc";
+import { courierFor, type Handover } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, eventually, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
+import { courierConfig, courseEvent, drain, eventually, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 import { resetHub, settleCourier } from "../support/webhooks/reset";
 
@@ -83,20 +83,7 @@ describe("the deregistration promise with couriers", () => {
   /** A hand-over as the hub makes it (a newer config, a new event), arriving at the courier late. */
   const lateHandover = (schoolId: string, webhookId: string, host: string): Handover => {
     const event = courseEvent(schoolId);
-    const config: CourierConfig = {
-      webhookId,
-      schoolId,
-      hubId: env.SCHOOL_HUB.idFromName(schoolId).toString(),
-      version: 1_000,
-      url: `https://${host}/in`,
-      secret: "whsec_bGF0ZWxhdGVsYXRlbGF0ZWxhdGVsYXRlbGF0ZWxhdGU=",
-      previousSecret: null,
-      previousExpiresAt: null,
-      headers: {},
-      maxPerSecond: null,
-      enabled: true,
-      disables: 0,
-    };
+    const config = courierConfig(schoolId, webhookId, { url: `https://${host}/in` });
     return {
       config,
       events: [{ seq: 1_000, id: event.id, type: event.type, body: JSON.stringify(event), acceptedAt: Date.now(), skipped: false }],

@@ -13,7 +13,7 @@ import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
 import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, eventually, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
+import { courierConfig, courseEvent, drain, eventually, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 import { resetCourier, resetHub } from "../support/webhooks/reset";
 
@@ -187,20 +187,9 @@ describe("a reset of a courier", () => {
     expect(rx.to("courierdel-doomed.example.com").filter((r) => r.seq > mark)).toEqual([]);
     // A closed courier stays closed across its own restarts: a late hand-over takes nothing.
     await resetCourier(doomed.id);
-    const late = await courierFor(env, doomed.id).configure({
-      webhookId: doomed.id,
-      schoolId,
-      hubId: env.SCHOOL_HUB.idFromName(schoolId).toString(),
-      version: 1_000,
-      url: "https://courierdel-doomed.example.com/in",
-      secret: doomed.secret,
-      previousSecret: null,
-      previousExpiresAt: null,
-      headers: {},
-      maxPerSecond: null,
-      enabled: true,
-      disables: 0,
-    });
+    const late = await courierFor(env, doomed.id).configure(
+      courierConfig(schoolId, doomed.id, { url: "https://courierdel-doomed.example.com/in", secret: doomed.secret }),
+    );
     expect(late.closed).toBe(true);
     await expectNothingLost(key, ["courierdel-kept.example.com"], events, 0);
   });

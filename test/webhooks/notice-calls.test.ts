@@ -10,7 +10,8 @@ import { describe, expect, it } from "vitest";
 import { FailureReport } from "../../src/webhooks/courier/failure-report";
 import type { Outcome } from "../../src/webhooks/courier/queue";
 import type { ObjectCalls } from "../../src/webhooks/platform/object-calls";
-import { type CourierConfig, courierFor, type StreakNotice } from "../../src/webhooks/rpc";
+import { courierFor, type StreakNotice } from "../../src/webhooks/rpc";
+import { courierConfig } from "../support/webhooks/harness";
 
 type Hubs = ObjectCalls<ReturnType<Env["SCHOOL_HUB"]["get"]>>;
 
@@ -22,20 +23,7 @@ describe("notices owed while a call to the hub is under way", () => {
       call: (_id: string, fn: (hub: { reportStreak(n: StreakNotice[]): Promise<void> }) => Promise<void>) =>
         fn({ reportStreak: (notices) => new Promise<void>((answer) => calls.push({ notices, answer })) }),
     } as unknown as Hubs;
-    const config = {
-      webhookId: "wh_notice_calls",
-      schoolId: "sch_notice_calls",
-      hubId: "hub",
-      version: 1,
-      url: "https://notice-calls.example.com/in",
-      secret: "whsec_bGF0ZWxhdGVsYXRlbGF0ZWxhdGVsYXRlbGF0ZWxhdGU=",
-      previousSecret: null,
-      previousExpiresAt: null,
-      headers: {},
-      maxPerSecond: null,
-      enabled: true,
-      disables: 0,
-    } as CourierConfig;
+    const config = courierConfig("sch_notice_calls", "wh_notice_calls", { url: "https://notice-calls.example.com/in" });
     const outcome = (n: number, status: number): Outcome => ({
       row: { id: n, event_id: `evt_${n}`, event_type: "course.updated", trigger: "event", attempts: 0, requested: 0, body: "{}" },
       url: config.url,

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { shardFor } from "../../src/db/shards";
 import { sweepOutbox } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
-import { loadFixture } from "../support/shards";
+import { loadFixture, recordingHubs } from "../support/shards";
 import { courseEvent } from "../support/webhooks/harness";
 
 const hour = 3_600_000;
@@ -28,20 +28,6 @@ async function schoolWithBacklog(id: string, shard: string, n: number): Promise<
 const unpublished = async (shard: string, schoolId: string) =>
   (await shardFor(env, shard).prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>())!
     .n;
-
-/** `env` whose hubs accept everything and record the schools published to. */
-function recordingHubs(published: string[]) {
-  const SCHOOL_HUB = {
-    idFromName: (name: string) => ({ name }),
-    get: ({ name }: { name: string }) => ({
-      publish: async (events: SchoolEvent[]) => {
-        published.push(...events.map(() => name));
-        return {};
-      },
-    }),
-  };
-  return { ...env, SCHOOL_HUB } as unknown as typeof env;
-}
 
 describe("the cron sweep over the shards", () => {
   it("republishes the due rows of schools on both shards in one sweep", async () => {

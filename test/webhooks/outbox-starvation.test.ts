@@ -9,8 +9,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { sweepOutbox } from "../../src/events/outbox";
-import type { SchoolEvent } from "../../src/events/types";
 import { recordingD1, refusedPlans } from "../support/d1-statements";
+import { recordingHubs } from "../support/shards";
 import { courseEvent } from "../support/webhooks/harness";
 
 const hour = 3_600_000;
@@ -32,20 +32,6 @@ async function rowsOfSchools(prefix: string, n: number, retryAt: number, attempt
   }
 }
 
-/** `env` with SHARD_0 as `d1` and hubs that accept everything, recording the schools published to. */
-function acceptingHubs(published: string[], d1: D1Database = shard()) {
-  const SCHOOL_HUB = {
-    idFromName: (name: string) => ({ name }),
-    get: ({ name }: { name: string }) => ({
-      publish: async (events: SchoolEvent[]) => {
-        published.push(...events.map(() => name));
-        return {};
-      },
-    }),
-  };
-  return { ...env, SHARD_0: d1, SCHOOL_HUB } as unknown as typeof env;
-}
-
 const unpublished = async (schoolId: string) =>
   (await shard().prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ? AND published_at IS NULL").bind(schoolId).first<{ n: number }>())!.n;
 
@@ -55,12 +41,12 @@ describe("the sweep's choice of schools", () => {
     await rowsOfSchools("sch_backoff", 1_001, later + hour, 1);
     await rowsOfSchools("sch_zdue", 1, 0, 0);
     const published: string[] = [];
-    expect(await sweepOutbox(acceptingHubs(published), later)).toMatchObject({ schools: 1, republished: 1, failed: 0 });
+    expect(await sweepOutbox(recordingHubs(published), later)).toMatchObject({ schools: 1, republished: 1, failed: 0 });
     expect(published).toEqual(["sch_zdue_0000"]);
     expect(await unpublished("sch_zdue_0000")).toBe(0);
     expect(await unpublished("sch_backoff_1000")).toBe(1);
     // Once their back-off ends, they are due in turn: 50 schools per shard and run, as before.
-    expect(await sweepOutbox(acceptingHubs(published), later + hour)).toMatchObject({ schools: 50, republished: 50 });
+    expect(await sweepOutbox(recordingHubs(published), later + hour)).toMatchObject({ schools: 50, republished: 50 });
   });
 
   it("a school with a due row and rows backing off is chosen once, by its due row; a school with no unpublished row is not chosen", async () => {
@@ -74,10 +60,10 @@ describe("the sweep's choice of schools", () => {
     await rowsOfSchools("sch_fresh", 1, 0, 0);
     const published: string[] = [];
     // sch_fresh's never-failed row leads; sch_mixed's first failed row is due, its next two not yet.
-    expect(await sweepOutbox(acceptingHubs(published), later)).toMatchObject({ schools: 2, republished: 2, failed: 0 });
+    expect(await sweepOutbox(recordingHubs(published), later)).toMatchObject({ schools: 2, republished: 2, failed: 0 });
     expect(published).toEqual(["sch_fresh_0000", "sch_mixed"]);
-    expect(await sweepOutbox(acceptingHubs(published), later)).toMatchObject({ schools: 0 });
-    expect(await sweepOutbox(acceptingHubs(published), later + 19)).toMatchObject({ schools: 1, republished: 2 });
+    expect(await sweepOutbox(recordingHubs(published), later)).toMatchObject({ schools: 0 });
+    expect(await sweepOutbox(recordingHubs(published), later + 19)).toMatchObject({ schools: 1, republished: 2 });
     expect(await unpublished("sch_mixed")).toBe(0);
   });
 });
@@ -87,7 +73,7 @@ describe("the sweep's statements read through indexes", () => {
     await rowsOfSchools("sch_plan_ok", 3, 0, 0);
     await rowsOfSchools("sch_plan_down", 2, later - 1, 2);
     const { db, sent } = recordingD1(shard());
-    const flaky = acceptingHubs([], db);
+    const flaky = recordingHubs([], { SHARD_0: db });
     const SCHOOL_HUB = {
       idFromName: (name: string) => ({ name }),
       get: ({ name }: { name: string }) => ({

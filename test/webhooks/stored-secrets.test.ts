@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { courierFor } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
+import { courierConfig, courseEvent, drain, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -69,20 +69,7 @@ describe("the URL policy when sending", () => {
     const { schoolId, key } = await newSchool("sendtime");
     const hook = await register(key, "https://sendtime.example.com/in");
     // As if written while WEBHOOK_ALLOW_INSECURE_URLS was true: the courier holds a loopback URL.
-    await courierFor(env, hook.id).configure({
-      webhookId: hook.id,
-      schoolId,
-      hubId: env.SCHOOL_HUB.idFromName(schoolId).toString(),
-      version: 1_000,
-      url: "http://127.0.0.1:8080/in",
-      secret: hook.secret,
-      previousSecret: null,
-      previousExpiresAt: null,
-      headers: {},
-      maxPerSecond: null,
-      enabled: true,
-      disables: 0,
-    });
+    await courierFor(env, hook.id).configure(courierConfig(schoolId, hook.id, { url: "http://127.0.0.1:8080/in", secret: hook.secret }));
     const event = courseEvent(schoolId);
     await hubFor(env, schoolId).publish([event]);
     await drain(schoolId);

@@ -17,6 +17,28 @@ import { callJson, loadFixture } from "../helpers";
 
 let schools = 0;
 
+/**
+ * A courier config as the hub makes it for registration `webhookId` of `schoolId`, at
+ * version 1,000 (newer than any the hub has given), enabled, `v1` with `secret`, no headers
+ * or throttle; `overrides` replace fields. For tests that configure a courier themselves.
+ */
+export function courierConfig(schoolId: string, webhookId: string, overrides: Partial<CourierConfig> & Pick<CourierConfig, "url">): CourierConfig {
+  return {
+    webhookId,
+    schoolId,
+    hubId: env.SCHOOL_HUB.idFromName(schoolId).toString(),
+    version: 1_000,
+    secret: "whsec_bGF0ZWxhdGVsYXRlbGF0ZWxhdGVsYXRlbGF0ZWxhdGU=",
+    previousSecret: null,
+    previousExpiresAt: null,
+    headers: {},
+    maxPerSecond: null,
+    enabled: true,
+    disables: 0,
+    ...overrides,
+  };
+}
+
 /** A fresh school (its own hub) with one API key; returns `{ schoolId, key }`. */
 export async function newSchool(label = "s"): Promise<{ schoolId: string; key: string }> {
   schools += 1;
