@@ -136,6 +136,9 @@ describe("D1: each limit at its bound and one past it", () => {
     ).rejects.toThrow(/too big/);
     // A result row of two values under the limit each, over it together.
     await expect(db().prepare("SELECT ? AS a, ? AS b").bind(half, `${half}y`).first()).rejects.toThrow(/a result row of 2000001 bytes/);
+    // Counted in UTF-8 bytes: two values of 400,000 "€" (1,200,000 bytes each), 2,400,000 together.
+    const euros = "€".repeat(400_000);
+    await expect(db().prepare("SELECT ? AS a, ? AS b").bind(euros, euros).first()).rejects.toThrow(/a result row of 2400000 bytes/);
   });
 
   it("a stored row of 2,000,000 bytes is written, one byte more is refused and nothing is written", async () => {

@@ -64,11 +64,13 @@ export function checkRows(flavor: Flavor, rows: unknown): void {
   if (!Array.isArray(rows)) return;
   for (const row of rows) {
     const values: [string, unknown][] = Array.isArray(row) ? row.map((v, i) => [String(i + 1), v]) : row && typeof row === "object" ? Object.entries(row) : [];
-    let total = 0;
+    // A string's UTF-8 bytes are at most 3 a character: counted exactly only when that bound could pass the limit.
+    let bound = 0;
     for (const [k, v] of values) {
       checkValue(flavor, v, `result column ${k}`);
-      total += valueBytes(v);
+      bound += typeof v === "string" ? v.length * 3 : valueBytes(v);
     }
+    const total = bound <= PRODUCTION_LIMITS.valueBytes ? 0 : values.reduce((n, [, v]) => n + (typeof v === "string" ? utf8Bytes(v) : valueBytes(v)), 0);
     if (total > PRODUCTION_LIMITS.valueBytes) {
       fail(flavor, "string or blob too big: SQLITE_TOOBIG", `a result row of ${total} bytes > ${PRODUCTION_LIMITS.valueBytes}`);
     }
