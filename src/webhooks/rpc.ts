@@ -27,6 +27,9 @@ export type WebhookRecord = z.infer<typeof webhookRecordSchema>;
  */
 export type Ordering = WebhookRecord["ordering"];
 
+/** Whether `config` (none: no config yet) orders its deliveries by course. */
+export const ordersByCourse = (config: Pick<CourierConfig, "ordering"> | null | undefined): boolean => config?.ordering === "course";
+
 /** A registration as POST /v3/webhooks answers it: the only place the secret is shown. */
 export type CreatedWebhook = z.infer<typeof createdWebhookSchema>;
 

@@ -167,7 +167,7 @@ export const createWebhookSchema = z
     headers: headersSchema.nullable().optional(),
     maxPerSecond: maxPerSecondSchema.optional(),
     ordering: z
-      .enum(ORDERINGS, { error: `must be one of ${ORDERINGS.join(", ")}` })
+      .enum(ORDERINGS)
       .optional()
       .meta({ description: `${ORDERING_DESCRIPTION} Default \`course\`; on PATCH it applies to attempts started after the 200.`, example: "course" }),
     signatureScheme: z.enum(SIGNATURE_SCHEMES).optional().meta({

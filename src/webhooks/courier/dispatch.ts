@@ -12,7 +12,7 @@ import { SigningKeys } from "../delivery/signing";
 import { sendRefusal } from "../delivery/url-policy";
 import { IdleWaiters } from "../platform/idle-waiters";
 import type { Platform, Timer } from "../platform/platform";
-import { COURIER_SLOTS, type CourierConfig } from "../rpc";
+import { COURIER_SLOTS, type CourierConfig, ordersByCourse } from "../rpc";
 import type { FailureReport } from "./failure-report";
 import { type DueRow, heldBack, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
 import { Sender, Throttle } from "./sender";
@@ -120,7 +120,7 @@ export class Dispatch {
     const free = COURIER_SLOTS - this.sender.size - this.signing.size;
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
     const skipped = this.state.skipped();
-    const ordered = config.ordering === "course";
+    const ordered = ordersByCourse(config);
     const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped, ordered);
     const refusal = rows.length === 0 ? null : this.refusal(config.url);
     for (const row of rows) {
@@ -167,7 +167,7 @@ export class Dispatch {
       (signed) => {
         if (!this.signing.delete(row.id)) return;
         const inForce = !this.state.closed() && this.state.config() === config;
-        if (inForce && !(config.ordering === "course" && heldBack(this.sql, row.id))) this.sender.start(sending, config.url, { ...config.headers, ...signed });
+        if (inForce && !(ordersByCourse(config) && heldBack(this.sql, row.id))) this.sender.start(sending, config.url, { ...config.headers, ...signed });
         // A disable's skip passed over this row while it was being signed: end it now.
         else if (!this.state.closed() && this.state.skipped() > 0) void this.state.armAlarm(this.platform.now());
         this.pump();
@@ -265,7 +265,7 @@ export class Dispatch {
     const deadline = this.sender.firstDeadline();
     let at = deadline === null ? (this.outcomes.length === 0 && this.signing.size === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
     if (this.sender.size + this.signing.size < COURIER_SLOTS) {
-      const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), this.state.config()?.ordering === "course");
+      const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), ordersByCourse(this.state.config()));
       // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
       if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));
     }
@@ -278,6 +278,6 @@ export class Dispatch {
     if (this.sender.size > 0 || this.outcomes.length > 0 || this.signing.size > 0) return false;
     const config = this.state.config();
     if (this.state.closed() || config === null || !config.enabled) return true;
-    return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1, this.state.skipped(), config.ordering === "course").length === 0;
+    return !this.throttle.waiting && readDue(this.sql, this.platform.now(), [], 1, this.state.skipped(), ordersByCourse(config)).length === 0;
   }
 }

@@ -21,6 +21,7 @@ import {
   emptyBuckets,
   type Handover,
   type HandoverReceipt,
+  ordersByCourse,
   type StatsBucketSize,
 } from "../rpc";
 import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
@@ -227,7 +228,8 @@ export class WebhookCourier extends DurableObject<Env> {
       const step = this.queueing(config, () => {
         const chunk = toRecover(this.sql, since, until, position, RECOVER_CHUNK);
         const now = this.platform.now();
-        for (const event of chunk.events) enqueue(this.sql, event.id, event.type, "recover", now, this.skipThrough());
+        const skipped = this.skipThrough();
+        for (const event of chunk.events) enqueue(this.sql, event.id, event.type, "recover", now, skipped);
         return { ok: true, value: chunk };
       });
       if (!step.ok) return queued === 0 ? step : { ok: true, value: { queued } };
@@ -298,7 +300,7 @@ export class WebhookCourier extends DurableObject<Env> {
 
   /** Whether the config in force orders deliveries by course (`CourierConfig.ordering`). */
   private ordered(): boolean {
-    return this.config?.ordering === "course";
+    return ordersByCourse(this.config);
   }
 
   /**

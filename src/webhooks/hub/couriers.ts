@@ -35,6 +35,9 @@ const FULL_WAIT_MS = 60_000;
 /** An overloaded courier is left alone at least this long (ms). */
 const OVERLOAD_BACKOFF_MS = 2_000;
 
+/** The wait (ms) after a call's `n`-th failure in a row: BACKOFF_MS doubling, at most MAX_BACKOFF_MS. */
+const backoffMs = (n: number): number => Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** (n - 1));
+
 /** What the hub gives its couriers to work with. */
 export interface CourierHost {
   readonly sql: SqlStorage;
@@ -193,7 +196,7 @@ export class Couriers {
     for (const id of ids) {
       this.withSlot(() => this.calls.call(id, (courier) => courier.wake())).catch((err: unknown) => {
         const n = failures + 1;
-        const wait = Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** Math.min(n - 1, 16));
+        const wait = backoffMs(n);
         logObjectCallFailure({ from: "hub", webhookId: id, call: "wake", failures: n, retryInMs: wait, error: describeError(err).error });
         this.host.platform.setTimer(() => {
           if (readWebhook(this.host.sql, id)) this.wake([id], n);
@@ -283,7 +286,7 @@ export class Couriers {
   private failed(id: string, err: unknown): void {
     const n = (this.failures.get(id) ?? 0) + 1;
     this.failures.set(id, n);
-    const wait = Math.max(isOverloaded(err) ? OVERLOAD_BACKOFF_MS : 0, Math.min(MAX_BACKOFF_MS, BACKOFF_MS * 2 ** (n - 1)));
+    const wait = Math.max(isOverloaded(err) ? OVERLOAD_BACKOFF_MS : 0, backoffMs(n));
     const at = this.host.platform.now() + wait;
     this.notBefore.set(id, at);
     this.dirty.add(id);

@@ -4,6 +4,7 @@
  * by their subscription and filter at that instant — and reading it by cursor, for the
  * couriers' hand-overs. Synchronous SQL on the hub's storage.
  */
+import { deliveredJson } from "../../courses/change";
 import type { CourseKeys } from "../../courses/schemas";
 import type { SchoolEvent } from "../../events/types";
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
@@ -96,7 +97,7 @@ interface StoredEvent {
 export function accept(sql: SqlStorage, audiences: readonly Audience[], events: readonly SchoolEvent[], now: number, except?: string): Accepted {
   const loggable = events.filter((e) => e.type !== "webhook.test");
   const batches = cutBatches(
-    loggable.map(({ previous: _, ...delivered }): StoredEvent => ({ id: delivered.id, type: delivered.type, body: JSON.stringify(delivered) })),
+    loggable.map((e): StoredEvent => ({ id: e.id, type: e.type, body: deliveredJson(e) })),
     BOUND_LIST,
     encodeStored,
   );

@@ -214,7 +214,8 @@ export class SchoolHub extends DurableObject<Env> {
     const done = this.storage.transactionSync(() => accept(this.sql, this.readAudiences(), events, this.platform.now()));
     this.handOver(done.audiences);
     // Also for a school no registration hears (feed or course API only): its log is pruned.
-    void this.armPrune();
+    // An alarm already set ends by arming the next pruning itself.
+    if (!this.alarms.armedAfter(this.platform.now())) void this.armPrune();
     if (done.seqs.length > 0) this.readers.wake();
     const loggable = events.filter((e) => e.type !== "webhook.test").length;
     return { accepted: done.seqs.length, duplicates: loggable - done.seqs.length, deliveries: done.targets };
@@ -276,8 +277,10 @@ export class SchoolHub extends DurableObject<Env> {
       const now = this.platform.now();
       const addressed = new Set<string>();
       let accepted = 0;
+      // A courier reports on its own registration only: one read serves every notice.
+      const about = notices[0] ? registrations.readWebhook(this.sql, notices[0].webhookId) : null;
       for (const notice of notices) {
-        if (registrations.readWebhook(this.sql, notice.webhookId) === null) continue;
+        if (about === null || notice.webhookId !== about.id) continue;
         const done = accept(this.sql, this.readAudiences(), [noticeEvent(this.school ?? "", notice)], now, notice.webhookId);
         if (done.seqs.length === 0) continue;
         accepted += 1;

@@ -23,11 +23,8 @@ export class AlarmClock {
    * Makes sure the alarm runs by `at` (ms): arms it unless one is set for `at` or sooner — an
    * overdue one included, which runs first (its handler re-arms for what is left).
    */
-  async armBy(at: number): Promise<void> {
-    const set = await this.current();
-    if (set !== null && set <= at) return;
-    this.at = at;
-    await this.storage.setAlarm(at);
+  armBy(at: number): Promise<void> {
+    return this.arm(at, Number.NEGATIVE_INFINITY);
   }
 
   /** The alarm set (ms) or `null`: the stored one read once per instance (`fired`, an arm meanwhile win over the read). */
