@@ -100,6 +100,16 @@ export function applyPatch(before: CourseState, patch: CoursePatch): { after: Co
 }
 
 /**
+ * An event's body as the hub keeps, feeds and delivers it: JSON without `previous` (the filter
+ * keys a change had before it, for addressing only). The event quota counts these bytes
+ * (docs/reference.md § "Event quota").
+ */
+export function deliveredJson<E extends { previous?: unknown }>(event: E): string {
+  const { previous: _, ...delivered } = event;
+  return JSON.stringify(delivered);
+}
+
+/**
  * The events of a write, in the contract's order: `course.created` (no `before`) or
  * `course.updated`, then `course.archived` / `course.unarchived`, `course.absences_sent`
  * (false → true), one `course.professor_signed` per professor whose `signed` went false →

@@ -16,7 +16,7 @@ import type { ErrorCode } from "../http/error-catalogue";
 import { ApiError } from "../http/errors";
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../lib/batches";
 import { fold } from "../lib/text";
-import { type Assignment, type CourseState, sameList, sameProfessors } from "./change";
+import { type Assignment, type CourseState, deliveredJson, sameList, sameProfessors } from "./change";
 import type { CourseEvent } from "./schemas";
 import type { CoursePatch } from "./write-schemas";
 
@@ -215,9 +215,8 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
     if (bytes + 2 > BOUND_LIST.bytes) {
       throw new ApiError("PAYLOAD_TOO_LARGE", `The write would make an event of more than ${BOUND_LIST.bytes} bytes; nothing was written.`);
     }
-    // The quota counts bodies as delivered (docs/reference.md § "Event quota"): the hub strips `previous`.
-    const { previous, ...delivered } = e;
-    eventBytes += previous === undefined ? bytes : utf8Bytes(JSON.stringify(delivered));
+    // The quota counts bodies as delivered (docs/reference.md § "Event quota").
+    eventBytes += e.previous === undefined ? bytes : utf8Bytes(deliveredJson(e));
     stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${quota.at} WHERE ${guard}`);
   }
   if (events.length > 0) stmts.push(countEventBytes(schoolId, eventBytes, quota.bytesPerDay, quota.at, guard));

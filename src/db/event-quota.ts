@@ -12,14 +12,20 @@ import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
 /** One UTC day, in ms. */
 const DAY_MS = 86_400_000;
 
+/** The last `EVENT_BYTES_PER_DAY` read and its value: a deployment's var is read once per isolate. */
+let lastRead: { text: string | undefined; bytes: number } | null = null;
+
 /**
  * Reads `EVENT_BYTES_PER_DAY`: a positive whole number of bytes; missing or malformed → the
- * default, 100,000,000 (a malformed value is logged).
+ * default, 100,000,000 (a malformed value is logged, once per isolate and value).
  */
 export function parseEventBytesPerDay(text: string | undefined): number {
-  if (text !== undefined && /^\d{1,15}$/.test(text.trim()) && Number(text) > 0) return Number(text);
-  if (text !== undefined) console.warn(`EVENT_BYTES_PER_DAY "${text}" is malformed; using ${DEFAULT_EVENT_BYTES_PER_DAY} bytes.`);
-  return DEFAULT_EVENT_BYTES_PER_DAY;
+  if (lastRead !== null && lastRead.text === text) return lastRead.bytes;
+  let bytes = DEFAULT_EVENT_BYTES_PER_DAY;
+  if (text !== undefined && /^\d{1,15}$/.test(text.trim()) && Number(text) > 0) bytes = Number(text);
+  else if (text !== undefined) console.warn(`EVENT_BYTES_PER_DAY "${text}" is malformed; using ${DEFAULT_EVENT_BYTES_PER_DAY} bytes.`);
+  lastRead = { text, bytes };
+  return bytes;
 }
 
 /** The UTC day of `ms` (ms since the epoch): whole days since 1970-01-01. */
