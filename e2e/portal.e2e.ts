@@ -17,11 +17,12 @@ import type { Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_API_KEY, OTHER_API_KEY } from "../scripts/dataset/build";
 import { type DevServer, startDevServer } from "../scripts/lib/dev-server";
+import { verifyV1a } from "../scripts/lib/webhook-signatures";
 import { applyMigrations, d1Query, ROOT } from "../scripts/lib/wrangler";
 import { seedDemo } from "../scripts/seed-demo";
 import { PORTAL_CSP } from "../src/portal/headers";
 import { axeViolations, launchBrowser, type PortalBrowser } from "./browser";
-import { type Receiver, startReceiver, verifyDelivery, verifyV1a } from "./receiver";
+import { type Receiver, startReceiver, verifyDelivery } from "./receiver";
 
 /** What the steps pass on to each other. */
 const state: {

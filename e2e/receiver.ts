@@ -4,7 +4,6 @@
  * {@link Receiver.fail} — a chosen error status, to play an outage, or — set with
  * {@link Receiver.answer} — a chosen status and body.
  */
-import { createPublicKey, verify } from "node:crypto";
 import { createServer, type IncomingHttpHeaders } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
@@ -126,19 +125,4 @@ export function verifyDelivery(r: Received, secret: string): { id: string; type:
   const headers: Record<string, string> = {};
   for (const name of ["webhook-id", "webhook-timestamp", "webhook-signature"]) headers[name] = String(r.headers[name] ?? "");
   return new Webhook(secret).verify(r.body, headers) as { id: string; type: string; data: any };
-}
-
-/**
- * Whether delivery `r` carries a `v1a` signature (ed25519, Standard Webhooks) over
- * `{webhook-id}.{webhook-timestamp}.{body}` that verifies with `publicKey` (`whpk_` + base64
- * of the 32-byte key), by Node's own crypto: an implementation other than the Workers
- * runtime's that signed it.
- */
-export function verifyV1a(r: Received, publicKey: string): boolean {
-  const x = Buffer.from(publicKey.slice("whpk_".length), "base64").toString("base64url");
-  const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
-  const signed = Buffer.from(`${r.headers["webhook-id"]}.${r.headers["webhook-timestamp"]}.${r.body}`);
-  return String(r.headers["webhook-signature"] ?? "")
-    .split(" ")
-    .some((s) => s.startsWith("v1a,") && verify(null, signed, key, Buffer.from(s.slice("v1a,".length), "base64")));
 }

@@ -9,7 +9,6 @@
  * Options: `--base http://127.0.0.1:8787` (or API_BASE), `--key sk_…` (or API_KEY; default
  * the demo key), `--wait 3000` (ms to wait for late deliveries after the last write).
  */
-import { createPublicKey, verify } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parseArgs } from "node:util";
@@ -17,6 +16,7 @@ import { Webhook } from "standardwebhooks";
 import type { CourseRecord } from "../src/courses/schemas";
 import type { CreatedWebhook, DeliveryRecord, RotatedSecret, WebhookRecord } from "../src/webhooks/rpc";
 import { DEMO_API_KEY } from "./dataset/build";
+import { verifyV1a } from "./lib/webhook-signatures";
 
 const { values: opts } = parseArgs({
   options: {
@@ -131,19 +131,6 @@ async function until(done: () => boolean, ms: number): Promise<boolean> {
   return done();
 }
 
-/**
- * Whether a delivery verifies as Standard Webhooks `v1a` with `publicKey` (`whpk_` + base64 of
- * the raw ed25519 key): some `v1a,` signature over `{webhook-id}.{webhook-timestamp}.{body}`.
- */
-function verifiedV1a(a: V1aArrival, publicKey: string): boolean {
-  const x = Buffer.from(publicKey.slice("whpk_".length), "base64").toString("base64url");
-  const key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
-  const signed = Buffer.from(`${a.headers["webhook-id"]}.${a.headers["webhook-timestamp"]}.${a.body}`);
-  return String(a.headers["webhook-signature"] ?? "")
-    .split(" ")
-    .some((s) => s.startsWith("v1a,") && verify(null, signed, key, Buffer.from(s.slice("v1a,".length), "base64")));
-}
-
 async function main() {
   try {
     await fetch(`${BASE}/v3/courses?limit=1`);
@@ -236,7 +223,7 @@ async function main() {
   await api("PATCH", `/v3/courses/${course.id}`, { classroom: "E3" });
   await until(() => v1aArrivals.length > 0, 10_000);
   const v1aDelivery = v1aArrivals[0];
-  const v1aOk = v1aDelivery !== undefined && v1a.secret === undefined && verifiedV1a(v1aDelivery, String(v1a.publicKey));
+  const v1aOk = v1aDelivery !== undefined && v1a.secret === undefined && verifyV1a(v1aDelivery, String(v1a.publicKey));
   log(`  ${v1aDelivery ? `body ${v1aDelivery.body}` : "nothing arrived"}`);
   log(
     `  ${v1aDelivery ? String(v1aDelivery.headers["webhook-signature"]).slice(0, 24) : "no signature"}… verified with node:crypto and the public key: ${v1aOk ? "✓" : "✗"}`,

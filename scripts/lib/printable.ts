@@ -3,9 +3,10 @@
  * for a terminal (docs/operations.md § "Operating the service"): a control character could
  * start an escape sequence (OSC 52 writes the clipboard, others retitle or recolour).
  */
+import { CONTROL_CHAR_RE } from "../../src/lib/text";
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: the characters escaped.
-const CONTROLS = /[\u0000-\u001f\u007f-\u009f]/g;
+/** The controls imported text refuses (src/lib/text.ts), every one of them. */
+const CONTROLS = new RegExp(CONTROL_CHAR_RE.source, "g");
 
 /**
  * `text` with every C0 (U+0000–U+001F), DEL and C1 (U+0080–U+009F) control written as a JSON
