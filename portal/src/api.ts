@@ -222,6 +222,9 @@ export type SignatureScheme = "v1" | "v1a";
 /** `course`: a course's events are delivered in order, one at a time; `none`: every event on its own. */
 export type Ordering = "course" | "none";
 
+/** How the form and the detail name each `ordering`. */
+export const ORDERING_LABELS: Record<Ordering, string> = { course: "Per course: a course's events in order", none: "None: every event on its own" };
+
 /** What deliveries carry: full events, or course events with the course's id and version only. */
 export type PayloadForm = "full" | "thin";
 

@@ -7,7 +7,7 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { useReadOnly } from "../access";
-import { ApiError, api, type RotatedSecret, type Webhook } from "../api";
+import { ApiError, api, ORDERING_LABELS, type RotatedSecret, type Webhook } from "../api";
 import { Dialog, ErrorAlert, eventsText, type Problem, SecretReveal, StatusBadge } from "../components";
 import { formatInstant, localInputToIso } from "../format";
 import type { Go } from "../navigation";
@@ -128,7 +128,7 @@ export function WebhookDetail({ id, go }: { id: string; go: Go }) {
         <dt>Throttle</dt>
         <dd>{webhook.maxPerSecond ? `At most ${webhook.maxPerSecond} attempt${webhook.maxPerSecond === 1 ? "" : "s"} per second` : "None"}</dd>
         <dt>Ordering</dt>
-        <dd>{webhook.ordering === "course" ? "Per course: a course's events in order" : "None: every event on its own"}</dd>
+        <dd>{ORDERING_LABELS[webhook.ordering ?? "none"]}</dd>
         <dt>Payload</dt>
         <dd>{webhook.payload === "thin" ? "Thin: course events carry the course's id and version only" : "Full events"}</dd>
         <dt>Signature</dt>

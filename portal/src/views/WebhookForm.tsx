@@ -16,6 +16,7 @@ import {
   api,
   type CreatedWebhook,
   type EventType,
+  ORDERING_LABELS,
   type Ordering,
   type PayloadForm,
   type SignatureScheme,
@@ -232,57 +233,62 @@ function WebhookFields({
 
 /** In what order, what deliveries carry, and (at creation only) how they are signed. */
 function DeliveryFields({ value, onChange, editing }: { value: FormValue; onChange: (v: FormValue) => void; editing: Webhook | null }) {
+  /** One select of `value[key]`: its options (value → text) and a hint. */
+  const choice = <K extends "ordering" | "payload" | "signatureScheme">(
+    id: string,
+    label: string,
+    key: K,
+    options: Record<FormValue[K], string>,
+    hint: string,
+    disabled = false,
+  ) => (
+    <div class="field">
+      <label for={id}>{label}</label>
+      <select
+        id={id}
+        aria-describedby={`${id}-hint`}
+        disabled={disabled}
+        value={value[key]}
+        onChange={(e) => onChange({ ...value, [key]: e.currentTarget.value as FormValue[K] })}
+      >
+        {Object.entries<string>(options).map(([v, text]) => (
+          <option key={v} value={v}>
+            {text}
+          </option>
+        ))}
+      </select>
+      <p id={`${id}-hint`} class="hint">
+        {hint}
+      </p>
+    </div>
+  );
   return (
     <fieldset>
       <legend>Ordering, payload and signature</legend>
-      <div class="field">
-        <label for="wh-ordering">Ordering</label>
-        <select
-          id="wh-ordering"
-          aria-describedby="wh-ordering-hint"
-          value={value.ordering}
-          onChange={(e) => onChange({ ...value, ordering: e.currentTarget.value as Ordering })}
-        >
-          <option value="course">Per course: a course's events in order</option>
-          <option value="none">None: every event on its own</option>
-        </select>
-        <p id="wh-ordering-hint" class="hint">
-          Per course: an event waits while an earlier event of the same course is still being delivered or retried; other courses are never held.
-        </p>
-      </div>
-      <div class="field">
-        <label for="wh-payload">Payload</label>
-        <select
-          id="wh-payload"
-          aria-describedby="wh-payload-hint"
-          value={value.payload}
-          onChange={(e) => onChange({ ...value, payload: e.currentTarget.value as PayloadForm })}
-        >
-          <option value="full">Full: each course event carries the course</option>
-          <option value="thin">Thin: the course's id and version only</option>
-        </select>
-        <p id="wh-payload-hint" class="hint">
-          Thin: the receiver gets no names or emails, and fetches the course it is allowed to see. Webhook events (disabled, test) are always sent whole.
-        </p>
-      </div>
-      <div class="field">
-        <label for="wh-signature">Signature</label>
-        <select
-          id="wh-signature"
-          aria-describedby="wh-signature-hint"
-          disabled={editing !== null}
-          value={value.signatureScheme}
-          onChange={(e) => onChange({ ...value, signatureScheme: e.currentTarget.value as SignatureScheme })}
-        >
-          <option value="v1">v1: HMAC-SHA256 with a secret</option>
-          <option value="v1a">v1a: ed25519, verified with a public key</option>
-        </select>
-        <p id="wh-signature-hint" class="hint">
-          {editing
-            ? "Chosen when the endpoint was created: to change it, create another endpoint."
-            : "v1a: your receiver holds only a public key, which cannot sign a delivery. Chosen now for the endpoint's whole life."}
-        </p>
-      </div>
+      {choice(
+        "wh-ordering",
+        "Ordering",
+        "ordering",
+        ORDERING_LABELS,
+        "Per course: an event waits while an earlier event of the same course is still being delivered or retried; other courses are never held.",
+      )}
+      {choice(
+        "wh-payload",
+        "Payload",
+        "payload",
+        { full: "Full: each course event carries the course", thin: "Thin: the course's id and version only" },
+        "Thin: the receiver gets no names or emails, and fetches the course it is allowed to see. Webhook events (disabled, test) are always sent whole.",
+      )}
+      {choice(
+        "wh-signature",
+        "Signature",
+        "signatureScheme",
+        { v1: "v1: HMAC-SHA256 with a secret", v1a: "v1a: ed25519, verified with a public key" },
+        editing
+          ? "Chosen when the endpoint was created: to change it, create another endpoint."
+          : "v1a: your receiver holds only a public key, which cannot sign a delivery. Chosen now for the endpoint's whole life.",
+        editing !== null,
+      )}
     </fieldset>
   );
 }
@@ -561,8 +567,9 @@ export function EditWebhook({ id, go }: { id: string; go: Go }) {
       }
       const throttle = throttleOf(value);
       if (throttle !== (original.maxPerSecond ?? null)) patch.maxPerSecond = throttle;
-      if (value.ordering !== (original.ordering ?? "none")) patch.ordering = value.ordering;
-      if (value.payload !== (original.payload ?? "full")) patch.payload = value.payload;
+      const stored = formValue(original);
+      if (value.ordering !== stored.ordering) patch.ordering = value.ordering;
+      if (value.payload !== stored.payload) patch.payload = value.payload;
     } catch (err) {
       setError(err as Error);
       return;
