@@ -7,6 +7,7 @@
  */
 import { createExecutionContext, env } from "cloudflare:test";
 import { expect, it } from "vitest";
+import { failingPublishEnv } from "../../src/bench/faults";
 import { hubFor } from "../../src/events/hub-client";
 import { sweepOutbox } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
@@ -14,10 +15,7 @@ import worker from "../../src/index";
 import { loadFixture, shardOf } from "../support/shards";
 
 /** `env` whose hubs cannot be reached: a write's own publish fails. */
-const unreachable = {
-  ...env,
-  SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) },
-} as unknown as typeof env;
+const unreachable = failingPublishEnv(env);
 
 it("a course whose updatedAt is in 2099, its publish failing: the sweep publishes the write's event 30 s later", async () => {
   const schoolId = "sch_clock";

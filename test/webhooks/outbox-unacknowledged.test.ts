@@ -9,6 +9,7 @@
  */
 import { createExecutionContext, env } from "cloudflare:test";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { failingPublishEnv } from "../../src/bench/faults";
 import { sweepOutbox } from "../../src/events/outbox";
 import worker from "../../src/index";
 import { callJson } from "../support/helpers";
@@ -22,10 +23,7 @@ beforeAll(() => receivers.install());
 afterAll(() => receivers.restore());
 
 /** `env` whose hubs cannot be reached: a write's own publish fails. */
-const unreachable = {
-  ...env,
-  SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) },
-} as unknown as typeof env;
+const unreachable = failingPublishEnv(env);
 
 /** A course write sent to the Worker with the hub unreachable. */
 const writeUnpublished = (key: string, method: string, path: string, json: unknown) =>

@@ -7,6 +7,7 @@
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failingPublishEnv } from "../../src/bench/faults";
 import { shardBindings } from "../../src/db/shard-names";
 import { shardFor } from "../../src/db/shards";
 import { hubFor } from "../../src/events/hub-client";
@@ -75,10 +76,7 @@ describe("the outbox sweep", () => {
     const { schoolId, key } = await newSchool("o");
     await register(key, "https://sweep.example.com/hook");
     // A hub that cannot be reached: the write still succeeds, its events stay in the outbox.
-    const unreachable = {
-      ...env,
-      SCHOOL_HUB: { idFromName: () => ({}), get: () => ({ publish: () => Promise.reject(new Error("hub unreachable")) }) },
-    } as unknown as typeof env;
+    const unreachable = failingPublishEnv(env);
     const post = await worker.fetch(
       new Request("http://api.test/v3/courses", {
         method: "POST",
