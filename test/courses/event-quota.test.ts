@@ -163,6 +163,39 @@ describe("the daily quota of event bytes", () => {
     expect(await outboxCount(a!.schoolId)).toBe(3);
   });
 
+  it("a write that lost its race is not counted: its retry, which wins, is counted once", async () => {
+    const [a] = await schoolsOnShard0(1, 2);
+    const [warm, raced] = a!.courseIds;
+    // Every rename to "Séance 1" makes an event of the same size (same id length, version 2).
+    expect((await send("PATCH", `/v3/courses/${warm}`, a!.key, 1_000_000, rename("Séance 1"))).status).toBe(200);
+    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    // Another writer changes the course's revision just before the write's batch runs, once:
+    // the write loses its compare-and-set, reads again and wins on its second attempt.
+    let raced0 = false;
+    const racing = <D extends object>(db: D): D =>
+      new Proxy(db, {
+        get(target, prop) {
+          const t = target as unknown as D1Database;
+          if (prop === "withSession") return (...args: Parameters<D1Database["withSession"]>) => racing(t.withSession(...args));
+          if (prop !== "batch") return Reflect.get(target, prop, target);
+          return async (statements: D1PreparedStatement[]) => {
+            if (!raced0) {
+              raced0 = true;
+              await env.SHARD_0.prepare("UPDATE courses SET revision = 'rev_other_writer' WHERE school_id = ? AND id = ?").bind(a!.schoolId, raced).run();
+            }
+            return t.batch(statements);
+          };
+        },
+      });
+    // A quota with room for exactly the two events: the lost attempt, were it counted, would pass it.
+    const answer = await send("PATCH", `/v3/courses/${raced}`, a!.key, 2 * size, rename("Séance 1"), {}, racing(env.SHARD_0));
+    expect(raced0).toBe(true);
+    expect(answer.status).toBe(200);
+    const counted = await env.SHARD_0.prepare("SELECT sum(bytes) AS n FROM event_bytes WHERE school_id = ?").bind(a!.schoolId).first<{ n: number }>();
+    expect(counted!.n).toBe(2 * size);
+    expect(await outboxCount(a!.schoolId)).toBe(2);
+  });
+
   it("an idempotent replay of an accepted create answers as first, over the quota too, and is not counted again", async () => {
     const [a] = await schoolsOnShard0(1, 1);
     const json = { name: "Créée", startDateTime: "2026-09-15T08:00:00Z", endDateTime: "2026-09-15T10:00:00Z" };
