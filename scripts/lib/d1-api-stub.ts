@@ -5,13 +5,14 @@
  * params }] }`, params strings only, a bearer token, answers in the API's envelope
  * (`{ success, errors, messages, result }`), refusing what production's D1 refuses
  * (test/support/d1-limits.ts: 32 arguments per SQL function, 100 bound parameters, 100,000
- * bytes of SQL, 2,000,000 bytes per value or row). The self-test of `npm run shards -- …
+ * bytes of SQL, 2,000,000 bytes per value or row, stored rows guarded by its triggers on every
+ * table, one created through the API too). The self-test of `npm run shards -- …
  * --remote` points CLOUDFLARE_API_BASE_URL at it, since this machine reaches no Cloudflare
  * API; `fault` lets it answer a request itself (a 500, a 429 with `Retry-After`).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { limitedD1 } from "../../test/support/d1-limits";
+import { guardRows, limitedD1 } from "../../test/support/d1-limits";
 import { openLocalD1 } from "./d1-local";
 import { d1DatabaseIdsOfConfig } from "./wrangler";
 
@@ -59,6 +60,7 @@ async function readBody(req: IncomingMessage): Promise<string> {
 /** Starts the stub on 127.0.0.1 (a free port) over the local D1 state under `persistTo`. */
 export async function startD1ApiStub(persistTo: string): Promise<D1ApiStub> {
   const local = await openLocalD1(persistTo);
+  for (const db of Object.values(local.databases)) await guardRows(db);
   const bindingOf = new Map(Object.entries(await d1DatabaseIdsOfConfig("remote")).map(([b, id]) => [id, b]));
   const stub: D1ApiStub = {
     baseUrl: "",

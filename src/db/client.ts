@@ -17,31 +17,34 @@ export function getDb(d1: D1Database): DrizzleD1Database {
 
 type D1Seam = (d1: D1Database) => D1Database;
 let d1Seam: D1Seam | null = null;
-/** Each env's wrapped copy, with the seam that built it. */
-const seamed = new WeakMap<object, { seam: D1Seam; env: object }>();
+/** Each env's wrapped copy. */
+const seamed = new WeakMap<object, object>();
 
 /**
- * Installs a wrapper of every D1 binding the Worker reads from now on (`null`: none). Tests
- * install one that refuses what production's D1 refuses and the local runtime accepts
+ * Installs a wrapper of every D1 binding the Worker reads from now on, once: tests install one
+ * that refuses what production's D1 refuses and the local runtime accepts
  * (test/support/d1-limits.ts); production never calls it.
+ *
+ * @throws when a seam is installed already: none can be replaced nor removed, so that no test
+ *   file runs the Worker without it.
  */
-export function useD1Seam(next: D1Seam | null): void {
+export function useD1Seam(next: D1Seam): void {
+  if (d1Seam !== null) throw new Error("The D1 seam is installed once (test/support/setup.ts): it cannot be replaced nor removed.");
   d1Seam = next;
 }
 
 /**
  * `env` as the Worker's handlers use it: itself, or (with a seam installed) a copy whose D1
- * bindings — `DIRECTORY` and every `SHARD_<n>` — are wrapped by the seam, built once per `env`
- * and seam.
+ * bindings — `DIRECTORY` and every `SHARD_<n>` — are wrapped by the seam, built once per `env`.
  */
 export function withD1Seam<E extends object>(env: E): E {
   const seam = d1Seam;
   if (seam === null) return env;
   const known = seamed.get(env);
-  if (known?.seam === seam) return known.env as E;
+  if (known) return known as E;
   const bindings = ["DIRECTORY", ...shardBindings(env)].filter((b) => b in env);
   const out = { ...env, ...Object.fromEntries(bindings.map((b) => [b, seam((env as Record<string, D1Database>)[b]!)])) } as E;
-  seamed.set(env, { seam, env: out });
+  seamed.set(env, out);
   return out;
 }
 

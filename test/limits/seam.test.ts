@@ -5,12 +5,13 @@
  * the stored rows of both. Each limit at its bound (accepted) and one past it (refused).
  */
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { useD1Seam } from "../../src/db/client";
 import worker from "../../src/index";
-import { limitedD1 } from "../support/d1-limits";
+import { useStorageSeam } from "../../src/webhooks/platform/platform";
 import { fixture, KEY_A } from "../support/fixtures";
 import { callJson, loadFixture } from "../support/helpers";
+import { recentInvocations } from "../support/invocations";
 import { inHub, newSchool, ownStorage } from "../support/webhooks/harness";
 
 /** `n` SQL string literals, `'0', '1', …`. */
@@ -168,42 +169,29 @@ describe("D1: each limit at its bound and one past it", () => {
 });
 
 describe("the Worker's own D1 bindings go through the seam", () => {
-  afterEach(() => useD1Seam(limitedD1));
-
-  /** Installs a seam that records each method the Worker calls on a D1 binding or session. */
-  function recordCalls(): string[] {
-    const calls: string[] = [];
-    const record = <D extends object>(d1: D): D =>
-      new Proxy(d1, {
-        get(target, prop) {
-          const value = Reflect.get(target, prop, target);
-          if (typeof value !== "function") return value;
-          return (...args: unknown[]) => {
-            calls.push(String(prop));
-            const out = value.apply(target, args);
-            return prop === "withSession" ? record(out) : out;
-          };
-        },
-      });
-    useD1Seam((d1) => record(limitedD1(d1)));
-    return calls;
-  }
+  /** The D1 methods the last invocation of `kind` called, as the seam counted them. */
+  const lastCalls = (kind: "fetch" | "scheduled") =>
+    recentInvocations()
+      .filter((i) => i.kind === kind)
+      .at(-1)?.d1Calls ?? [];
 
   it("a request's credential check and page read", async () => {
     await loadFixture(fixture);
-    const calls = recordCalls();
     expect((await callJson("/v3/courses?limit=1", { key: KEY_A })).status).toBe(200);
-    expect(calls).toContain("withSession");
-    expect(calls).toContain("batch");
+    expect(lastCalls("fetch")).toContain("batch");
   });
 
   it("the cron: the directory's pruning and PRAGMA optimize on every database", async () => {
-    const calls = recordCalls();
     const exec = createExecutionContext();
     await worker.scheduled(createScheduledController({ scheduledTime: Date.UTC(2026, 10, 26, 12, 0), cron: "* * * * *" }), env, exec);
     await waitOnExecutionContext(exec);
-    expect(calls.filter((c) => c === "exec")).toHaveLength(3);
-    expect(calls).toContain("prepare");
+    expect(lastCalls("scheduled").filter((c) => c === "exec")).toHaveLength(3);
+    expect(lastCalls("scheduled")).toContain("run");
+  });
+
+  it("no test file can replace or remove the seams", () => {
+    expect(() => useD1Seam((d1) => d1)).toThrow(/installed once/);
+    expect(() => useStorageSeam((storage) => storage)).toThrow(/installed once/);
   });
 });
 

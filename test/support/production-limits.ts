@@ -6,7 +6,9 @@
  *
  * Statements are read by a tokenizer that knows SQLite's quotes, comments and parentheses, so a
  * function call's arguments are counted as SQLite counts them (nested calls and subqueries apart).
- * The verdict of each distinct SQL text is computed once and cached.
+ * The verdict of each distinct SQL text is computed once and cached. A string SQLite builds while
+ * running and never returns nor stores (`length(x || x)`) is not seen: the runtime refuses
+ * `PRAGMA` changes of its own limits (SQLITE_AUTH) and exposes no `sqlite3_limit`.
  */
 import { utf8Bytes } from "../../src/lib/batches";
 
@@ -31,6 +33,16 @@ const PRODUCTION_LIMITS = {
    * 2 MB" (Durable Objects limits § SQLite-backed Durable Objects general limits).
    */
   kvPairBytes: 2_000_000,
+  /**
+   * D1's "Maximum query result size: 50 MB" (D1 limits page, footnote 5); counted as the bytes of
+   * the values of one statement's rows (as `valueBytes` counts them), 50,000,000.
+   */
+  resultBytes: 50_000_000,
+  /**
+   * A Durable Object's key-value calls with many keys (`get`/`delete` of an array, `put` of an
+   * object): at most 128 keys each (Durable Objects storage API: "up to 128 keys").
+   */
+  keysPerCall: 128,
 } as const;
 
 /** Where an error comes from: D1 prefixes its SQLite errors with `D1_ERROR: `. */
@@ -62,6 +74,7 @@ export function checkValue(flavor: Flavor, value: unknown, where: string): void 
  */
 export function checkRows(flavor: Flavor, rows: unknown): void {
   if (!Array.isArray(rows)) return;
+  let resultBytes = 0;
   for (const row of rows) {
     const values: [string, unknown][] = Array.isArray(row) ? row.map((v, i) => [String(i + 1), v]) : row && typeof row === "object" ? Object.entries(row) : [];
     // A string's UTF-8 bytes are at most 3 a character: counted exactly only when that bound could pass the limit.
@@ -73,6 +86,10 @@ export function checkRows(flavor: Flavor, rows: unknown): void {
     const total = bound <= PRODUCTION_LIMITS.valueBytes ? 0 : values.reduce((n, [, v]) => n + (typeof v === "string" ? utf8Bytes(v) : valueBytes(v)), 0);
     if (total > PRODUCTION_LIMITS.valueBytes) {
       fail(flavor, "string or blob too big: SQLITE_TOOBIG", `a result row of ${total} bytes > ${PRODUCTION_LIMITS.valueBytes}`);
+    }
+    resultBytes += values.reduce((n, [, v]) => n + valueBytes(v), 0);
+    if (flavor === "d1" && resultBytes > PRODUCTION_LIMITS.resultBytes) {
+      fail(flavor, "query result exceeds the maximum size of 50 MB", `the rows of one statement are over ${PRODUCTION_LIMITS.resultBytes} bytes`);
     }
   }
 }
@@ -155,6 +172,8 @@ interface Analysis {
   overArguments?: { name: string; at: number; count: number };
   /** LIKE/GLOB patterns: a literal's text, or a bound parameter's 0-based index. */
   patterns: ({ literal: string } | { param: number })[];
+  /** Whether a statement of the text creates or alters a table (anywhere in it, not only first). */
+  schemaChange: boolean;
 }
 
 const analyses = new Map<string, Analysis>();
@@ -163,7 +182,15 @@ function analyse(sql: string): Analysis {
   const cached = analyses.get(sql);
   if (cached) return cached;
   const tokens = tokenize(sql);
-  const analysis: Analysis = { patterns: [] };
+  const words = tokens.map((t) => (t.kind === "word" ? t.text.toLowerCase() : ""));
+  const analysis: Analysis = {
+    patterns: [],
+    schemaChange: words.some(
+      (w, i) =>
+        (w === "alter" && words[i + 1] === "table") ||
+        (w === "create" && (words[i + 1] === "table" || (/^temp(orary)?$/.test(words[i + 1]!) && words[i + 2] === "table"))),
+    ),
+  };
   // `ordered`: past an aggregate's ORDER BY, whose terms are not arguments.
   const frames: { fn?: { name: string; at: number }; commas: number; empty: boolean; ordered: boolean }[] = [];
   // Positional `?` parameters count in order; `?NNN` names its number.
@@ -253,6 +280,11 @@ export function checkStatement(flavor: Flavor, sql: string, params: readonly unk
   }
 }
 
+/** Whether `sql` creates or alters a table in any of its statements (its new rows need guards). */
+export function changesSchema(sql: string): boolean {
+  return analyse(sql).schemaChange;
+}
+
 /** The statements of a D1 `exec` string: split at `;` outside quotes and comments. */
 export function splitStatements(sql: string): string[] {
   const out: string[] = [];
@@ -307,10 +339,73 @@ export function guardTriggers(rows: readonly { tbl: string; col: string }[]): st
   return [...byTable].flatMap(([t, cols]) => rowSizeTriggers(t, cols));
 }
 
-/** The size of a key-value pair as a Durable Object stores it (key's and value's UTF-8 bytes, values as JSON). */
+/** The bytes of an unsigned LEB128 varint (V8's length and count fields). */
+const varint = (n: number) => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x20_0000 ? 3 : n < 0x1000_0000 ? 4 : 5);
+
+/**
+ * The bytes of `value` as V8's ValueSerializer (format 15, the structured clone a Durable Object
+ * stores; `node:v8`'s `serialize` is not implemented in workerd) writes it: the 2-byte header, then
+ * a tag byte and its fields per value. Exact for the types listed below; an object of another
+ * class counts as its JSON text. A string is one byte a character when every character is
+ * Latin-1 (V8's one-byte strings), else two (UTF-16; a padding byte may align it).
+ */
+export function serializedBytes(value: unknown): number {
+  let at = 2;
+  const seen = new Set<object>();
+  const write = (v: unknown): void => {
+    if (v === null || v === undefined || typeof v === "boolean") at += 1;
+    else if (typeof v === "number") at += Number.isInteger(v) && v >= -(2 ** 30) && v < 2 ** 30 ? 1 + varint(Math.abs(v) * 2) : 9;
+    else if (typeof v === "bigint") at += 1 + varint(16) + 8 * Math.max(1, Math.ceil(v.toString(16).replace("-", "").length / 16));
+    else if (typeof v === "string") {
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: Latin-1 is the range V8 stores one byte a character.
+      const oneByte = /^[\u0000-\u00ff]*$/.test(v);
+      const bytes = oneByte ? v.length : 2 * v.length;
+      if (!oneByte && (at + 1 + varint(bytes)) % 2 === 1) at += 1;
+      at += 1 + varint(bytes) + bytes;
+    } else if (typeof v === "object") {
+      if (seen.has(v)) {
+        at += 1 + varint(seen.size);
+        return;
+      }
+      seen.add(v);
+      if (v instanceof Date) at += 9;
+      else if (v instanceof ArrayBuffer) at += 1 + varint(v.byteLength) + v.byteLength;
+      else if (ArrayBuffer.isView(v)) at += 1 + varint(v.buffer.byteLength) + v.buffer.byteLength + 3 + varint(v.byteOffset) + varint(v.byteLength);
+      else if (Array.isArray(v)) {
+        at += 1 + varint(v.length);
+        for (const item of v) write(item);
+        at += 1 + varint(0) + varint(v.length);
+      } else if (v instanceof Map) {
+        at += 1;
+        for (const [k, item] of v) {
+          write(k);
+          write(item);
+        }
+        at += 1 + varint(2 * v.size);
+      } else if (v instanceof Set) {
+        at += 1;
+        for (const item of v) write(item);
+        at += 1 + varint(v.size);
+      } else if (Object.getPrototypeOf(v) === Object.prototype || Object.getPrototypeOf(v) === null) {
+        const entries = Object.entries(v);
+        at += 1;
+        for (const [k, item] of entries) {
+          const index = /^(0|[1-9]\d{0,8})$/.test(k) ? Number(k) : null;
+          if (index === null) write(k);
+          else write(index);
+          write(item);
+        }
+        at += 1 + varint(entries.length);
+      } else at += utf8Bytes(JSON.stringify(v) ?? "");
+    }
+  };
+  write(value);
+  return at;
+}
+
+/** The size of a key-value pair as a Durable Object stores it: the key's UTF-8 bytes and the value's serialized bytes. */
 function kvPairBytes(key: string, value: unknown): number {
-  const v = typeof value === "string" ? value : value instanceof ArrayBuffer || ArrayBuffer.isView(value) ? value : JSON.stringify(value ?? null);
-  return utf8Bytes(key) + (typeof v === "string" ? utf8Bytes(v) : v.byteLength);
+  return utf8Bytes(key) + serializedBytes(value);
 }
 
 /** Throws like production when a key-value pair is over 2 MB. */
@@ -319,6 +414,15 @@ export function checkKvPut(key: string, value: unknown): void {
   if (bytes > PRODUCTION_LIMITS.kvPairBytes) {
     throw new RangeError(
       `Key and value combined cannot exceed 2 MB (simulated production limit: "${key.slice(0, 40)}" is ${bytes} bytes > ${PRODUCTION_LIMITS.kvPairBytes})`,
+    );
+  }
+}
+
+/** Throws like production when one key-value call names more than 128 keys. */
+export function checkKvKeys(count: number): void {
+  if (count > PRODUCTION_LIMITS.keysPerCall) {
+    throw new RangeError(
+      `Maximum number of key value pairs is ${PRODUCTION_LIMITS.keysPerCall}. ${count} pairs were provided. (simulated production limit: ${count} keys in one call > ${PRODUCTION_LIMITS.keysPerCall})`,
     );
   }
 }

@@ -1,8 +1,12 @@
 import { applyD1Migrations, env } from "cloudflare:test";
 import { useD1Seam } from "../../src/db/client";
 import { shardBindings } from "../../src/db/shard-names";
+import worker from "../../src/index";
+import { WebhookCourier } from "../../src/webhooks/courier/webhook-courier";
+import { SchoolHub } from "../../src/webhooks/hub/school-hub";
 import { useStorageSeam } from "../../src/webhooks/platform/platform";
 import { guardRows, limitedD1 } from "./d1-limits";
+import { installInvocationLimits } from "./invocations";
 import { checkStatement } from "./production-limits";
 import { limitedStorage } from "./sql-limits";
 
@@ -23,7 +27,12 @@ for (const b of bindings) {
 // on every path: the Worker's D1 bindings (`useD1Seam`: the directory and every shard, sessions
 // included), the tests' own (the same bindings of `env`, replaced here, so that the fixtures,
 // moves and direct statements of every test file go through them too), and every webhook
-// object's storage (`useStorageSeam`: SQL and key-value).
+// object's storage (`useStorageSeam`: SQL and key-value). Each seam is installed once and
+// refuses to be replaced: no test file can run product code without it.
 useD1Seam(limitedD1);
 useStorageSeam(limitedStorage);
 for (const b of bindings) testEnv[b] = limitedD1(testEnv[b]!);
+
+// Production's per-invocation limits (invocations.ts): D1 queries and subrequests counted per
+// Worker request, cron run, and Durable Object request, RPC call or alarm.
+installInvocationLimits(worker, [SchoolHub, WebhookCourier], [env.SCHOOL_HUB, env.WEBHOOK_COURIER]);

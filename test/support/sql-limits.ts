@@ -4,11 +4,14 @@
  * test/support/production-limits.ts's): every `sql.exec` is checked before it runs (100 bound
  * parameters, 100 KB of SQL, 2,000,000 bytes per bound value, 32 arguments per SQL function,
  * 50-byte LIKE/GLOB patterns), every row it returns as it is read, every stored row by triggers
- * installed after each schema change, and every key-value `put` (key and value within 2 MB). The
- * local runtime accepts an 8,000,000-byte value and a 3,000,000-byte key-value pair. setup.ts
- * installs it for every webhook object (`useStorageSeam`).
+ * installed after each statement that creates or alters a table (wherever in its text), every
+ * key-value `put` (key and value, serialized as the platform stores them, within 2 MB), and every
+ * key-value call of many keys (at most 128), on the storage, the synchronous `kv` and the
+ * transactions of `transaction(txn => …)`. The local runtime accepts an 8,000,000-byte value, a
+ * 3,000,000-byte key-value pair and 200 keys in one call. setup.ts installs it for every
+ * webhook object (`useStorageSeam`).
  */
-import { checkKvPut, checkRows, checkStatement, GUARDED_COLUMNS_SQL, guardTriggers, SEAM_TRIGGERS_SQL } from "./production-limits";
+import { changesSchema, checkKvKeys, checkKvPut, checkRows, checkStatement, GUARDED_COLUMNS_SQL, guardTriggers, SEAM_TRIGGERS_SQL } from "./production-limits";
 
 /** A cursor whose rows are checked as they are read. */
 function checkedCursor<T extends Record<string, SqlStorageValue>>(cursor: SqlStorageCursor<T>): SqlStorageCursor<T> {
@@ -60,8 +63,6 @@ function checkedCursor<T extends Record<string, SqlStorageValue>>(cursor: SqlSto
   });
 }
 
-const SCHEMA_CHANGE = /^\s*(create|alter)\s+table/i;
-
 /** `sql` with production's limits checked on each `exec` (everything else passes through). */
 function limitedSql(sql: SqlStorage): SqlStorage {
   const guard = () => {
@@ -75,7 +76,7 @@ function limitedSql(sql: SqlStorage): SqlStorage {
       if (prop === "exec") {
         return (query: string, ...bindings: unknown[]) => {
           checkStatement("durable-object", query, bindings);
-          if (!SCHEMA_CHANGE.test(query)) return checkedCursor(target.exec(query, ...bindings));
+          if (!changesSchema(query)) return checkedCursor(target.exec(query, ...bindings));
           // SQLite refuses to drop or rename a column a trigger names: the guards step aside
           // for the change, then a new table or column is guarded before anything is stored in it.
           for (const { name } of target.exec<{ name: string }>(SEAM_TRIGGERS_SQL).toArray()) target.exec(`DROP TRIGGER "${name}"`);
@@ -108,9 +109,33 @@ function limitedKv(kv: SyncKvStorage): SyncKvStorage {
   });
 }
 
+/** The asynchronous key-value API of `target` (the storage or a transaction) with the pair size and the key count checked. */
+function limitedAsyncKv(target: DurableObjectStorage | DurableObjectTransaction, prop: string | symbol): unknown {
+  if (prop === "put") {
+    return (keyOrEntries: string | Record<string, unknown>, value?: unknown, options?: DurableObjectPutOptions) => {
+      if (typeof keyOrEntries === "string") checkKvPut(keyOrEntries, value);
+      else {
+        const entries = Object.entries(keyOrEntries);
+        checkKvKeys(entries.length);
+        for (const [k, v] of entries) checkKvPut(k, v);
+      }
+      return typeof keyOrEntries === "string" ? target.put(keyOrEntries, value, options) : target.put(keyOrEntries, value as DurableObjectPutOptions);
+    };
+  }
+  if (prop === "get" || prop === "delete") {
+    return (keys: string | string[], options?: DurableObjectGetOptions) => {
+      if (Array.isArray(keys)) checkKvKeys(keys.length);
+      return (target[prop] as (k: string | string[], o?: DurableObjectGetOptions) => unknown)(keys, options);
+    };
+  }
+  const value = Reflect.get(target, prop, target);
+  return typeof value === "function" ? value.bind(target) : value;
+}
+
 /**
- * `storage` with production's limits on its SQL (`limitedSql`) and its key-value API (`kv.put`,
- * and the asynchronous `put` of one pair or of an object of pairs).
+ * `storage` with production's limits on its SQL (`limitedSql`), its synchronous key-value API
+ * (`kv.put`) and its asynchronous one (`put` of one pair or of an object of pairs, `get` and
+ * `delete` of many keys), inside `transaction(txn => …)` too.
  */
 export function limitedStorage(storage: DurableObjectStorage): DurableObjectStorage {
   const sql = limitedSql(storage.sql);
@@ -119,15 +144,11 @@ export function limitedStorage(storage: DurableObjectStorage): DurableObjectStor
     get(target, prop) {
       if (prop === "sql") return sql;
       if (prop === "kv") return kv;
-      if (prop === "put") {
-        return (keyOrEntries: string | Record<string, unknown>, value?: unknown, options?: DurableObjectPutOptions) => {
-          if (typeof keyOrEntries === "string") checkKvPut(keyOrEntries, value);
-          else for (const [k, v] of Object.entries(keyOrEntries)) checkKvPut(k, v);
-          return typeof keyOrEntries === "string" ? target.put(keyOrEntries, value, options) : target.put(keyOrEntries, value as DurableObjectPutOptions);
-        };
+      if (prop === "transaction") {
+        return <T>(closure: (txn: DurableObjectTransaction) => Promise<T>) =>
+          target.transaction((txn) => closure(new Proxy(txn, { get: (t, p) => limitedAsyncKv(t, p) })));
       }
-      const value = Reflect.get(target, prop, target);
-      return typeof value === "function" ? value.bind(target) : value;
+      return limitedAsyncKv(target, prop);
     },
   });
 }

@@ -84,10 +84,14 @@ export function storageOf(storage: DurableObjectStorage): DurableObjectStorage {
 }
 
 /**
- * Installs a wrapper of the objects' storage for the objects constructed from now on (`null`:
- * none). Tests install one that refuses what production's storage refuses and the local
- * runtime accepts (test/support/sql-limits.ts); production never calls it.
+ * Installs a wrapper of the objects' storage for the objects constructed from now on, once:
+ * tests install one that refuses what production's storage refuses and the local runtime
+ * accepts (test/support/sql-limits.ts); production never calls it.
+ *
+ * @throws when a seam is installed already: none can be replaced nor removed, so that no test
+ *   file runs the objects without it.
  */
-export function useStorageSeam(next: StorageSeam | null): void {
+export function useStorageSeam(next: StorageSeam): void {
+  if (storageSeam !== null) throw new Error("The storage seam is installed once (test/support/setup.ts): it cannot be replaced nor removed.");
   storageSeam = next;
 }

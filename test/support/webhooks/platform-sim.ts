@@ -8,12 +8,15 @@
  * latency, a hang, a 429/503 with Retry-After, a connection error, or a function.
  *
  * Time is the real clock, or a `VirtualClock` that the test drives with `advance(ms)`:
- * then latencies, timeouts and lags are simulated milliseconds.
+ * then latencies, timeouts and lags are simulated milliseconds. Each request counts toward its
+ * invocation's subrequests (../invocations.ts; a Durable Object call counts at its stub), and a
+ * timer's callback runs in the invocation that set it.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
 import { expect } from "vitest";
 import { type Platform, type Timer, usePlatform } from "../../../src/webhooks/platform/platform";
+import { bindToInvocation, chargeOutgoing } from "../invocations";
 import { RealClock, type SimClock, type TimerOwner, VirtualClock } from "./clock";
 import { IoContext, WAITING_LIMIT } from "./io-context";
 
@@ -187,8 +190,15 @@ export class SimulatedPlatform {
     if (clock instanceof VirtualClock) clock.dropTimersOf(owner.objectId);
     return {
       now: () => clock.now(),
-      setTimer: (fn, ms) => clock.setTimer(fn, ms, owner),
-      fetch: (url, init) => io.request(() => this.answer(url, init, owner, label), init.signal),
+      setTimer: (fn, ms) => clock.setTimer(bindToInvocation(fn), ms, owner),
+      fetch: (url, init) => {
+        try {
+          chargeOutgoing("fetch");
+        } catch (err) {
+          return Promise.reject(err);
+        }
+        return io.request(() => this.answer(url, init, owner, label), init.signal);
+      },
       call: <T>(send: () => PromiseLike<T>) => {
         if (this.failCalls > 0) {
           this.failCalls -= 1;
