@@ -49,7 +49,9 @@ describe("D1: each limit at its bound and one past it", () => {
         db()
           .prepare(callOf(fn, MAX_ARGUMENTS + 1))
           .first(),
-      ).rejects.toThrow(new RegExp(`^D1_ERROR: too many arguments on function ${fn} at offset 7: SQLITE_ERROR`));
+      ).rejects.toThrow(
+        new RegExp(`^D1_ERROR: too many arguments on function ${fn} at offset 7: SQLITE_ERROR \\(simulated production limit: 33 arguments > 32\\)`),
+      );
     });
   }
 
@@ -64,7 +66,7 @@ describe("D1: each limit at its bound and one past it", () => {
       db()
         .prepare(`SELECT concat('x', concat(${literals(33)})) AS v`)
         .first(),
-    ).rejects.toThrow(/too many arguments on function concat at offset 19/);
+    ).rejects.toThrow(/too many arguments on function concat at offset 19: SQLITE_ERROR \(simulated production limit: 33 arguments > 32\)/);
   });
 
   it("100 bound parameters run, 101 are refused", async () => {
@@ -84,7 +86,7 @@ describe("D1: each limit at its bound and one past it", () => {
         .prepare(`SELECT json_array(${marks(30)}), json_array(${marks(30)}), json_array(${marks(30)}), json_array(${marks(11)})`)
         .bind(...ones(MAX_PARAMETERS + 1))
         .first(),
-    ).rejects.toThrow(/too many SQL variables/);
+    ).rejects.toThrow(/too many SQL variables: SQLITE_RANGE \(simulated production limit: 101 bound parameters > 100\)/);
   });
 
   it("a statement of 100,000 bytes runs, 100,001 bytes are refused", async () => {
@@ -93,7 +95,7 @@ describe("D1: each limit at its bound and one past it", () => {
       db()
         .prepare(statementOf(MAX_SQL_BYTES + 1))
         .first(),
-    ).rejects.toThrow(/^D1_ERROR: statement too long: SQLITE_TOOBIG/);
+    ).rejects.toThrow(/^D1_ERROR: statement too long: SQLITE_TOOBIG \(simulated production limit: 100001 bytes of SQL > 100000\)/);
   });
 
   it("a LIKE or GLOB pattern of 50 bytes runs, 51 bytes are refused (literal or bound)", async () => {
@@ -105,12 +107,14 @@ describe("D1: each limit at its bound and one past it", () => {
         .prepare(`SELECT 'x' GLOB '${"x".repeat(MAX_PATTERN_BYTES)}' AS v`)
         .first("v"),
     ).toBe(0);
-    await expect(db().prepare("SELECT 'é' LIKE ? AS v").bind(`${pattern}x`).first()).rejects.toThrow(/LIKE or GLOB pattern too complex/);
+    await expect(db().prepare("SELECT 'é' LIKE ? AS v").bind(`${pattern}x`).first()).rejects.toThrow(
+      /LIKE or GLOB pattern too complex: SQLITE_ERROR \(simulated production limit: a pattern of 5[12] bytes > 50\)/,
+    );
     await expect(
       db()
         .prepare(`SELECT 'x' GLOB '${"x".repeat(MAX_PATTERN_BYTES + 1)}' AS v`)
         .first(),
-    ).rejects.toThrow(/LIKE or GLOB pattern too complex/);
+    ).rejects.toThrow(/LIKE or GLOB pattern too complex: SQLITE_ERROR \(simulated production limit: a pattern of 5[12] bytes > 50\)/);
   });
 
   it("a bound value of 2,000,000 bytes runs, 2,000,001 are refused; so is a value built past it", async () => {
@@ -125,16 +129,16 @@ describe("D1: each limit at its bound and one past it", () => {
         .prepare("SELECT length(?) AS n")
         .bind(`${"é".repeat(MAX_VALUE_BYTES / 2)}x`)
         .first(),
-    ).rejects.toThrow(/^D1_ERROR: string or blob too big/);
+    ).rejects.toThrow(/^D1_ERROR: string or blob too big: SQLITE_TOOBIG \(simulated production limit/);
     const half = "x".repeat(MAX_VALUE_BYTES / 2);
-    await expect(db().prepare("SELECT ? || ? AS v").bind(half, `${half}y`).first()).rejects.toThrow(/too big/);
+    await expect(db().prepare("SELECT ? || ? AS v").bind(half, `${half}y`).first()).rejects.toThrow(/too big: SQLITE_TOOBIG \(simulated production limit/);
     await expect(
       db().batch([
         db()
           .prepare("SELECT zeroblob(?) AS z")
           .bind(MAX_VALUE_BYTES + 1),
       ]),
-    ).rejects.toThrow(/too big/);
+    ).rejects.toThrow(/too big: SQLITE_TOOBIG \(simulated production limit/);
     // A result row of two values under the limit each, over it together.
     await expect(db().prepare("SELECT ? AS a, ? AS b").bind(half, `${half}y`).first()).rejects.toThrow(/a result row of 2000001 bytes/);
     // Counted in UTF-8 bytes: two values of 400,000 "€" (1,200,000 bytes each), 2,400,000 together.
@@ -148,22 +152,34 @@ describe("D1: each limit at its bound and one past it", () => {
       db().prepare("INSERT INTO trainings (school_id, id, name) VALUES (?, ?, ?)").bind("sch_row", id, "n".repeat(nameBytes)).run();
     const taken = "sch_row".length + "trn_a".length;
     await insert("trn_a", MAX_VALUE_BYTES - taken);
-    await expect(insert("trn_b", MAX_VALUE_BYTES - taken + 1)).rejects.toThrow(/too big/);
+    await expect(insert("trn_b", MAX_VALUE_BYTES - taken + 1)).rejects.toThrow(/too big: SQLITE_TOOBIG \(simulated production limit/);
     // An UPDATE that grows a row past the limit too.
-    await expect(db().prepare("UPDATE trainings SET name = name || 'x' WHERE school_id = 'sch_row'").run()).rejects.toThrow(/too big/);
+    await expect(db().prepare("UPDATE trainings SET name = name || 'x' WHERE school_id = 'sch_row'").run()).rejects.toThrow(
+      /too big: SQLITE_TOOBIG \(simulated production limit/,
+    );
     const { results } = await db().prepare("SELECT id, length(name) AS n FROM trainings WHERE school_id = 'sch_row'").all();
     expect(results).toEqual([{ id: "trn_a", n: MAX_VALUE_BYTES - taken }]);
   });
 
   it("every path: batch, exec, sessions, and dump (which production's D1 does not have)", async () => {
     const over = callOf("concat", MAX_ARGUMENTS + 1);
-    await expect(db().batch([db().prepare("SELECT 1"), db().prepare(over)])).rejects.toThrow(/too many arguments/);
-    await expect(db().exec(`SELECT 1; ${over}`)).rejects.toThrow(/too many arguments/);
-    await expect(db().exec(statementOf(MAX_SQL_BYTES + 1))).rejects.toThrow(/statement too long/);
+    await expect(db().batch([db().prepare("SELECT 1"), db().prepare(over)])).rejects.toThrow(
+      /too many arguments on function concat at offset \d+: SQLITE_ERROR \(simulated production limit/,
+    );
+    await expect(db().exec(`SELECT 1; ${over}`)).rejects.toThrow(
+      /too many arguments on function concat at offset \d+: SQLITE_ERROR \(simulated production limit/,
+    );
+    await expect(db().exec(statementOf(MAX_SQL_BYTES + 1))).rejects.toThrow(/statement too long: SQLITE_TOOBIG \(simulated production limit/);
     const session = db().withSession("first-primary");
-    await expect(session.prepare(over).first()).rejects.toThrow(/too many arguments/);
-    await expect(session.batch([session.prepare(over)])).rejects.toThrow(/too many arguments/);
-    await expect(env.DIRECTORY.withSession().prepare(over).run()).rejects.toThrow(/too many arguments/);
+    await expect(session.prepare(over).first()).rejects.toThrow(
+      /too many arguments on function concat at offset \d+: SQLITE_ERROR \(simulated production limit/,
+    );
+    await expect(session.batch([session.prepare(over)])).rejects.toThrow(
+      /too many arguments on function concat at offset \d+: SQLITE_ERROR \(simulated production limit/,
+    );
+    await expect(env.DIRECTORY.withSession().prepare(over).run()).rejects.toThrow(
+      /too many arguments on function concat at offset \d+: SQLITE_ERROR \(simulated production limit/,
+    );
     await expect(env.DIRECTORY.dump()).rejects.toThrow(/D1_DUMP_ERROR/);
   });
 });
@@ -203,19 +219,27 @@ describe("a Durable Object's storage: SQL and key-value", () => {
       const one = (query: string, ...bindings: unknown[]) => sql.exec(query, ...bindings).one();
       for (const fn of FUNCTIONS) {
         expect(one(callOf(fn, MAX_ARGUMENTS)).v).toBeTruthy();
-        expect(() => one(callOf(fn, MAX_ARGUMENTS + 1))).toThrow(new RegExp(`^too many arguments on function ${fn} at offset 7: SQLITE_ERROR`));
+        expect(() => one(callOf(fn, MAX_ARGUMENTS + 1))).toThrow(
+          new RegExp(`^too many arguments on function ${fn} at offset 7: SQLITE_ERROR \\(simulated production limit: 33 arguments > 32\\)`),
+        );
       }
       expect(() => one(`SELECT json_array(${marks(MAX_PARAMETERS + 1)}) AS v`, ...Array.from({ length: MAX_PARAMETERS + 1 }, () => 1))).toThrow(
-        /too many SQL variables/,
+        /too many SQL variables: SQLITE_RANGE \(simulated production limit: 101 bound parameters > 100\)/,
       );
       expect(one(`SELECT json_array(${marks(32)}) AS v`, ...Array.from({ length: 32 }, () => 1)).v).toBeTruthy();
       expect(one(statementOf(MAX_SQL_BYTES)).v).toBe(1);
-      expect(() => one(statementOf(MAX_SQL_BYTES + 1))).toThrow(/^statement too long/);
+      expect(() => one(statementOf(MAX_SQL_BYTES + 1))).toThrow(
+        /^statement too long: SQLITE_TOOBIG \(simulated production limit: 100001 bytes of SQL > 100000\)/,
+      );
       expect(one("SELECT 'x' LIKE ? AS v", "x".repeat(MAX_PATTERN_BYTES)).v).toBe(0);
-      expect(() => one("SELECT 'x' LIKE ? AS v", "x".repeat(MAX_PATTERN_BYTES + 1))).toThrow(/LIKE or GLOB pattern too complex/);
+      expect(() => one("SELECT 'x' LIKE ? AS v", "x".repeat(MAX_PATTERN_BYTES + 1))).toThrow(
+        /LIKE or GLOB pattern too complex: SQLITE_ERROR \(simulated production limit: a pattern of 5[12] bytes > 50\)/,
+      );
       expect(one("SELECT length(?) AS n", "x".repeat(MAX_VALUE_BYTES)).n).toBe(MAX_VALUE_BYTES);
-      expect(() => one("SELECT length(?) AS n", "x".repeat(MAX_VALUE_BYTES + 1))).toThrow(/string or blob too big/);
-      expect(() => one("SELECT ? || ? AS v", "x".repeat(MAX_VALUE_BYTES / 2), "y".repeat(MAX_VALUE_BYTES / 2 + 1))).toThrow(/too big/);
+      expect(() => one("SELECT length(?) AS n", "x".repeat(MAX_VALUE_BYTES + 1))).toThrow(/string or blob too big: SQLITE_TOOBIG \(simulated production limit/);
+      expect(() => one("SELECT ? || ? AS v", "x".repeat(MAX_VALUE_BYTES / 2), "y".repeat(MAX_VALUE_BYTES / 2 + 1))).toThrow(
+        /too big: SQLITE_TOOBIG \(simulated production limit/,
+      );
     });
   });
 
@@ -226,10 +250,14 @@ describe("a Durable Object's storage: SQL and key-value", () => {
       sql.exec("CREATE TABLE seam_probe (a TEXT, b TEXT)");
       const half = MAX_VALUE_BYTES / 2;
       sql.exec("INSERT INTO seam_probe VALUES (?, ?)", "a".repeat(half), "b".repeat(half));
-      expect(() => sql.exec("INSERT INTO seam_probe VALUES (?, ?)", "a".repeat(half), "b".repeat(half + 1))).toThrow(/too big/);
-      expect(() => sql.exec("UPDATE seam_probe SET b = b || 'x'")).toThrow(/too big/);
+      expect(() => sql.exec("INSERT INTO seam_probe VALUES (?, ?)", "a".repeat(half), "b".repeat(half + 1))).toThrow(
+        /too big: SQLITE_TOOBIG \(simulated production limit/,
+      );
+      expect(() => sql.exec("UPDATE seam_probe SET b = b || 'x'")).toThrow(/too big: SQLITE_TOOBIG \(simulated production limit/);
       sql.exec("ALTER TABLE seam_probe ADD COLUMN c TEXT");
-      expect(() => sql.exec("INSERT INTO seam_probe VALUES (?, ?, ?)", "a".repeat(half), "b".repeat(half - 1), "cc")).toThrow(/too big/);
+      expect(() => sql.exec("INSERT INTO seam_probe VALUES (?, ?, ?)", "a".repeat(half), "b".repeat(half - 1), "cc")).toThrow(
+        /too big: SQLITE_TOOBIG \(simulated production limit/,
+      );
       expect(sql.exec("SELECT count(*) AS n, max(length(b)) AS b FROM seam_probe").one()).toEqual({ n: 1, b: half });
     });
   });
@@ -238,12 +266,18 @@ describe("a Durable Object's storage: SQL and key-value", () => {
     const { schoolId } = await newSchool("seam-kv");
     await inHub(schoolId, async (hub) => {
       const storage = ownStorage(hub);
-      storage.kv.put("k", "v".repeat(MAX_KV_PAIR_BYTES - 1));
-      expect(() => storage.kv.put("k", "v".repeat(MAX_KV_PAIR_BYTES))).toThrow(/Key and value combined cannot exceed 2 MB/);
-      await storage.put("k2", "v".repeat(MAX_KV_PAIR_BYTES - 2));
-      await expect(async () => storage.put({ k2: "v".repeat(MAX_KV_PAIR_BYTES - 1) })).rejects.toThrow(/cannot exceed 2 MB/);
-      expect((storage.kv.get("k") as string).length).toBe(MAX_KV_PAIR_BYTES - 1);
-      expect(((await storage.get("k2")) as string).length).toBe(MAX_KV_PAIR_BYTES - 2);
+      // As stored: the key's UTF-8 bytes, then the value serialized (a string: 2 bytes of header, a tag, a 3-byte length).
+      const value = (bytes: number) => "v".repeat(bytes - 6);
+      storage.kv.put("k", value(MAX_KV_PAIR_BYTES - 1));
+      expect(() => storage.kv.put("k", value(MAX_KV_PAIR_BYTES))).toThrow(
+        /^Key and value combined cannot exceed 2 MB \(simulated production limit: "k" is 2000001 bytes/,
+      );
+      await storage.put("k2", value(MAX_KV_PAIR_BYTES - 2));
+      await expect(async () => storage.put({ k2: value(MAX_KV_PAIR_BYTES - 1) })).rejects.toThrow(
+        /cannot exceed 2 MB \(simulated production limit: "k2" is 2000001 bytes/,
+      );
+      expect((storage.kv.get("k") as string).length).toBe(MAX_KV_PAIR_BYTES - 1 - 6);
+      expect(((await storage.get("k2")) as string).length).toBe(MAX_KV_PAIR_BYTES - 2 - 6);
     });
   });
 });

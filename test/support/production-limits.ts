@@ -339,6 +339,9 @@ export function guardTriggers(rows: readonly { tbl: string; col: string }[]): st
   return [...byTable].flatMap(([t, cols]) => rowSizeTriggers(t, cols));
 }
 
+/** Whether V8 holds `n` as a small integer (31 bits with pointer compression, as in workerd). */
+const isSmi = (n: number) => Number.isInteger(n) && n >= -(2 ** 30) && n < 2 ** 30 && !Object.is(n, -0);
+
 /** The bytes of an unsigned LEB128 varint (V8's length and count fields). */
 const varint = (n: number) => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x20_0000 ? 3 : n < 0x1000_0000 ? 4 : 5);
 
@@ -354,7 +357,7 @@ export function serializedBytes(value: unknown): number {
   const seen = new Set<object>();
   const write = (v: unknown): void => {
     if (v === null || v === undefined || typeof v === "boolean") at += 1;
-    else if (typeof v === "number") at += Number.isInteger(v) && v >= -(2 ** 30) && v < 2 ** 30 ? 1 + varint(Math.abs(v) * 2) : 9;
+    else if (typeof v === "number") at += isSmi(v) ? 1 + varint(Math.abs(v) * 2) : 9;
     else if (typeof v === "bigint") at += 1 + varint(16) + 8 * Math.max(1, Math.ceil(v.toString(16).replace("-", "").length / 16));
     else if (typeof v === "string") {
       // biome-ignore lint/suspicious/noControlCharactersInRegex: Latin-1 is the range V8 stores one byte a character.
@@ -373,7 +376,10 @@ export function serializedBytes(value: unknown): number {
       else if (ArrayBuffer.isView(v)) at += 1 + varint(v.buffer.byteLength) + v.buffer.byteLength + 3 + varint(v.byteOffset) + varint(v.byteLength);
       else if (Array.isArray(v)) {
         at += 1 + varint(v.length);
-        for (const item of v) write(item);
+        // An array of numbers not all small integers holds doubles (PACKED_DOUBLE_ELEMENTS): 9 bytes each.
+        const doubles = v.length > 0 && v.every((item) => typeof item === "number") && v.some((item) => !isSmi(item as number));
+        if (doubles) at += 9 * v.length;
+        else for (const item of v) write(item);
         at += 1 + varint(0) + varint(v.length);
       } else if (v instanceof Map) {
         at += 1;
