@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { migrate } from "../../src/webhooks/courier/storage";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, inCourier, makeAllDue, newSchool, register, schemaAsOf } from "../support/webhooks/harness";
+import { courseEvent, drain, inCourier, makeAllDue, newSchool, ownStorage, register, schemaAsOf } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -94,8 +94,8 @@ describe("a receiver refusing connections", () => {
 
 describe("the courier's migration of entries logged pending", () => {
   it("an attempt a retry followed reads failed; its delivery has not ended, a later one that failed has", async () => {
-    await inCourier("wh_attempt_outcomes_migration", (_courier, state) => {
-      const sql = state.storage.sql;
+    await inCourier("wh_attempt_outcomes_migration", (courier) => {
+      const sql = ownStorage(courier).sql;
       // The schema as its fourth migration left it: failed attempts with a retry were `pending`.
       schemaAsOf(sql, 4, migrate);
       sql.exec(`INSERT INTO events (id, type, body, accepted_at) VALUES ('evt_a', 'course.updated', '{}', 1), ('evt_b', 'course.updated', '{}', 1)`);

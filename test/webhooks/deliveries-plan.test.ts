@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { type LogFilter, logQuery, RECOVER_SQL } from "../../src/webhooks/courier/attempt-log";
-import { inCourier, newSchool, register } from "../support/webhooks/harness";
+import { inCourier, newSchool, ownStorage, register } from "../support/webhooks/harness";
 
 /** Every combination of the five filters, each with a value the endpoint accepts. */
 function everyFilter(now: number): LogFilter[] {
@@ -33,8 +33,8 @@ describe("the delivery log's query plans", () => {
     const now = Date.now();
     const filters = everyFilter(now);
     expect(filters).toHaveLength(32);
-    await inCourier(hook.id, (_c, state) => {
-      const sql = state.storage.sql;
+    await inCourier(hook.id, (courier) => {
+      const sql = ownStorage(courier).sql;
       for (const filter of filters) {
         for (const [offset, limit, ordered] of [
           [0, 101, false],

@@ -10,7 +10,7 @@ import { hubFor } from "../../src/events/hub-client";
 import { migrate as migrateCourier } from "../../src/webhooks/courier/storage";
 import { migrate as migrateHub } from "../../src/webhooks/hub/storage";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, eventually, inCourier, inHub, makeAllDue, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inCourier, inHub, makeAllDue, newSchool, ownStorage, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -51,15 +51,16 @@ describe("the registration record", () => {
         .map((r) => r.name)
         .filter((name) => !name.startsWith("_cf_") && !name.startsWith("sqlite_"));
     const version = (sql: SqlStorage) => sql.exec<{ value: string }>(`SELECT value FROM meta WHERE key = 'schema_version'`).one().value;
-    await inHub(schoolId, (_h, state) => {
-      const sql = state.storage.sql;
+    // Each object's own storage (behind production's limits), as its constructor migrated it.
+    await inHub(schoolId, (hub) => {
+      const sql = ownStorage(hub).sql;
       expect(version(sql)).toBe("8");
       expect(tables(sql)).toEqual(["deleted_ids", "events", "idempotency_keys", "meta", "targets", "webhooks"]);
       migrateHub(sql);
       expect(version(sql)).toBe("8");
     });
-    await inCourier("wh_migration_probe", (_c, state) => {
-      const sql = state.storage.sql;
+    await inCourier("wh_migration_probe", (courier) => {
+      const sql = ownStorage(courier).sql;
       expect(version(sql)).toBe("6");
       expect(tables(sql)).toEqual(["events", "log", "meta", "queue"]);
       migrateCourier(sql);

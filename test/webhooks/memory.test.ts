@@ -11,7 +11,7 @@ import { hubFor } from "../../src/events/hub-client";
 import { audiencesOf } from "../../src/webhooks/hub/event-log";
 import { readWebhooks } from "../../src/webhooks/hub/registrations";
 import type { CourierConfig, HandedEvent } from "../../src/webhooks/rpc";
-import { courseEvent, drain, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, inCourier, inHub, newSchool, ownStorage, register } from "../support/webhooks/harness";
 import { Receivers } from "../support/webhooks/receivers";
 
 const rx = new Receivers();
@@ -145,7 +145,7 @@ describe("a step that throws leaves memory as storage", () => {
       );
     });
     expect(error).toMatch(/refused by the test/);
-    const [memory, storage] = await inHub(schoolId, (hub, state) => [(hub as unknown as Mirrors).audiences, audiencesOf(readWebhooks(state.storage.sql))]);
+    const [memory, storage] = await inHub(schoolId, (hub) => [(hub as unknown as Mirrors).audiences, audiencesOf(readWebhooks(ownStorage(hub).sql))]);
     expect(storage).toMatchObject([{ id, enabled: true }]);
     // Loaded by the publish of `openCourier`: still the registration enabled, as in storage.
     expect(memory).toEqual(storage);

@@ -120,8 +120,9 @@ export function inHub<R>(schoolId: string, fn: (hub: SchoolHub, state: DurableOb
 
 /**
  * The storage an object instance itself runs on: through the platform's storage seam, so behind
- * production's limits (test/support/sql-limits.ts). A test that changes an object's schema uses it,
- * as the object's own migrations would (`state.storage` is the runtime's, with no seam).
+ * production's limits (test/support/sql-limits.ts). A test that runs product code on an object's
+ * storage (a migration, a query builder, a helper of its class) passes it this one, never
+ * `state.storage` (the runtime's, with no seam), which is for a test's own reads and fixtures.
  */
 export const ownStorage = (object: SchoolHub | WebhookCourier): DurableObjectStorage => (object as unknown as { storage: DurableObjectStorage }).storage;
 
@@ -165,9 +166,10 @@ async function webhookIds(schoolId: string): Promise<string[]> {
  * `ordering: course`, a row held behind an earlier delivery of its course is not due.
  */
 async function dueCount(webhookId: string): Promise<number> {
-  return inCourier(webhookId, (_c, state) => {
-    const config = state.storage.kv.get("config") as CourierConfig | undefined;
-    return backlog(state.storage.sql, Date.now(), Number.MAX_SAFE_INTEGER, config?.ordering === "course");
+  return inCourier(webhookId, (courier) => {
+    const storage = ownStorage(courier);
+    const config = storage.kv.get("config") as CourierConfig | undefined;
+    return backlog(storage.sql, Date.now(), Number.MAX_SAFE_INTEGER, config?.ordering === "course");
   });
 }
 
