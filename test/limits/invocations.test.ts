@@ -6,7 +6,7 @@
  */
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { enterInvocation, recentInvocations } from "../support/invocations";
+import { enterInvocation, invocationPeaks, recentInvocations, resetPeaks } from "../support/invocations";
 import { hubStub, newSchool, register } from "../support/webhooks/harness";
 
 // https://developers.cloudflare.com/d1/platform/limits/: queries per Worker invocation.
@@ -43,7 +43,8 @@ describe("D1 queries per invocation", () => {
     });
   });
 
-  it("each invocation counts from zero: a new request runs again", async () => {
+  it("each invocation counts from zero: a new request runs again; the peak is the most one made", async () => {
+    resetPeaks();
     for (let round = 0; round < 2; round++) {
       await asRequest("free", async () => {
         for (let i = 0; i < D1_QUERIES_FREE; i++) await env.SHARD_0.prepare("SELECT 1").run();
@@ -54,6 +55,7 @@ describe("D1 queries per invocation", () => {
         .slice(-2)
         .map((i) => i.d1Queries),
     ).toEqual([D1_QUERIES_FREE, D1_QUERIES_FREE]);
+    expect(invocationPeaks()).toEqual({ d1Queries: D1_QUERIES_FREE, subrequests: D1_QUERIES_FREE });
   });
 });
 

@@ -12,10 +12,10 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 
 /** A Workers plan, as `WORKERS_PLAN` names it. */
-export type Plan = "paid" | "free";
+type Plan = "paid" | "free";
 
 /** The per-invocation limits of each plan, each with the page it comes from. */
-export const INVOCATION_LIMITS = {
+const INVOCATION_LIMITS = {
   /**
    * https://developers.cloudflare.com/d1/platform/limits/: "Queries per Worker invocation (read
    * subrequest limits): 1000 (Workers Paid) / 50 (Free)". One `prepare(…).run/all/first/raw`,

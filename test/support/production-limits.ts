@@ -62,7 +62,7 @@ function valueBytes(value: unknown): number {
 }
 
 /** Throws `SQLITE_TOOBIG` when one value is over 2,000,000 bytes. */
-export function checkValue(flavor: Flavor, value: unknown, where: string): void {
+function checkValue(flavor: Flavor, value: unknown, where: string): void {
   const size = valueBytes(value);
   if (size > PRODUCTION_LIMITS.valueBytes) fail(flavor, "string or blob too big: SQLITE_TOOBIG", `${where} is ${size} bytes > ${PRODUCTION_LIMITS.valueBytes}`);
 }
@@ -352,7 +352,7 @@ const varint = (n: number) => (n < 0x80 ? 1 : n < 0x4000 ? 2 : n < 0x20_0000 ? 3
  * class counts as its JSON text. A string is one byte a character when every character is
  * Latin-1 (V8's one-byte strings), else two (UTF-16; a padding byte may align it).
  */
-export function serializedBytes(value: unknown): number {
+function serializedBytes(value: unknown): number {
   let at = 2;
   const seen = new Set<object>();
   const write = (v: unknown): void => {
