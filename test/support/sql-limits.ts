@@ -1,15 +1,13 @@
 /**
  * A SQLite-backed Durable Object's production limits, enforced around its storage
- * (https://developers.cloudflare.com/durable-objects/platform/limits/; the numbers and the checks are
- * test/support/production-limits.ts's): every `sql.exec` is checked before it runs (100 bound
- * parameters, 100 KB of SQL, 2,000,000 bytes per bound value, 32 arguments per SQL function,
- * 50-byte LIKE/GLOB patterns), every row it returns as it is read, every stored row by triggers
- * installed after each statement that creates or alters a table (wherever in its text), every
- * key-value `put` (key and value, serialized as the platform stores them, within 2 MB), and every
- * key-value call of many keys (at most 128), on the storage, the synchronous `kv` and the
- * transactions of `transaction(txn => …)`. The local runtime accepts an 8,000,000-byte value, a
- * 3,000,000-byte key-value pair and 200 keys in one call. setup.ts installs it for every
- * webhook object (`useStorageSeam`).
+ * (https://developers.cloudflare.com/durable-objects/platform/limits/; the numbers and checks are
+ * test/support/production-limits.ts's): every `sql.exec` is checked before it runs (bound
+ * parameters, SQL bytes, bound values, SQL function arguments, LIKE/GLOB patterns), every row it
+ * returns as it is read, every stored row by triggers installed after each statement that creates
+ * or alters a table (wherever in its text), every key-value pair put (within 2 MB as serialized)
+ * and every key-value call of many keys (at most 128), on the storage, `kv` and the transactions
+ * of `transaction(txn => …)`. The local runtime accepts an 8,000,000-byte value, a 3,000,000-byte
+ * pair and 200 keys in one call. setup.ts installs it for every webhook object (`useStorageSeam`).
  */
 import { changesSchema, checkKvKeys, checkKvPut, checkRows, checkStatement, GUARDED_COLUMNS_SQL, guardTriggers, SEAM_TRIGGERS_SQL } from "./production-limits";
 

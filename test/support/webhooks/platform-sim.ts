@@ -6,11 +6,9 @@
  * webhook receivers: each request is logged (URL, headers, body, a sequence number, the
  * instant it was sent) and answered by the behaviour set for its host — a status after a
  * latency, a hang, a 429/503 with Retry-After, a connection error, or a function.
- *
  * Time is the real clock, or a `VirtualClock` that the test drives with `advance(ms)`:
- * then latencies, timeouts and lags are simulated milliseconds. Each request counts toward its
- * invocation's subrequests (../invocations.ts; a Durable Object call counts at its stub), and a
- * timer's callback runs in the invocation that set it.
+ * then latencies, timeouts and lags are simulated milliseconds. Each request is a subrequest of
+ * its invocation (../invocations.ts), and a timer's callback runs in the invocation that set it.
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
