@@ -9,6 +9,7 @@
  */
 import { runDurableObjectAlarm } from "cloudflare:test";
 import { afterEach, describe, expect, it } from "vitest";
+import { COUNT_ENDED_SQL, COUNT_WAITING_SQL, RECOVER_QUEUE_SQL } from "../../src/webhooks/courier/recover";
 import { callJson } from "../support/helpers";
 import { resetObject } from "../support/webhooks/alarms";
 import { courierStub, inCourier, newSchool, ownStorage, register } from "../support/webhooks/harness";
@@ -232,5 +233,25 @@ describe("recover is durable, bounded work", () => {
     expect([...receipts(host).keys()].sort()).toEqual(["evt_ended_000001", "evt_ended_000002", "evt_retry_1", "evt_retry_2", "evt_retry_3"]);
     const log = await callJson(`/v3/webhooks/${hookId}/deliveries?eventId=evt_retry_1`, { key });
     expect(log.body.result.map((d: { trigger: string; status: string }) => [d.trigger, d.status])).toEqual([["recover", "succeeded"]]);
+  });
+
+  it("its statements read through indexes: no scan of the events or the queue, no temporary B-tree", async () => {
+    sim = SimulatedPlatform.virtual().install();
+    const { key } = await newSchool("rcvplan");
+    const hook = await register(key, "https://rcvb-plan.example.com/in");
+    const plans = await inCourier(hook.id, (courier) => {
+      const sql = ownStorage(courier).sql;
+      const plan = (statement: string, params: unknown[]) =>
+        sql
+          .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`, ...params)
+          .toArray()
+          .map((r) => r.detail)
+          .join("\n");
+      return [plan(COUNT_ENDED_SQL, [0, 1, 10_001]), plan(COUNT_WAITING_SQL, [0, 1, 0, 10_001]), plan(RECOVER_QUEUE_SQL, [0, 10, 0, 0, 1, 200])];
+    });
+    for (const text of plans) {
+      expect(text, text).not.toMatch(/\bSCAN (e|q|events|queue)\b/);
+      expect(text, text).not.toMatch(/TEMP B-TREE/);
+    }
   });
 });

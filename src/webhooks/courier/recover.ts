@@ -39,6 +39,21 @@ export interface RecoverCount {
   exact: boolean;
 }
 
+/** `countRecover`'s statements (exported for their query-plan test): ?1 since, ?2 until, then ?3 the cap (ended) or ?3 now, ?4 the cap (waiting). */
+export const COUNT_ENDED_SQL = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM events e INDEXED BY events_ended
+   WHERE e.ended IS NOT NULL AND e.accepted_at >= ?1 AND e.accepted_at < ?2 AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.event_id = e.id) LIMIT ?3)`;
+export const COUNT_WAITING_SQL = `SELECT COUNT(*) AS n FROM (SELECT 1 FROM queue q INDEXED BY queue_due JOIN events e ON e.id = q.event_id
+   WHERE q.next_attempt_at > ?3 AND q.attempts > 0 AND e.accepted_at >= ?1 AND e.accepted_at < ?2 LIMIT ?4)`;
+
+/**
+ * The queue walk of `recoverStep` (exported for its query-plan test): ?1/?2 the ids after
+ * and up to which to read, ?3 now, ?4/?5 the window, ?6 the chunk; `waiting` marks the rows
+ * of the window waiting for a retry.
+ */
+export const RECOVER_QUEUE_SQL = `SELECT q.id, q.event_id, q.event_type,
+          q.attempts > 0 AND q.next_attempt_at > ?3 AND e.accepted_at >= ?4 AND e.accepted_at < ?5 AS waiting
+     FROM queue q LEFT JOIN events e ON e.id = q.event_id WHERE q.id > ?1 AND q.id <= ?2 ORDER BY q.id LIMIT ?6`;
+
 /**
  * Counts, at `now` (ms), what a recover of [since, until) will queue: retained events whose
  * delivery ended failed or skipped and is not queued (index `events_ended`), and queued
@@ -48,25 +63,8 @@ export interface RecoverCount {
  */
 export function countRecover(sql: SqlStorage, since: number, until: number, now: number): RecoverCount {
   const cap = RECOVER_COUNT_CAP + 1;
-  const ended = sql
-    .exec<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM events e INDEXED BY events_ended
-         WHERE e.ended IS NOT NULL AND e.accepted_at >= ?1 AND e.accepted_at < ?2 AND NOT EXISTS (SELECT 1 FROM queue q WHERE q.event_id = e.id) LIMIT ?3)`,
-      since,
-      until,
-      cap,
-    )
-    .one().n;
-  const waiting = sql
-    .exec<{ n: number }>(
-      `SELECT COUNT(*) AS n FROM (SELECT 1 FROM queue q INDEXED BY queue_due JOIN events e ON e.id = q.event_id
-         WHERE q.next_attempt_at > ?3 AND q.attempts > 0 AND e.accepted_at >= ?1 AND e.accepted_at < ?2 LIMIT ?4)`,
-      since,
-      until,
-      now,
-      cap,
-    )
-    .one().n;
+  const ended = sql.exec<{ n: number }>(COUNT_ENDED_SQL, since, until, cap).one().n;
+  const waiting = sql.exec<{ n: number }>(COUNT_WAITING_SQL, since, until, now, cap).one().n;
   const total = ended + waiting;
   return { queued: Math.min(total, RECOVER_COUNT_CAP), exact: total <= RECOVER_COUNT_CAP };
 }
@@ -102,9 +100,7 @@ export function recoverStep(sql: SqlStorage, job: RecoverJob, now: number, skipp
   if (left.queueFrom < left.through) {
     const rows = sql
       .exec<{ id: number; event_id: string; event_type: string; waiting: number }>(
-        `SELECT q.id, q.event_id, q.event_type,
-                q.attempts > 0 AND q.next_attempt_at > ?3 AND e.accepted_at >= ?4 AND e.accepted_at < ?5 AS waiting
-           FROM queue q LEFT JOIN events e ON e.id = q.event_id WHERE q.id > ?1 AND q.id <= ?2 ORDER BY q.id LIMIT ?6`,
+        RECOVER_QUEUE_SQL,
         left.queueFrom,
         left.through,
         now,
