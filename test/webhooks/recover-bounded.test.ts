@@ -114,7 +114,7 @@ describe("recover is durable, bounded work", () => {
     expect([...sent.values()].every((n) => n === 1)).toBe(true);
   });
 
-  it("a DELETE during it answers 200 at once; after it nothing is sent, and the alarm erases the queue in bounded runs", async () => {
+  it("a DELETE during it answers 200 at once; after it nothing is sent, across a reset, and the alarm erases the queue in bounded runs", async () => {
     const host = "rcvb-del.example.com";
     const { key, hookId } = await setUp("rcvdel", host);
     const since = sim!.clock.now() - 3_600_000;
@@ -131,6 +131,9 @@ describe("recover is durable, bounded work", () => {
     const mark = sim!.mark();
     const kv = await inCourier(hookId, (_c, state) => ({ closed: state.storage.kv.get("closed"), recover: state.storage.kv.get("recover") }));
     expect(kv).toEqual({ closed: true, recover: undefined });
+    // A new instance with queue rows left reads `closed` first: it only erases.
+    expect(await queueRows(hookId)).toBeGreaterThan(0);
+    await resetObject(sim!, courierStub(hookId));
 
     // Drive the courier's alarms until its data is erased: nothing reaches the receiver.
     let runs = 0;

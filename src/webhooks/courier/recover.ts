@@ -13,7 +13,7 @@ import { type RecoverPosition, toRecover } from "./attempt-log";
 import { drained, enqueue, queueLoad } from "./queue";
 
 /** Queue rows read, or events queued again, per recover step (docs/architecture.md, the work table). */
-export const RECOVER_CHUNK = 200;
+const RECOVER_CHUNK = 200;
 
 /** The start of the acceptance order: a recover's events walk begins after it. */
 const START: RecoverPosition = [Number.MIN_SAFE_INTEGER, 0];
@@ -61,7 +61,7 @@ export const RECOVER_QUEUE_SQL = `SELECT q.id, q.event_id, q.event_type,
  * window; each read stops after RECOVER_COUNT_CAP + 1 rows, so the count never walks a long
  * window.
  */
-export function countRecover(sql: SqlStorage, since: number, until: number, now: number): RecoverCount {
+function countRecover(sql: SqlStorage, since: number, until: number, now: number): RecoverCount {
   const cap = RECOVER_COUNT_CAP + 1;
   const ended = sql.exec<{ n: number }>(COUNT_ENDED_SQL, since, until, cap).one().n;
   const waiting = sql.exec<{ n: number }>(COUNT_WAITING_SQL, since, until, now, cap).one().n;
@@ -75,7 +75,7 @@ export function countRecover(sql: SqlStorage, since: number, until: number, now:
  * earlier call queued is queued or delivered by then, so it is not queued twice), and the
  * queue walked again up to its last id now (`lastQueueId`).
  */
-export function startRecover(running: RecoverJob | null, since: number, until: number, lastQueueId: number): RecoverJob {
+function startRecover(running: RecoverJob | null, since: number, until: number, lastQueueId: number): RecoverJob {
   return {
     since: running === null ? since : Math.min(running.since, since),
     until: running === null ? until : Math.max(running.until, until),
@@ -95,7 +95,7 @@ export function startRecover(running: RecoverJob | null, since: number, until: n
  * @returns the job left (`null`: done) and whether its next step can run at once (`ready`;
  *   else it waits for the queue to drain).
  */
-export function recoverStep(sql: SqlStorage, job: RecoverJob, now: number, skipped: number): { job: RecoverJob | null; ready: boolean } {
+function recoverStep(sql: SqlStorage, job: RecoverJob, now: number, skipped: number): { job: RecoverJob | null; ready: boolean } {
   let left = job;
   if (left.queueFrom < left.through) {
     const rows = sql
@@ -175,11 +175,11 @@ export class Recovery {
 }
 
 /** Whether a recover may queue more now: the queue is down to half its bound (queue.ts `drained`, a bounded read). */
-export function hasRoom(sql: SqlStorage): boolean {
+function hasRoom(sql: SqlStorage): boolean {
   return drained(queueLoad(sql));
 }
 
 /** The last queue id (0: the queue is empty): where a recover's walk of the queue ends. One read of the primary key. */
-export function lastQueueId(sql: SqlStorage): number {
+function lastQueueId(sql: SqlStorage): number {
   return sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM queue`).one().id ?? 0;
 }
