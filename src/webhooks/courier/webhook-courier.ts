@@ -164,8 +164,8 @@ export class WebhookCourier extends DurableObject<Env> {
     if (this.closed) return;
     this.storage.transactionSync(() => {
       this.storage.kv.put("closed", true);
-      for (const key of ["config", "cursor", "full", "skipping", "recover"]) this.storage.kv.delete(key);
       this.failures.forget();
+      for (const key of ["config", "cursor", "full", "skipping", "recover"]) this.storage.kv.delete(key);
     });
     this.closed = true;
     this.config = null;
