@@ -2,17 +2,17 @@
  * A courier's recover as durable, bounded work (docs/reference.md § "Recover";
  * docs/architecture.md § Bounded work and storage): the call counts what it will queue (up to
  * RECOVER_COUNT_CAP) and keeps a job in the courier's KV (`recover`) with its window and
- * position; each step — the call's own first, then one per alarm — makes at most
- * RECOVER_CHUNK deliveries waiting for a retry due now, or queues at most RECOVER_CHUNK ended
- * events again while the queue is down to half its bound. Synchronous SQL inside the
- * courier's steps.
+ * position; each step — the call's own first, then one per alarm — reads at most
+ * RECOVER_CHUNK queue rows (those waiting for a retry made due now), then queues at most
+ * RECOVER_CHUNK ended events again while the queue is down to half its bound. Synchronous SQL
+ * inside the courier's steps.
  */
 import { RECOVER_COUNT_CAP } from "../../lib/limits";
 import type { Trigger } from "../rpc";
 import { type RecoverPosition, toRecover } from "./attempt-log";
 import { drained, enqueue, queueLoad } from "./queue";
 
-/** Queue rows read, or events queued again, per recover step (docs/architecture.md, the work table). */
+/** Queue rows read, and events queued again, per recover step at most (docs/architecture.md, the work table). */
 const RECOVER_CHUNK = 200;
 
 /** The start of the acceptance order: a recover's events walk begins after it. */
