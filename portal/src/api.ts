@@ -411,9 +411,11 @@ export const api = {
   async resend(id: string, eventId: string): Promise<{ eventId: string }> {
     return (await request<{ result: { eventId: string } }>("POST", `/v3/webhooks/${enc(id)}/deliveries/${enc(eventId)}/resend`)).result;
   },
-  /** POST /v3/webhooks/{id}/recover → how many events were queued again. */
-  async recover(id: string, since: string, until?: string): Promise<{ queued: number }> {
-    return (await request<{ result: { queued: number } }>("POST", `/v3/webhooks/${enc(id)}/recover`, { body: until ? { since, until } : { since } })).result;
+  /** POST /v3/webhooks/{id}/recover → how many events it queues again (counted up to 10,000: `exact` false beyond). */
+  async recover(id: string, since: string, until?: string): Promise<{ queued: number; exact: boolean }> {
+    return (
+      await request<{ result: { queued: number; exact: boolean } }>("POST", `/v3/webhooks/${enc(id)}/recover`, { body: until ? { since, until } : { since } })
+    ).result;
   },
   /** GET /v3/webhooks/{id}/stats. */
   async stats(id: string, since: string, until: string, bucket: "hour" | "day"): Promise<StatsBucket[]> {

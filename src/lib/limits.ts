@@ -60,3 +60,9 @@ export const DEFAULT_GRACE_SECONDS = 86_400;
  * feed, each courier's attempt log, resend and recover (docs/reference.md § "Delivery log", § "Events feed").
  */
 export const RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
+
+/**
+ * A recover's answer counts the events it will queue up to this many (docs/reference.md §
+ * "Recover"): beyond, `queued` is this and `exact` false. Bounds the answering step's read.
+ */
+export const RECOVER_COUNT_CAP = 10_000;

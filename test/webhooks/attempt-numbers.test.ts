@@ -100,7 +100,7 @@ describe("attempt numbers under a hanging receiver, a reset and resends", () => 
     sim.on(host, 204);
     expect((await callJson(`/v3/webhooks/${hook.id}`, { method: "PATCH", key, json: { enabled: true } })).status).toBe(200);
     const recovered = await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } });
-    expect(recovered.body.result).toEqual({ queued: 1 });
+    expect(recovered.body.result).toEqual({ queued: 1, exact: true });
     await drainByAlarms(sim, [courierStub(hook.id)], 1_000);
     expect(sim.to(host)).toHaveLength(2);
     expect(await entries(key, hook.id, event.id)).toEqual([

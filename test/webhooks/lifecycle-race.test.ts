@@ -100,7 +100,7 @@ describe("the deregistration promise with resend and recover", () => {
     expect((await callJson(`/v3/webhooks/${b.id}`, { method: "PATCH", key, json: { enabled: true } })).status).toBe(404);
     rx.on("dnd-a.example.com", 200);
     const mark = rx.mark();
-    expect((await post(key, `/v3/webhooks/${a.id}/recover`, { since })).body.result).toEqual({ queued: 1 });
+    expect((await post(key, `/v3/webhooks/${a.id}/recover`, { since })).body.result).toEqual({ queued: 1, exact: true });
     expect((await post(key, `/v3/webhooks/${b.id}/recover`, { since })).status).toBe(404);
     await drain(schoolId);
     expect(rx.log.filter((r) => r.seq > mark).map((r) => r.host)).toEqual(["dnd-a.example.com"]);

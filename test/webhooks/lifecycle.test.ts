@@ -172,8 +172,8 @@ describe("disabled registrations", () => {
     ).toEqual([e3.id]);
     // Skipped ones come back only when asked: recover, in acceptance order, once per call.
     const recovered = await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } });
-    expect([recovered.status, recovered.body.result]).toEqual([202, { queued: 2 }]);
-    expect((await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } })).body.result).toEqual({ queued: 0 });
+    expect([recovered.status, recovered.body.result]).toEqual([202, { queued: 2, exact: true }]);
+    expect((await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } })).body.result).toEqual({ queued: 0, exact: true });
     await drain(schoolId);
     expect(
       rx
@@ -181,7 +181,7 @@ describe("disabled registrations", () => {
         .filter((r) => r.seq > mark)
         .map((r) => r.event.id),
     ).toEqual([e3.id, e1.id, e2.id]);
-    expect((await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } })).body.result).toEqual({ queued: 0 });
+    expect((await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since } })).body.result).toEqual({ queued: 0, exact: true });
   });
 
   it("no attempt starts after the disable's 200: attempts queued at the courier are dropped", async () => {
@@ -365,7 +365,7 @@ describe("recover", () => {
     expect((await patch(key, hook.id, { enabled: true })).status).toBe(200);
     const mark = rx.mark();
     const res = await callJson(`/v3/webhooks/${hook.id}/recover`, { method: "POST", key, json: { since, until } });
-    expect(res.body.result).toEqual({ queued: 4 });
+    expect(res.body.result).toEqual({ queued: 4, exact: true });
     await drain(schoolId);
     expect(
       rx

@@ -110,7 +110,7 @@ describe("auto-disable", () => {
     rx.on("auto-a.example.com", 200);
     await callJson(`/v3/webhooks/${a.id}`, { method: "PATCH", key, json: { enabled: true } });
     const since1h = new Date(Date.now() - 3_600_000).toISOString();
-    expect((await callJson(`/v3/webhooks/${a.id}/recover`, { method: "POST", key, json: { since: since1h } })).body.result).toEqual({ queued: 1 });
+    expect((await callJson(`/v3/webhooks/${a.id}/recover`, { method: "POST", key, json: { since: since1h } })).body.result).toEqual({ queued: 1, exact: true });
     void c;
   });
 

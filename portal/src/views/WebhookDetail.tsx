@@ -359,8 +359,9 @@ function RecoverForm({ id, onQueued }: { id: string; onQueued: () => void }) {
     setError(null);
     setDone("");
     try {
-      const { queued } = await api.recover(id, localInputToIso(since), localInputToIso(until) || undefined);
-      setDone(queued === 0 ? "Nothing to recover in that period." : `${queued} event${queued === 1 ? "" : "s"} queued again, in the order they were accepted.`);
+      const { queued, exact } = await api.recover(id, localInputToIso(since), localInputToIso(until) || undefined);
+      const count = `${exact ? "" : "More than "}${queued.toLocaleString("en-US")} event${queued === 1 ? "" : "s"}`;
+      setDone(queued === 0 ? "Nothing to recover in that period." : `${count} queued again, in the order they were accepted.`);
       onQueued();
     } catch (err) {
       setError(err instanceof RangeError ? new Error(`Enter a date and time: ${err.message}.`) : (err as Problem));

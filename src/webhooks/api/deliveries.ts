@@ -163,10 +163,14 @@ export const deliveryOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Recover missed events after an outage",
     description:
-      "Queues again, in acceptance order, every retained event accepted in `[since, until)` whose delivery to this registration ended `failed` or `skipped` (not those succeeded or still pending), each once per call. `since` older than the 7-day retention, or after `until`: 400 INVALID_PARAMETER.",
+      "Queues again, in acceptance order, every retained event accepted in `[since, until)` whose delivery to this registration ended `failed` or `skipped`, and makes due now each of its deliveries waiting for a retry (not those succeeded, nor pending ones not attempted yet), each once per call. Answered at once with what it will queue; the events are queued from the answer on, as the registration's queue makes room, and sent as they are queued. A recover called while one is still queueing joins it: one recover over the smallest window covering both. A DELETE stops it at once, a disable too. `since` older than the 7-day retention, or after `until`: 400 INVALID_PARAMETER.",
     request: { params: webhookIdParams, body: { schema: recoverSchema, description: "The window of acceptance." } },
     responses: {
-      202: { description: "The events are queued again.", schema: recoverResponseSchema, example: { status: "success", result: { queued: 12 } } },
+      202: {
+        description: "The recover is under way; its count.",
+        schema: recoverResponseSchema,
+        example: { status: "success", result: { queued: 12, exact: true } },
+      },
       400: ["INVALID_PARAMETER", "VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
       404: ["WEBHOOK_NOT_FOUND"],
       409: ["WEBHOOK_DISABLED"],

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";
 import { listEnvelope, successEnvelope } from "../../http/envelopes";
 import { instantOutSchema, mintedIdSchema, opaqueIdSchema } from "../../lib/fields";
-import { MAX_WEBHOOKS } from "../../lib/limits";
+import { MAX_WEBHOOKS, RECOVER_COUNT_CAP } from "../../lib/limits";
 import { PAYLOAD_FORMS } from "../delivery/payload";
 import { SIGNATURE_SCHEMES } from "../delivery/signing";
 
@@ -258,8 +258,20 @@ export const resendResponseSchema = successEnvelope(
 /** 202 of POST /v3/webhooks/{id}/recover. */
 export const recoverResponseSchema = successEnvelope(
   "RecoverResponse",
-  z.strictObject({ queued: z.int().min(0).meta({ description: "Events queued again, in acceptance order." }) }).meta({ id: "Recovered" }),
-  "The missed events are queued again.",
+  z
+    .strictObject({
+      queued: z
+        .int()
+        .min(0)
+        .meta({
+          description: `What this recover queues again, counted when it is answered: events of the window whose delivery ended \`failed\` or \`skipped\` and deliveries of the window waiting for a retry (made due now), at most ${RECOVER_COUNT_CAP.toLocaleString("en-US")} (\`exact: false\` beyond). They are queued in acceptance order from the answer on, as the registration's queue makes room.`,
+        }),
+      exact: z.boolean().meta({
+        description: `\`true\`: \`queued\` counts all of them; \`false\`: more than ${RECOVER_COUNT_CAP.toLocaleString("en-US")} (every one is queued all the same).`,
+      }),
+    })
+    .meta({ id: "Recovered" }),
+  "The recover is under way: its first events are queued, the rest follow as the queue makes room.",
 );
 
 // ---------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ export type DueRow = {
  * (a disable's skip, a close) stay bounded whatever the receiver's pace: at most 1,000 rows
  * and 16 MB plus one event (≤ 2 MB), two hand-overs' worth, enough that a fast receiver
  * never waits for the next one (it is asked for at half: QUEUE_LOW_ROWS, QUEUE_LOW_BYTES).
- * A recover may queue past it (its own bounded steps); hand-overs then wait.
+ * A recover queues only while the queue is down to half (courier/recover.ts), so never past it.
  */
 const QUEUE_MAX_ROWS = 1_000;
 /** See QUEUE_MAX_ROWS (bytes of queued bodies). */

@@ -177,9 +177,9 @@ export function pruneLog(sql: SqlStorage, now: number, from: PrunePosition): { m
   return { more: log >= PRUNE_CHUNK || full, next: full && last ? [last.accepted_at, last.rid] : PRUNE_START };
 }
 
-/** Whether anything is left to prune one day (the log or event copies are not empty). */
+/** Whether anything is left to prune or erase one day (the log, event copies or queue are not empty). */
 export function hasRetained(sql: SqlStorage): boolean {
-  return sql.exec(`SELECT 1 FROM log LIMIT 1`).toArray().length > 0 || sql.exec(`SELECT 1 FROM events LIMIT 1`).toArray().length > 0;
+  return TABLES.some((table) => sql.exec(`SELECT 1 FROM ${table} LIMIT 1`).toArray().length > 0);
 }
 
 /**

@@ -24,15 +24,13 @@ import {
   ordersByCourse,
   type StatsBucketSize,
 } from "../rpc";
-import { type LogFilter, type RecoverPosition, readLog, retainedEvent, toRecover } from "./attempt-log";
+import { type LogFilter, readLog, retainedEvent } from "./attempt-log";
 import { Dispatch } from "./dispatch";
 import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
 import { backlog, drained, enqueue, nextDueAt, queueLoad, skipMark, skipStep, take } from "./queue";
+import { type RecoverCount, Recovery } from "./recover";
 import { readStats } from "./stats";
 import { erase, hasRetained, migrate, PRUNE_INTERVAL_MS, PRUNE_START, type PrunePosition, pruneLog } from "./storage";
-
-/** Events a recover queues per synchronous step (other calls interleave between two). */
-const RECOVER_CHUNK = 200;
 
 /** What a config step leaves for memory: the config in force, and whether it re-enabled the registration. */
 interface Applied {
@@ -48,6 +46,7 @@ export class WebhookCourier extends DurableObject<Env> {
   private readonly platform: Platform;
   private readonly failures: FailureReport;
   private readonly dispatch: Dispatch;
+  private readonly recovery: Recovery;
   private config: CourierConfig | null;
   private closed: boolean;
   private cursor: number;
@@ -82,8 +81,12 @@ export class WebhookCourier extends DurableObject<Env> {
       sooner: (at) => this.alarms.sooner(at),
       skipped: () => this.skipThrough(),
       skipOn: (now) => this.skipOn(now),
-      recorded: () => this.askForMore(),
+      recorded: () => {
+        this.askForMore();
+        if (!this.closed) this.recovery.later();
+      },
     });
+    this.recovery = new Recovery(storage, () => void this.armAlarm(this.platform.now()));
     this.closed = kv.get("closed") === true;
     this.config = (kv.get("config") as CourierConfig | undefined) ?? null;
     this.cursor = Number(kv.get("cursor") ?? 0);
@@ -98,7 +101,7 @@ export class WebhookCourier extends DurableObject<Env> {
   private earliestWork(): number | null {
     const now = this.platform.now();
     if (this.closed) return hasRetained(this.sql) ? now : null;
-    if (this.failures.owed || this.skipThrough() > 0 || this.storage.kv.get("full") === true) return now;
+    if (this.failures.owed || this.skipThrough() > 0 || this.storage.kv.get("full") === true || this.recovery.pending) return now;
     const due = nextDueAt(this.sql, [], 0, this.ordered());
     if (due !== null) return Math.max(now, due);
     return hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null;
@@ -150,23 +153,19 @@ export class WebhookCourier extends DurableObject<Env> {
   }
 
   /**
-   * Closes the courier for good (its registration is deleted), in one synchronous step:
-   * marked closed in storage — durable before the hub hears back (output gate) — its queue,
-   * config, secrets, cursor and failure streak dropped, its requests aborted, none reported.
-   * Its alarm then erases the rest (log, event copies) in bounded steps, until only the
-   * closed marker is left. Idempotent.
+   * Closes the courier for good (its registration is deleted), in one bounded synchronous
+   * step: marked closed in storage — durable before the hub hears back (output gate) — its
+   * config, secrets, cursor, recover and failure streak dropped, its requests aborted, none
+   * reported. Nothing of a closed courier starts (`closed` is read before any send, and from
+   * storage by a new instance); its alarm erases the rest (queue, log, event copies) in
+   * bounded steps, until only the closed marker is left. Idempotent.
    */
   close(): void {
     if (this.closed) return;
     this.storage.transactionSync(() => {
-      const kv = this.storage.kv;
-      kv.put("closed", true);
-      kv.delete("config");
-      kv.delete("cursor");
-      kv.delete("full");
-      kv.delete("skipping");
+      this.storage.kv.put("closed", true);
       this.failures.forget();
-      this.sql.exec(`DELETE FROM queue`);
+      for (const key of ["config", "cursor", "full", "skipping", "recover"]) this.storage.kv.delete(key);
     });
     this.closed = true;
     this.config = null;
@@ -213,31 +212,15 @@ export class WebhookCourier extends DurableObject<Env> {
   }
 
   /**
-   * Recover: queues again, in acceptance order, each retained event accepted in
-   * [since, until) (ms) whose delivery ended failed or skipped, RECOVER_CHUNK per step
-   * (each behind the earlier queued deliveries of its course, as a resend).
-   * A close or a disable meanwhile stops it.
+   * Recover (docs/reference.md § "Recover"), answered at once: counts what it will queue
+   * (`countRecover`), keeps the job in KV `recover` — one with a recover under way covers both
+   * windows (`startRecover`) — and runs its first step; the alarm runs the others, one per
+   * run, while the queue has room (recover.ts `Recovery`). A close or a disable drops it.
    *
-   * @returns `{ queued }`, or `WEBHOOK_NOT_FOUND` (closed) / `WEBHOOK_DISABLED`.
+   * @returns `{ queued, exact }`, or `WEBHOOK_NOT_FOUND` (closed) / `WEBHOOK_DISABLED`.
    */
-  async recover(config: CourierConfig, since: number, until: number): Promise<CourierStep<{ queued: number }>> {
-    let from: RecoverPosition | null = [Number.MIN_SAFE_INTEGER, 0];
-    let queued = 0;
-    while (from !== null) {
-      const position: RecoverPosition = from;
-      const step = this.queueing(config, () => {
-        const chunk = toRecover(this.sql, since, until, position, RECOVER_CHUNK);
-        const now = this.platform.now();
-        const skipped = this.skipThrough();
-        for (const event of chunk.events) enqueue(this.sql, event.id, event.type, "recover", now, skipped);
-        return { ok: true, value: chunk };
-      });
-      if (!step.ok) return queued === 0 ? step : { ok: true, value: { queued } };
-      queued += step.value.events.length;
-      from = step.value.next;
-      if (from !== null) await new Promise((resolve) => this.platform.setTimer(() => resolve(undefined), 0));
-    }
-    return { ok: true, value: { queued } };
+  recover(config: CourierConfig, since: number, until: number): CourierStep<RecoverCount> {
+    return this.queueing(config, () => ({ ok: true, value: this.recovery.start(since, until, this.platform.now(), this.skipThrough()) }));
   }
 
   // -------------------------------------------------------------------------------------
@@ -282,6 +265,7 @@ export class WebhookCourier extends DurableObject<Env> {
     const pruned = pruneLog(this.sql, this.platform.now(), this.pruneFrom);
     this.pruneFrom = pruned.next;
     const skipping = this.storage.transactionSync(() => this.skipOn(this.platform.now()));
+    if (this.config?.enabled === true) this.storage.transactionSync(() => this.recovery.step(this.platform.now(), this.skipThrough()));
     this.failures.send(this.config?.hubId);
     this.dispatch.pump();
     this.askForMore();
@@ -317,6 +301,7 @@ export class WebhookCourier extends DurableObject<Env> {
       // Every delivery queued now ends skipped: marked at once, ended SKIP_CHUNK per step
       // (the first one here), the rest by the alarm (`continueSkip`), never started meanwhile.
       this.storage.kv.put("skipping", Math.max(this.skipThrough(), skipMark(this.sql)));
+      this.recovery.drop();
       this.skipOn(now);
       this.failures.disabled();
     }

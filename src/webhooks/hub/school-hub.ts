@@ -249,8 +249,8 @@ export class SchoolHub extends DurableObject<Env> {
     return !done.ok && done.error === "EVENT_NOT_FOUND" && this.couriers.heldFor(id, eventId) ? { ok: true, value: { eventId } } : done;
   }
 
-  /** POST …/recover: every retained event accepted in [since, until) (ms) whose delivery ended failed or skipped, again. */
-  async recover(id: string, since: number, until: number | null = null): Promise<CourierStep<{ queued: number }>> {
+  /** POST …/recover: every retained event accepted in [since, until) (ms) whose delivery ended failed or skipped, or waits for a retry, again (counted: courier/recover.ts). */
+  async recover(id: string, since: number, until: number | null = null): Promise<CourierStep<{ queued: number; exact: boolean }>> {
     const config = await this.flushed(id);
     if (!config.ok) return config;
     return this.couriers.forward(id, (courier) => courier.recover(config.value, since, until ?? Number.MAX_SAFE_INTEGER));
