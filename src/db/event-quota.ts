@@ -7,6 +7,7 @@
  * The cron prunes the days before today.
  */
 import { type SQL, sql } from "drizzle-orm";
+import { PRUNE_ROWS } from "../lib/invocation-budget";
 import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
 
 /** One UTC day, in ms. */
@@ -60,11 +61,14 @@ export const isQuotaRefusal = (err: unknown): boolean => err instanceof Error &&
 
 /**
  * Deletes the counters of the UTC days before that of `now` (the cron), through
- * `event_bytes_day_idx`.
+ * `event_bytes_day_idx`, at most `PRUNE_ROWS` in one statement; the next run goes on.
  *
  * @returns the number of rows deleted.
  */
 export async function pruneEventBytes(d1: D1Database, now = Date.now()): Promise<number> {
-  const r = await d1.prepare("DELETE FROM event_bytes WHERE day < ?").bind(utcDay(now)).run();
+  const r = await d1
+    .prepare("DELETE FROM event_bytes WHERE rowid IN (SELECT rowid FROM event_bytes INDEXED BY event_bytes_day_idx WHERE day < ? LIMIT ?)")
+    .bind(utcDay(now), PRUNE_ROWS)
+    .run();
   return r.meta.changes ?? 0;
 }
