@@ -190,10 +190,11 @@ function* slicesOf(rows: DueRow[], limits: SweepLimits): Generator<DueRow[]> {
   if (retried !== -1) for (const r of rows.slice(retried)) yield [r];
 }
 
-/** What a school's sweep did: rows re-published, rows whose publish failed. */
+/** What a school's sweep did: rows re-published, rows whose publish failed, and whether the invocation's budget stopped it. */
 interface SchoolSweep {
   republished: number;
   failed: number;
+  spent: boolean;
 }
 
 /**
@@ -216,12 +217,14 @@ async function sweepSchool(
   limits: SweepLimits,
   budget: InvocationBudget,
 ): Promise<SchoolSweep> {
-  const out: SchoolSweep = { republished: 0, failed: 0 };
+  const out: SchoolSweep = { republished: 0, failed: 0, spent: false };
   for (;;) {
     // A session of its own per round: it starts on the primary, so the marks of the round
     // before (made through publishEvents' session) are seen.
     const primary = openSession(shard, "write").d1;
-    const read = budget.reserve(1, 0);
+    // Room for the read and the slice it leads to: no read is made that no slice can follow.
+    const read = budget.reserve(1 + SLICE_QUERIES, 1);
+    out.spent = read === null;
     if (!read || Date.now() >= deadline) return out;
     let rows: DueRow[];
     try {
@@ -237,6 +240,7 @@ async function sweepSchool(
     }
     for (const slice of slicesOf(rows, limits)) {
       const held = budget.reserve(SLICE_QUERIES, 1);
+      out.spent = held === null;
       if (!held || Date.now() >= deadline) {
         held?.release();
         return out;
@@ -311,13 +315,16 @@ async function sweepShard(env: Env, shard: D1Database, slots: Slots, now: number
   }
   result.schools = schools.length;
   let next = 0;
+  let spent = false;
   const worker = async () => {
-    while (next < schools.length && Date.now() < deadline) {
+    while (next < schools.length && Date.now() < deadline && !spent) {
       const schoolId = schools[next++]!;
       try {
         const done = await slots.run(() => sweepSchool(env, shard, schoolId, now, cutoff, deadline, bounds, budget));
         result.republished += done.republished;
         result.failed += done.failed;
+        // The budget is spent: the schools not reached keep their place for the next run.
+        spent ||= done.spent;
       } catch (err) {
         // A D1 error on one school's rows: the others go on; its rows wait for the next sweep.
         logPublishFailure({ schoolId, events: 0, ...describeError(err) });
