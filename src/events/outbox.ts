@@ -161,7 +161,9 @@ async function schoolsDue(primary: D1Database, now: number, cutoff: number, limi
       )
       .bind(SWEEP_AFTER_MS, cutoff, limits.schools),
     primary
-      .prepare("SELECT school_id, retry_at AS due FROM outbox_schools INDEXED BY outbox_schools_retry_idx WHERE retry_at <= ? ORDER BY retry_at, school_id LIMIT ?")
+      .prepare(
+        "SELECT school_id, retry_at AS due FROM outbox_schools INDEXED BY outbox_schools_retry_idx WHERE retry_at <= ? ORDER BY retry_at, school_id LIMIT ?",
+      )
       .bind(now, limits.schools),
   ]);
   const due = new Map<string, number>();
@@ -263,10 +265,20 @@ async function sweepSchool(
  * One slice: reads its payloads (rows a write's own publish marked meanwhile are left out),
  * publishes them and backs off those the hub did not acknowledge; adds to `out`.
  */
-async function sweepSlice(env: Env, shard: D1Database, primary: D1Database, schoolId: string, slice: DueRow[], now: number, limits: SweepLimits, out: SchoolSweep) {
+async function sweepSlice(
+  env: Env,
+  shard: D1Database,
+  primary: D1Database,
+  schoolId: string,
+  slice: DueRow[],
+  now: number,
+  limits: SweepLimits,
+  out: SchoolSweep,
+) {
   const ids = JSON.stringify(slice.map((r) => r.event_id));
+  // `+published_at`: each id a seek of the primary key, never a walk of outbox_pending_idx's unpublished rows.
   const { results } = await primary
-    .prepare("SELECT event_id, payload FROM outbox WHERE event_id IN (SELECT value FROM json_each(?)) AND published_at IS NULL")
+    .prepare("SELECT event_id, payload FROM outbox WHERE event_id IN (SELECT value FROM json_each(?)) AND +published_at IS NULL")
     .bind(ids)
     .all<{ event_id: string; payload: string }>();
   const payloads = new Map(results.map((r) => [r.event_id, r.payload]));

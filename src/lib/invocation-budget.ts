@@ -111,8 +111,8 @@ export class InvocationBudget {
 }
 
 /**
- * Rows one prune statement of the cron deletes at most (idempotency keys, event-quota
- * counters, published outbox rows, portal sessions; each through its index): one statement
+ * Rows one prune statement of the cron deletes at most (idempotency keys, published outbox
+ * rows, portal sessions; each through its index): one statement
  * per table and database a run, so a prune's cost is bounded whatever has piled up, and
  * 5,000 a minute (7.2 million a day) outpaces what a shard or the directory writes.
  */

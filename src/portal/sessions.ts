@@ -129,10 +129,14 @@ export async function prunePortalSessions(d1: D1Database, now = Date.now()): Pro
   const before = now - ENDED_RETENTION_MS;
   const results = await d1.batch([
     d1
-      .prepare("DELETE FROM portal_sessions WHERE rowid IN (SELECT rowid FROM portal_sessions INDEXED BY portal_sessions_expires_idx WHERE expires_at <= ? LIMIT ?)")
+      .prepare(
+        "DELETE FROM portal_sessions WHERE rowid IN (SELECT rowid FROM portal_sessions INDEXED BY portal_sessions_expires_idx WHERE expires_at <= ? LIMIT ?)",
+      )
       .bind(before, PRUNE_ROWS),
     d1
-      .prepare("DELETE FROM portal_sessions WHERE rowid IN (SELECT rowid FROM portal_sessions INDEXED BY portal_sessions_revoked_idx WHERE revoked_at <= ? LIMIT ?)")
+      .prepare(
+        "DELETE FROM portal_sessions WHERE rowid IN (SELECT rowid FROM portal_sessions INDEXED BY portal_sessions_revoked_idx WHERE revoked_at <= ? LIMIT ?)",
+      )
       .bind(before, PRUNE_ROWS),
   ]);
   return results.reduce((n, r) => n + (r.meta.changes ?? 0), 0);

@@ -77,7 +77,9 @@ async function cronRun(plan: "paid" | "free", scheduledTime: number): Promise<Co
       },
     }),
   };
-  const bindings = Object.fromEntries(["DIRECTORY", ...SHARDS].map((b) => [b, counting((env as unknown as Record<string, D1Database>)[b]!, counted.statements)]));
+  const bindings = Object.fromEntries(
+    ["DIRECTORY", ...SHARDS].map((b) => [b, counting((env as unknown as Record<string, D1Database>)[b]!, counted.statements)]),
+  );
   const testEnv = { ...recordingHubs([]), ...bindings, SCHOOL_HUB, WORKERS_PLAN: plan } as unknown as typeof env;
   const exec = createExecutionContext();
   await worker.scheduled(createScheduledController({ scheduledTime, cron: "* * * * *" }), testEnv, exec);
@@ -90,14 +92,15 @@ async function backlog(prefix: string, schools: number, rows: number): Promise<v
   for (const shard of SHARDS) {
     for (let s = 0; s < schools; s++) {
       const school = `${prefix}_${shard}_${String(s).padStart(2, "0")}`;
-      await (env as unknown as Record<string, D1Database>)[shard]!.prepare(
-        `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < ?2 - 1)
+      await (env as unknown as Record<string, D1Database>)
+        [shard]!.prepare(
+          `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < ?2 - 1)
          INSERT INTO outbox (event_id, school_id, payload, created_at)
          SELECT printf('evt_%s_%05d', ?1, i), ?1,
            json_object('id', printf('evt_%s_%05d', ?1, i), 'type', 'course.updated', 'createdAt', '2026-09-01T08:00:00.000Z', 'schoolId', ?1,
              'data', json_object('course', json_object('id', printf('crs_%05d', i), 'name', printf('Cours %d', i)))),
            ?3 + i FROM k`,
-      )
+        )
         .bind(school, rows, Date.now() - hour)
         .run();
     }
@@ -108,10 +111,11 @@ async function backlog(prefix: string, schools: number, rows: number): Promise<v
 async function publishedLongAgo(n: number): Promise<void> {
   const old = Date.now() - 8 * 24 * hour;
   for (const shard of SHARDS) {
-    await (env as unknown as Record<string, D1Database>)[shard]!.prepare(
-      `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < ?1 - 1)
+    await (env as unknown as Record<string, D1Database>)
+      [shard]!.prepare(
+        `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < ?1 - 1)
        INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) SELECT printf('evt_old_%05d', i), 'sch_old', '', ?2, ?2 FROM k`,
-    )
+      )
       .bind(n, old)
       .run();
   }
@@ -120,7 +124,9 @@ async function publishedLongAgo(n: number): Promise<void> {
 const unpublished = async () => {
   let n = 0;
   for (const shard of SHARDS) {
-    n += (await (env as unknown as Record<string, D1Database>)[shard]!.prepare("SELECT count(*) AS n FROM outbox WHERE published_at IS NULL").first<{ n: number }>())!.n;
+    n += (await (env as unknown as Record<string, D1Database>)
+      [shard]!.prepare("SELECT count(*) AS n FROM outbox WHERE published_at IS NULL")
+      .first<{ n: number }>())!.n;
   }
   return n;
 };
@@ -148,8 +154,15 @@ describe("the cron within one invocation's limits", () => {
     for (const [i, run] of runs.entries()) {
       expect(run.statements.length, `run ${i}: D1 queries`).toBeLessThanOrEqual(1_000);
       expect(run.statements.length + run.calls, `run ${i}: subrequests`).toBeLessThanOrEqual(10_000);
-      for (const prune of PRUNES) expect(run.statements.some((s) => prune.test(s)), `run ${i}: ${prune}`).toBe(true);
-      expect(run.statements.filter((s) => /DELETE FROM (idempotency_keys|event_bytes|outbox)/.test(s)), `run ${i}: the shards' prunes`).toHaveLength(6);
+      for (const prune of PRUNES)
+        expect(
+          run.statements.some((s) => prune.test(s)),
+          `run ${i}: ${prune}`,
+        ).toBe(true);
+      expect(
+        run.statements.filter((s) => /DELETE FROM (idempotency_keys|event_bytes|outbox)/.test(s)),
+        `run ${i}: the shards' prunes`,
+      ).toHaveLength(6);
     }
     expect(await unpublished()).toBe(0);
     expect(runs.length).toBeGreaterThan(1);
@@ -166,8 +179,15 @@ describe("the cron within one invocation's limits", () => {
     const runs = await drain("free", 60);
     for (const [i, run] of runs.entries()) {
       expect(run.statements.length + run.calls, `run ${i}: queries and calls`).toBeLessThanOrEqual(50);
-      for (const prune of PRUNES) expect(run.statements.some((s) => prune.test(s)), `run ${i}: ${prune}`).toBe(true);
-      expect(run.statements.filter((s) => /DELETE FROM (idempotency_keys|event_bytes|outbox)/.test(s)), `run ${i}: the shards' prunes`).toHaveLength(6);
+      for (const prune of PRUNES)
+        expect(
+          run.statements.some((s) => prune.test(s)),
+          `run ${i}: ${prune}`,
+        ).toBe(true);
+      expect(
+        run.statements.filter((s) => /DELETE FROM (idempotency_keys|event_bytes|outbox)/.test(s)),
+        `run ${i}: the shards' prunes`,
+      ).toHaveLength(6);
     }
     expect(await unpublished()).toBe(0);
     expect(runs.length).toBeGreaterThan(1);

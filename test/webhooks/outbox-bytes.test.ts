@@ -26,7 +26,11 @@ const PROFESSORS = ids("prf_", 100);
 /** An event of the contract's largest course, with its `previous` (as the outbox stores it): about 150 KB. */
 function largestEvent(schoolId: string): SchoolEvent {
   const e = courseEvent(schoolId);
-  return { ...e, data: { course: { ...e.data.course!, groupIds: GROUPS, professorIds: PROFESSORS } }, previous: { trainingId: null, groupIds: GROUPS, professorIds: PROFESSORS } };
+  return {
+    ...e,
+    data: { course: { ...e.data.course!, groupIds: GROUPS, professorIds: PROFESSORS } },
+    previous: { trainingId: null, groupIds: GROUPS, professorIds: PROFESSORS },
+  };
 }
 
 /** `n` unpublished rows of `schoolId` on SHARD_0, each the largest event under its own id, an hour before `later`. */
@@ -47,7 +51,13 @@ async function largestRows(schoolId: string, n: number): Promise<void> {
  */
 function payloadMeter(db: D1Database) {
   const alive = new Map<string, number>();
-  const m = { peak: 0, largestRead: 0, release: (eventIds: string[]) => eventIds.forEach((id) => alive.delete(id)) };
+  const m = {
+    peak: 0,
+    largestRead: 0,
+    release: (eventIds: string[]) => {
+      for (const id of eventIds) alive.delete(id);
+    },
+  };
   const count = (rows: Record<string, unknown>[]) => {
     let read = 0;
     for (const r of rows) {
@@ -65,7 +75,13 @@ function payloadMeter(db: D1Database) {
     new Proxy(s, {
       get(t, p) {
         if (p === "bind") return (...v: unknown[]) => statement(t.bind(...v));
-        if (p === "all") return () => t.all().then((r) => (count(r.results as Record<string, unknown>[]), r));
+        if (p === "all") {
+          return async () => {
+            const r = await t.all();
+            count(r.results as Record<string, unknown>[]);
+            return r;
+          };
+        }
         const v = Reflect.get(t, p, t);
         return typeof v === "function" ? v.bind(t) : v;
       },

@@ -87,6 +87,13 @@ describe("the sweep's statements read through indexes", () => {
     await pruneOutbox(db, later);
     expect(new Set(sent.map((s) => s.sql.trim().split(/\s/)[0]))).toEqual(new Set(["SELECT", "UPDATE", "DELETE"]));
     expect(await refusedPlans(shard(), sent)).toEqual([]);
+    // A slice's payloads: one seek of the primary key per id, never a walk of the unpublished rows.
+    const read = sent.find((s) => /SELECT event_id, payload FROM outbox/.test(s.sql))!;
+    const plan = await shard()
+      .prepare(`EXPLAIN QUERY PLAN ${read.sql}`)
+      .bind(...read.values)
+      .all<{ detail: string }>();
+    expect(plan.results.map((r) => r.detail)).toContain("SEARCH outbox USING INDEX sqlite_autoindex_outbox_1 (event_id=?)");
   });
 
   it("the triggers that keep outbox_schools: each recount is a seek of the partial index", async () => {

@@ -11,7 +11,7 @@ import { failingPublishEnv } from "../../src/bench/faults";
 import { shardBindings } from "../../src/db/shard-names";
 import { shardFor } from "../../src/db/shards";
 import { hubFor } from "../../src/events/hub-client";
-import { publishEvents, pruneOutbox, SWEEP_AFTER_MS as SWEEP_AFTER_MS_OF_CODE, sweepOutbox } from "../../src/events/outbox";
+import { pruneOutbox, publishEvents, SWEEP_AFTER_MS as SWEEP_AFTER_MS_OF_CODE, sweepOutbox } from "../../src/events/outbox";
 import type { SchoolEvent } from "../../src/events/types";
 import worker from "../../src/index";
 import { callJson } from "../support/helpers";
