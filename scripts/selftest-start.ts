@@ -67,17 +67,29 @@ async function cronRunnerChecks(): Promise<void> {
   try {
     mock.timers.tick(30_000);
     await until(() => runner.runs.length === 1);
-    check(JSON.stringify(calls) === JSON.stringify([{ cron: "* * * * *", time: at(11, 59) }]), "cron runner: the next minute's run, that minute as its time", JSON.stringify(calls));
+    check(
+      JSON.stringify(calls) === JSON.stringify([{ cron: "* * * * *", time: at(11, 59) }]),
+      "cron runner: the next minute's run, that minute as its time",
+      JSON.stringify(calls),
+    );
     status = 500;
     mock.timers.tick(60_000);
     await until(() => runner.runs.length === 3);
     const hourly = calls.slice(1).sort((a, b) => a.cron.localeCompare(b.cron));
     check(
-      JSON.stringify(hourly) === JSON.stringify([{ cron: "* * * * *", time: at(12, 0) }, { cron: "0 * * * *", time: at(12, 0) }]),
+      JSON.stringify(hourly) ===
+        JSON.stringify([
+          { cron: "* * * * *", time: at(12, 0) },
+          { cron: "0 * * * *", time: at(12, 0) },
+        ]),
       "cron runner: at minute 0 every matching cron runs",
       JSON.stringify(calls),
     );
-    check(lines.length === 2 && lines.every((l) => /at 12:00 UTC failed \(HTTP 500.*the next minute runs it again/.test(l)), "cron runner: a failed run is reported", JSON.stringify(lines));
+    check(
+      lines.length === 2 && lines.every((l) => /at 12:00 UTC failed \(HTTP 500.*the next minute runs it again/.test(l)),
+      "cron runner: a failed run is reported",
+      JSON.stringify(lines),
+    );
     status = 200;
     mock.timers.tick(60_000);
     await until(() => runner.runs.length === 4);

@@ -21,7 +21,7 @@ export interface InvocationCaps {
  * the subrequest limits, and Durable Object calls leave the invocation as well: both are
  * counted as subrequests here, the conservative reading.
  */
-export const PLAN_LIMITS: Readonly<Record<WorkersPlan, InvocationCaps>> = {
+const PLAN_LIMITS: Readonly<Record<WorkersPlan, InvocationCaps>> = {
   paid: { queries: 1_000, subrequests: 10_000 },
   free: { queries: 50, subrequests: 50 },
 };
@@ -32,9 +32,9 @@ export const PLAN_LIMITS: Readonly<Record<WorkersPlan, InvocationCaps>> = {
  * margin is for what the count cannot see (a binding's own retry of a failed round trip, a
  * platform that counts a batch or a session differently from the documentation).
  */
-export const INVOCATION_BUDGETS: Readonly<Record<WorkersPlan, InvocationCaps>> = {
-  paid: { queries: 900, subrequests: 9_000 },
-  free: { queries: 40, subrequests: 40 },
+const INVOCATION_BUDGETS: Readonly<Record<WorkersPlan, InvocationCaps>> = {
+  paid: { queries: PLAN_LIMITS.paid.queries - 100, subrequests: PLAN_LIMITS.paid.subrequests - 1_000 },
+  free: { queries: PLAN_LIMITS.free.queries - 10, subrequests: PLAN_LIMITS.free.subrequests - 10 },
 };
 
 /**
