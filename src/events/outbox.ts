@@ -283,10 +283,15 @@ async function sweepSlice(
     .all<{ event_id: string; payload: string }>();
   const payloads = new Map(results.map((r) => [r.event_id, r.payload]));
   const rows = slice.filter((r) => payloads.has(r.event_id));
-  const bytes = new Map(rows.map((r) => [r.event_id, r.bytes]));
-  const events = rows.map((r) => JSON.parse(payloads.get(r.event_id)!) as SchoolEvent);
+  // Each event's size is its stored payload's, measured by D1: nothing is encoded again to cut it.
+  const bytes = new Map<SchoolEvent, number>();
+  const events = rows.map((r) => {
+    const event = JSON.parse(payloads.get(r.event_id)!) as SchoolEvent;
+    bytes.set(event, r.bytes);
+    return event;
+  });
   payloads.clear();
-  const done = await publishEvents(env, shard, schoolId, events, untimed, limits.publishTimeoutMs, (e) => bytes.get(e.id)!);
+  const done = await publishEvents(env, shard, schoolId, events, untimed, limits.publishTimeoutMs, (e) => bytes.get(e)!);
   out.republished += done;
   if (done === rows.length) return;
   out.failed += rows.length - done;

@@ -197,6 +197,32 @@ describe("the cron within one invocation's limits", () => {
   }, 300_000);
 });
 
+describe("the cron's prunes", () => {
+  it("each is one statement of at most 5,000 rows a run: 5,001 expired idempotency keys and old published outbox rows take two runs", async () => {
+    const old = Date.now() - 8 * 24 * hour;
+    await env.SHARD_0.prepare(
+      `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 5000)
+       INSERT INTO idempotency_keys (school_id, key, request_hash, status, body, created_at) SELECT 'sch_prune', printf('key_%05d', i), 'h', 201, '{}', ?1 FROM k`,
+    )
+      .bind(old)
+      .run();
+    await env.SHARD_0.prepare(
+      `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i < 5000)
+       INSERT INTO outbox (event_id, school_id, payload, created_at, published_at) SELECT printf('evt_prune_%05d', i), 'sch_prune', '', ?1, ?1 FROM k`,
+    )
+      .bind(old)
+      .run();
+    const left = async () => [
+      (await env.SHARD_0.prepare("SELECT count(*) AS n FROM idempotency_keys WHERE school_id = 'sch_prune'").first<{ n: number }>())!.n,
+      (await env.SHARD_0.prepare("SELECT count(*) AS n FROM outbox WHERE school_id = 'sch_prune'").first<{ n: number }>())!.n,
+    ];
+    await cronRun("paid", Date.UTC(2026, 10, 28, 12, 1));
+    expect(await left()).toEqual([1, 1]);
+    await cronRun("paid", Date.UTC(2026, 10, 28, 12, 2));
+    expect(await left()).toEqual([0, 0]);
+  });
+});
+
 describe("the sweep's order of schools in a wide incident", () => {
   it("schools whose back-off ended are taken in the order their rows fell due: before schools whose rows fell due later, after those due earlier", async () => {
     const now = Date.now() + hour;
