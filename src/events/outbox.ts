@@ -227,7 +227,11 @@ async function sweepSchool(
     // Room for the read and the slice it leads to: no read is made that no slice can follow.
     const read = budget.reserve(1 + SLICE_QUERIES, 1);
     out.spent = read === null;
-    if (!read || Date.now() >= deadline) return out;
+    if (!read) return out;
+    if (Date.now() >= deadline) {
+      read.release();
+      return out;
+    }
     let rows: DueRow[];
     try {
       ({ results: rows } = await primary
