@@ -294,7 +294,6 @@ async function sweepSlice(
     bytes.set(event, r.bytes);
     return event;
   });
-  payloads.clear();
   const done = await publishEvents(env, shard, schoolId, events, untimed, limits.publishTimeoutMs, (e) => bytes.get(e)!);
   out.republished += done;
   if (done === rows.length) return;
