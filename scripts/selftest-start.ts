@@ -3,13 +3,17 @@
  * `wrangler dev`, on throw-away state: the local migrations it still has to apply, read from
  * the databases' migration tables (none once applied: a warm start spawns no
  * `wrangler d1 migrations apply`), and the refusal of a port already in use, which leaves
- * the running server's log (.wrangler/start.log) untouched.
+ * the running server's log (.wrangler/start.log) untouched; and the cron runner it starts
+ * (scripts/lib/cron-runner.ts) against a stand-in for the dev server, on a mocked clock.
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
+import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { mock } from "node:test";
+import { startCronRunner } from "./lib/cron-runner";
 import { openLocalD1, pendingLocalMigrations } from "./lib/d1-local";
 import { check, runScript, runSelfTest } from "./lib/selftest";
 import { applyMigrations, ROOT } from "./lib/wrangler";
@@ -33,7 +37,81 @@ function everyMigration(): string[] {
   return [...files("directory").map((f) => `DIRECTORY/${f}`), ...["SHARD_0", "SHARD_1"].flatMap((b) => files("shard").map((f) => `${b}/${f}`))];
 }
 
+/** Turns of the event loop (no timer: the clock is mocked) until `done`, for at most `ms` of real time. */
+async function until(done: () => boolean, ms = 10_000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!done() && performance.now() < end) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * The cron runner `npm start` starts, against a stand-in for the dev server's
+ * `/cdn-cgi/local/scheduled` on a mocked clock: each minute's run with that minute as its time,
+ * every matching cron at minute 0, a failed run reported and run again the next minute, none
+ * after `stop`.
+ */
+async function cronRunnerChecks(): Promise<void> {
+  const calls: { cron: string; time: number }[] = [];
+  let status = 200;
+  const server = createHttpServer((req, res) => {
+    const url = new URL(req.url ?? "/", "http://stand-in");
+    if (url.pathname === "/cdn-cgi/local/scheduled") calls.push({ cron: url.searchParams.get("cron") ?? "", time: Number(url.searchParams.get("time")) });
+    res.writeHead(status, { "content-type": "application/json" });
+    res.end(JSON.stringify({ outcome: status === 200 ? "ok" : "exception" }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const lines: string[] = [];
+  const at = (h: number, m: number) => Date.UTC(2026, 10, 28, h, m);
+  mock.timers.enable({ apis: ["setTimeout", "Date"], now: at(11, 58) + 30_000 });
+  const runner = startCronRunner(base, { crons: ["* * * * *", "0 * * * *"], log: (line) => lines.push(line) });
+  try {
+    mock.timers.tick(30_000);
+    await until(() => runner.runs.length === 1);
+    check(
+      JSON.stringify(calls) === JSON.stringify([{ cron: "* * * * *", time: at(11, 59) }]),
+      "cron runner: the next minute's run, that minute as its time",
+      JSON.stringify(calls),
+    );
+    status = 500;
+    mock.timers.tick(60_000);
+    await until(() => runner.runs.length === 3);
+    const hourly = calls.slice(1).sort((a, b) => a.cron.localeCompare(b.cron));
+    check(
+      JSON.stringify(hourly) ===
+        JSON.stringify([
+          { cron: "* * * * *", time: at(12, 0) },
+          { cron: "0 * * * *", time: at(12, 0) },
+        ]),
+      "cron runner: at minute 0 every matching cron runs",
+      JSON.stringify(calls),
+    );
+    check(
+      lines.length === 2 && lines.every((l) => /at 12:00 UTC failed \(HTTP 500.*the next minute runs it again/.test(l)),
+      "cron runner: a failed run is reported",
+      JSON.stringify(lines),
+    );
+    status = 200;
+    mock.timers.tick(60_000);
+    await until(() => runner.runs.length === 4);
+    check(
+      calls.at(-1)?.time === at(12, 1) && runner.runs.at(-1)?.ok === true && /ran at 12:01 UTC, after 2 failed run\(s\)/.test(lines.at(-1) ?? ""),
+      "cron runner: the next minute runs again, and says so",
+      JSON.stringify({ calls, lines }),
+    );
+    runner.stop();
+    mock.timers.tick(120_000);
+    // Long enough for a call to reach the stand-in, were one made.
+    await until(() => calls.length > 4, 1_000);
+    check(calls.length === 4, "cron runner: once stopped, no run starts", JSON.stringify(calls));
+  } finally {
+    runner.stop();
+    mock.timers.reset();
+    server.close();
+  }
+}
+
 async function main(): Promise<void> {
+  await cronRunnerChecks();
   const dir = await mkdtemp(path.join(os.tmpdir(), "start-selftest-"));
   try {
     const persist = path.join(dir, "state");

@@ -9,11 +9,13 @@ import { openSession, withD1Seam } from "./db/client";
 import { pruneEventBytes } from "./db/event-quota";
 import { pruneIdempotencyKeys } from "./db/idempotency";
 import { shardsOf } from "./db/shards";
-import { sweepOutbox } from "./events/outbox";
+import { meteredEnv } from "./events/metered";
+import { pruneOutbox, sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
 import { buildRouter, errorResponse, type Route } from "./http/router";
-import { describeError, logPrune, logRequest, logSweep } from "./lib/log";
+import { InvocationBudget, workersPlan } from "./lib/invocation-budget";
+import { describeError, logPrune, logRequest, logShardSweepFailure, logSweep } from "./lib/log";
 import { serveStatic } from "./portal/serve";
 import { prunePortalSessions } from "./portal/sessions";
 
@@ -53,29 +55,59 @@ export function workerOf(routes: readonly Route<Env>[]) {
       return response;
     },
     /**
-     * Cron (every minute, wrangler.toml): re-publish unacknowledged outbox rows of every
-     * shard, fairly per shard and per school, and prune old ones; prune idempotency keys
-     * older than 24 h and the event-quota counters of past UTC days (every shard) and portal
-     * sessions expired for a day (the directory), on
-     * the primaries; once an hour also `PRAGMA optimize` on every database, which refreshes
-     * the query planner's statistics. Each writes its log line.
+     * Cron (every minute, wrangler.toml): `runCron`, within the invocation's budget of D1
+     * queries and calls for the account's plan (`WORKERS_PLAN`, src/lib/invocation-budget.ts).
      */
-    async scheduled(controller, workerEnv, exec): Promise<void> {
-      const env = withD1Seam(workerEnv);
-      const started = Date.now();
-      exec.waitUntil(sweepOutbox(env).then((r) => logSweep({ ...r, durationMs: Date.now() - started })));
-      const shards = shardsOf(env).map((s) => s.d1);
-      for (const shard of shards) {
-        const primary = openSession(shard, "write").d1;
-        exec.waitUntil(pruneIdempotencyKeys(primary).then((n) => logPrune({ idempotencyKeys: n })));
-        exec.waitUntil(pruneEventBytes(primary).then((n) => logPrune({ eventBytes: n })));
-      }
-      exec.waitUntil(prunePortalSessions(env.DIRECTORY).then((n) => logPrune({ portalSessions: n })));
-      if (new Date(controller.scheduledTime).getUTCMinutes() === 0) {
-        for (const d1 of [env.DIRECTORY, ...shards]) exec.waitUntil(d1.exec("PRAGMA optimize"));
-      }
+    async scheduled(controller, workerEnv, _exec): Promise<void> {
+      const budget = InvocationBudget.of(workersPlan(workerEnv.WORKERS_PLAN));
+      await runCron(meteredEnv(withD1Seam(workerEnv), budget), controller.scheduledTime, budget);
     },
   } satisfies ExportedHandler<Env>;
+}
+
+/**
+ * One cron run (docs/architecture.md § The outbox, "Who carries each kind of work"): first the
+ * prunes — idempotency keys older than 24 h, event-quota counters of past UTC days, outbox rows
+ * published more than 7 days ago (every shard), portal sessions ended a day ago (the
+ * directory), each one statement of at most `PRUNE_ROWS` rows on the primary, and once an hour
+ * `PRAGMA optimize` on every database (the planner's statistics) — so that a backlog never
+ * starves them; then the outbox sweep with what is left of `budget`. `env` counts on `budget`
+ * (`meteredEnv`); a prune is skipped when the budget has no room for it (the next run goes on).
+ * Each step writes its log line; a database's failure is logged and stops only its own prunes.
+ */
+async function runCron(env: Env, scheduledTime: number, budget: InvocationBudget): Promise<void> {
+  const started = Date.now();
+  const hourly = new Date(scheduledTime).getUTCMinutes() === 0;
+  // Each step holds the budget for its statements (`queries`) until it ends.
+  const step = async (queries: number, run: () => Promise<unknown>) => {
+    const held = budget.reserve(queries, 0);
+    if (!held) return;
+    try {
+      await run();
+    } finally {
+      held.release();
+    }
+  };
+  const prunesOf = (binding: string, primary: D1Database): [number, () => Promise<void>][] =>
+    binding === "DIRECTORY"
+      ? [[2, () => prunePortalSessions(primary).then((n) => logPrune({ portalSessions: n }))]]
+      : [
+          [1, () => pruneIdempotencyKeys(primary).then((n) => logPrune({ idempotencyKeys: n }))],
+          [1, () => pruneEventBytes(primary).then((n) => logPrune({ eventBytes: n }))],
+          [1, () => pruneOutbox(primary).then((n) => logPrune({ outboxRows: n }))],
+        ];
+  await Promise.all(
+    [...shardsOf(env), { binding: "DIRECTORY", d1: env.DIRECTORY }].map(async ({ binding, d1 }) => {
+      try {
+        for (const [queries, prune] of prunesOf(binding, openSession(d1, "write").d1)) await step(queries, prune);
+        if (hourly) await step(1, () => d1.exec("PRAGMA optimize"));
+      } catch (err) {
+        logShardSweepFailure({ shard: binding, ...describeError(err) });
+      }
+    }),
+  );
+  const r = await sweepOutbox(env, Date.now(), {}, budget);
+  logSweep({ ...r, queries: budget.queries, calls: budget.calls, durationMs: Date.now() - started });
 }
 
 export default workerOf(operations);

@@ -208,7 +208,14 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
   // `created_at` is the Worker's clock at the write (`quota.at`), never the event's createdAt: that follows
   // the course's updatedAt (imported data: 2099 would hide a failed publish from the sweep until then).
   let eventBytes = 0;
+  const [first] = events;
+  // The events of one write share the course and `previous` (`deriveEvents`): the first is bound
+  // whole, the others are built from its row in SQL, so that a write holds one event body,
+  // however many events it makes (docs/architecture.md § The outbox).
+  const shared = first !== undefined && events.every((e) => sharesBody(first, e));
+  const derived: { id: string; type: string; professorId?: string }[] = [];
   for (const e of events) {
+    // Encoded one at a time, measured and let go: only the first is kept (bound).
     const payload = JSON.stringify(e);
     const bytes = utf8Bytes(payload);
     // An event travels alone in a bound batch at most (src/lib/batches.ts); none the contract allows comes near.
@@ -217,11 +224,41 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
     }
     // The quota counts bodies as delivered (docs/reference.md § "Event quota").
     eventBytes += e.previous === undefined ? bytes : utf8Bytes(deliveredJson(e));
-    stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${quota.at} WHERE ${guard}`);
+    if (shared && e !== first) derived.push({ id: e.id, type: e.type, ...(e.data.professorId === undefined ? {} : { professorId: e.data.professorId }) });
+    else stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${quota.at} WHERE ${guard}`);
+  }
+  // json_set keeps the first body's text and replaces `id` and `type` in place; `professorId`
+  // goes last in `data`, where the event's own JSON has it: the same bytes as JSON.stringify.
+  for (const batch of cutBatches(derived)) {
+    stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at)
+      SELECT json_extract(j.value, '$.id'), ${schoolId},
+        iif(json_type(j.value, '$.professorId') IS NULL,
+          json_set(f.payload, '$.id', json_extract(j.value, '$.id'), '$.type', json_extract(j.value, '$.type')),
+          json_set(f.payload, '$.id', json_extract(j.value, '$.id'), '$.type', json_extract(j.value, '$.type'), '$.data.professorId', json_extract(j.value, '$.professorId'))),
+        ${quota.at}
+      FROM json_each(${batch.json}) AS j, outbox AS f WHERE f.event_id = ${first!.id} AND ${guard}`);
   }
   if (events.length > 0) stmts.push(countEventBytes(schoolId, eventBytes, quota.bytesPerDay, quota.at, guard));
   stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;
+}
+
+/**
+ * Whether `e`'s JSON is `first`'s but for `id`, `type` and a `data.professorId` that `first`
+ * lacks: the same fields in the same order, the same course and `previous` (one object each,
+ * as `deriveEvents` makes them).
+ */
+function sharesBody(first: CourseEvent, e: CourseEvent): boolean {
+  const data = Object.keys(e.data).join();
+  return (
+    Object.keys(first.data).join() === "course" &&
+    (data === "course" || data === "course,professorId") &&
+    Object.keys(e).join() === Object.keys(first).join() &&
+    e.data.course === first.data.course &&
+    e.previous === first.previous &&
+    e.createdAt === first.createdAt &&
+    e.schoolId === first.schoolId
+  );
 }
 
 /**

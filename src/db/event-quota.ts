@@ -59,12 +59,13 @@ export function countEventBytes(schoolId: string, bytes: number, bytesPerDay: nu
 export const isQuotaRefusal = (err: unknown): boolean => err instanceof Error && /CHECK constraint failed: event_bytes_within_quota/.test(err.message);
 
 /**
- * Deletes the counters of the UTC days before that of `now` (the cron), through
- * `event_bytes_day_idx`.
+ * Deletes the counters of the oldest UTC day before that of `now` (the cron), through
+ * `event_bytes_day_idx`: one day a run, so at most one counter per school of the shard in
+ * one statement (the cron runs every minute: a day's counters are gone a minute after it).
  *
  * @returns the number of rows deleted.
  */
 export async function pruneEventBytes(d1: D1Database, now = Date.now()): Promise<number> {
-  const r = await d1.prepare("DELETE FROM event_bytes WHERE day < ?").bind(utcDay(now)).run();
+  const r = await d1.prepare("DELETE FROM event_bytes WHERE day = (SELECT min(day) FROM event_bytes) AND day < ?").bind(utcDay(now)).run();
   return r.meta.changes ?? 0;
 }

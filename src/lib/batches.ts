@@ -47,8 +47,33 @@ export function utf8Bytes(s: string): number {
 }
 
 /**
- * Cuts `items`, in order, into consecutive batches within `bounds`: each item is encoded
- * once by `encode` (JSON text of the item; `JSON.stringify` by default — an encoder may
+ * Cuts `items`, in order, into consecutive slices within `bounds` (count, and the bytes of the
+ * JSON array of their encodings, `bytesOf` giving each one's UTF-8 bytes), lazily: a slice is
+ * cut when the one before it has been taken, and no encoding is kept, so that a caller that
+ * sends each slice before taking the next holds one slice's encoding at a time.
+ *
+ * @throws ItemTooLarge (when the slice is taken) when one item's JSON array alone is over `bounds.bytes`.
+ */
+export function* slices<T>(items: Iterable<T>, bounds: BatchBounds, bytesOf: (item: T) => number): Generator<T[]> {
+  let current: T[] = [];
+  // Bytes of the array being built: its brackets and commas included.
+  let size = 0;
+  for (const item of items) {
+    const bytes = bytesOf(item);
+    if (bytes + 2 > bounds.bytes) throw new ItemTooLarge(bytes + 2, bounds.bytes);
+    if (current.length > 0 && (current.length >= bounds.count || size + 1 + bytes > bounds.bytes)) {
+      yield current;
+      current = [];
+    }
+    size = current.length === 0 ? bytes + 2 : size + 1 + bytes;
+    current.push(item);
+  }
+  if (current.length > 0) yield current;
+}
+
+/**
+ * Cuts `items`, in order, into consecutive batches within `bounds` (`slices`): each item is
+ * encoded once by `encode` (JSON text of the item; `JSON.stringify` by default — an encoder may
  * splice JSON text it already holds, such as an event body, instead of escaping it again)
  * and each batch's `json` is the JSON array of its items' encodings.
  *
@@ -56,26 +81,9 @@ export function utf8Bytes(s: string): number {
  * @throws ItemTooLarge when one item's JSON array alone (`[item]`) is over `bounds.bytes`.
  */
 export function cutBatches<T>(items: readonly T[], bounds: BatchBounds = BOUND_LIST, encode: (item: T) => string = JSON.stringify): Batch<T>[] {
-  const batches: Batch<T>[] = [];
-  let current: T[] = [];
-  let parts: string[] = [];
-  // Bytes of the array being built: its brackets and commas included.
-  let size = 0;
-  const close = () => {
-    if (current.length === 0) return;
-    batches.push({ items: current, json: `[${parts.join(",")}]` });
-    current = [];
-    parts = [];
-  };
-  for (const item of items) {
-    const text = encode(item);
-    const bytes = utf8Bytes(text);
-    if (bytes + 2 > bounds.bytes) throw new ItemTooLarge(bytes + 2, bounds.bytes);
-    if (current.length > 0 && (current.length >= bounds.count || size + 1 + bytes > bounds.bytes)) close();
-    size = current.length === 0 ? bytes + 2 : size + 1 + bytes;
-    current.push(item);
-    parts.push(text);
-  }
-  close();
-  return batches;
+  const encoded = items.map((item) => ({ item, text: encode(item) }));
+  return [...slices(encoded, bounds, (e) => utf8Bytes(e.text))].map((batch) => ({
+    items: batch.map((e) => e.item),
+    json: `[${batch.map((e) => e.text).join(",")}]`,
+  }));
 }

@@ -75,16 +75,20 @@ export interface SweepLine {
   republished: number;
   /** Rows whose hub failed, timed out or was not reached within the sweep's budget, plus shards that failed. */
   failed: number;
-  pruned: number;
+  /** D1 statements and hub calls the whole cron run sent (its prunes included), against its budget (src/lib/invocation-budget.ts). */
+  queries: number;
+  calls: number;
   durationMs: number;
 }
 
-/** One line per cron prune: idempotency keys (src/db/idempotency.ts), event-quota counters (src/db/event-quota.ts) or portal sessions (src/portal/sessions.ts). */
+/** One line per cron prune: idempotency keys (src/db/idempotency.ts), event-quota counters (src/db/event-quota.ts), published outbox rows (src/events/outbox.ts) or portal sessions (src/portal/sessions.ts). */
 export interface PruneLine {
   idempotencyKeys?: number;
   portalSessions?: number;
   /** Counters of the daily event quota of past UTC days (one per school and day). */
   eventBytes?: number;
+  /** Outbox rows published more than 7 days ago (src/events/outbox.ts). */
+  outboxRows?: number;
 }
 
 /** One line per failed call between Durable Objects (a hand-over, a report), retried later. */
@@ -140,9 +144,9 @@ const FIELDS: { [K in keyof Lines]: Record<keyof Lines[K], Form> } = {
     error: "text",
   },
   outbox_publish_failed: { schoolId: "id", events: "int", error: "text" },
-  outbox_sweep: { schools: "int", republished: "int", failed: "int", pruned: "int", durationMs: "ms" },
+  outbox_sweep: { schools: "int", republished: "int", failed: "int", queries: "int", calls: "int", durationMs: "ms" },
   outbox_shard_failed: { shard: "word", error: "text" },
-  prune: { idempotencyKeys: "int", portalSessions: "int", eventBytes: "int" },
+  prune: { idempotencyKeys: "int", portalSessions: "int", eventBytes: "int", outboxRows: "int" },
   object_call_failed: { from: "word", webhookId: "id", call: "word", failures: "int", retryInMs: "ms", error: "text" },
 };
 

@@ -10,6 +10,7 @@
 import type { D1Timer } from "../http/context";
 import { ApiError, errors } from "../http/errors";
 import { randomCredential, sha256Hex } from "../lib/crypto";
+import { PRUNE_ROWS } from "../lib/invocation-budget";
 import { MAX_LIVE_PORTAL_SESSIONS, MAX_STORED_PORTAL_SESSIONS } from "../lib/limits";
 
 /** How long an expired or revoked session's row is kept, in ms: for a day its 401 says why. */
@@ -118,16 +119,25 @@ export async function revokePortalSessions(d1: D1Database, timed: D1Timer, schoo
 
 /**
  * Deletes the sessions that expired, or were revoked, more than a day ago (the cron sweep:
- * one batch of two statements, each by its index, expiry and revocation). Until then the 401
- * of an ended token says why it no longer works.
+ * one batch of two statements, each by its index, expiry and revocation, each deleting at most
+ * `PRUNE_ROWS`; the next run goes on). Until then the 401 of an ended token says why it no
+ * longer works.
  *
  * @returns the number of rows deleted.
  */
 export async function prunePortalSessions(d1: D1Database, now = Date.now()): Promise<number> {
   const before = now - ENDED_RETENTION_MS;
   const results = await d1.batch([
-    d1.prepare("DELETE FROM portal_sessions WHERE expires_at <= ?").bind(before),
-    d1.prepare("DELETE FROM portal_sessions WHERE revoked_at <= ?").bind(before),
+    d1
+      .prepare(
+        "DELETE FROM portal_sessions WHERE rowid IN (SELECT rowid FROM portal_sessions INDEXED BY portal_sessions_expires_idx WHERE expires_at <= ? LIMIT ?)",
+      )
+      .bind(before, PRUNE_ROWS),
+    d1
+      .prepare(
+        "DELETE FROM portal_sessions WHERE rowid IN (SELECT rowid FROM portal_sessions INDEXED BY portal_sessions_revoked_idx WHERE revoked_at <= ? LIMIT ?)",
+      )
+      .bind(before, PRUNE_ROWS),
   ]);
   return results.reduce((n, r) => n + (r.meta.changes ?? 0), 0);
 }

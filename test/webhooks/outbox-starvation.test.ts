@@ -8,7 +8,7 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { sweepOutbox } from "../../src/events/outbox";
+import { pruneOutbox, sweepOutbox } from "../../src/events/outbox";
 import { recordingD1, refusedPlans } from "../support/d1-statements";
 import { recordingHubs } from "../support/shards";
 import { courseEvent } from "../support/webhooks/harness";
@@ -84,8 +84,16 @@ describe("the sweep's statements read through indexes", () => {
       }),
     };
     expect(await sweepOutbox({ ...flaky, SCHOOL_HUB } as unknown as typeof env, later)).toMatchObject({ republished: 3, failed: 2 });
+    await pruneOutbox(db, later);
     expect(new Set(sent.map((s) => s.sql.trim().split(/\s/)[0]))).toEqual(new Set(["SELECT", "UPDATE", "DELETE"]));
     expect(await refusedPlans(shard(), sent)).toEqual([]);
+    // A slice's payloads: one seek of the primary key per id, never a walk of the unpublished rows.
+    const read = sent.find((s) => /SELECT event_id, payload FROM outbox/.test(s.sql))!;
+    const plan = await shard()
+      .prepare(`EXPLAIN QUERY PLAN ${read.sql}`)
+      .bind(...read.values)
+      .all<{ detail: string }>();
+    expect(plan.results.map((r) => r.detail)).toContain("SEARCH outbox USING INDEX sqlite_autoindex_outbox_1 (event_id=?)");
   });
 
   it("the triggers that keep outbox_schools: each recount is a seek of the partial index", async () => {
