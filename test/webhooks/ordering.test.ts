@@ -278,7 +278,7 @@ describe("the hold's queries", () => {
           .map((r) => r.detail);
         const what = `${query}\n${plan.join("\n")}`;
         // `nextDueAt` walks `queue_ready` in due order and stops at its first row not busy.
-        const walk = /LIMIT 1$/.test(query) ? /^SCAN queue USING COVERING INDEX queue_ready$/ : /^$/;
+        const walk = /LIMIT 1$/.test(query) ? /^SCAN (queue|q) USING (COVERING )?INDEX queue_ready$/ : /^$/;
         expect(
           plan.filter((line) => /\bSCAN (?!json_each\b|CONSTANT ROW\b|\(subquery-\d+\))|TEMP B-TREE/.test(line) && !walk.test(line)),
           what,

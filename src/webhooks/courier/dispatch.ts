@@ -13,8 +13,9 @@ import { sendRefusal } from "../delivery/url-policy";
 import { IdleWaiters } from "../platform/idle-waiters";
 import type { Platform, Timer } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig, ordersByCourse } from "../rpc";
+import { awaited, heldBack } from "./course-hold";
 import type { FailureReport } from "./failure-report";
-import { type DueRow, heldBack, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
+import { type DueRow, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
 import { Sender, Throttle } from "./sender";
 import { hasRetained, PRUNE_INTERVAL_MS } from "./storage";
 
@@ -198,14 +199,18 @@ export class Dispatch {
   /**
    * An attempt ended: its slot is free at once (the next attempt may start), and its outcome is
    * recorded with the others that end within OUTCOME_BATCH_MS — one storage commit for many
-   * attempts. A refused attempt (never sent) is recorded at once.
+   * attempts. A refused attempt (never sent) is recorded at once, and so is one that a later
+   * delivery of its course waits for (`ordering: course`): recording it lets that one start
+   * in the same step (docs/reference.md § "Event delivery", ordering: "the moment it ends").
    */
   private finished(outcome: Outcome): void {
-    if (this.state.closed() || this.state.config() === null) return;
+    const config = this.state.config();
+    if (this.state.closed() || config === null) return;
     this.outcomes.push(outcome);
-    if (outcome.refused || this.outcomes.length >= OUTCOME_BATCH) this.record();
+    const awaitedNow = ordersByCourse(config) && awaited(this.sql, outcome.row.course ?? null);
+    if (outcome.refused || awaitedNow || this.outcomes.length >= OUTCOME_BATCH) this.record();
     else this.recordTimer ??= this.platform.setTimer(() => this.record(), OUTCOME_BATCH_MS);
-    if (!outcome.refused) this.pump();
+    if (!outcome.refused && !awaitedNow) this.pump();
   }
 
   /**
@@ -246,11 +251,10 @@ export class Dispatch {
     this.failures.sendNew(config.hubId);
     if (skipping) void this.state.armAlarm(this.platform.now());
     this.state.recorded();
-    // The slots these outcomes freed were filled by `finished`; what they made due now starts
-    // here: a delivery asked for again while in flight, and the next of a course whose
-    // delivery ended (a recorded retry is due later).
-    if (statuses.some((r) => r !== null && (r.again || r.ended))) this.pump();
-    else this.rearm();
+    // What these outcomes made startable starts here: a delivery asked for again while in
+    // flight, the next of a course whose delivery ended, an earlier event of a course resent
+    // while its later one was in flight (a recorded retry is due later).
+    this.pump();
   }
 
   /**

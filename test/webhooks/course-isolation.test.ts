@@ -1,0 +1,88 @@
+/**
+ * No course held by another's failure (docs/reference.md § "Event delivery", ordering and
+ * back-pressure; docs/architecture.md § Bounded work and storage): with `ordering: "course"`,
+ * a head its receiver refuses for hours, with more than 1,000 later events of its course held
+ * behind it, takes none of the room of other courses' events — they are delivered with the
+ * same delay as to a control registration of the same school whose receiver refuses nothing.
+ * The held ones have a bound of their own: past 1,000 per course they end `skipped`. On the
+ * virtual clock, driven by the objects' own alarms.
+ */
+import { env } from "cloudflare:workers";
+import { afterEach, describe, expect, it } from "vitest";
+import { hubFor } from "../../src/events/hub-client";
+import type { SchoolEvent } from "../../src/events/types";
+import { callJson } from "../support/helpers";
+import { drainByAlarms } from "../support/webhooks/alarms";
+import { courierStub, courseEvent, hubStub, inCourier, newSchool, register } from "../support/webhooks/harness";
+import { SimulatedPlatform } from "../support/webhooks/platform-sim";
+
+/** The contract's bound on deliveries held behind one course's head. */
+const COURSE_HELD = 1_000;
+const HOUR_MS = 3_600_000;
+
+let sim: SimulatedPlatform | undefined;
+afterEach(() => {
+  sim?.restore();
+  sim = undefined;
+});
+
+describe("a course whose head is refused for 3 hours", () => {
+  it("holds 1,000 later events of its course, skips the rest, and delays no event of 10 other courses", async () => {
+    sim = SimulatedPlatform.virtual().install();
+    sim.delay = [10, 10];
+    const { schoolId, key } = await newSchool("iso");
+    const failing = await register(key, "https://iso-failing.example.com/in");
+    const control = await register(key, "https://iso-control.example.com/in");
+    // The failing registration's receiver refuses every event of course 0.
+    sim.on("iso-failing.example.com", (req) => ((req.event.data.course as { id: string } | undefined)?.id === "crs_0" ? 500 : 204));
+    const hub = hubFor(env, schoolId);
+    const stubs = [hubStub(schoolId), courierStub(failing.id), courierStub(control.id)];
+
+    // The head of course 0, then 1,005 later events of it.
+    const blocked = Array.from({ length: 1 + COURSE_HELD + 5 }, () => courseEvent(schoolId, "course.updated", 0));
+    for (let i = 0; i < blocked.length; i += 100) await hub.publish(blocked.slice(i, i + 100));
+    await sim.advance(1_000);
+
+    // For 3 hours, every 20 minutes, one event of each of courses 1 to 10.
+    const published = new Map<string, number>();
+    const others: SchoolEvent[] = [];
+    for (let wave = 0; wave < 9; wave++) {
+      const events = Array.from({ length: 10 }, (_, c) => courseEvent(schoolId, "course.updated", c + 1));
+      for (const e of events) published.set(e.id, sim.clock.now());
+      others.push(...events);
+      await hub.publish(events);
+      await drainByAlarms(sim, stubs, HOUR_MS / 3);
+    }
+    expect(sim.clock.now() - (published.get(others[0]!.id) ?? 0)).toBeGreaterThanOrEqual(3 * HOUR_MS);
+
+    // The head was refused all along: retried, never let go; nothing later of its course sent.
+    const toFailing = sim.to("iso-failing.example.com");
+    const course0 = toFailing.filter((r) => (r.event.data.course as { id: string } | undefined)?.id === "crs_0");
+    expect(course0.length).toBeGreaterThan(1);
+    expect(new Set(course0.map((r) => r.event.id))).toEqual(new Set([blocked[0]!.id]));
+
+    // Every event of the other courses reached both receivers once. A wave's 10 events start
+    // 5 at once (the courier's slots) and 5 when the first answers come (10 ms): the failing
+    // registration's delays are exactly those of a courier with nothing held, and none is
+    // later than the control's (whose own slots also carry the failing one's notices).
+    const delays = (host: string) => new Map(sim!.to(host).map((r) => [r.event.id, r.sentAt - (published.get(r.event.id) ?? Number.NaN)]));
+    const sorted = (d: Map<string, number>) => others.map((e) => d.get(e.id) ?? Number.POSITIVE_INFINITY).sort((a, b) => a - b);
+    const failingDelays = sorted(delays("iso-failing.example.com"));
+    const controlDelays = sorted(delays("iso-control.example.com"));
+    expect(failingDelays.filter((d) => d === Number.POSITIVE_INFINITY).length, "events of other courses not delivered").toBe(0);
+    expect(failingDelays).toEqual([...Array<number>(45).fill(0), ...Array<number>(45).fill(10)]);
+    expect(failingDelays.filter((d, i) => d > controlDelays[i]!)).toEqual([]);
+    expect(toFailing.length - course0.length).toBe(others.length);
+
+    // Held: the course's 1,000 later events; the 5 past the bound ended skipped, recoverable.
+    const queue = await inCourier(failing.id, (_c, state) =>
+      state.storage.sql.exec<{ held: number; rows: number }>(`SELECT COUNT(*) AS rows, TOTAL(held) AS held FROM queue`).one(),
+    );
+    expect(queue).toEqual({ rows: 1 + COURSE_HELD, held: COURSE_HELD });
+    const skipped = await callJson(`/v3/webhooks/${failing.id}/deliveries?status=skipped`, { key });
+    expect(skipped.status).toBe(200);
+    expect((skipped.body.result as { eventId: string; error: string }[]).map((d) => [d.eventId, d.error]).reverse()).toEqual(
+      blocked.slice(1 + COURSE_HELD).map((e) => [e.id, "course backlog full"]),
+    );
+  }, 240_000);
+});
