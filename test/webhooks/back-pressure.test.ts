@@ -159,19 +159,21 @@ describe("a courier's queue has a bound", () => {
 
   it("a courier whose queue was full asks for the rest once drained to half: handed over long before the hub's fallback", async () => {
     sim = SimulatedPlatform.virtual().install();
-    sim.delay = [1, 1];
+    // 5 slots at 50 ms: 100 deliveries a second, slower than the hand-overs fill the queue.
+    sim.delay = [50, 50];
     const host = "bp-ask.example.com";
     const { schoolId, key } = await newSchool("bpask");
     const hook = await register(key, `https://${host}/in`);
     // Each event of its own course: none is held, every one is sendable.
     const events = Array.from({ length: BURST }, (_, i) => courseEvent(schoolId, "course.updated", i));
     for (let i = 0; i < BURST; i += 100) await hubFor(env, schoolId).publish(events.slice(i, i + 100));
-    await sim.advance(0);
+    await sim.advance(1_000);
+    expect(await inCourier(hook.id, (_c, state) => state.storage.kv.get("full")), "the queue reached its bound").toBe(true);
     const start = await hubCursor(schoolId, hook.id);
-    expect(start.last - start.acked, "the hub kept what the bound left out").toBeGreaterThanOrEqual(BURST - QUEUE_BOUND);
+    expect(start.last - start.acked, "the hub kept what the bound left out").toBeGreaterThan(0);
 
-    // Timers only (no alarm): the ask, made as the queue drains, brings the rest.
-    await sim.advance(FULL_FALLBACK_MS / 10);
+    // Timers only (no alarm): the ask, made as the queue drains to half (about 5 s), brings the rest.
+    await sim.advance(FULL_FALLBACK_MS / 2);
     expect(sim.eventIds(host).size).toBe(BURST);
     const end = await hubCursor(schoolId, hook.id);
     expect(end.acked).toBe(end.last);
@@ -202,7 +204,8 @@ describe("a courier's queue has a bound", () => {
     expect(queue.bytes).toBeGreaterThanOrEqual(QUEUE_BYTES - ONE_EVENT_BYTES - sent * eventBytes);
     expect(queue.rows).toBeLessThan(QUEUE_BOUND);
     const cursor = await hubCursor(schoolId, hook.id);
-    expect(cursor.last - cursor.acked, "events the byte bound left in the hub").toBeGreaterThanOrEqual(events.length - sent - Math.ceil((QUEUE_BYTES + ONE_EVENT_BYTES) / eventBytes));
+    expect(cursor.last - cursor.acked, "events the byte bound left in the hub").toBeGreaterThanOrEqual(
+      events.length - sent - Math.ceil((QUEUE_BYTES + ONE_EVENT_BYTES) / eventBytes),
+    );
   }, 120_000);
 });
-

@@ -65,14 +65,21 @@ describe('ordering "course" at the receiver\'s pace', () => {
     const resent = await callJson(`/v3/webhooks/${hook.id}/deliveries/${x1.id}/resend`, { method: "POST", key });
     expect(resent.status).toBe(202);
     await sim.advance(100);
-    expect(sim.to(host).map((r) => r.event.id), "x1 resent beside x2 in flight").toEqual([x1.id, x2.id]);
+    expect(
+      sim.to(host).map((r) => r.event.id),
+      "x1 resent beside x2 in flight",
+    ).toEqual([x1.id, x2.id]);
 
     await sim.advance(1_000);
     const sent = sim.to(host);
     expect(sent.map((r) => r.event.id)).toEqual([x1.id, x2.id, x1.id]);
     // It started the moment x2's answer arrived.
     expect(sent[2]!.sentAt).toBe(x2At + 500);
-    const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries?eventId=${x1.id}`, { key })).body.result as { attempt: number; trigger: string; status: string }[];
+    const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries?eventId=${x1.id}`, { key })).body.result as {
+      attempt: number;
+      trigger: string;
+      status: string;
+    }[];
     expect(log.map((d) => [d.attempt, d.trigger, d.status])).toEqual([
       [2, "resend", "succeeded"],
       [1, "event", "succeeded"],
