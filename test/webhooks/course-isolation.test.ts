@@ -11,13 +11,16 @@ import { env } from "cloudflare:workers";
 import { afterEach, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import type { SchoolEvent } from "../../src/events/types";
+import { take } from "../../src/webhooks/courier/queue";
+import type { HandedEvent } from "../../src/webhooks/rpc";
 import { callJson } from "../support/helpers";
 import { drainByAlarms } from "../support/webhooks/alarms";
-import { courierStub, courseEvent, hubStub, inCourier, newSchool, register } from "../support/webhooks/harness";
+import { courierStub, courseEvent, hubStub, inCourier, newSchool, ownStorage, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
-/** The contract's bound on deliveries held behind one course's head. */
+/** The contract's bounds on deliveries held behind one course's head, and in a whole registration. */
 const COURSE_HELD = 1_000;
+const REGISTRATION_HELD = 5_000;
 const HOUR_MS = 3_600_000;
 
 let sim: SimulatedPlatform | undefined;
@@ -85,4 +88,40 @@ describe("a course whose head is refused for 3 hours", () => {
       blocked.slice(1 + COURSE_HELD).map((e) => [e.id, "course backlog full"]),
     );
   }, 240_000);
+
+  it("several failing courses: at most 5,000 held in the registration, the next course's events skipped, a new course still queued to send", async () => {
+    const { key } = await newSchool("isoall");
+    const hook = await register(key, "https://iso-all.example.com/in");
+    await inCourier(hook.id, (courier) => {
+      const sql = ownStorage(courier).sql;
+      let seq = 0;
+      const handed = (course: number): HandedEvent => {
+        seq += 1;
+        const body = JSON.stringify({ id: `evt_iso_${seq}`, type: "course.updated", data: { course: { id: `crs_${course}` } } });
+        return { seq, id: `evt_iso_${seq}`, type: "course.updated", body, acceptedAt: Date.now(), skipped: false };
+      };
+      // Six courses, each a head and 1,000 later events, handed over 500 at a time.
+      const events = Array.from({ length: 6 }, (_, c) => Array.from({ length: 1 + COURSE_HELD }, () => handed(c))).flat();
+      let cursor = 0;
+      for (let i = 0; i < events.length; i += 500) {
+        const taken = take(sql, events.slice(i, i + 500), cursor, true, Date.now(), true);
+        expect(taken.full).toBe(false);
+        cursor = taken.through ?? cursor;
+      }
+      expect(cursor).toBe(seq);
+      const count = (where: string) => sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM queue WHERE ${where}`).one().n;
+      expect([count("held = 0"), count("held = 1")]).toEqual([6, REGISTRATION_HELD]);
+      const skipped = sql
+        .exec<{ course: string; n: number }>(
+          `SELECT e.body ->> '$.data.course.id' AS course, COUNT(*) AS n FROM log l JOIN events e ON e.id = l.event_id
+           WHERE l.status = 'skipped' AND l.error = 'course backlog full' GROUP BY course`,
+        )
+        .toArray();
+      expect(skipped).toEqual([{ course: "crs_5", n: COURSE_HELD }]);
+      // A course with nothing queued: its event is sendable at once.
+      const fresh = handed(6);
+      expect(take(sql, [fresh], cursor, true, Date.now(), true)).toEqual({ queued: 1, through: fresh.seq, full: false });
+      expect(sql.exec<{ held: number }>(`SELECT held FROM queue WHERE event_id = ?`, fresh.id).one().held).toBe(0);
+    });
+  }, 120_000);
 });
