@@ -261,7 +261,7 @@ describe("the hold's queries", () => {
       backlog(recorder, Date.now(), 8, true);
       // The held bounds: a course's probe, its held load and the registration's; the sendable load.
       const room = new HoldRoom(recorder);
-      room.queued("crs_1");
+      room.failingHead("crs_1");
       room.hold("crs_1", 10);
       awaited(recorder, "crs_1");
       queueLoad(recorder, true);
@@ -286,7 +286,7 @@ describe("the hold's queries", () => {
         const what = `${query}\n${plan.join("\n")}`;
         // `nextDueAt` walks `queue_ready` in due order and stops at its first row not busy; a
         // load is counted over a walk of its partial index cut by its LIMIT.
-        const walk = /LIMIT 1$|LIMIT \?1?\)$/.test(query) ? /^SCAN (queue|q) USING (COVERING )?INDEX (queue_ready|queue_held)$/ : /^$/;
+        const walk = /LIMIT 1$|LIMIT \?1?\)$/.test(query) ? /^SCAN (queue|q) USING (COVERING )?INDEX (queue_ready|queue_held|queue_due)$/ : /^$/;
         expect(
           plan.filter((line) => /\bSCAN (?!json_each\b|CONSTANT ROW\b|\(subquery-\d+\))|TEMP B-TREE/.test(line) && !walk.test(line)),
           what,

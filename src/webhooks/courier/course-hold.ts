@@ -1,9 +1,9 @@
 /**
  * Ordering per course in a courier's queue (docs/reference.md § "Event delivery", ordering;
  * docs/architecture.md § Bounded work and storage): the course and place a queue row takes,
- * which rows may start, and the bounds of the rows held behind their course's head — per
- * course and per registration — kept apart from the queue's bound on sendable rows, so that
- * one course's failing head never takes the room of other courses' events.
+ * which rows may start, and the bounds of the rows held behind a failing head — per course
+ * and per registration — kept apart from the queue's bound, so that one course's failing
+ * head never takes the room of other courses' events.
  */
 
 import type { Batch } from "../../lib/batches";
@@ -22,27 +22,28 @@ export const seqOf = (id: string) => `(SELECT e.seq FROM events e WHERE e.id = $
 /**
  * The conditions that leave out, when the registration orders by course (`ordered`),
  * deliveries held behind an earlier one of their course (`held`: the partial index
- * `queue_ready`) and those whose course has a delivery busy (`busy`: the SQL parameter of
- * the busy ids' JSON) — an earlier event resent while a later one is in flight waits for
- * that attempt to end. `q` is the queue's alias.
+ * `queue_ready`) and those whose course has a delivery sent (`sent`: the SQL parameter of
+ * the JSON of the ids in flight or whose outcome is not yet recorded) — an earlier event
+ * resent while a later one is in flight waits for that attempt to end; one being signed is
+ * not sent yet, and waits itself (`heldBack`). `q` is the queue's alias.
  */
-export const startable = (ordered: boolean, q: string, busy: string): string =>
+export const startable = (ordered: boolean, q: string, sent: string): string =>
   ordered
     ? `${q}.held = 0 AND (${q}.course IS NULL OR ${q}.course NOT IN
-         (SELECT b.course FROM queue b WHERE b.id IN (SELECT value FROM json_each(${busy})) AND b.course IS NOT NULL)) AND `
+         (SELECT b.course FROM queue b WHERE b.id IN (SELECT value FROM json_each(${sent})) AND b.course IS NOT NULL)) AND `
     : "";
 
 /** The log's `error` of an event its course's full backlog left unqueued (docs/reference.md § "Delivery log"). */
 export const COURSE_FULL_ERROR = "course backlog full";
 
 /**
- * Deliveries held behind one course's head at most, and bytes of their bodies (plus one
- * event): a course whose head keeps failing queues 1,000 later events, the rest end
+ * Deliveries held behind one course's failing head at most, and bytes of their bodies (plus
+ * one event): a course whose head keeps failing queues 1,000 later events, the rest end
  * `skipped` (COURSE_FULL_ERROR) until it flows again (recover queues them again).
  */
 const COURSE_HELD_ROWS = 1_000;
 const COURSE_HELD_BYTES = 16_000_000;
-/** Held deliveries of the whole registration at most (several failing courses), and their bytes. */
+/** Deliveries held behind failing heads in the whole registration at most (several failing courses), and their bytes. */
 const HELD_ROWS = 5_000;
 const HELD_BYTES = 64_000_000;
 
@@ -50,14 +51,22 @@ const HELD_BYTES = 64_000_000;
 export type Load = { rows: number; bytes: number };
 
 /**
- * The held deliveries of `course` (`null`: of the whole registration), counted over at most
- * `cap` rows of the covering partial index `queue_held`.
+ * Whether the course of queue row `q` (an alias) has a failing head: its first queued
+ * delivery (by `seq`, the one not held) has failed at least once and waits for its retry.
+ * One probe of `queue_course`.
+ */
+export const headFailing = (q: string) => `(SELECT h.attempts FROM queue h WHERE h.course = ${q}.course ORDER BY h.seq LIMIT 1) > 0`;
+
+/**
+ * The deliveries held behind a failing head, of `course` (`null`: of the whole registration,
+ * a walk of the held rows cut at `cap` of them behind failing heads), through the covering
+ * partial index `queue_held`.
  */
 function heldLoad(sql: SqlStorage, course: string | null, cap: number): Load {
-  const where = course === null ? "" : "AND course = ?2";
+  const where = course === null ? `AND ${headFailing("q")}` : "AND q.course = ?2";
   return sql
     .exec<Load>(
-      `SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM (SELECT bytes FROM queue INDEXED BY queue_held WHERE held = 1 ${where} LIMIT ?1)`,
+      `SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM (SELECT q.bytes FROM queue q INDEXED BY queue_held WHERE q.held = 1 ${where} LIMIT ?1)`,
       cap,
       ...(course === null ? [] : [course]),
     )
@@ -81,31 +90,29 @@ export function coursesOf(sql: SqlStorage, batches: readonly Batch<unknown>[]): 
 }
 
 /**
- * What one hand-over may hold behind course heads: reads each course's held load once (and
- * the registration's), then counts what the hand-over adds. Inside the caller's step.
+ * What one hand-over may hold behind failing course heads: reads each course's held load
+ * once (and the registration's), then counts what the hand-over adds. Inside the caller's step.
  */
 export class HoldRoom {
-  /** Whether each course seen has a delivery queued (its next event is held behind it). */
-  private readonly heads = new Map<string, boolean>();
+  /** Whether each course seen has a failing head (its next events take the held bounds' room). */
+  private readonly failing = new Map<string, boolean>();
   /** Each course's held load, read when it first holds one, with what this hand-over added. */
   private readonly loads = new Map<string, Load>();
   private all: Load | null = null;
 
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Whether `course` has a delivery queued, so its next event is held behind it. One index probe per course. */
-  queued(course: string): boolean {
-    let head = this.heads.get(course);
-    if (head === undefined) {
-      head = this.sql.exec(`SELECT 1 FROM queue WHERE course = ? LIMIT 1`, course).toArray().length > 0;
-      this.heads.set(course, head);
+  /**
+   * Whether `course`'s first queued delivery has failed and waits for its retry: its next
+   * events are held behind it for as long as it fails. One index probe per course.
+   */
+  failingHead(course: string): boolean {
+    let failing = this.failing.get(course);
+    if (failing === undefined) {
+      failing = (this.sql.exec<{ a: number }>(`SELECT attempts AS a FROM queue WHERE course = ? ORDER BY seq LIMIT 1`, course).toArray()[0]?.a ?? 0) > 0;
+      this.failing.set(course, failing);
     }
-    return head;
-  }
-
-  /** A delivery of `course` was queued as its head: its later events are held behind it. */
-  headed(course: string): void {
-    this.heads.set(course, true);
+    return failing;
   }
 
   /** Takes room for one held delivery of `course` of `bytes`: false when its course or the registration is at its bound. */

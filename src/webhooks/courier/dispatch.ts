@@ -122,7 +122,7 @@ export class Dispatch {
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
     const skipped = this.state.skipped();
     const ordered = ordersByCourse(config);
-    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped, ordered);
+    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped, ordered, this.sent());
     const refusal = rows.length === 0 ? null : this.refusal(config.url);
     for (const row of rows) {
       if (refusal !== null) {
@@ -144,7 +144,8 @@ export class Dispatch {
       if (config.maxPerSecond !== null) this.throttle.record(now);
       this.send(row, config, now);
     }
-    if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped, ordered).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
+    if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped, ordered, this.sent()).length > 0)
+      this.throttle.wakeLater(this.platform, now, () => this.pump());
     this.rearm();
   }
 
@@ -191,9 +192,15 @@ export class Dispatch {
 
   /** The deliveries not to start now: being signed, in flight, or ended with their outcome not yet recorded. */
   busy(): number[] {
-    const busy = this.sender.busy();
+    const busy = this.sent();
     if (this.signing.size > 0) busy.push(...this.signing);
-    return this.outcomes.length === 0 ? busy : [...busy, ...this.outcomes.map((o) => o.row.id)];
+    return busy;
+  }
+
+  /** The deliveries sent whose outcome is not recorded yet (in flight, or ended): their courses wait (`readDue`). */
+  private sent(): number[] {
+    const sent = this.sender.busy();
+    return this.outcomes.length === 0 ? sent : [...sent, ...this.outcomes.map((o) => o.row.id)];
   }
 
   /**
@@ -269,7 +276,7 @@ export class Dispatch {
     const deadline = this.sender.firstDeadline();
     let at = deadline === null ? (this.outcomes.length === 0 && this.signing.size === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
     if (this.sender.size + this.signing.size < COURIER_SLOTS) {
-      const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), ordersByCourse(this.state.config()));
+      const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), ordersByCourse(this.state.config()), this.sent());
       // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
       if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));
     }

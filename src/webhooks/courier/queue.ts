@@ -8,7 +8,7 @@
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { type AttemptVerdict, type DeliveryControl, isSuccess, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
-import { COURSE_FULL_ERROR, courseOf, coursesOf, HoldRoom, type Load, seqOf, startable } from "./course-hold";
+import { COURSE_FULL_ERROR, courseOf, coursesOf, HoldRoom, headFailing, type Load, seqOf, startable } from "./course-hold";
 
 /** The log's `error` of a skipped entry (docs/reference.md § "Delivery log"). */
 const SKIPPED_ERROR = "registration disabled";
@@ -29,14 +29,13 @@ export type DueRow = {
 };
 
 /**
- * The queue's bound on sendable deliveries (docs/reference.md § "Event delivery",
- * back-pressure): a hand-over's events are queued only while fewer than QUEUE_MAX_ROWS
- * deliveries and QUEUE_MAX_BYTES bytes of their bodies may start — with `ordering: course`,
- * those not held behind an earlier one of their course; the rest stays in the hub's log,
- * handed over as the queue drains. Held deliveries have bounds of their own, per course and
- * per registration (course-hold.ts), so a failing course never takes this room. So a
- * courier's queue, its copies of queued events and every step over them stay bounded
- * whatever the receiver's pace: 1,000 sendable rows and 16 MB plus one event (≤ 2 MB), two
+ * The queue's bound (docs/reference.md § "Event delivery", back-pressure): a hand-over's
+ * events are queued only while the queue holds fewer than QUEUE_MAX_ROWS deliveries and
+ * QUEUE_MAX_BYTES bytes of their bodies — with `ordering: course`, not counting those held
+ * behind a failing head, which have bounds of their own (course-hold.ts), so a failing course
+ * never takes this room; the rest stays in the hub's log, handed over as the queue drains.
+ * So a courier's queue, its copies of queued events and every step over them stay bounded
+ * whatever the receiver's pace: 1,000 rows and 16 MB plus one event (≤ 2 MB), two
  * hand-overs' worth, enough that a fast receiver never waits for the next one (it is asked
  * for at half: QUEUE_LOW_ROWS, QUEUE_LOW_BYTES). A recover may queue past it (its own
  * bounded steps); hand-overs then wait.
@@ -51,14 +50,15 @@ const QUEUE_LOW_BYTES = QUEUE_MAX_BYTES / 2;
 const SKIP_CHUNK = 500;
 
 /**
- * The queue's sendable load: deliveries (not held behind their course when `ordered`: the
- * partial index `queue_ready`) and bytes of their bodies, counted over at most
- * QUEUE_MAX_ROWS + 1 rows (a bounded read; a longer queue is at its bound anyway).
+ * The queue's load: deliveries — when `ordered`, not those held behind a failing head
+ * (`headFailing`) — and bytes of their bodies, counted over at most QUEUE_MAX_ROWS + 1 of
+ * them (a bounded read, which passes over at most the held bounds' rows; a longer queue is
+ * at its bound anyway).
  */
 export function queueLoad(sql: SqlStorage, ordered = false): Load {
   return sql
     .exec<Load>(
-      `SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM (SELECT bytes FROM queue ${ordered ? "INDEXED BY queue_ready WHERE held = 0" : ""} LIMIT ?)`,
+      `SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM (SELECT q.bytes FROM queue q INDEXED BY queue_due ${ordered ? `WHERE NOT (q.held = 1 AND ${headFailing("q")})` : ""} LIMIT ?)`,
       QUEUE_MAX_ROWS + 1,
     )
     .one();
@@ -79,12 +79,12 @@ export interface Taken {
 
 /**
  * Takes the events of a hand-over with `seq` after `cursor` at `now` (ms), in order, while
- * the queue's sendable deliveries are under their bound (QUEUE_MAX_ROWS, QUEUE_MAX_BYTES):
- * each is kept (for resend and recover) and queued due now, or logged `skipped` when it was
- * accepted while the registration was disabled or `enabled` is false now (a skipped one takes
- * no room). When the registration orders by course (`ordered`), an event whose course has a
- * delivery queued is held behind it and takes room of the held bounds instead (`HoldRoom`):
- * past them it is logged `skipped` (COURSE_FULL_ERROR), and the cursor goes on. Events at or
+ * the queue is under its bound (QUEUE_MAX_ROWS, QUEUE_MAX_BYTES: `queueLoad`): each is kept
+ * (for resend and recover) and queued due now, or logged `skipped` when it was accepted while
+ * the registration was disabled or `enabled` is false now (a skipped one takes no room). When
+ * the registration orders by course (`ordered`), an event whose course's head is failing is
+ * held behind it and takes room of the held bounds instead (`HoldRoom`): past them it is
+ * logged `skipped` (COURSE_FULL_ERROR), and the cursor goes on. Events at or
  * before the cursor were taken already (a hand-over sent again) and are ignored. Bound in
  * batches cut by `cutBatches` (count and bytes; the bodies spliced in as JSON, not escaped
  * again), several statements of the caller's synchronous step.
@@ -104,13 +104,12 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
     const bytes = utf8Bytes(event.body);
     const course = courses[i] ?? null;
     if (!enabled || event.skipped) taken.push({ event, bytes, error: SKIPPED_ERROR });
-    else if (course !== null && room.queued(course)) taken.push({ event, bytes, error: room.hold(course, bytes) ? null : COURSE_FULL_ERROR });
+    else if (course !== null && room.failingHead(course)) taken.push({ event, bytes, error: room.hold(course, bytes) ? null : COURSE_FULL_ERROR });
     else if (load.rows >= QUEUE_MAX_ROWS || load.bytes >= QUEUE_MAX_BYTES) {
       full = true;
       break;
     } else {
       load = { rows: load.rows + 1, bytes: load.bytes + bytes };
-      if (course !== null) room.headed(course);
       taken.push({ event, bytes, error: null });
     }
   }
@@ -212,20 +211,29 @@ function skipRows(sql: SqlStorage, ids: readonly number[], now: number): void {
  * The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones, those a
  * disable's skip still has to end (id ≤ `skipped`: `skipMark`) and, when the registration
  * orders by course (`ordered`), those held behind an earlier delivery of their course
- * (`held`, walked through `queue_ready`) or whose course has a delivery busy (`startable`);
- * at most `limit`.
+ * (`held`, walked through `queue_ready`) or whose course has a delivery `sent` (in flight or
+ * its outcome not yet recorded: `startable`); at most `limit`.
  */
-export function readDue(sql: SqlStorage, now: number, busy: readonly number[], limit: number, skipped = 0, ordered = false): DueRow[] {
+export function readDue(
+  sql: SqlStorage,
+  now: number,
+  busy: readonly number[],
+  limit: number,
+  skipped = 0,
+  ordered = false,
+  sent: readonly number[] = busy,
+): DueRow[] {
   if (limit <= 0) return [];
   return sql
     .exec<DueRow>(
       `SELECT q.id, q.event_id, q.event_type, q.trigger, q.attempts, q.requested, q.course, e.body FROM queue q ${ordered ? "INDEXED BY queue_ready" : ""} JOIN events e ON e.id = q.event_id
-       WHERE ${startable(ordered, "q", "?2")}q.next_attempt_at <= ?1 AND q.id NOT IN (SELECT value FROM json_each(?2)) AND q.id > ?3
+       WHERE ${startable(ordered, "q", "?5")}q.next_attempt_at <= ?1 AND q.id NOT IN (SELECT value FROM json_each(?2)) AND q.id > ?3
        ORDER BY q.next_attempt_at, q.id LIMIT ?4`,
       now,
       JSON.stringify(busy),
       skipped,
       limit,
+      ...(ordered ? [JSON.stringify(sent)] : []),
     )
     .toArray();
 }
@@ -233,17 +241,18 @@ export function readDue(sql: SqlStorage, now: number, busy: readonly number[], l
 /**
  * The earliest due time (ms) among deliveries not `busy` nor left to a skip (id ≤ `skipped`)
  * nor, when `ordered`, held behind an earlier one of their course or of a course with a
- * delivery busy, or `null`. Read in `queue_due` (`queue_ready`) order, it stops at the first
+ * delivery `sent` (see `readDue`), or `null`. Read in `queue_due` (`queue_ready`) order, it stops at the first
  * such delivery (MIN() with a condition would read them all); the rows it passes are at most
  * the busy ones, their courses' (one each, or two behind a resend) and a skip step's worth.
  */
-export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0, ordered = false): number | null {
+export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0, ordered = false, sent: readonly number[] = busy): number | null {
   const first = sql
     .exec<{ t: number }>(
-      `SELECT q.next_attempt_at AS t FROM queue q ${ordered ? "INDEXED BY queue_ready" : ""} WHERE ${startable(ordered, "q", "?1")}q.id NOT IN (SELECT value FROM json_each(?1)) AND q.id > ?2
+      `SELECT q.next_attempt_at AS t FROM queue q ${ordered ? "INDEXED BY queue_ready" : ""} WHERE ${startable(ordered, "q", "?3")}q.id NOT IN (SELECT value FROM json_each(?1)) AND q.id > ?2
        ORDER BY q.next_attempt_at, q.id LIMIT 1`,
       JSON.stringify(busy),
       skipped,
+      ...(ordered ? [JSON.stringify(sent)] : []),
     )
     .toArray()[0];
   return first === undefined ? null : first.t;
