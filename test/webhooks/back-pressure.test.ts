@@ -17,8 +17,13 @@ import { drainByAlarms, resetObject } from "../support/webhooks/alarms";
 import { courierStub, courseEvent, hubStub, inCourier, inHub, newSchool, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
-/** The contract's bound on a courier's queue (deliveries). */
+/** The contract's bound on a courier's queue (deliveries, and bytes of their bodies). */
 const QUEUE_BOUND = 1_000;
+const QUEUE_BYTES = 16_000_000;
+/** The largest event the platform stores (2 MB): the byte bound may be passed by one. */
+const ONE_EVENT_BYTES = 2_000_000;
+/** A courier whose queue was full is handed the rest by its ask, not by the hub's 60 s fallback. */
+const FULL_FALLBACK_MS = 60_000;
 /** A burst longer than the bound. */
 const BURST = 1_100;
 
@@ -150,5 +155,57 @@ describe("a courier's queue has a bound", () => {
     const log = await entries(hookId);
     const delivered = sim!.eventIds(host);
     for (const e of events) expect(log.get(e.id), e.id).toEqual(delivered.has(e.id) ? { succeeded: 1 } : { skipped: 1 });
+  }, 120_000);
+
+  it("a courier whose queue was full asks for the rest once drained to half: handed over long before the hub's fallback", async () => {
+    sim = SimulatedPlatform.virtual().install();
+    // 5 slots at 50 ms: 100 deliveries a second, slower than the hand-overs fill the queue.
+    sim.delay = [50, 50];
+    const host = "bp-ask.example.com";
+    const { schoolId, key } = await newSchool("bpask");
+    const hook = await register(key, `https://${host}/in`);
+    // Each event of its own course: none is held, every one is sendable.
+    const events = Array.from({ length: BURST }, (_, i) => courseEvent(schoolId, "course.updated", i));
+    for (let i = 0; i < BURST; i += 100) await hubFor(env, schoolId).publish(events.slice(i, i + 100));
+    await sim.advance(1_000);
+    expect(await inCourier(hook.id, (_c, state) => state.storage.kv.get("full")), "the queue reached its bound").toBe(true);
+    const start = await hubCursor(schoolId, hook.id);
+    expect(start.last - start.acked, "the hub kept what the bound left out").toBeGreaterThan(0);
+
+    // Timers only (no alarm): the ask, made as the queue drains to half (about 5 s), brings the rest.
+    await sim.advance(FULL_FALLBACK_MS / 2);
+    expect(sim.eventIds(host).size).toBe(BURST);
+    const end = await hubCursor(schoolId, hook.id);
+    expect(end.acked).toBe(end.last);
+  }, 120_000);
+
+  it("events of the largest kind: the queue takes up to 16 MB of bodies, the hub keeps the rest", async () => {
+    sim = SimulatedPlatform.virtual().install();
+    sim.delay = [1, 1];
+    const host = "bp-bytes.example.com";
+    const { schoolId, key } = await newSchool("bpbytes");
+    const hook = await register(key, `https://${host}/in`, { maxPerSecond: 1 });
+    // 300 events of about 80 KB (2,000 group ids each), each of its own course: 24 MB, 300 rows.
+    const events = Array.from({ length: 300 }, (_, i) => {
+      const e = courseEvent(schoolId, "course.updated", i);
+      (e.data as { course: { groupIds: string[] } }).course.groupIds = Array.from({ length: 2_000 }, (_, g) => `grp_${i}_${g}_`.padEnd(36, "x"));
+      return e;
+    });
+    const eventBytes = new TextEncoder().encode(JSON.stringify(events[0])).length;
+    expect(eventBytes).toBeGreaterThan(75_000);
+    for (let i = 0; i < events.length; i += 10) await hubFor(env, schoolId).publish(events.slice(i, i + 10));
+    await sim.advance(5_000);
+
+    const queue = await inCourier(hook.id, (_c, state) =>
+      state.storage.sql.exec<{ rows: number; bytes: number }>(`SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM queue`).one(),
+    );
+    const sent = sim.to(host).length;
+    expect(queue.bytes).toBeLessThanOrEqual(QUEUE_BYTES + ONE_EVENT_BYTES);
+    expect(queue.bytes).toBeGreaterThanOrEqual(QUEUE_BYTES - ONE_EVENT_BYTES - sent * eventBytes);
+    expect(queue.rows).toBeLessThan(QUEUE_BOUND);
+    const cursor = await hubCursor(schoolId, hook.id);
+    expect(cursor.last - cursor.acked, "events the byte bound left in the hub").toBeGreaterThanOrEqual(
+      events.length - sent - Math.ceil((QUEUE_BYTES + ONE_EVENT_BYTES) / eventBytes),
+    );
   }, 120_000);
 });

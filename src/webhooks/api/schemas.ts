@@ -167,7 +167,7 @@ export const deliveryRecordSchema = z
     }),
     status: z.enum(DELIVERY_STATUSES).meta({
       description:
-        'This entry\'s own outcome: `succeeded` (a 2xx answer), `failed` (any other answer, a network error or a timeout; when a retry follows, `nextAttemptAt` says when, else the delivery ended: 410 Gone, schedule exhausted, or the URL refused), `pending` (a delivery not attempted yet; `attemptedAt` null) or `skipped` (never attempted: the registration was disabled; `attemptedAt` and `responseStatus` null, `error: "registration disabled"`). The statistics count entries with the same words.',
+        'This entry\'s own outcome: `succeeded` (a 2xx answer), `failed` (any other answer, a network error or a timeout; when a retry follows, `nextAttemptAt` says when, else the delivery ended: 410 Gone, schedule exhausted, or the URL refused), `pending` (a delivery not attempted yet; `attemptedAt` null) or `skipped` (never attempted: the registration was disabled, `error: "registration disabled"`, or its course had 1,000 events held behind a failing one, `error: "course backlog full"`; `attemptedAt` and `responseStatus` null). The statistics count entries with the same words.',
     }),
     trigger: z.enum(["event", "retry", "resend", "recover", "test"]).meta({
       description: "Why the attempt was made: `event` (the first after the event was accepted), `retry`, `resend`, `recover` or `test`.",

@@ -13,8 +13,9 @@ import { sendRefusal } from "../delivery/url-policy";
 import { IdleWaiters } from "../platform/idle-waiters";
 import type { Platform, Timer } from "../platform/platform";
 import { COURIER_SLOTS, type CourierConfig, ordersByCourse } from "../rpc";
+import { awaited, heldBack } from "./course-hold";
 import type { FailureReport } from "./failure-report";
-import { type DueRow, heldBack, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
+import { type DueRow, nextDueAt, type Outcome, readDue, recordAttempt } from "./queue";
 import { Sender, Throttle } from "./sender";
 import { hasRetained, PRUNE_INTERVAL_MS } from "./storage";
 
@@ -121,7 +122,7 @@ export class Dispatch {
     const allowed = this.throttle.allowance(now, config.maxPerSecond);
     const skipped = this.state.skipped();
     const ordered = ordersByCourse(config);
-    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped, ordered);
+    const rows = readDue(this.sql, now, this.busy(), Math.min(free, allowed), skipped, ordered, this.sent());
     const refusal = rows.length === 0 ? null : this.refusal(config.url);
     for (const row of rows) {
       if (refusal !== null) {
@@ -143,7 +144,8 @@ export class Dispatch {
       if (config.maxPerSecond !== null) this.throttle.record(now);
       this.send(row, config, now);
     }
-    if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped, ordered).length > 0) this.throttle.wakeLater(this.platform, now, () => this.pump());
+    if (allowed < free && readDue(this.sql, now, this.busy(), 1, skipped, ordered, this.sent()).length > 0)
+      this.throttle.wakeLater(this.platform, now, () => this.pump());
     this.rearm();
   }
 
@@ -190,22 +192,32 @@ export class Dispatch {
 
   /** The deliveries not to start now: being signed, in flight, or ended with their outcome not yet recorded. */
   busy(): number[] {
-    const busy = this.sender.busy();
+    const busy = this.sent();
     if (this.signing.size > 0) busy.push(...this.signing);
-    return this.outcomes.length === 0 ? busy : [...busy, ...this.outcomes.map((o) => o.row.id)];
+    return busy;
+  }
+
+  /** The deliveries sent whose outcome is not recorded yet (in flight, or ended): their courses wait (`readDue`). */
+  private sent(): number[] {
+    const sent = this.sender.busy();
+    return this.outcomes.length === 0 ? sent : [...sent, ...this.outcomes.map((o) => o.row.id)];
   }
 
   /**
    * An attempt ended: its slot is free at once (the next attempt may start), and its outcome is
    * recorded with the others that end within OUTCOME_BATCH_MS — one storage commit for many
-   * attempts. A refused attempt (never sent) is recorded at once.
+   * attempts. A refused attempt (never sent) is recorded at once, and so is one that a later
+   * delivery of its course waits for (`ordering: course`): recording it lets that one start
+   * in the same step (docs/reference.md § "Event delivery", ordering: "the moment it ends").
    */
   private finished(outcome: Outcome): void {
-    if (this.state.closed() || this.state.config() === null) return;
+    const config = this.state.config();
+    if (this.state.closed() || config === null) return;
     this.outcomes.push(outcome);
-    if (outcome.refused || this.outcomes.length >= OUTCOME_BATCH) this.record();
+    const awaitedNow = ordersByCourse(config) && awaited(this.sql, outcome.row.course ?? null);
+    if (outcome.refused || awaitedNow || this.outcomes.length >= OUTCOME_BATCH) this.record();
     else this.recordTimer ??= this.platform.setTimer(() => this.record(), OUTCOME_BATCH_MS);
-    if (!outcome.refused) this.pump();
+    if (!outcome.refused && !awaitedNow) this.pump();
   }
 
   /**
@@ -246,11 +258,10 @@ export class Dispatch {
     this.failures.sendNew(config.hubId);
     if (skipping) void this.state.armAlarm(this.platform.now());
     this.state.recorded();
-    // The slots these outcomes freed were filled by `finished`; what they made due now starts
-    // here: a delivery asked for again while in flight, and the next of a course whose
-    // delivery ended (a recorded retry is due later).
-    if (statuses.some((r) => r !== null && (r.again || r.ended))) this.pump();
-    else this.rearm();
+    // What these outcomes made startable starts here: a delivery asked for again while in
+    // flight, the next of a course whose delivery ended, an earlier event of a course resent
+    // while its later one was in flight (a recorded retry is due later).
+    this.pump();
   }
 
   /**
@@ -265,7 +276,7 @@ export class Dispatch {
     const deadline = this.sender.firstDeadline();
     let at = deadline === null ? (this.outcomes.length === 0 && this.signing.size === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
     if (this.sender.size + this.signing.size < COURIER_SLOTS) {
-      const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), ordersByCourse(this.state.config()));
+      const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), ordersByCourse(this.state.config()), this.sent());
       // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
       if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));
     }

@@ -8,25 +8,10 @@
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { type AttemptVerdict, type DeliveryControl, isSuccess, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
+import { COURSE_FULL_ERROR, courseOf, coursesOf, HoldRoom, headFailing, type Load, seqOf, startable } from "./course-hold";
 
 /** The log's `error` of a skipped entry (docs/reference.md § "Delivery log"). */
 const SKIPPED_ERROR = "registration disabled";
-
-/**
- * The course key and log position a queue row of the event whose id is `id` (an SQL
- * expression) takes (docs/reference.md § "Event delivery", ordering): its copy's
- * `data.course.id` and `seq`, for an event of the hub's log (a `seq`) that is not a
- * `webhook.*` one; `NULL` otherwise (never held). Read from `events` by its primary key.
- */
-const courseOf = (id: string) =>
-  `(SELECT CASE WHEN e.seq IS NULL OR e.type LIKE 'webhook.%' THEN NULL ELSE e.body ->> '$.data.course.id' END FROM events e WHERE e.id = ${id})`;
-const seqOf = (id: string) => `(SELECT e.seq FROM events e WHERE e.id = ${id})`;
-
-/**
- * The condition that leaves out deliveries held behind an earlier one of their course, when
- * the registration orders by course (`ordered`); it names the partial index `queue_ready`.
- */
-const unheld = (ordered: boolean) => (ordered ? "held = 0 AND " : "");
 
 /** A due delivery, with its event's body. */
 export type DueRow = {
@@ -38,18 +23,22 @@ export type DueRow = {
   attempts: number;
   /** How many resends or recovers asked for it (`enqueue`) when it was read. */
   requested: number;
+  /** Its course key (`courseOf`; `null` or absent: never held). */
+  course?: string | null;
   body: string;
 };
 
 /**
  * The queue's bound (docs/reference.md § "Event delivery", back-pressure): a hand-over's
  * events are queued only while the queue holds fewer than QUEUE_MAX_ROWS deliveries and
- * QUEUE_MAX_BYTES bytes of their bodies; the rest stays in the hub's log, handed over as the
- * queue drains. So a courier's queue, its copies of queued events and every step over them
- * (a disable's skip, a close) stay bounded whatever the receiver's pace: at most 1,000 rows
- * and 16 MB plus one event (≤ 2 MB), two hand-overs' worth, enough that a fast receiver
- * never waits for the next one (it is asked for at half: QUEUE_LOW_ROWS, QUEUE_LOW_BYTES).
- * A recover queues only while the queue is down to half (courier/recover.ts), so never past it.
+ * QUEUE_MAX_BYTES bytes of their bodies — with `ordering: course`, not counting those held
+ * behind a failing head, which have bounds of their own (course-hold.ts), so a failing course
+ * never takes this room; the rest stays in the hub's log, handed over as the queue drains.
+ * So a courier's queue, its copies of queued events and every step over them stay bounded
+ * whatever the receiver's pace: 1,000 rows and 16 MB plus one event (≤ 2 MB), two
+ * hand-overs' worth, enough that a fast receiver never waits for the next one (it is asked
+ * for at half: QUEUE_LOW_ROWS, QUEUE_LOW_BYTES). A recover queues only while the whole queue,
+ * held rows included, is down to half (courier/recover.ts), so never past it.
  */
 const QUEUE_MAX_ROWS = 1_000;
 /** See QUEUE_MAX_ROWS (bytes of queued bodies). */
@@ -61,12 +50,17 @@ const QUEUE_LOW_BYTES = QUEUE_MAX_BYTES / 2;
 const SKIP_CHUNK = 500;
 
 /**
- * The queue's size: deliveries and bytes of their bodies, counted over at most
- * QUEUE_MAX_ROWS + 1 rows (a bounded read; a longer queue is at its bound anyway).
+ * The queue's load: deliveries — when `ordered`, not those held behind a failing head
+ * (`headFailing`) — and bytes of their bodies, counted over at most QUEUE_MAX_ROWS + 1 of
+ * them (a bounded read, which passes over at most the held bounds' rows; a longer queue is
+ * at its bound anyway).
  */
-export function queueLoad(sql: SqlStorage): { rows: number; bytes: number } {
+export function queueLoad(sql: SqlStorage, ordered = false): Load {
   return sql
-    .exec<{ rows: number; bytes: number }>(`SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM (SELECT bytes FROM queue LIMIT ?)`, QUEUE_MAX_ROWS + 1)
+    .exec<Load>(
+      `SELECT COUNT(*) AS rows, TOTAL(bytes) AS bytes FROM (SELECT q.bytes FROM queue q INDEXED BY queue_due ${ordered ? `WHERE NOT (q.held = 1 AND ${headFailing("q")})` : ""} LIMIT ?)`,
+      QUEUE_MAX_ROWS + 1,
+    )
     .one();
 }
 
@@ -85,43 +79,56 @@ export interface Taken {
 
 /**
  * Takes the events of a hand-over with `seq` after `cursor` at `now` (ms), in order, while
- * the queue is under its bound (QUEUE_MAX_ROWS, QUEUE_MAX_BYTES): each is kept (for resend
- * and recover) and queued due now, or logged `skipped` when it was accepted while the
- * registration was disabled or `enabled` is false now (a skipped one takes no room). Events
- * at or before the cursor were taken already (a hand-over sent again) and are ignored. Bound
- * in batches cut by `cutBatches` (count and bytes; the bodies spliced in as JSON, not
- * escaped again), several statements of the caller's synchronous step.
+ * the queue is under its bound (QUEUE_MAX_ROWS, QUEUE_MAX_BYTES: `queueLoad`): each is kept
+ * (for resend and recover) and queued due now, or logged `skipped` when it was accepted while
+ * the registration was disabled or `enabled` is false now (a skipped one takes no room). When
+ * the registration orders by course (`ordered`), an event whose course's head is failing is
+ * held behind it and takes room of the held bounds instead (`HoldRoom`): past them it is
+ * logged `skipped` (COURSE_FULL_ERROR), and the cursor goes on. Events at or
+ * before the cursor were taken already (a hand-over sent again) and are ignored. Bound in
+ * batches cut by `cutBatches` (count and bytes; the bodies spliced in as JSON, not escaped
+ * again), several statements of the caller's synchronous step.
  */
-export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: number, enabled: boolean, now: number): Taken {
+export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: number, enabled: boolean, now: number, ordered = false): Taken {
   const fresh = events.filter((e) => e.seq > cursor);
   if (fresh.length === 0) return { queued: 0, through: null, full: false };
-  let load = enabled ? queueLoad(sql) : { rows: 0, bytes: 0 };
-  const taken: { event: HandedEvent; bytes: number }[] = [];
+  const encode = (e: HandedEvent) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt},${e.seq}]`;
+  const batches = cutBatches(fresh, BOUND_LIST, encode);
+  const courses = enabled && ordered ? coursesOf(sql, batches) : [];
+  const room = new HoldRoom(sql);
+  let load = enabled ? queueLoad(sql, ordered) : { rows: 0, bytes: 0 };
+  /** Each event taken, with the `error` of its `skipped` entry (`null`: queued). */
+  const taken: { event: HandedEvent; bytes: number; error: string | null }[] = [];
   let full = false;
-  for (const event of fresh) {
+  for (const [i, event] of fresh.entries()) {
     const bytes = utf8Bytes(event.body);
-    if (enabled && !event.skipped) {
-      if (load.rows >= QUEUE_MAX_ROWS || load.bytes >= QUEUE_MAX_BYTES) {
-        full = true;
-        break;
-      }
+    const course = courses[i] ?? null;
+    if (!enabled || event.skipped) taken.push({ event, bytes, error: SKIPPED_ERROR });
+    else if (course !== null && room.failingHead(course)) taken.push({ event, bytes, error: room.hold(course, bytes) ? null : COURSE_FULL_ERROR });
+    else if (load.rows >= QUEUE_MAX_ROWS || load.bytes >= QUEUE_MAX_BYTES) {
+      full = true;
+      break;
+    } else {
       load = { rows: load.rows + 1, bytes: load.bytes + bytes };
+      taken.push({ event, bytes, error: null });
     }
-    taken.push({ event, bytes });
   }
-  const kept = cutBatches(
-    taken.map((t) => t.event),
-    BOUND_LIST,
-    (e) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt},${e.seq}]`,
-  );
+  const kept =
+    taken.length === fresh.length
+      ? batches
+      : cutBatches(
+          taken.map((t) => t.event),
+          BOUND_LIST,
+          encode,
+        );
   for (const batch of kept) {
     sql.exec(
       `INSERT OR IGNORE INTO events (id, type, body, accepted_at, seq) SELECT value ->> 0, value ->> 1, value -> 2, value ->> 3, value ->> 4 FROM json_each(?)`,
       batch.json,
     );
   }
-  const queued = taken.filter((t) => enabled && !t.event.skipped);
-  const skipped = taken.filter((t) => !enabled || t.event.skipped).map((t) => t.event);
+  const queued = taken.filter((t) => t.error === null);
+  const skipped = taken.filter((t) => t.error !== null).map((t) => [t.event.id, t.error]);
   for (const batch of cutBatches(queued.map((t) => [t.event.id, t.event.type, t.bytes]))) {
     // The trigger `queue_hold` holds each row behind the queued ones of its course before it.
     sql.exec(
@@ -131,14 +138,13 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
       now,
     );
   }
-  for (const batch of cutBatches(skipped.map((e) => e.id))) {
+  for (const batch of cutBatches(skipped)) {
     // Each skipped entry takes its event's next number (`events.last_attempt`).
-    sql.exec(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id IN (SELECT value FROM json_each(?))`, batch.json);
+    sql.exec(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id IN (SELECT value ->> 0 FROM json_each(?))`, batch.json);
     sql.exec(
       `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
-       SELECT e.id, e.type, e.last_attempt, 'skipped', 'event', ?2, ?3 FROM json_each(?1) j JOIN events e ON e.id = j.value ORDER BY j.key`,
+       SELECT e.id, e.type, e.last_attempt, 'skipped', 'event', j.value ->> 1, ?2 FROM json_each(?1) j JOIN events e ON e.id = j.value ->> 0 ORDER BY j.key`,
       batch.json,
-      SKIPPED_ERROR,
       now,
     );
   }
@@ -202,49 +208,51 @@ function skipRows(sql: SqlStorage, ids: readonly number[], now: number): void {
 }
 
 /**
- * Whether delivery `id` may not start now in a registration that orders by course: gone from
- * the queue, or held behind an earlier delivery of its course (`held`, set by `queue_hold`
- * when a resend or recover put an earlier event ahead). One read by primary key.
- */
-export function heldBack(sql: SqlStorage, id: number): boolean {
-  const row = sql.exec<{ held: number }>(`SELECT held FROM queue WHERE id = ?`, id).toArray()[0];
-  return row === undefined || row.held !== 0;
-}
-
-/**
  * The deliveries due at `now` (ms), oldest due first, leaving out `busy` ones, those a
  * disable's skip still has to end (id ≤ `skipped`: `skipMark`) and, when the registration
  * orders by course (`ordered`), those held behind an earlier delivery of their course
- * (`held`, walked through `queue_ready`); at most `limit`.
+ * (`held`, walked through `queue_ready`) or whose course has a delivery `sent` (in flight or
+ * its outcome not yet recorded: `startable`); at most `limit`.
  */
-export function readDue(sql: SqlStorage, now: number, busy: readonly number[], limit: number, skipped = 0, ordered = false): DueRow[] {
+export function readDue(
+  sql: SqlStorage,
+  now: number,
+  busy: readonly number[],
+  limit: number,
+  skipped = 0,
+  ordered = false,
+  sent: readonly number[] = busy,
+): DueRow[] {
   if (limit <= 0) return [];
   return sql
     .exec<DueRow>(
-      `SELECT q.id, q.event_id, q.event_type, q.trigger, q.attempts, q.requested, e.body FROM queue q JOIN events e ON e.id = q.event_id
-       WHERE ${unheld(ordered)}q.next_attempt_at <= ? AND q.id NOT IN (SELECT value FROM json_each(?)) AND q.id > ?
-       ORDER BY q.next_attempt_at, q.id LIMIT ?`,
+      `SELECT q.id, q.event_id, q.event_type, q.trigger, q.attempts, q.requested, q.course, e.body FROM queue q ${ordered ? "INDEXED BY queue_ready" : ""} JOIN events e ON e.id = q.event_id
+       WHERE ${startable(ordered, "q", "?5")}q.next_attempt_at <= ?1 AND q.id NOT IN (SELECT value FROM json_each(?2)) AND q.id > ?3
+       ORDER BY q.next_attempt_at, q.id LIMIT ?4`,
       now,
       JSON.stringify(busy),
       skipped,
       limit,
+      ...(ordered ? [JSON.stringify(sent)] : []),
     )
     .toArray();
 }
 
 /**
  * The earliest due time (ms) among deliveries not `busy` nor left to a skip (id ≤ `skipped`)
- * nor, when `ordered`, held behind an earlier one of their course, or `null`. Read in
- * `queue_due` (`queue_ready`) order, it stops at the first such delivery (MIN() with a
- * condition would read them all); the rows a skip leaves are at most its SKIP_CHUNK-step's
- * worth of the bounded queue.
+ * nor, when `ordered`, held behind an earlier one of their course or of a course with a
+ * delivery `sent` (see `readDue`), or `null`. Read in `queue_due` (`queue_ready`) order, it stops at the first
+ * such delivery (MIN() with a condition would read them all); the rows it passes are at most
+ * the busy ones, their courses' (one each, or two behind a resend) and a skip step's worth.
  */
-export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0, ordered = false): number | null {
+export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0, ordered = false, sent: readonly number[] = busy): number | null {
   const first = sql
     .exec<{ t: number }>(
-      `SELECT next_attempt_at AS t FROM queue WHERE ${unheld(ordered)}id NOT IN (SELECT value FROM json_each(?)) AND id > ? ORDER BY next_attempt_at, id LIMIT 1`,
+      `SELECT q.next_attempt_at AS t FROM queue q ${ordered ? "INDEXED BY queue_ready" : ""} WHERE ${startable(ordered, "q", "?3")}q.id NOT IN (SELECT value FROM json_each(?1)) AND q.id > ?2
+       ORDER BY q.next_attempt_at, q.id LIMIT 1`,
       JSON.stringify(busy),
       skipped,
+      ...(ordered ? [JSON.stringify(sent)] : []),
     )
     .toArray()[0];
   return first === undefined ? null : first.t;
@@ -255,7 +263,9 @@ export function nextDueAt(sql: SqlStorage, busy: readonly number[], skipped = 0,
  * counted up to `cap` (a bounded read of `queue_due`, `queue_ready`).
  */
 export function backlog(sql: SqlStorage, now: number, cap: number, ordered = false): number {
-  return sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM queue WHERE ${unheld(ordered)}next_attempt_at <= ? LIMIT ?)`, now, cap).one().n;
+  return sql
+    .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM (SELECT 1 FROM queue WHERE ${ordered ? "held = 0 AND " : ""}next_attempt_at <= ? LIMIT ?)`, now, cap)
+    .one().n;
 }
 
 /**

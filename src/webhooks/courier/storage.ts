@@ -121,6 +121,11 @@ const MIGRATIONS: string[][] = [
        UPDATE queue SET held = 0 WHERE id = (SELECT p.id FROM queue p WHERE p.course = OLD.course ORDER BY p.seq LIMIT 1);
      END`,
   ],
+  [
+    // Held deliveries have bounds of their own, per course and per registration (course-hold.ts):
+    // counted with their bytes, and a course's probed, through this covering partial index.
+    `CREATE INDEX queue_held ON queue (course, bytes) WHERE held = 1`,
+  ],
 ];
 
 /** The tables a closed courier empties (`erase`). */

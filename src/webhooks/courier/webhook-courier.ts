@@ -125,7 +125,7 @@ export class WebhookCourier extends DurableObject<Env> {
     const now = this.platform.now();
     const step = this.storage.transactionSync(() => {
       const applied = this.apply(handover.config, now);
-      const taken = take(this.sql, handover.events, this.cursor, applied.config.enabled, now);
+      const taken = take(this.sql, handover.events, this.cursor, applied.config.enabled, now, ordersByCourse(applied.config));
       const upTo = taken.full ? (taken.through ?? this.cursor) : handover.upTo;
       if (upTo > this.cursor) this.storage.kv.put("cursor", upTo);
       if (taken.full) this.storage.kv.put("full", true);
@@ -371,7 +371,7 @@ export class WebhookCourier extends DurableObject<Env> {
   private askForMore(): void {
     const config = this.config;
     if (this.closed || config === null || this.asking || this.asked || this.storage.kv.get("full") !== true) return;
-    if (!drained(queueLoad(this.sql))) return;
+    if (!drained(queueLoad(this.sql, this.ordered()))) return;
     this.asking = true;
     this.hubs
       .call(config.hubId, (hub) => hub.drained(config.webhookId))
