@@ -160,7 +160,7 @@ setInterval(() => {
 
 type Group = { count: number; firstAt: number; lastAt: number; notices: number; ok: number };
 /** What a tracked arrival carried and was answered: the path, the event's id, type, course id and name, the status (0: none). */
-export interface ArrivalInfo {
+interface ArrivalInfo {
   path: string;
   id: string;
   type: string;
