@@ -1,15 +1,13 @@
 /**
  * The incident bench, `npm run bench:hub -- --incident` (docs/development.md § Benchmarks,
  * bench/NOTES.md): a correlated failure on the movable clock of scripts/bench-hub-worker.ts,
- * after a control run without it (same seed, same dev server, a school of its own). A school
- * with `hooks` registrations: a third flaky (503 to 4 requests in 5 during the incident
- * hour), one refusing one course's events (422, all run long), the rest healthy; a backlog of
- * course writes of 100 other schools, left in the outbox, swept during the incident run. A
- * run is steps of `stepMinutes` simulated minutes: events published, the sweep run (incident
- * only), a wall window for deliveries, then the clock moved to the step's end. It prints per
- * kind of registration the deliveries, the notices, the delay of healthy courses' events
- * against the control, the hub's log growth and the most D1 calls and subrequests one
- * invocation made.
+ * after a control run without it (same seed and server, a school of its own). `hooks`
+ * registrations: a third flaky (503 to 4 requests in 5 for the incident hour), one refusing
+ * one course (422), the rest healthy; 100 other schools' course writes left in the outbox.
+ * Steps of `stepMinutes`: events published, the sweep run (incident only), a wall window
+ * for deliveries, the clock moved to the step's end. It prints per kind of registration the
+ * deliveries, notices and healthy courses' delay against the control, the hub's log growth
+ * and the most D1 calls and subrequests one invocation made.
  */
 import { FAIL_PUBLISH_HEADER } from "../../src/bench/faults";
 import { type Arrival, api, BENCH_SCHOOL, type BenchSchool, createHook, type DevServer, now, publish, type Receiver, sleep, summary } from "./bench-hub";
