@@ -1,14 +1,17 @@
 /**
- * The Worker of `npm run bench:hub -- --simulated | --days N`: the production Worker with the
- * webhook objects on a platform that enforces the 6 requests waiting for headers per I/O
- * context (test/support/webhooks/io-context.ts), and on a clock that `POST /__bench/clock`
- * moves ahead, their stored alarms with it. `GET /__bench/platform` answers what the contexts
- * went through, `GET /__bench/storage` and `GET /__bench/objects` the objects' SQLite sizes and
- * rows. The objects are the production classes with two bench-only methods (`benchShift`,
- * `benchFigures`). Never deployed: wrangler.toml's `main` stays src/index.ts. How each mode
- * works: docs/development.md § Benchmarks.
+ * The Worker of `npm run bench:hub -- --simulated | --days N | --incident`: the production
+ * Worker with the webhook objects on a platform that enforces the 6 requests waiting for
+ * headers per I/O context (test/support/webhooks/io-context.ts), and on a clock that
+ * `POST /__bench/clock` moves ahead, their stored alarms with it. `GET /__bench/platform`
+ * answers what the contexts went through, `GET /__bench/invocations` the most D1 calls and
+ * subrequests one invocation made (src/bench/invocations.ts), `GET /__bench/storage` and
+ * `GET /__bench/objects` the objects' SQLite sizes and rows. The objects are the production
+ * classes with two bench-only methods (`benchShift`, `benchFigures`). Never deployed. How
+ * each mode works: docs/development.md § Benchmarks.
  */
+import type { DurableObject } from "cloudflare:workers";
 import worker, { WebhookCourier as Courier, SchoolHub as Hub } from "../src/bench/entry";
+import { countedEnv, countInvocations, countSubrequest, invocation, invocationFigures, resetInvocations } from "../src/bench/invocations";
 import { CLOUDFLARE, usePlatform, useStorageSeam } from "../src/webhooks/platform/platform";
 import { IoContext } from "../test/support/webhooks/io-context";
 
@@ -47,29 +50,41 @@ async function shiftAlarm(storage: DurableObjectStorage, ms: number): Promise<vo
   if (at !== null) await storage.setAlarm(Math.max(Date.now(), at - ms));
 }
 
-/** The production hub, plus the long run's two methods. */
-export class SchoolHub extends Hub {
-  /** The clock moved `ms` ahead: the alarm with it. */
-  benchShift(ms: number): Promise<void> {
-    return shiftAlarm(this.ctx.storage, ms);
-  }
-  /** Its storage figures. */
-  benchFigures(): Promise<ObjectFigures> {
-    return figuresOf(this.ctx.storage);
-  }
+/** A webhook object class: the production hub or courier (constructed with `ctx`, `env`). */
+// biome-ignore lint/suspicious/noExplicitAny: the constructor type TypeScript requires of a mixin's base.
+type ObjectClass = new (...args: any[]) => DurableObject<Env>;
+
+/** `Base` with its D1 calls counted per invocation, plus the long run's two methods. */
+function benchObject<T extends ObjectClass>(Base: T) {
+  return class extends Base {
+    readonly benchStorage: DurableObjectStorage;
+    // A mixin's constructor takes `any[]` (TypeScript's rule); the runtime passes (ctx, env).
+    // biome-ignore lint/suspicious/noExplicitAny: the constructor TypeScript requires of a mixin.
+    constructor(...args: any[]) {
+      super(args[0] as DurableObjectState, countedEnv(args[1] as Env, { stubs: false }));
+      this.benchStorage = (args[0] as DurableObjectState).storage;
+    }
+    /** The clock moved `ms` ahead: the alarm with it. */
+    benchShift(ms: number): Promise<void> {
+      return shiftAlarm(this.benchStorage, ms);
+    }
+    /** Its storage figures. */
+    benchFigures(): Promise<ObjectFigures> {
+      return figuresOf(this.benchStorage);
+    }
+  };
 }
 
-/** The production courier, plus the long run's two methods. */
-export class WebhookCourier extends Courier {
-  /** The clock moved `ms` ahead: the alarm with it. */
-  benchShift(ms: number): Promise<void> {
-    return shiftAlarm(this.ctx.storage, ms);
-  }
-  /** Its storage figures. */
-  benchFigures(): Promise<ObjectFigures> {
-    return figuresOf(this.ctx.storage);
-  }
-}
+/** The production hub, benchmarked. */
+export const SchoolHub = benchObject(Hub);
+type SchoolHub = InstanceType<typeof SchoolHub>;
+/** The production courier, benchmarked. */
+export const WebhookCourier = benchObject(Courier);
+type WebhookCourier = InstanceType<typeof WebhookCourier>;
+
+// Each call the runtime makes of an object (request, RPC method, alarm) is one invocation.
+countInvocations(SchoolHub, "hub");
+countInvocations(WebhookCourier, "courier");
 
 // The objects' alarms in their clock: stored at the wall-clock instant, read back shifted.
 useStorageSeam(
@@ -93,10 +108,14 @@ usePlatform((objectId, kind) => {
   return {
     now: () => CLOUDFLARE.now() + offsetMs,
     setTimer: CLOUDFLARE.setTimer,
-    fetch: (url, init) => io.request(() => fetch(url, init), init.signal),
+    fetch: (url, init) => {
+      countSubrequest();
+      return io.request(() => fetch(url, init), init.signal);
+    },
     // Every call from one object to another goes through here: counted at the stubs.
     call: (send) => {
       context.calls += 1;
+      countSubrequest();
       return io.request(() => Promise.resolve(send()));
     },
   };
@@ -125,6 +144,17 @@ function named(env: Env, url: URL) {
   ];
 }
 
+/** The Worker's environment with its D1 calls and object calls counted per invocation (one per `env`). */
+const counted = new WeakMap<Env, Env>();
+function workerEnv(env: Env): Env {
+  const out = counted.get(env) ?? countedEnv(env, { stubs: true });
+  counted.set(env, out);
+  return out;
+}
+
+/** A request's kind of invocation: its method and path, ids (`xxx_…` segments) as `{id}`. */
+const routeOf = (request: Request, url: URL) => `worker ${request.method} ${url.pathname.replace(/\/[a-z]{3}_[^/]*/g, "/{id}")}`;
+
 export default {
   async fetch(request, env, exec) {
     const url = new URL(request.url);
@@ -149,6 +179,11 @@ export default {
       const couriers = await Promise.all(ids.map((id) => env.WEBHOOK_COURIER.get(env.WEBHOOK_COURIER.idFromName(id)).storageBytes()));
       return Response.json({ hub: await hub.storageBytes(), couriers: Object.fromEntries(ids.map((id, i) => [id, couriers[i]])) });
     }
+    if (url.pathname === "/__bench/invocations") {
+      // GET: the figures so far; DELETE: forget them (a new run starts).
+      if (request.method === "DELETE") resetInvocations();
+      return Response.json(invocationFigures());
+    }
     if (url.pathname === "/__bench/platform") {
       return Response.json({
         all: stats(contexts),
@@ -156,7 +191,7 @@ export default {
         courier: stats(contexts.filter((c) => c.kind === "courier")),
       });
     }
-    return worker.fetch(request, env, exec);
+    return invocation({}, routeOf(request, url), () => worker.fetch(request, workerEnv(env), exec));
   },
-  scheduled: worker.scheduled,
+  scheduled: (controller, env, exec) => invocation({}, "worker scheduled", () => worker.scheduled(controller, workerEnv(env), exec)),
 } satisfies ExportedHandler<Env>;

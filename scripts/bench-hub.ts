@@ -1,8 +1,10 @@
 /**
  * Event hub benchmark: `npm run bench:hub` (delivery throughput, DELETE latency while
  * dispatching), `-- --simulated` (the same on a platform that enforces Cloudflare's 6 requests
- * waiting per I/O context: scripts/bench-hub-worker.ts) and `-- --days N` (storage over N
- * simulated days: scripts/lib/bench-hub-days.ts). Each runs against a local dev server with a
+ * waiting per I/O context: scripts/bench-hub-worker.ts), `-- --days N` (storage over N
+ * simulated days: scripts/lib/bench-hub-days.ts), `-- --incident` (a correlated failure:
+ * scripts/lib/bench-hub-incident.ts) and `-- --ordering` (ordered delivery's pace:
+ * scripts/lib/bench-hub-ordering.ts). Each runs against a local dev server with a
  * throw-away state and a receiver thread that verifies a sample of signatures with the
  * `standardwebhooks` package. What each mode measures, its targets and its options:
  * docs/development.md § Benchmarks and bench/NOTES.md.
@@ -29,6 +31,8 @@ import {
   treeCpu,
 } from "./lib/bench-hub";
 import { DAYS_SCHOOLS, storageDays } from "./lib/bench-hub-days";
+import { incidentBench, incidentSchools } from "./lib/bench-hub-incident";
+import { orderingBench } from "./lib/bench-hub-ordering";
 
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 1000);
 const HOOKS = Number(process.env.BENCH_HOOKS ?? 5);
@@ -56,6 +60,30 @@ const DAY_STEPS = Number(process.env.BENCH_DAY_STEPS ?? 4);
  */
 const CPU_BEFORE_MS = { saturation: 2.31, fanout: 1.3 };
 const INSPECTOR = process.env.BENCH_INSPECTOR !== "off";
+const INCIDENT = process.argv.includes("--incident");
+const ORDERING = process.argv.includes("--ordering");
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const INCIDENT_OPTIONS = {
+  hooks: env("BENCH_INCIDENT_HOOKS", 50),
+  incidentMinutes: env("BENCH_INCIDENT_MINUTES", 60),
+  afterMinutes: env("BENCH_INCIDENT_AFTER_MINUTES", 20),
+  stepMinutes: env("BENCH_INCIDENT_STEP_MINUTES", 2),
+  windowMs: env("BENCH_INCIDENT_WINDOW_MS", 2000),
+  courses: env("BENCH_INCIDENT_COURSES", 4),
+  backlogSchools: env("BENCH_BACKLOG_SCHOOLS", 100),
+  backlogWrites: env("BENCH_BACKLOG_WRITES", 10),
+  seed: env("BENCH_SEED", 43),
+};
+const ORDERING_OPTIONS = {
+  hooks: HEALTHY,
+  patches: env("BENCH_ORDERING_PATCHES", 300),
+  courses: env("BENCH_ORDERING_COURSES", 3),
+  rate: env("BENCH_ORDERING_RATE", 36),
+  latencyMs: LATENCY_MS,
+  burst: env("BENCH_ORDERING_BURST", 60),
+  deleteEveryMs: env("BENCH_ORDERING_DELETE_EVERY_MS", 200),
+  rounds: env("BENCH_ORDERING_ROUNDS", 2),
+};
 
 /** Rejects after `ms` with `what`. */
 const deadline = (ms: number, what: () => string) => new Promise<never>((_, reject) => setTimeout(() => reject(new Error(what())), ms));
@@ -291,19 +319,25 @@ async function main(): Promise<void> {
   try {
     const receiverPort = await receiver.listen();
     if (DAYS !== 0 && !(Number.isInteger(DAYS) && DAYS > 0)) throw new Error("--days takes a whole number of simulated days (11 or more to judge flatness)");
-    const simulatedWorker = SIMULATED || DAYS > 0 ? "scripts/bench-hub-worker.ts" : undefined;
-    // The long run keeps its clock in the Worker's memory: never under the CLI, whose
-    // custom-build watcher may reload the Worker (and reset the clock) mid-run.
+    const simulatedWorker = SIMULATED || DAYS > 0 || INCIDENT ? "scripts/bench-hub-worker.ts" : undefined;
+    // The long run and the incident keep their clock in the Worker's memory: never under the
+    // CLI, whose custom-build watcher may reload the Worker (and reset the clock) mid-run.
+    // The incident's thousands of failed attempts would flood the output with warnings.
+    if (INCIDENT) process.env.BENCH_LOG_LEVEL ??= "error";
     server = await startDevServer({
-      inspector: INSPECTOR && DAYS === 0,
+      inspector: INSPECTOR && DAYS === 0 && !INCIDENT,
       entry: simulatedWorker,
       serveSelf: import.meta.filename,
-      ...(DAYS > 0 ? { schools: Object.values(DAYS_SCHOOLS) } : {}),
+      ...(DAYS > 0 ? { schools: Object.values(DAYS_SCHOOLS) } : INCIDENT ? { schools: incidentSchools(INCIDENT_OPTIONS.backlogSchools) } : {}),
     });
     const ok =
       DAYS > 0
         ? await storageDays(server, receiver, receiverPort, { days: DAYS, events: DAY_EVENTS, steps: DAY_STEPS })
-        : await (SIMULATED ? simulated : unlimited)(server, receiver, receiverPort);
+        : INCIDENT
+          ? await incidentBench(server, receiver, receiverPort, INCIDENT_OPTIONS)
+          : ORDERING
+            ? await orderingBench(server, receiver, receiverPort, ORDERING_OPTIONS)
+            : await (SIMULATED ? simulated : unlimited)(server, receiver, receiverPort);
     if (restarts.count > 0)
       console.log(`WARNING:               the dev server restarted the Worker mid-request ${restarts.count} time(s) (requests sent again)`);
     console.log(`machine:               load average ${loadAverage()} (2 cores, shared with other work)`);

@@ -84,9 +84,14 @@ export const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" "
 /**
  * The receiver thread (own event loop, so it does not delay the benchmark's client): an HTTP
  * server on 127.0.0.1. Each path answers 204 at once, after `delayMs`, or never (`hang`:
- * the request stays open until the sender gives up). It counts deliveries per group of
- * paths and distinct (path, webhook-id) pairs, verifies every 50th signature, records
- * arrivals (with the event's `createdAt`) while tracking is on, and reports every 20 ms.
+ * the request stays open until the sender gives up); while the incident is on
+ * (`{ incident: true }`) a path with `failRate` answers 503 to that share of requests (a
+ * PRNG seeded with `seed`); a path with `refuseCourse` answers 422 to every event of that
+ * course id. It counts deliveries per group of paths (`notices`: `webhook.failing`
+ * and `webhook.recovered` ones; `ok`: the others answered 2xx) and distinct (path, webhook-id)
+ * pairs, verifies every 50th signature, records arrivals (with the event's `createdAt`, id,
+ * type, course id and name, and the status answered) while tracking is on, and reports
+ * every 20 ms.
  */
 const RECEIVER_THREAD = `
 const { parentPort } = require("node:worker_threads");
@@ -96,10 +101,18 @@ const now = () => performance.timeOrigin + performance.now();
 const paths = new Map();
 const ids = new Set();
 const groups = {};
-let count = 0, verified = 0, bad = 0, reported = -1, track = false, arrivals = [];
+let count = 0, verified = 0, bad = 0, reported = -1, track = false, arrivals = [], incident = false;
+// mulberry32: a seeded PRNG, so that a run and its control see the same failures.
+const prng = (seed) => () => {
+  seed = (seed + 0x6d2b79f5) | 0;
+  let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+  t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+};
 parentPort.on("message", (m) => {
-  if (m.path) paths.set(m.path, { ...paths.get(m.path), ...m });
+  if (m.path) paths.set(m.path, { ...paths.get(m.path), ...m, ...(m.seed !== undefined ? { rng: prng(m.seed) } : {}) });
   if (m.track !== undefined) track = m.track;
+  if (m.incident !== undefined) incident = m.incident;
   if (m.dump) { parentPort.postMessage({ arrivals }); arrivals = []; }
 });
 const server = http.createServer((req, res) => {
@@ -108,24 +121,35 @@ const server = http.createServer((req, res) => {
   req.on("end", () => {
     const at = now();
     const p = paths.get(req.url) ?? {};
-    const g = (groups[p.group ?? "other"] ??= { count: 0, firstAt: 0, lastAt: 0 });
+    const g = (groups[p.group ?? "other"] ??= { count: 0, firstAt: 0, lastAt: 0, notices: 0, ok: 0 });
     g.count += 1;
     if (g.count === 1) g.firstAt = at;
     g.lastAt = at;
     count += 1;
     ids.add(req.url + " " + req.headers["webhook-id"]);
     const body = Buffer.concat(chunks).toString("utf8");
+    let event = {};
+    try { event = JSON.parse(body); } catch {}
+    const notice = event.type === "webhook.failing" || event.type === "webhook.recovered";
+    if (notice) g.notices += 1;
+    const course = event.data?.course?.id;
+    const status = p.hang ? 0 : incident && p.failRate && p.rng() < p.failRate ? 503 : p.refuseCourse && course === p.refuseCourse ? 422 : 204;
+    if (status === 204 && !notice) g.ok += 1;
     if (track) {
-      try { arrivals.push([p.group ?? "other", at, Date.parse(JSON.parse(body).createdAt)]); } catch {}
+      arrivals.push([p.group ?? "other", at, Date.parse(event.createdAt), { path: req.url, id: event.id, type: event.type, course, name: event.data?.course?.name, status }]);
     }
     if (p.secret && count % 50 === 0) {
       try { new Webhook(p.secret).verify(body, req.headers); verified += 1; } catch { bad += 1; }
     }
     if (p.hang) return;
-    if (p.delayMs) setTimeout(() => res.writeHead(204).end(), p.delayMs);
-    else res.writeHead(204).end();
+    if (p.delayMs) setTimeout(() => res.writeHead(status).end(), p.delayMs);
+    else res.writeHead(status).end();
   });
 });
+// Idle connections stay open: Node's 5 s default closes them between a benchmark's bursts,
+// and a sender reusing one at that moment sees "Network connection lost", a failed attempt.
+server.keepAliveTimeout = 600000;
+server.headersTimeout = 601000;
 server.listen(0, "127.0.0.1", () => parentPort.postMessage({ port: server.address().port }));
 setInterval(() => {
   if (count === reported) return;
@@ -134,9 +158,18 @@ setInterval(() => {
 }, 20);
 `;
 
-type Group = { count: number; firstAt: number; lastAt: number };
-/** One tracked arrival: group, arrival instant, the event's `createdAt` (ms). */
-export type Arrival = [group: string, arrivedAt: number, createdAt: number];
+type Group = { count: number; firstAt: number; lastAt: number; notices: number; ok: number };
+/** What a tracked arrival carried and was answered: the path, the event's id, type, course id and name, the status (0: none). */
+interface ArrivalInfo {
+  path: string;
+  id: string;
+  type: string;
+  course?: string;
+  name?: string;
+  status: number;
+}
+/** One tracked arrival: group, arrival instant, the event's `createdAt` (ms), what it carried. */
+export type Arrival = [group: string, arrivedAt: number, createdAt: number, info: ArrivalInfo];
 
 /** The main thread's view of the receiver thread. */
 export class Receiver {
@@ -162,9 +195,21 @@ export class Receiver {
     });
   }
 
-  /** Sets how `path` answers: its registration's secret, its group, a delay or a hang. */
-  path(path: string, how: { secret?: string; group?: string; delayMs?: number; hang?: boolean }): void {
+  /**
+   * Sets how `path` answers: its registration's secret, its group, a delay or a hang; during
+   * the incident, 503 to a `failRate` share of requests (PRNG seeded with `seed`); always, 422
+   * to every event of course `refuseCourse`.
+   */
+  path(
+    path: string,
+    how: { secret?: string; group?: string; delayMs?: number; hang?: boolean; failRate?: number; seed?: number; refuseCourse?: string },
+  ): void {
     this.thread.postMessage({ path, ...how });
+  }
+
+  /** Turns the incident (`failRate`) on or off. */
+  incident(on: boolean): void {
+    this.thread.postMessage({ incident: on });
   }
 
   /** Records arrivals (for lags) from now on, or stops. */
@@ -340,15 +385,20 @@ export function api(base: string, p: string, init: RequestInit = {}, key = KEY):
 
 /**
  * Creates a registration (of the bench school, or of the school of `opts.key`), with
- * `opts.maxPerSecond` if given; returns its id and secret.
+ * `opts.maxPerSecond` and `opts.ordering` if given; returns its id and secret.
  */
 export async function createHook(
   base: string,
   url: string,
   events?: string[],
-  opts: { key?: string; maxPerSecond?: number } = {},
+  opts: { key?: string; maxPerSecond?: number; ordering?: "course" | "none" } = {},
 ): Promise<{ id: string; secret: string }> {
-  const body = JSON.stringify({ url, events, ...(opts.maxPerSecond === undefined ? {} : { maxPerSecond: opts.maxPerSecond }) });
+  const body = JSON.stringify({
+    url,
+    events,
+    ...(opts.maxPerSecond === undefined ? {} : { maxPerSecond: opts.maxPerSecond }),
+    ...(opts.ordering === undefined ? {} : { ordering: opts.ordering }),
+  });
   const res = await api(base, "/v3/webhooks", { method: "POST", body }, opts.key);
   if (res.status !== 201) throw new Error(`create: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { result: { id: string; secret: string } }).result;

@@ -166,10 +166,10 @@ function countedQueries(target: D1Database | D1DatabaseSession, counts: CallCoun
  * whatever the code's own `Server-Timing` count (src/http/context.ts) says. Statements are
  * wrapped, and unwrapped again before they reach the real `batch`.
  *
- * @returns a new environment for one request, and its counters (both start at 0).
+ * @param counts where the calls are counted (default: new counters at 0).
+ * @returns a new environment for one request, and its counters.
  */
-export function countingEnv(env: Env): { env: Env; counts: CallCounts } {
-  const counts: CallCounts = { d1: 0, rateLimit: 0 };
+export function countingEnv(env: Env, counts: CallCounts = { d1: 0, rateLimit: 0 }): { env: Env; counts: CallCounts } {
   const counted = (d1: D1Database) =>
     ({
       ...countedQueries(d1, counts),
