@@ -21,7 +21,7 @@ const HOURS = 3;
 /** A course event (of a course of its own) every this long (ms). */
 const EVENT_EVERY_MS = 30 * 60_000;
 /** The objects' alarms are run when due, checked this often (ms); timers fire at their instant. */
-const TICK_MS = 5 * 60_000;
+const TICK_MS = 10 * 60_000;
 
 let sim: SimulatedPlatform | undefined;
 afterEach(() => {

@@ -51,7 +51,7 @@ interface Streak {
  * another registration), not an explicit refusal (`webhook-delivery: abort-message` with a
  * status other than 2xx: the receiver working, not failing).
  */
-export function countsInRun(outcome: Outcome): boolean {
+function countsInRun(outcome: Outcome): boolean {
   if (UNCOUNTED_TYPES.has(outcome.row.event_type)) return false;
   return !(outcome.control === "abort-message" && !isSuccess(outcome.status));
 }

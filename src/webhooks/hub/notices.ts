@@ -19,7 +19,7 @@ import * as registrations from "./registrations";
  * A registration that could not take a notice is never given one, so no notice is retried
  * nor can count against a receiver already failing.
  */
-export function noticeAudiences(audiences: readonly Audience[]): Audience[] {
+function noticeAudiences(audiences: readonly Audience[]): Audience[] {
   return audiences.filter((a) => a.enabled && !a.failing);
 }
 
@@ -79,7 +79,7 @@ export function takeDisable(sql: SqlStorage, schoolId: string, report: FailingRe
  * The `webhook.disabled` event of a registration the hub disabled at `now` (ms) on a
  * courier's report (docs/reference.md § "Auto-disable"): `data: { webhookId, reason, failingSince }`.
  */
-export function disabledEvent(schoolId: string, report: FailingReport, now: number): SchoolEvent {
+function disabledEvent(schoolId: string, report: FailingReport, now: number): SchoolEvent {
   return {
     id: mintId("evt", now),
     type: "webhook.disabled",
@@ -95,7 +95,7 @@ export function disabledEvent(schoolId: string, report: FailingReport, now: numb
  * consecutiveFailures, lastError }`) or `webhook.recovered` (`data: { webhookId,
  * failingSince, recoveredAt }`).
  */
-export function noticeEvent(schoolId: string, notice: StreakNotice): SchoolEvent {
+function noticeEvent(schoolId: string, notice: StreakNotice): SchoolEvent {
   const common = { webhookId: notice.webhookId, failingSince: formatInstant(notice.failingSince) };
   const data =
     notice.type === "webhook.failing"
