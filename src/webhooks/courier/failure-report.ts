@@ -41,7 +41,7 @@ const LAST_ERROR_CHARS = 500;
 interface Streak {
   since: number;
   failures: number;
-  /** When `webhook.failing` was noted (ms), or `false` (a stored run of before may hold `true`). */
+  /** When `webhook.failing` was noted (ms), or `false`; `true` (noted, instant unknown) counts from the next success. */
   noticed: number | boolean;
   successes?: number;
 }
