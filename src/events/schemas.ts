@@ -27,11 +27,11 @@ const EVENT_DESCRIPTIONS: Record<DeliveredEventType, string> = {
   "course.absences_sent": "A course's `absencesSent` went from false to true.",
   "course.professor_signed": "A professor's `signed` went from false to true (one event per professor); `data.professorId` names them.",
   "webhook.disabled":
-    'The hub disabled a registration: after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures (`reason: "failing"`, `data.failingSince` its first failed attempt after its last success), because its receiver answered 410 (`reason: "gone"`, `failingSince: null`), or because its receiver asked for it with `webhook-delivery: disable` (`reason: "receiver"`, `failingSince: null`). Sent to the school\'s other registrations that subscribe to it, and in the events feed.',
+    'The hub disabled a registration: after WEBHOOK_DISABLE_AFTER_HOURS of nothing but failures (`reason: "failing"`, `data.failingSince` its first failed attempt after its last success), because its receiver answered 410 (`reason: "gone"`, `failingSince: null`), or because its receiver asked for it with `webhook-delivery: disable` (`reason: "receiver"`, `failingSince: null`). Sent to the school\'s other registrations that subscribe to it and are enabled and not failing, and in the events feed.',
   "webhook.failing":
-    "A registration's attempts (of any events) have failed 4 times in a row: sent once per streak, at its 4th failed attempt. `data.failingSince` is the streak's first failed attempt, `consecutiveFailures` its count then (4), `lastError` that attempt's `error` as in the delivery log. Sent to the school's other registrations that subscribe to it, and in the events feed.",
+    "A registration's counted attempts have failed 4 times in a row (deliveries of `webhook.*` notices and refusals with `webhook-delivery: abort-message` are not counted): sent once per streak, at its 4th failed attempt, and at most once an hour per registration. `data.failingSince` is the streak's first failed attempt, `consecutiveFailures` its count then (4), `lastError` that attempt's `error` as in the delivery log. Sent to the school's other registrations that subscribe to it and are enabled and not failing, and in the events feed.",
   "webhook.recovered":
-    "A success ended a registration's streak of failed attempts that had sent `webhook.failing`: `data.failingSince` is that streak's first failed attempt, `recoveredAt` the successful attempt. Sent to the school's other registrations that subscribe to it, and in the events feed.",
+    "3 successful attempts in a row, the last at least an hour after its `webhook.failing`, ended a registration's failing streak: `data.failingSince` is that streak's first failed attempt, `recoveredAt` the last of those successful attempts. At most once an hour per registration. Sent to the school's other registrations that subscribe to it and are enabled and not failing, and in the events feed.",
   "webhook.test": "Sent by POST /v3/webhooks/{id}/test to that registration only; `data.webhookId` names it.",
 };
 
@@ -69,7 +69,7 @@ const WEBHOOK_EVENT_DATA = {
     schema: z.strictObject({
       webhookId: opaqueIdSchema,
       failingSince: instantOutSchema.meta({ description: "The first failed attempt of the streak that ended." }),
-      recoveredAt: instantOutSchema.meta({ description: "The successful attempt that ended it." }),
+      recoveredAt: instantOutSchema.meta({ description: "The successful attempt that ended it (the 3rd in a row)." }),
     }),
     example: { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0", failingSince: "2026-08-16T16:02:10.004Z", recoveredAt: "2026-08-16T17:40:02.512Z" },
   },

@@ -50,6 +50,13 @@ export const MAX_WAITING_POLLS = 100;
  */
 export const FEED_PAGE_BYTES = 4_000_000;
 
+/**
+ * Bytes of events a long poll's page holds at most once it waited (at least one event): the
+ * woken polls of one school together hold about one page's FEED_PAGE_BYTES, not
+ * MAX_WAITING_POLLS pages at once (docs/reference.md § Events feed).
+ */
+export const WOKEN_FEED_PAGE_BYTES = FEED_PAGE_BYTES / MAX_WAITING_POLLS;
+
 /** Longest secret-rotation grace, in seconds (7 days; docs/reference.md § "Secret rotation"). */
 export const MAX_GRACE_SECONDS = 604_800;
 /** Default secret-rotation grace, in seconds (24 h). */

@@ -1,16 +1,17 @@
 /**
  * Failing and recovered notices (docs/reference.md § "Failing and recovered notices"): a
  * registration whose attempts (of any events) fail 4 times in a row is announced once by
- * `webhook.failing`, and a success after that by `webhook.recovered`, to the school's other
- * registrations that subscribe to them and in the feed; the record's `failingSince` says so
- * meanwhile. The streak is the courier's, kept across a reset. Absence is asserted after
- * driving every alarm and letting every call between objects end.
+ * `webhook.failing`, and 3 successes in a row an hour or more after it by `webhook.recovered`,
+ * to the school's other registrations that subscribe to them and in the feed; the record's
+ * `failingSince` says so meanwhile. The streak is the courier's, kept across a reset; an
+ * explicit refusal (`webhook-delivery: abort-message`) is not a failure. Absence is asserted
+ * after driving every alarm and letting every call between objects end.
  */
 import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, eventually, makeAllDue, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inCourier, makeAllDue, newSchool, ownStorage, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 import { resetCourier } from "../support/webhooks/reset";
 
@@ -113,17 +114,43 @@ describe("webhook.failing", () => {
   });
 });
 
+/**
+ * An hour passes for registration `id`'s run: the instant its `webhook.failing` was noted is
+ * moved an hour back in the courier's KV (the real clock this file runs on cannot wait it).
+ */
+async function anHourLater(id: string): Promise<void> {
+  await inCourier(id, (courier) => {
+    const kv = ownStorage(courier).kv;
+    const run = kv.get("streak") as { noticed: number };
+    kv.put("streak", { ...run, noticed: run.noticed - 3_600_000 });
+  });
+}
+
 describe("webhook.recovered", () => {
-  it("follows a success that ends a streak which sent webhook.failing, with its failingSince; the record is no longer failing", async () => {
+  it("follows 3 successes in a row an hour or more after webhook.failing, with its failingSince; the record is no longer failing", async () => {
     const { schoolId, key, host, watcher, hook } = await failingSchool("recov");
-    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    const hub = hubFor(env, schoolId);
+    await hub.publish([courseEvent(schoolId)]);
     await settle(schoolId);
     for (let i = 0; i < 3; i++) await retryAll(schoolId);
     await eventually(async () => received(watcher).length === 1, "webhook.failing");
     const since = await firstAttemptAt(key, hook.id);
 
+    // 3 successes in a row within the hour: still failing.
     rx.on(host, 200);
     await retryAll(schoolId);
+    for (let i = 0; i < 2; i++) {
+      await hub.publish([courseEvent(schoolId)]);
+      await settle(schoolId);
+    }
+    expect(rx.to(host)).toHaveLength(7);
+    expect(received(watcher).map((e) => e.type)).toEqual(["webhook.failing"]);
+    expect((await record(key, hook.id)).failingSince).toBe(since);
+
+    // The hour passes: the next success, the 4th in a row, ends the streak.
+    await anHourLater(hook.id);
+    await hub.publish([courseEvent(schoolId)]);
+    await settle(schoolId);
     await eventually(async () => received(watcher).length === 2, "webhook.recovered");
     const log = (await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result as { status: string; attemptedAt: string }[];
     expect(log[0]!.status).toBe("succeeded");
@@ -138,7 +165,7 @@ describe("webhook.recovered", () => {
     expect((await feed(key)).map((e) => e.type)).toEqual(["webhook.failing", "webhook.recovered"]);
 
     // Another success: no streak ended, nothing more.
-    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await hub.publish([courseEvent(schoolId)]);
     await settle(schoolId);
     expect(received(watcher).map((e) => e.type)).toEqual(["webhook.failing", "webhook.recovered"]);
   });
@@ -153,6 +180,58 @@ describe("webhook.recovered", () => {
     await retryAll(schoolId);
     expect(rx.to(host).length).toBe(4);
     expect((await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key })).body.result[0].status).toBe("succeeded");
+    expect(received(watcher)).toEqual([]);
+    expect(await feed(key)).toEqual([]);
+    expect((await record(key, hook.id)).failingSince).toBeNull();
+  });
+});
+
+describe("notices are given to registrations that can take them", () => {
+  it("a failing registration gets no notice about another one; a disabled one neither", async () => {
+    const { schoolId, key, host, watcher, hook } = await failingSchool("noticeto");
+    const other = "noticeto-other.example.com";
+    const paused = "noticeto-paused.example.com";
+    rx.on(other, 500).on(paused, 200);
+    const second = await register(key, `https://${other}/in`);
+    const off = await register(key, `https://${paused}/in`, { events: NOTICES });
+    expect((await callJson(`/v3/webhooks/${off.id}`, { method: "PATCH", key, json: { enabled: false } })).status).toBe(200);
+    // The second registration fails 4 in a row first (its own events only), then the first.
+    const hub = hubFor(env, schoolId);
+    await hub.publish([courseEvent(schoolId)]);
+    await settle(schoolId);
+    for (let i = 0; i < 3; i++) await retryAll(schoolId);
+    await eventually(async () => received(watcher).length === 2, "two webhook.failing");
+    expect(
+      received(watcher)
+        .map((e) => e.data.webhookId)
+        .sort(),
+    ).toEqual([hook.id, second.id].sort());
+    // Every hand-over of the notices made and its first attempt sent (retries are not due yet).
+    await settle(schoolId);
+    // Whichever was announced first, the other, failing by then, was not given the later notice.
+    const types = (h: string) => received(h).filter((e) => e.type.startsWith("webhook."));
+    expect(types(host).length + types(other).length).toBe(1);
+    expect(rx.to(paused)).toEqual([]);
+    const targets = (await callJson(`/v3/webhooks/${off.id}/deliveries`, { key })).body.result as unknown[];
+    expect(targets).toEqual([]);
+  });
+});
+
+describe("an explicit refusal", () => {
+  it("4xx answers with webhook-delivery: abort-message, 5 in a row, make no webhook.failing; the record is not failing", async () => {
+    const { schoolId, key } = await newSchool("refuse");
+    const host = "refuse.example.com";
+    const watcher = "refuse-watch.example.com";
+    rx.on(host, { status: 422, headers: { "webhook-delivery": "abort-message" } }).on(watcher, 200);
+    const hook = await register(key, `https://${host}/in`);
+    await register(key, `https://${watcher}/in`, { events: NOTICES });
+    const hub = hubFor(env, schoolId);
+    for (let i = 0; i < 5; i++) {
+      await hub.publish([courseEvent(schoolId, "course.updated", i)]);
+      await settle(schoolId);
+    }
+    await retryAll(schoolId);
+    expect(rx.to(host)).toHaveLength(5);
     expect(received(watcher)).toEqual([]);
     expect(await feed(key)).toEqual([]);
     expect((await record(key, hook.id)).failingSince).toBeNull();

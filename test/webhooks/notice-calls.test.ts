@@ -1,8 +1,8 @@
 /**
  * The courier's notices to its hub (docs/reference.md § "Failing and recovered notices"), one
- * call at a time: a notice owed while a call is under way — `webhook.recovered` right after
- * the 4th failure's `webhook.failing` — is sent as soon as that call returns, not at the
- * courier's next alarm (which may be an hour away once it is idle).
+ * call at a time: a notice owed while a call is under way — `webhook.recovered` owed while
+ * the 4th failure's `webhook.failing` is still being sent — is sent as soon as that call
+ * returns, not at the courier's next alarm (which may be an hour away once it is idle).
  */
 import { runInDurableObject } from "cloudflare:test";
 import { env } from "cloudflare:workers";
@@ -47,9 +47,11 @@ describe("notices owed while a call to the hub is under way", () => {
       }
       expect(calls.map((c) => c.notices.map((n) => n.type))).toEqual([["webhook.failing"]]);
 
-      // A success while webhook.failing's call is under way: webhook.recovered is owed.
-      report.recorded(outcome(5, 204), config);
-      report.sendNew("hub");
+      // 3 successes in a row, the last an hour after, while webhook.failing's call is under way: webhook.recovered is owed.
+      for (const n of [5, 6, 3_700]) {
+        report.recorded(outcome(n, 204), config);
+        report.sendNew("hub");
+      }
       expect(calls).toHaveLength(1);
 
       calls[0]!.answer();

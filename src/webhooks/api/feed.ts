@@ -14,7 +14,7 @@ import type { Operation } from "../../http/operation";
 import { parseQuery } from "../../http/request";
 import { successRaw } from "../../http/respond";
 import { instantSchema, queryIntegerSchema, splitIds } from "../../lib/fields";
-import { FEED_PAGE_BYTES, MAX_PAGE_SIZE } from "../../lib/limits";
+import { FEED_PAGE_BYTES, MAX_PAGE_SIZE, WOKEN_FEED_PAGE_BYTES } from "../../lib/limits";
 import { TAG } from "./parts";
 
 /** The longest long poll, in seconds (docs/reference.md: `wait` 0–25). */
@@ -55,7 +55,7 @@ const feedQuerySchema = z.strictObject({
   wait: queryIntegerSchema(0, MAX_WAIT_S, 0)
     .optional()
     .meta({
-      description: `Seconds (0–${MAX_WAIT_S}, default 0) to wait when no event follows the cursor: the answer comes as soon as one is accepted (within 1 s), else an empty page.`,
+      description: `Seconds (0–${MAX_WAIT_S}, default 0) to wait when no event follows the cursor: the answer comes as soon as one is accepted (within 1 s), else an empty page. A page answered after waiting holds at most ${WOKEN_FEED_PAGE_BYTES.toLocaleString("en")} bytes of events (at least one), with \`hasMore\` when more follow.`,
       example: 25,
     }),
 });

@@ -2,9 +2,10 @@
  * What a courier tells its hub, and only that (docs/reference.md § "Auto-disable", § "Event delivery":
  * 410 and `webhook-delivery`, § "Failing and recovered notices"): its registration's failure
  * streak reached WEBHOOK_DISABLE_AFTER_HOURS, or a receiver answered 410 or asked to be
- * disabled (the hub decides and answers with a disabled config); its attempts failed 4 times
- * in a row, or a success ended such a streak (the hub publishes the notice). Streaks, the
- * report and the notices owed are kept in the courier's KV, so a restart sends what is owed.
+ * disabled (the hub decides and answers with a disabled config); its counted attempts failed
+ * 4 times in a row, or succeeded 3 times in a row an hour or more after that (the hub
+ * publishes the notice). Streaks, the report and the notices owed are kept in the courier's
+ * KV, so a restart sends what is owed.
  */
 import { mintId } from "../../lib/ids";
 import { describeError, logObjectCallFailure } from "../../lib/log";
@@ -18,19 +19,41 @@ export const REPORT_RETRY_MS = 10_000;
 
 /** Failed attempts in a row that make a registration failing (docs/reference.md § "Failing and recovered notices"). */
 const FAILING_AFTER = 4;
+/** Successful attempts in a row that end a failing run (hysteresis: a flapping receiver stays failing). */
+const RECOVERED_AFTER = 3;
+/** `webhook.recovered` comes at least this long after its `webhook.failing` (ms): at most one pair an hour. */
+const NOTICE_INTERVAL_MS = 60 * 60 * 1000;
+/**
+ * Deliveries of these events are not counted in the run: a notice about another registration
+ * never starts, extends nor ends this one's (no notice can cause a notice).
+ */
+const UNCOUNTED_TYPES: ReadonlySet<string> = new Set(["webhook.failing", "webhook.recovered", "webhook.disabled"]);
 /** Notices owed at most (the hub unreachable for long): beyond, the oldest pair goes, failing and recovered still alternate. */
 const NOTICES_MAX = 20;
 /** A notice's `lastError` keeps at most this many characters. */
 const LAST_ERROR_CHARS = 500;
 
 /**
- * The run of failed attempts since the last success (KV `streak`): its first attempt's start
- * (ms), how many, and whether `webhook.failing` was sent for it. Only a success ends it.
+ * The run of counted failed attempts (KV `streak`): its first attempt's start (ms), the
+ * failures in a row, and once `webhook.failing` was noted, when (ms) and the successes in a
+ * row since the last failure. Before the notice a success ends it; after, RECOVERED_AFTER.
  */
 interface Streak {
   since: number;
   failures: number;
-  noticed: boolean;
+  /** When `webhook.failing` was noted (ms), or `false`; `true` (noted, instant unknown) counts from the next success. */
+  noticed: number | boolean;
+  successes?: number;
+}
+
+/**
+ * Whether an attempt counts in the failing/recovered run: not a delivery of a notice (about
+ * another registration), not an explicit refusal (`webhook-delivery: abort-message` with a
+ * status other than 2xx: the receiver working, not failing).
+ */
+function countsInRun(outcome: Outcome): boolean {
+  if (UNCOUNTED_TYPES.has(outcome.row.event_type)) return false;
+  return !(outcome.control === "abort-message" && !isSuccess(outcome.status));
 }
 
 /**
@@ -81,21 +104,36 @@ export class FailureReport {
 
   /**
    * Counts the run of failed attempts (KV `streak`, kept across restarts, a re-enable and a
-   * disable: only a success ends it): its FAILING_AFTER-th failure notes `webhook.failing`
-   * (once per run), a success after that notes `webhook.recovered`, each owed to the hub.
+   * disable), of the attempts that count (`countsInRun`): its FAILING_AFTER-th failure notes
+   * `webhook.failing` (once per run); after that, RECOVERED_AFTER successes in a row, the last
+   * at least NOTICE_INTERVAL_MS after the failing notice, note `webhook.recovered` and end it.
+   * So a registration's notices are at most one pair an hour (docs/reference.md § "Failing and
+   * recovered notices").
    */
   private countRun(outcome: Outcome, webhookId: string): void {
+    if (!countsInRun(outcome)) return;
     const run = this.kv.get("streak") as Streak | undefined;
     const at = outcome.finishedAt;
     if (isSuccess(outcome.status)) {
       if (run === undefined) return;
+      if (run.noticed === false) {
+        this.kv.delete("streak");
+        return;
+      }
+      // A run stored as noticed without its instant counts from this success.
+      const noticedAt = run.noticed === true ? at : run.noticed;
+      const successes = (run.successes ?? 0) + 1;
+      if (successes < RECOVERED_AFTER || at - noticedAt < NOTICE_INTERVAL_MS) {
+        this.kv.put("streak", { ...run, noticed: noticedAt, successes });
+        return;
+      }
       this.kv.delete("streak");
-      if (run.noticed) this.notice({ id: mintId("evt", at), type: "webhook.recovered", webhookId, at, failingSince: run.since, recoveredAt: outcome.sentAt });
+      this.notice({ id: mintId("evt", at), type: "webhook.recovered", webhookId, at, failingSince: run.since, recoveredAt: outcome.sentAt });
       return;
     }
-    const next: Streak = { since: run?.since ?? outcome.sentAt, failures: (run?.failures ?? 0) + 1, noticed: run?.noticed ?? false };
-    if (!next.noticed && next.failures >= FAILING_AFTER) {
-      next.noticed = true;
+    const next: Streak = { since: run?.since ?? outcome.sentAt, failures: (run?.failures ?? 0) + 1, noticed: run?.noticed ?? false, successes: 0 };
+    if (next.noticed === false && next.failures >= FAILING_AFTER) {
+      next.noticed = at;
       const lastError = (outcome.error ?? `HTTP ${outcome.status}`).slice(0, LAST_ERROR_CHARS);
       this.notice({ id: mintId("evt", at), type: "webhook.failing", webhookId, at, failingSince: next.since, consecutiveFailures: next.failures, lastError });
     }

@@ -12,8 +12,8 @@ import { isOverloaded, ObjectCalls } from "../platform/object-calls";
 import type { Platform, Timer } from "../platform/platform";
 import { BACKLOG_HIGH, type CourierConfig, courierFor, type Handover, type HandoverReceipt } from "../rpc";
 import { addressedAfter } from "./event-log";
-import { courierConfig, readWebhook } from "./registrations";
-import { COURIER_OPEN } from "./storage";
+import { courierConfig, readWebhook, type UnclosedAt, unclosed } from "./registrations";
+import { COURIER_CLOSED, COURIER_OPEN } from "./storage";
 
 /** Durable Object calls the hub may have under way at once (its I/O context's 6). */
 const HUB_CALL_SLOTS = 6;
@@ -32,6 +32,8 @@ const MAX_BACKOFF_MS = 30_000;
  * the fallback if the ask is lost.
  */
 const FULL_WAIT_MS = 60_000;
+/** Unconfirmed closes one alarm run retries at most: the other call slots stay free for hand-overs. */
+const CLOSES_PER_ALARM = 2;
 /** An overloaded courier is left alone at least this long (ms). */
 const OVERLOAD_BACKOFF_MS = 2_000;
 
@@ -72,6 +74,8 @@ export class Couriers {
   /** Close calls under way, by registration (a second close joins the first). */
   private readonly closings = new Map<string, Promise<void>>();
   private readonly idleWaiters = new IdleWaiters();
+  /** Where the last close `retryCloses` retried is (`unclosed`): the next run goes on after it. */
+  private closesAfter: UnclosedAt = [-1, 0];
 
   constructor(
     env: Env,
@@ -332,6 +336,21 @@ export class Couriers {
       this.closings.set(id, closing);
     }
     return closing;
+  }
+
+  /**
+   * Retries unconfirmed closes (tombstones whose courier is open; the hub's alarm) at most
+   * CLOSES_PER_ALARM at a time, oldest first, after the last one retried (from the oldest once
+   * none is left after it), so that hand-overs never queue behind a backlog of closes. A close
+   * confirmed is recorded; `failed` is called for one that failed. @returns whether more are left.
+   */
+  async retryCloses(failed: () => void): Promise<boolean> {
+    const ids = unclosed(this.host.sql, this.closesAfter, CLOSES_PER_ALARM + 1);
+    const batch = ids.slice(0, CLOSES_PER_ALARM);
+    this.closesAfter = ids.length > CLOSES_PER_ALARM ? batch.at(-1)!.at : [-1, 0];
+    const confirm = (id: string) => this.host.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_CLOSED, id);
+    await Promise.all(batch.map(({ id }) => this.close(id).then(() => confirm(id), failed)));
+    return ids.length > CLOSES_PER_ALARM;
   }
 
   /** The close under way for `id`, if any. */

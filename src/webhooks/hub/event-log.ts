@@ -10,13 +10,15 @@ import type { SchoolEvent } from "../../events/types";
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { mintId } from "../../lib/ids";
 import { formatInstant } from "../../lib/time";
-import type { FailingReport, HandedEvent, StreakNotice, WebhookFilter } from "../rpc";
+import type { HandedEvent, WebhookFilter } from "../rpc";
 import type { WebhookRow } from "./registrations";
 
 /** A registration as the accept step needs it (parsed once per change of the set). */
 export interface Audience {
   id: string;
   enabled: boolean;
+  /** A `webhook.failing` about it was accepted and no `webhook.recovered` since (`failing_since`). */
+  failing: boolean;
   /** Subscribed to every type, or to these. */
   all: boolean;
   types: ReadonlySet<string>;
@@ -30,6 +32,7 @@ export function audiencesOf(rows: readonly WebhookRow[]): Audience[] {
     return {
       id: row.id,
       enabled: row.enabled === 1,
+      failing: row.failing_since !== null,
       all: types.includes("*"),
       types: new Set(types),
       filter: row.filter === null ? null : (JSON.parse(row.filter) as WebhookFilter),
@@ -175,35 +178,6 @@ export function behind(sql: SqlStorage): string[] {
     )
     .toArray()
     .map((r) => r.id);
-}
-
-/**
- * The `webhook.disabled` event of a registration the hub disabled at `now` (ms) on a
- * courier's report (docs/reference.md § "Auto-disable"): `data: { webhookId, reason, failingSince }`.
- */
-export function disabledEvent(schoolId: string, report: FailingReport, now: number): SchoolEvent {
-  return {
-    id: mintId("evt", now),
-    type: "webhook.disabled",
-    createdAt: formatInstant(now),
-    schoolId,
-    data: { webhookId: report.webhookId, reason: report.reason, failingSince: report.failingSince === null ? null : formatInstant(report.failingSince) },
-  };
-}
-
-/**
- * The event of a courier's notice (docs/reference.md § "Failing and recovered notices"), with
- * the courier's id and instant: `webhook.failing` (`data: { webhookId, failingSince,
- * consecutiveFailures, lastError }`) or `webhook.recovered` (`data: { webhookId,
- * failingSince, recoveredAt }`).
- */
-export function noticeEvent(schoolId: string, notice: StreakNotice): SchoolEvent {
-  const common = { webhookId: notice.webhookId, failingSince: formatInstant(notice.failingSince) };
-  const data =
-    notice.type === "webhook.failing"
-      ? { ...common, consecutiveFailures: notice.consecutiveFailures, lastError: notice.lastError }
-      : { ...common, recoveredAt: formatInstant(notice.recoveredAt) };
-  return { id: notice.id, type: notice.type, createdAt: formatInstant(notice.at), schoolId, data };
 }
 
 /** A `webhook.test` event for registration `webhookId` at `now` (ms): `data: { webhookId }`. */

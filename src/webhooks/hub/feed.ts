@@ -6,7 +6,7 @@
  */
 
 import { utf8Bytes } from "../../lib/batches";
-import { FEED_PAGE_BYTES, MAX_WAITING_POLLS, RETENTION_MS } from "../../lib/limits";
+import { FEED_PAGE_BYTES, MAX_WAITING_POLLS, RETENTION_MS, WOKEN_FEED_PAGE_BYTES } from "../../lib/limits";
 import type { Platform } from "../platform/platform";
 
 /** Where a reader is: after `seq`, an event accepted at `at` (ms; for the retention check). */
@@ -49,13 +49,13 @@ type FeedRow = { seq: number; body: string; created_at: number };
 
 /**
  * Up to `limit` events after `from`, of `types` (`null`: every type), in log order, and no more
- * than FEED_PAGE_BYTES of bodies (the first event always). With a type filter, each type is
+ * than `maxBytes` of bodies (the first event always). With a type filter, each type is
  * read through the index `events_type` (at most `limit` + 1 each, so a rare type never scans
  * the log), and `next` passes over the events of other types read on the way, so a reader
  * never reads them again. Rows are read one at a time: none past the page's end but one
  * (`hasMore`).
  */
-function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] | null, limit: number): FeedPage {
+function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] | null, limit: number, maxBytes: number): FeedPage {
   let rows: Iterable<FeedRow> = [];
   if (types === null) {
     rows = sql.exec<FeedRow>(`SELECT seq, body, created_at FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2`, from.seq, limit + 1);
@@ -74,7 +74,7 @@ function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] 
   let bytes = 0;
   for (const row of rows) {
     const size = utf8Bytes(row.body);
-    if (last && (bodies.length === limit || bytes + size > FEED_PAGE_BYTES)) return { bodies, next: { seq: last.seq, at: last.created_at }, hasMore: true };
+    if (last && (bodies.length === limit || bytes + size > maxBytes)) return { bodies, next: { seq: last.seq, at: last.created_at }, hasMore: true };
     bytes += size;
     bodies.push(row.body);
     last = row;
@@ -112,7 +112,8 @@ export class FeedReaders {
    * at most FEED_PAGE_BYTES of bodies unless one event alone weighs more.
    * With `waitMs` > 0 and nothing to return, waits until an event is accepted (`wake`, no
    * polling) or the time is up — unless 100 readers of the school wait already: then `waitMs`
-   * counts as 0 (docs/reference.md § Events feed).
+   * counts as 0 (docs/reference.md § Events feed). A woken reader's page holds at most
+   * WOKEN_FEED_PAGE_BYTES of bodies (at least one event; `hasMore` when more follow).
    *
    * @returns the page, or `CURSOR_EXPIRED` for a position older than the 7-day retention.
    */
@@ -124,8 +125,8 @@ export class FeedReaders {
       from = query.after;
     } else from = query.since !== undefined ? positionAt(this.sql, query.since, now) : tail(this.sql, now);
     const deadline = now + (this.waiters.size >= MAX_WAITING_POLLS ? 0 : query.waitMs);
-    for (;;) {
-      const page = readFeed(this.sql, from, query.types, query.limit);
+    for (let woken = false; ; woken = true) {
+      const page = readFeed(this.sql, from, query.types, query.limit, woken ? WOKEN_FEED_PAGE_BYTES : FEED_PAGE_BYTES);
       const left = deadline - this.platform.now();
       if (page.bodies.length > 0 || left <= 0) {
         // An empty page leaves the reader at the head as of now: nothing before it is missed.

@@ -47,7 +47,7 @@ export type WebhookRow = {
   enabled: number;
   disabled_reason: "manual" | "failing" | "gone" | "receiver" | null;
   disabled_at: number | null;
-  /** The first failed attempt of the failure streak that sent `webhook.failing`, until a success ends it (`noteStreak`). */
+  /** The first failed attempt of the streak a `webhook.failing` announced, until its `webhook.recovered` (hub/notices.ts). */
   failing_since: number | null;
   created_at: number;
   updated_at: number;
@@ -254,15 +254,6 @@ export function disableWebhook(sql: SqlStorage, id: string, reason: FailingRepor
 }
 
 /**
- * A courier's notice accepted (docs/reference.md § "Failing and recovered notices"): active
- * registration `id` is failing since `failingSince` (ms; `webhook.failing`), or no longer
- * (`null`: `webhook.recovered`). Nothing else changes (no new config for its courier).
- */
-export function noteStreak(sql: SqlStorage, id: string, failingSince: number | null): void {
-  sql.exec(`UPDATE webhooks SET failing_since = ? WHERE id = ? AND deleted_at IS NULL`, failingSince, id);
-}
-
-/**
  * Rotation: a new `credential` (made beforehand, of the registration's scheme); the current
  * secret or private key becomes the previous, valid `graceSeconds` more (0: dropped now). A
  * previous one from an earlier rotation is forgotten. `updatedBy`: the id of the API key
@@ -380,10 +371,23 @@ export function pruneDeleted(sql: SqlStorage, now: number): boolean {
   return forgetting !== undefined || old.length >= PRUNE_CHUNK;
 }
 
-/** Tombstones whose courier is not confirmed closed (a DELETE whose close failed). */
-export function unclosed(sql: SqlStorage): string[] {
+/** A tombstone's place in the order of `unclosed`: when it was deleted (ms), then its rowid. */
+export type UnclosedAt = [deletedAt: number, rowid: number];
+
+/**
+ * Up to `limit` tombstones whose courier is not confirmed closed (a DELETE whose close
+ * failed), after `after`, oldest first: a range of the index `webhooks_courier` (rowid is its last column).
+ */
+export function unclosed(sql: SqlStorage, after: UnclosedAt = [-1, 0], limit = 1): { id: string; at: UnclosedAt }[] {
   return sql
-    .exec<{ id: string }>(`SELECT id FROM webhooks WHERE deleted_at IS NOT NULL AND courier = ?`, COURIER_OPEN)
+    .exec<{ id: string; deleted_at: number; r: number }>(
+      `SELECT id, deleted_at, rowid AS r FROM webhooks WHERE courier = ?1 AND deleted_at IS NOT NULL AND (deleted_at, rowid) > (?2, ?3)
+       ORDER BY deleted_at, rowid LIMIT ?4`,
+      COURIER_OPEN,
+      after[0],
+      after[1],
+      limit,
+    )
     .toArray()
-    .map((r) => r.id);
+    .map((r) => ({ id: r.id, at: [r.deleted_at, r.r] }));
 }

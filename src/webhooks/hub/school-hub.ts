@@ -27,9 +27,10 @@ import {
   type WebhookUpdate,
 } from "../rpc";
 import { Couriers } from "./couriers";
-import { type Audience, accept, audiencesOf, behind, disabledEvent, noticeEvent, testEvent } from "./event-log";
+import { type Audience, accept, audiencesOf, behind, testEvent } from "./event-log";
 import { type FeedPage, type FeedQuery, FeedReaders } from "./feed";
 import type { IdempotencyInput } from "./idempotency";
+import { takeDisable, takeNotices } from "./notices";
 import * as registrations from "./registrations";
 import { COURIER_CLOSED, COURIER_NONE, COURIER_OPEN, migrate, nextPruneAt, pruneLog } from "./storage";
 
@@ -267,49 +268,27 @@ export class SchoolHub extends DurableObject<Env> {
   }
 
   /**
-   * A courier's notices, in order (docs/reference.md § "Failing and recovered notices"): each
-   * one new (by event id; one sent again is ignored) about an active registration is, in one
-   * step, appended to the log as its event for the school's other registrations and the feed,
-   * and sets or clears the registration's `failingSince`. Notices about a deleted one are dropped.
+   * A courier's notices, in order (docs/reference.md § "Failing and recovered notices"), taken
+   * in one step (`takeNotices`): each new one appended to the log for the school's other
+   * registrations that are enabled and not failing, and the feed; its `failing_since` set or cleared.
    */
   reportStreak(notices: StreakNotice[]): void {
-    const step = this.storage.transactionSync(() => {
-      const now = this.platform.now();
-      const addressed = new Set<string>();
-      let accepted = 0;
-      // A courier reports on its own registration only: one read serves every notice.
-      const about = notices[0] ? registrations.readWebhook(this.sql, notices[0].webhookId) : null;
-      for (const notice of notices) {
-        if (about === null || notice.webhookId !== about.id) continue;
-        const done = accept(this.sql, this.readAudiences(), [noticeEvent(this.school ?? "", notice)], now, notice.webhookId);
-        if (done.seqs.length === 0) continue;
-        accepted += 1;
-        registrations.noteStreak(this.sql, notice.webhookId, notice.type === "webhook.failing" ? notice.failingSince : null);
-        for (const id of done.audiences) addressed.add(id);
-      }
-      return { addressed, accepted };
-    });
+    const step = this.storage.transactionSync(() => takeNotices(this.sql, this.school ?? "", this.readAudiences(), notices, this.platform.now()));
+    if (step.accepted === 0) return;
+    // A `failing_since` changed: who may be given notices changed with it.
+    this.audiences = null;
     this.handOver(step.addressed);
-    if (step.accepted > 0) this.readers.wake();
+    this.readers.wake();
   }
 
   /**
    * A courier's report (docs/reference.md § "Auto-disable"): its registration failed for
    * WEBHOOK_DISABLE_AFTER_HOURS, a receiver answered 410 or asked to be disabled
-   * (`webhook-delivery: disable`). In one step the registration is
-   * disabled (unless it already is, or was re-enabled since) and `webhook.disabled` is
-   * appended to the log for the school's other registrations and the feed; then the courier
-   * is given the config that stops it.
+   * (`webhook-delivery: disable`). In one step (`takeDisable`) the registration is disabled
+   * and `webhook.disabled` appended to the log; then the courier is given the config that stops it.
    */
   async reportFailing(report: FailingReport): Promise<void> {
-    const step = this.storage.transactionSync(() => {
-      const now = this.platform.now();
-      if (!registrations.disableWebhook(this.sql, report.webhookId, report.reason, report.version, now)) return null;
-      // Read within the step (the registration now disabled), cached only once it committed.
-      const audiences = audiencesOf(registrations.readWebhooks(this.sql));
-      const event = disabledEvent(this.school ?? "", report, now);
-      return { audiences, addressed: accept(this.sql, audiences, [event], now, report.webhookId).audiences };
-    });
+    const step = this.storage.transactionSync(() => takeDisable(this.sql, this.school ?? "", report, this.platform.now()));
     if (step === null) return;
     this.audiences = step.audiences;
     this.handOver(step.addressed);
@@ -331,8 +310,8 @@ export class SchoolHub extends DurableObject<Env> {
 
   /**
    * Hands over to every courier that is behind (a lost hand-over, a restart), pushes configs
-   * not acknowledged, retries unfinished closes, prunes one chunk of the log, then re-arms.
-   * Runs at least once per arming: every step is idempotent.
+   * not acknowledged, retries a few unfinished closes (`Couriers.retryCloses`),
+   * prunes one chunk of the log, then re-arms. Runs at least once per arming: every step is idempotent.
    */
   override async alarm(): Promise<void> {
     this.alarms.fired();
@@ -340,16 +319,8 @@ export class SchoolHub extends DurableObject<Env> {
     const log = pruneLog(this.sql, now, IDEMPOTENCY_TTL_MS);
     const more = registrations.pruneDeleted(this.sql, now) || log;
     this.handOver(behind(this.sql));
-    const unclosed = registrations.unclosed(this.sql);
-    await Promise.all(
-      unclosed.map((id) =>
-        this.couriers.close(id).then(
-          () => this.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_CLOSED, id),
-          () => this.armAlarm(now + RETRY_MS),
-        ),
-      ),
-    );
-    if (more) await this.armAlarm(now + 1_000);
+    const closes = await this.couriers.retryCloses(() => void this.armAlarm(now + RETRY_MS));
+    if (more || closes) await this.armAlarm(now + 1_000);
     else await this.armPrune();
   }
 

@@ -48,6 +48,8 @@ export class VirtualClock implements SimClock {
   private seq = 0;
   /** Pending timers, by due time then creation order (a few hundred at most). */
   private readonly timers: VirtualTimer[] = [];
+  /** The timers `takeDue` last returned: one not run yet dies with its instance too (`dropTimersOf`). */
+  private taken: VirtualTimer[] = [];
 
   constructor(start = Date.now()) {
     this.t = start;
@@ -82,11 +84,13 @@ export class VirtualClock implements SimClock {
     this.t = Math.max(this.t, first.at);
     const due: VirtualTimer[] = [];
     while (this.timers[0] && this.timers[0].at <= this.t) due.push(this.timers.shift()!);
+    this.taken = due;
     return due;
   }
 
   /** Cancels the timers of object `objectId`: its instance was reset, they died with it. */
   dropTimersOf(objectId: string): void {
+    for (const t of this.taken) if (t.owner.objectId === objectId) t.cancelled = true;
     for (const t of this.timers.filter((t) => t.owner.objectId === objectId)) {
       t.cancelled = true;
       this.timers.splice(this.timers.indexOf(t), 1);
