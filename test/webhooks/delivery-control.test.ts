@@ -9,7 +9,7 @@ import { env } from "cloudflare:workers";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, eventually, makeAllDue, newSchool, queuedCount, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, inCourier, makeAllDue, newSchool, ownStorage, queuedCount, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -59,6 +59,18 @@ describe("webhook-delivery: abort-message", () => {
     await driveRetries(schoolId);
     expect(rx.to(host)).toHaveLength(1);
     expect(await deliveries(key, hook.id)).toHaveLength(1);
+    expect(await record(key, hook.id)).toMatchObject({ enabled: true, disabledReason: null });
+  });
+
+  it("a refusal is not a failure of the auto-disable streak: it neither starts one nor crosses its line", async () => {
+    const { schoolId, key, hook } = await answered("abortstreak", 422, "abort-message");
+    // docs/reference.md § "Auto-disable": counted as in § "Failing and recovered notices".
+    expect(await inCourier(hook.id, (courier) => ownStorage(courier).kv.get("failingSince"))).toBeUndefined();
+    // A streak of counted failures began 121 hours ago (past the default 120): a refusal now does not disable.
+    await inCourier(hook.id, (courier) => ownStorage(courier).kv.put("failingSince", Date.now() - 121 * 3_600_000));
+    await hubFor(env, schoolId).publish([courseEvent(schoolId)]);
+    await drain(schoolId);
+    expect(await deliveries(key, hook.id)).toHaveLength(2);
     expect(await record(key, hook.id)).toMatchObject({ enabled: true, disabledReason: null });
   });
 

@@ -88,18 +88,21 @@ export class FailureReport {
    */
   recorded(outcome: Outcome, config: CourierConfig): void {
     this.countRun(outcome, config.webhookId);
+    // The auto-disable streak counts the same attempts as the run (`countsInRun`): a notice's
+    // delivery or an explicit refusal neither starts, extends nor ends it.
+    const counted = countsInRun(outcome);
     const since = this.failingSince;
     const success = isSuccess(outcome.status);
-    if (success) {
+    if (counted && success) {
       if (since !== null) this.kv.delete("failingSince");
-    } else if (since === null) this.kv.put("failingSince", outcome.sentAt);
+    } else if (counted && since === null) this.kv.put("failingSince", outcome.sentAt);
     if (!config.enabled) return;
     const failingSince = since ?? outcome.sentAt;
     const report = { webhookId: config.webhookId, version: config.version };
     if (outcome.control === "disable") this.owe({ ...report, reason: "receiver", failingSince: null });
     else if (success) return;
     else if (outcome.status === 410) this.owe({ ...report, reason: "gone", failingSince: null });
-    else if (outcome.finishedAt - failingSince >= this.disableAfterMs) this.owe({ ...report, reason: "failing", failingSince });
+    else if (counted && outcome.finishedAt - failingSince >= this.disableAfterMs) this.owe({ ...report, reason: "failing", failingSince });
   }
 
   /**
