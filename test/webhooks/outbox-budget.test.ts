@@ -146,6 +146,19 @@ async function drain(plan: "paid" | "free", most: number): Promise<Counted[]> {
   return runs;
 }
 
+/** Every prune ran in run `i`: each of PRUNES, and the three shard prunes on each of the 2 shards. */
+function expectEveryPrune(statements: readonly string[], i: number): void {
+  for (const prune of PRUNES)
+    expect(
+      statements.some((s) => prune.test(s)),
+      `run ${i}: ${prune}`,
+    ).toBe(true);
+  expect(
+    statements.filter((s) => /DELETE FROM (idempotency_keys|event_bytes|outbox)/.test(s)),
+    `run ${i}: the shards' prunes`,
+  ).toHaveLength(6);
+}
+
 describe("the cron within one invocation's limits", () => {
   it("Workers Paid: 2 shards × 50 schools × 1,000 due rows drain over several runs, each under 1,000 queries and 10,000 subrequests, every prune in each, every row published once", async () => {
     await backlog("sch_paid", 50, 1_000);
@@ -154,15 +167,7 @@ describe("the cron within one invocation's limits", () => {
     for (const [i, run] of runs.entries()) {
       expect(run.statements.length, `run ${i}: D1 queries`).toBeLessThanOrEqual(1_000);
       expect(run.statements.length + run.calls, `run ${i}: subrequests`).toBeLessThanOrEqual(10_000);
-      for (const prune of PRUNES)
-        expect(
-          run.statements.some((s) => prune.test(s)),
-          `run ${i}: ${prune}`,
-        ).toBe(true);
-      expect(
-        run.statements.filter((s) => /DELETE FROM (idempotency_keys|event_bytes|outbox)/.test(s)),
-        `run ${i}: the shards' prunes`,
-      ).toHaveLength(6);
+      expectEveryPrune(run.statements, i);
     }
     expect(await unpublished()).toBe(0);
     expect(runs.length).toBeGreaterThan(1);
@@ -179,15 +184,7 @@ describe("the cron within one invocation's limits", () => {
     const runs = await drain("free", 60);
     for (const [i, run] of runs.entries()) {
       expect(run.statements.length + run.calls, `run ${i}: queries and calls`).toBeLessThanOrEqual(50);
-      for (const prune of PRUNES)
-        expect(
-          run.statements.some((s) => prune.test(s)),
-          `run ${i}: ${prune}`,
-        ).toBe(true);
-      expect(
-        run.statements.filter((s) => /DELETE FROM (idempotency_keys|event_bytes|outbox)/.test(s)),
-        `run ${i}: the shards' prunes`,
-      ).toHaveLength(6);
+      expectEveryPrune(run.statements, i);
     }
     expect(await unpublished()).toBe(0);
     expect(runs.length).toBeGreaterThan(1);
