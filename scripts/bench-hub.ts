@@ -78,7 +78,7 @@ const ORDERING_OPTIONS = {
   hooks: HEALTHY,
   patches: env("BENCH_ORDERING_PATCHES", 300),
   courses: env("BENCH_ORDERING_COURSES", 3),
-  rate: env("BENCH_ORDERING_RATE", 36),
+  rate: env("BENCH_ORDERING_RATE", 12),
   latencyMs: LATENCY_MS,
   burst: env("BENCH_ORDERING_BURST", 60),
   deleteEveryMs: env("BENCH_ORDERING_DELETE_EVERY_MS", 200),

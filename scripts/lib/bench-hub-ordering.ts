@@ -35,6 +35,12 @@ interface Phase {
   /** Per course: its events per second at each registration (first to last receipt), averaged. */
   perCourse: number[];
   burstRate: number;
+  /**
+   * The burst's gaps (ms) between two receipts of its course at one registration where the
+   * later event was accepted (its PATCH answered) before the earlier delivery ended: the
+   * course's own pace, whatever the API's.
+   */
+  waitingGaps: number[];
   deletes: { client: number[]; server: number[] };
   sentRate: number;
 }
@@ -143,8 +149,15 @@ async function phase(
   const missing = opts.patches * opts.hooks - pacedReceipts.length;
   if (missing > 0) console.log(`${group}: ${missing} paced receipts missing after 120 s`);
   const perCourse = courses.map((c) => mean(ratesOf(pacedReceipts).get(c) ?? []));
-  const burstRate = mean(ratesOf(receipts.filter((r) => r.name.includes(" burst "))).get(courses[0]!) ?? []);
-  return { lags, perCourse, burstRate, deletes: await deletes, sentRate };
+  const burstReceipts = receipts.filter((r) => r.name.includes(" burst "));
+  const burstRate = mean(ratesOf(burstReceipts).get(courses[0]!) ?? []);
+  const byPath = new Map<string, typeof burstReceipts>();
+  for (const r of burstReceipts) byPath.set(r.path, [...(byPath.get(r.path) ?? []), r]);
+  const waitingGaps = [...byPath.values()].flatMap((rs) => {
+    const sorted = rs.sort((a, b) => a.at - b.at);
+    return sorted.slice(1).flatMap((r, i) => ((answered.get(r.name) ?? Infinity) <= sorted[i]!.at + opts.latencyMs ? [r.at - sorted[i]!.at] : []));
+  });
+  return { lags, perCourse, burstRate, waitingGaps, deletes: await deletes, sentRate };
 }
 
 /** Runs the phases (course, none, alternated `rounds` times) and prints them side by side; @returns whether Deliver 6's targets hold. */
@@ -170,7 +183,7 @@ export async function orderingBench(server: DevServer, receiver: Receiver, port:
       const p = await phase(base, receiver, port, opts, courses, ordering, round);
       results[ordering].push(p);
       console.log(
-        `round ${round + 1} ${ordering.padEnd(6)}: lag ${fmt(summary(p.lags))}; sent ${p.sentRate.toFixed(1)} PATCH/s; burst ${p.burstRate.toFixed(1)} events/s`,
+        `round ${round + 1} ${ordering.padEnd(6)}: lag ${fmt(summary(p.lags))}; sent ${p.sentRate.toFixed(1)} of ${opts.rate} PATCH/s asked; burst ${p.burstRate.toFixed(1)} events/s`,
       );
     }
   }
@@ -180,6 +193,8 @@ export async function orderingBench(server: DevServer, receiver: Receiver, port:
       lag: summary(ps.flatMap((p) => p.lags)),
       perCourse: ps[0]!.perCourse.map((_, c) => mean(ps.map((p) => p.perCourse[c]!))),
       burst: mean(ps.map((p) => p.burstRate)),
+      waiting: ps.flatMap((p) => p.waitingGaps).sort((a, b) => a - b),
+      sent: Math.min(...ps.map((p) => p.sentRate)),
       delServer: summary(ps.flatMap((p) => p.deletes.server)),
       delClient: summary(ps.flatMap((p) => p.deletes.client)),
     };
@@ -191,13 +206,28 @@ export async function orderingBench(server: DevServer, receiver: Receiver, port:
   console.log("");
   console.log(line("course", c));
   console.log(line("none", n));
+  // The course's pace where its next event was waiting: receiver's answer plus the gap after it.
+  const pace = 1000 / mean(c.waiting);
+  const at = (xs: number[], q: number) => xs[Math.min(xs.length - 1, Math.floor((xs.length * q) / 100))] ?? Number.NaN;
+  console.log(
+    `course's pace (burst, next event already accepted): ${pace.toFixed(1)} events/s; gap between receipts p50 ${at(c.waiting, 50).toFixed(0)} ms ` +
+      `p90 ${at(c.waiting, 90).toFixed(0)} ms (n=${c.waiting.length}), of which the receiver's answer ${opts.latencyMs} ms`,
+  );
+  // The paced phase compares orderings only if the API took the asked rate: a saturated
+  // machine queues the PATCHes themselves, and the lag then measures the machine, not the order.
+  const saturated = Math.min(c.sent, n.sent) < 0.9 * opts.rate;
+  if (saturated)
+    console.log(
+      `saturated:             the API took ${Math.min(c.sent, n.sent).toFixed(1)} of ${opts.rate} PATCH/s asked: lower BENCH_ORDERING_RATE; the lag ratio is void`,
+    );
   const ratio = { p50: c.lag.p50 / n.lag.p50, p99: c.lag.p99 / n.lag.p99 };
   console.log(
-    `ratio course / none: lag p50 ×${ratio.p50.toFixed(1)}, p99 ×${ratio.p99.toFixed(1)}; DELETE p99 ×${(c.delClient.p99 / n.delClient.p99).toFixed(1)} (client)`,
+    // A p50 near 0 (a receipt before the client read the PATCH's answer) makes a ratio meaningless.
+    `ratio course / none: lag p50 ${n.lag.p50 < 10 ? `n/a (none's under 10 ms)` : `×${ratio.p50.toFixed(1)}`}, p99 ×${ratio.p99.toFixed(1)}; DELETE p99 ×${(c.delClient.p99 / n.delClient.p99).toFixed(1)} (client)`,
   );
   const targets: [string, boolean][] = [
-    ["lag p99 with course ≤ 1.5 × with none", ratio.p99 <= 1.5],
-    ["one course's events ≥ 15/s (burst, ordering course)", c.burst >= 15],
+    [`lag p99 with course ≤ 1.5 × with none${saturated ? " (saturated: not measured)" : ""}`, !saturated && ratio.p99 <= 1.5],
+    ["one course's events ≥ 15/s (its pace with the next event waiting, ordering course)", pace >= 15],
     ["DELETE under that load < 100 ms (client p99, ordering course)", c.delClient.p99 < 100],
   ];
   for (const [what, met] of targets) console.log(`target:                ${met ? "met    " : "NOT MET"} ${what}`);
