@@ -207,17 +207,24 @@ export class Dispatch {
    * An attempt ended: its slot is free at once (the next attempt may start), and its outcome is
    * recorded with the others that end within OUTCOME_BATCH_MS — one storage commit for many
    * attempts. A refused attempt (never sent) is recorded at once, and so is one that a later
-   * delivery of its course waits for (`ordering: course`): recording it lets that one start
-   * in the same step (docs/reference.md § "Event delivery", ordering: "the moment it ends").
+   * delivery of its course waits for (`ordering: course`) when a slot is left free once what
+   * can start has started: recording it lets that one start in the same step (docs/reference.md
+   * § "Event delivery", ordering: "the moment it ends"). When every slot is taken, that one
+   * could not start before a slot frees anyway: the outcome waits for the batch.
    */
   private finished(outcome: Outcome): void {
     const config = this.state.config();
     if (this.state.closed() || config === null) return;
     this.outcomes.push(outcome);
-    const awaitedNow = ordersByCourse(config) && awaited(this.sql, outcome.row.course ?? null);
-    if (outcome.refused || awaitedNow || this.outcomes.length >= OUTCOME_BATCH) this.record();
+    if (outcome.refused || this.outcomes.length >= OUTCOME_BATCH) {
+      this.record();
+      if (!outcome.refused) this.pump();
+      return;
+    }
+    this.pump();
+    const slotFree = this.pumping || this.sender.size + this.signing.size < COURIER_SLOTS;
+    if (slotFree && ordersByCourse(config) && awaited(this.sql, outcome.row.course ?? null)) this.record();
     else this.recordTimer ??= this.platform.setTimer(() => this.record(), OUTCOME_BATCH_MS);
-    if (!outcome.refused && !awaitedNow) this.pump();
   }
 
   /**
