@@ -216,9 +216,9 @@ export class Dispatch {
     const config = this.state.config();
     if (this.state.closed() || config === null) return;
     this.outcomes.push(outcome);
+    // `record` starts what became due.
     if (outcome.refused || this.outcomes.length >= OUTCOME_BATCH) {
       this.record();
-      if (!outcome.refused) this.pump();
       return;
     }
     this.pump();
