@@ -72,6 +72,8 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.courseStudents),
   spec(shard.courseProfessors),
   spec(shard.courseSurveyTemplates),
+  // The school's change sequence goes with its courses: numbers never repeat across a move.
+  spec(shard.schoolChanges),
   // The old shard's sweep may still publish or back off these rows while the move runs.
   spec(shard.outbox, ["published_at", "payload", "attempts", "retry_at"], true),
   spec(shard.idempotencyKeys, [], true),

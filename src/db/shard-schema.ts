@@ -98,6 +98,13 @@ export const courses = sqliteTable(
      * version n would both write n + 1, so the guard needs a token unique per write.
      */
     version: integer("version").notNull().default(1),
+    /**
+     * The school's change sequence number of the course's latest committed change
+     * (`schoolChanges`; docs/reference.md § "GET /v3/courses/changes"): set in the batch of
+     * every write or import that changes the course, so the change query walks
+     * `courses_school_change_idx` from a cursor.
+     */
+    changeSeq: integer("change_seq").notNull().default(0),
   },
   (t) => [
     primaryKey({ columns: [t.schoolId, t.id] }),
@@ -120,8 +127,22 @@ export const courses = sqliteTable(
     // `name` then `startDateTime` descending (then id): the mixed-direction sort of a long
     // id-list search walks this in order instead of sorting every course of the first names.
     index("courses_school_name_start_desc_idx").on(t.schoolId, t.nameFolded, sql`${t.startMs} desc`, t.id),
+    // The change query: a school's courses in change order, from a cursor.
+    index("courses_school_change_idx").on(t.schoolId, t.changeSeq),
   ],
 );
+
+/**
+ * Each school's change sequence (docs/reference.md § "GET /v3/courses/changes"): `seq` is the
+ * number of the school's last committed course change. A write or an import raises it in
+ * its own batch and stamps each course it changes with a number of its own
+ * (`courses.change_seq`), so numbers never repeat, even when courses leave the school's
+ * shard; a move copies the row with the school's other rows (src/db/move.ts).
+ */
+export const schoolChanges = sqliteTable("school_changes", {
+  schoolId: text("school_id").primaryKey(),
+  seq: integer("seq").notNull(),
+});
 
 /** course ↔ group. */
 export const courseGroups = sqliteTable(
