@@ -143,7 +143,7 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
       title: API_TITLE,
       version: API_VERSION,
       description: conventions(FALLBACK_RESPONSES_KEY, errorTable),
-      license: { name: "UNLICENSED (private)", identifier: "LicenseRef-Private" },
+      license: { name: "MIT", identifier: "MIT" },
     },
     servers: [{ url: "http://127.0.0.1:8787", description: "Local development (`npm start`)" }],
     security: [{ [SECURITY_SCHEME]: [] }],
