@@ -7,9 +7,10 @@
  * `npm run lint:openapi` builds the same document as GET /openapi.json.
  */
 import { courseOperations } from "./courses/operations";
+import { healthOperations } from "./db/health";
 import { publishEvents } from "./events/outbox";
 import type { Operation } from "./http/operation";
-import { buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
+import { API_VERSION, buildOpenApiDocument, type OpenApiDocument } from "./openapi/document";
 import { referenceOperations } from "./openapi/operations";
 import { DOCS_HEADERS } from "./portal/headers";
 import { portalSessionOperations } from "./portal/operations";
@@ -18,7 +19,7 @@ import { catalogOperations, eventWebhooks } from "./webhooks/api/event-catalog";
 import { feedOperations } from "./webhooks/api/feed";
 import { registrationOperations } from "./webhooks/api/registrations";
 
-/** Every operation of the API (docs/reference.md), then the two reference routes. */
+/** Every operation of the API (docs/reference.md), then the reference routes and the health check. */
 export const operations: Operation<Env>[] = [
   ...courseOperations(publishEvents),
   ...registrationOperations,
@@ -27,6 +28,7 @@ export const operations: Operation<Env>[] = [
   ...catalogOperations,
   ...portalSessionOperations,
   ...referenceOperations<Env>(openApiDocument, DOCS_HEADERS),
+  ...healthOperations(API_VERSION),
 ];
 
 let cached: OpenApiDocument | undefined;

@@ -13,7 +13,7 @@ import { meteredEnv } from "./events/metered";
 import { pruneOutbox, sweepOutbox } from "./events/outbox";
 import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
-import { buildRouter, errorResponse, type Route } from "./http/router";
+import { buildRouter, errorResponse, type Route, unmeteredRequest } from "./http/router";
 import { InvocationBudget, workersPlan } from "./lib/invocation-budget";
 import { describeError, logPrune, logRequest, logShardSweepFailure, logSweep } from "./lib/log";
 import { serveStatic } from "./portal/serve";
@@ -25,18 +25,23 @@ export { SchoolHub } from "./webhooks/hub/school-hub";
 /** The Worker serving `routes` (the API's operations; the benchmark entry adds its own). */
 export function workerOf(routes: readonly Route<Env>[]) {
   const handle = buildRouter(routes);
+  const unmetered = unmeteredRequest(routes);
   return {
     async fetch(request, workerEnv, exec): Promise<Response> {
       const env = withD1Seam(workerEnv);
       const rc = new RequestContext(request.headers.get("x-request-id"));
       let response: Response;
       try {
-        response = await withRateLimit(request, env, rc, async () => {
-          // The portal's and the API reference's static files, with their CSP (wrangler.toml run_worker_first).
-          const file = await serveStatic(request, env, rc);
-          if (file) return file;
-          return handle(request, env, exec, rc);
-        });
+        // The health check is outside the rate limit: monitors from shared IPs must not be
+        // refused, and its probe's cost is bounded per isolate (src/db/health.ts).
+        response = unmetered(request)
+          ? await handle(request, env, exec, rc)
+          : await withRateLimit(request, env, rc, async () => {
+              // The portal's and the API reference's static files, with their CSP (wrangler.toml run_worker_first).
+              const file = await serveStatic(request, env, rc);
+              if (file) return file;
+              return handle(request, env, exec, rc);
+            });
       } catch (err) {
         response = errorResponse(err, rc);
       }

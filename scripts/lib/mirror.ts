@@ -158,7 +158,9 @@ export class CourseMirror {
     // A start older than the retention would silently skip what aged out: catch up instead.
     if (!this.feedCursor && this.feedSince && Date.parse(this.feedSince) < this.now() - FEED_RETENTION_MS) await this.catchUp();
     for (;;) {
-      const from = this.feedCursor ? `after=${encodeURIComponent(this.feedCursor)}` : `since=${encodeURIComponent(this.feedSince ?? new Date(0).toISOString())}`;
+      const from = this.feedCursor
+        ? `after=${encodeURIComponent(this.feedCursor)}`
+        : `since=${encodeURIComponent(this.feedSince ?? new Date(0).toISOString())}`;
       const page = await this.read("feed", `/v3/events?limit=100&${from}`);
       if (page.status === 410 && page.body.code === "CURSOR_EXPIRED") {
         this.gaps += 1;

@@ -151,6 +151,11 @@ export const ERRORS = {
     when: "a body that is not `application/json`",
     message: "Send the body as JSON with `content-type: application/json`.",
   },
+  SERVICE_UNAVAILABLE: {
+    status: 503,
+    when: "`GET /healthz`: a database of the deployment did not answer its probe (`details` names each)",
+    message: "A database of this deployment did not answer; see details.",
+  },
   INTERNAL_ERROR: {
     status: 500,
     when: "a bug; the message never carries a stack or SQL",

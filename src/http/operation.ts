@@ -60,6 +60,11 @@ export interface Operation<E> {
   /** Answers without authentication (`security: []` in the document). */
   public?: boolean;
   /**
+   * Served before the rate limit and never counted by it (src/index.ts `unmeteredRequest`),
+   * so the document lists no 429: the health check, which monitors call from shared IPs.
+   */
+  unmetered?: boolean;
+  /**
    * Portal session tokens (`ps_…`) may call it besides API keys, read-only ones only when
    * `method` is GET (docs/reference.md § "Conventions"). Absent: API keys only, and a valid portal
    * token answers 403 FORBIDDEN. The one place the scope is stated: src/http/auth.ts and
@@ -113,8 +118,8 @@ function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens"
  * An operation's responses with those it shares with every operation of its kind: 401
  * UNAUTHORIZED unless it is public, 403 FORBIDDEN when a valid portal token can be out of its
  * scope (`refusesPortalTokens`), 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when it
- * reads a JSON body (`readJson`), 429 RATE_LIMITED (before the operation's own 429 codes,
- * if any) and 500 INTERNAL_ERROR always (the rate limit of src/http/rate-limit.ts runs
+ * reads a JSON body (`readJson`), 429 RATE_LIMITED unless it is `unmetered` (before the
+ * operation's own 429 codes, if any) and 500 INTERNAL_ERROR always (the rate limit of src/http/rate-limit.ts runs
  * before every operation).
  */
 export function allResponses<E>(op: Operation<E>): Record<number, SuccessResponse | ErrorResponse> {
@@ -139,6 +144,10 @@ export function allResponses<E>(op: Operation<E>): Record<number, SuccessRespons
     };
   }
   if (op.request?.body) Object.assign(shared, { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] });
+  if (op.unmetered) {
+    const { 429: _never, ...rest } = { ...shared, ...op.responses };
+    return rest;
+  }
   return { ...shared, ...op.responses, 429: shared[429]! };
 }
 

@@ -27,7 +27,16 @@ function pathPattern(path: string): RegExp {
 
 /** What the router needs of an operation (a benchmark-only route declares no more). */
 export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> &
-  Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens" | "portalLinks">>;
+  Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens" | "portalLinks" | "unmetered">>;
+
+/**
+ * Whether `request` is for an `unmetered` route of `routes` (its exact path and method), which
+ * the Worker serves before the rate limit (src/index.ts). Only literal paths may be unmetered.
+ */
+export function unmeteredRequest<E>(routes: readonly Route<E>[]): (request: Request) => boolean {
+  const keys = new Set(routes.filter((r) => r.unmetered).map((r) => `${r.method} ${r.path}`));
+  return (request) => keys.size > 0 && keys.has(`${request.method} ${new URL(request.url).pathname}`);
+}
 
 /** Builds the fetch function of a list of operations. */
 export function buildRouter<E>(operations: readonly Route<E>[]) {

@@ -225,7 +225,7 @@ export const registrationOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Delete a webhook registration (beta)",
     description:
-      "Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404. \"(beta)\": this behaviour is settled and kept; the answer may still gain fields (CHANGELOG.md, compatibility policy).",
+      'Removes the registration permanently. Once the 200 is sent: no event accepted after the delete is ever delivered to it; pending retries for it are dropped and no new attempt starts; the deletion survives restarts; the id is never reused. A second delete of the same id is a 404. "(beta)": this behaviour is settled and kept; the answer may still gain fields (CHANGELOG.md, compatibility policy).',
     request: { params: webhookIdParams },
     responses: {
       200: {
