@@ -6,7 +6,8 @@
  * with node:crypto; an outage (503s, disable, a change skipped, enable, recover: every missed
  * event arrives once); delete, then one more write. Prints what arrived and a one-line verdict.
  *
- * Options: `--base http://127.0.0.1:8787` (or API_BASE), `--key sk_…` (or API_KEY; default
+ * Options: `--base URL` (or API_BASE; default the URL this checkout's `npm start` serves, else
+ * http://127.0.0.1:8787), `--key sk_…` (or API_KEY; default
  * the demo key), `--wait 3000` (ms to wait for late deliveries after the last write).
  */
 import { createServer, type IncomingHttpHeaders, type IncomingMessage } from "node:http";
@@ -16,11 +17,12 @@ import { Webhook } from "standardwebhooks";
 import type { CourseRecord } from "../src/courses/schemas";
 import type { CreatedWebhook, DeliveryRecord, RotatedSecret, WebhookRecord } from "../src/webhooks/rpc";
 import { DEMO_API_KEY } from "./dataset/build";
+import { localApiBase } from "./lib/local-api";
 import { verifyV1a } from "./lib/webhook-signatures";
 
 const { values: opts } = parseArgs({
   options: {
-    base: { type: "string", default: process.env.API_BASE ?? "http://127.0.0.1:8787" },
+    base: { type: "string", default: localApiBase() },
     key: { type: "string", default: process.env.API_KEY ?? DEMO_API_KEY },
     wait: { type: "string", default: "3000" },
   },

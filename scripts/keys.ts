@@ -25,12 +25,10 @@ import { formatInstant } from "../src/lib/time";
 import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { type ReviewedWebhook, reachable, reviewWebhooks, type WebhookReview } from "./lib/key-webhooks";
+import { DEFAULT_LOCAL_BASE, localApiBase } from "./lib/local-api";
 import { printable, printableJson } from "./lib/printable";
 import { table } from "./lib/progress";
 import { d1Query, d1Statements, userPath } from "./lib/wrangler";
-
-/** Where `revoke` reaches the API when neither `--base` nor API_BASE says: `npm start`'s `wrangler dev`. */
-const LOCAL_BASE = "http://127.0.0.1:8787";
 
 const USAGE = `usage: npm run keys -- <command> [--local | --remote] [--persist-to DIR] [--json]
 
@@ -45,7 +43,7 @@ options:
   --local             the local D1 database of wrangler dev (default)
   --remote            the remote D1 database of wrangler.toml
   --persist-to DIR    local persistence directory (wrangler --persist-to; default .wrangler/state)
-  --base URL          revoke: the Worker serving that database (default API_BASE, else with --local ${LOCAL_BASE})
+  --base URL          revoke: the Worker serving that database (default API_BASE; with --local, else the URL this checkout's npm start serves, else ${DEFAULT_LOCAL_BASE})
   --disable-webhooks  revoke: disable the registrations it lists (PATCH enabled: false)
   --json              print JSON instead of text
 
@@ -279,7 +277,7 @@ export async function main(argv: string[]): Promise<number> {
     if (rest.length !== 1) return usage("revoke needs one KEY_ID");
     if (v.school !== undefined || v.label !== undefined) return usage("revoke takes a KEY_ID and its options only (no --school, no --label)");
     if (!ID_RE.test(rest[0]!)) return usage(`"${rest[0]}" is not a key id (key_…)`);
-    const base = v.base ?? process.env.API_BASE ?? (where.target === "local" ? LOCAL_BASE : undefined);
+    const base = v.base ?? (where.target === "local" ? localApiBase() : process.env.API_BASE);
     if (base !== undefined && !/^https?:\/\/[^/]/.test(base)) return usage(`--base (or API_BASE): "${base}" is not an http(s) URL`);
     return revoke(rest[0]!, json, where, { base, disable: v["disable-webhooks"] === true });
   }

@@ -6,7 +6,7 @@
  * the running server's log (.wrangler/start.log) untouched; and the cron runner it starts
  * (scripts/lib/cron-runner.ts) against a stand-in for the dev server, on a mocked clock.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
 import { createServer } from "node:net";
@@ -15,6 +15,7 @@ import path from "node:path";
 import { mock } from "node:test";
 import { startCronRunner } from "./lib/cron-runner";
 import { openLocalD1, pendingLocalMigrations } from "./lib/d1-local";
+import { forgetLocalApi, localApiBase, recordedLocalApi, recordLocalApi } from "./lib/local-api";
 import { check, runScript, runSelfTest } from "./lib/selftest";
 import { applyMigrations, ROOT } from "./lib/wrangler";
 
@@ -110,10 +111,39 @@ async function cronRunnerChecks(): Promise<void> {
   }
 }
 
+/**
+ * The record of where `npm start` serves (scripts/lib/local-api.ts): the CLIs find a server on
+ * another port through it, ignore a record whose process is gone, and only its writer removes it.
+ */
+function localApiChecks(dir: string): void {
+  const file = path.join(dir, "local-api.json");
+  const saved = process.env.API_BASE;
+  delete process.env.API_BASE;
+  try {
+    check(localApiBase(file) === "http://127.0.0.1:8787", "no npm start running: the CLIs reach 8787", localApiBase(file));
+    recordLocalApi("http://127.0.0.1:8799", file);
+    check(localApiBase(file) === "http://127.0.0.1:8799", "npm start -- --port 8799: the CLIs reach 8799", localApiBase(file));
+    // A record left by a killed npm start (its process gone): ignored.
+    writeFileSync(file, JSON.stringify({ base: "http://127.0.0.1:8799", pid: 2 ** 22 + 1 }));
+    check(recordedLocalApi(file) === undefined, "a record whose process is gone is ignored", String(recordedLocalApi(file)));
+    forgetLocalApi(file);
+    check(existsSync(file), "another process's record is not removed");
+    recordLocalApi("http://127.0.0.1:8799", file);
+    forgetLocalApi(file);
+    check(!existsSync(file), "npm start removes its own record on exit");
+    process.env.API_BASE = "http://127.0.0.1:9000";
+    check(localApiBase(file) === "http://127.0.0.1:9000", "API_BASE wins", localApiBase(file));
+  } finally {
+    if (saved === undefined) delete process.env.API_BASE;
+    else process.env.API_BASE = saved;
+  }
+}
+
 async function main(): Promise<void> {
   await cronRunnerChecks();
   const dir = await mkdtemp(path.join(os.tmpdir(), "start-selftest-"));
   try {
+    localApiChecks(dir);
     const persist = path.join(dir, "state");
     const fresh = await pendingUnder(persist);
     check(fresh.length > 0 && JSON.stringify(fresh) === JSON.stringify(everyMigration()), "fresh state: every migration is pending", JSON.stringify(fresh));

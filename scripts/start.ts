@@ -18,6 +18,7 @@ import { DEMO_API_KEY, OTHER_API_KEY } from "./dataset/build";
 import { runIfMain } from "./lib/cli";
 import { type CronRunner, startCronRunner, wranglerCrons } from "./lib/cron-runner";
 import { type LocalD1, openLocalD1, pendingLocalMigrations } from "./lib/d1-local";
+import { forgetLocalApi, recordLocalApi } from "./lib/local-api";
 import { formatInt } from "./lib/progress";
 import { applyMigrations, ROOT, spawnWrangler, userPath } from "./lib/wrangler";
 import { seedDemo } from "./seed-demo";
@@ -49,6 +50,8 @@ API reference (paste the demo key under Authentication, then "Test Request"):
   ${base}/docs       OpenAPI document: ${base}/openapi.json
 webhook portal (sign in with the demo key: endpoints, delivery log, chart):
   ${base}/portal
+the webhook tour, in another terminal (it finds this server; elsewhere: --base ${base}):
+  npm run demo:webhooks
 ${cron}
 
 Ready on ${base} (Ctrl-C stops it); requests are logged below.
@@ -153,6 +156,7 @@ async function main(argv: string[]): Promise<number> {
     early += data.toString("utf8");
     if (/Ready on/.test(early)) {
       early = undefined;
+      recordLocalApi(`http://127.0.0.1:${port}`);
       console.log(welcome(port, crons));
       cron = startCronRunner(`http://127.0.0.1:${port}`, { crons });
     }
@@ -161,6 +165,7 @@ async function main(argv: string[]): Promise<number> {
   child.stderr?.on("data", (d: Buffer) => relay(d, process.stderr));
   child.on("exit", (code) => {
     cron?.stop();
+    forgetLocalApi();
     if (early === undefined) return;
     const tail = verbose ? "" : `${early.trimEnd().split("\n").slice(-20).join("\n")}\n`;
     console.error(`${tail}wrangler dev stopped before it was ready (exit ${code}); its whole output: ${START_LOG}`);
