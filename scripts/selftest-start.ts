@@ -18,6 +18,7 @@ import { openLocalD1, pendingLocalMigrations } from "./lib/d1-local";
 import { forgetLocalApi, localApiBase, recordedLocalApi, recordLocalApi } from "./lib/local-api";
 import { check, runScript, runSelfTest } from "./lib/selftest";
 import { applyMigrations, ROOT } from "./lib/wrangler";
+import { shownLine } from "./start";
 
 /** The migrations of `npm start`'s local databases not applied under `persistTo`. */
 async function pendingUnder(persistTo: string): Promise<string[]> {
@@ -139,7 +140,23 @@ function localApiChecks(dir: string): void {
   }
 }
 
+/** What `npm start` shows of wrangler's lines (`shownLine`). */
+function outputChecks(): void {
+  const warning = '\u001b[33m▲ \u001b[43;33m[\u001b[43;30mWARNING\u001b[43;33m]\u001b[0m \u001b[1m{"kind":"delivery_attempt","status":"failed"}\u001b[0m';
+  check(
+    shownLine(warning) === '{"kind":"delivery_attempt","status":"failed"}',
+    "a Worker's warn line loses wrangler's ▲ [WARNING] wrapper",
+    String(shownLine(warning)),
+  );
+  const nosentry = "\u001b[33m▲ [WARNING] NOSENTRY SQLite alarm handler canceled with requestScheduledAlarm.; actorId = 0d39\u001b[0m";
+  check(shownLine(nosentry) === undefined, "workerd's NOSENTRY diagnostics are not shown", String(shownLine(nosentry)));
+  check(shownLine("[wrangler:info] GET /v3/courses 200 OK (12ms)") === undefined, "wrangler's request lines are not shown");
+  check(shownLine('{"kind":"request","status":200}') === '{"kind":"request","status":200}', "the Worker's lines are shown as they are");
+  check(shownLine("▲ [WARNING] something else") === "▲ [WARNING] something else", "wrangler's own warnings are kept");
+}
+
 async function main(): Promise<void> {
+  outputChecks();
   await cronRunnerChecks();
   const dir = await mkdtemp(path.join(os.tmpdir(), "start-selftest-"));
   try {

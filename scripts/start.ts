@@ -77,6 +77,22 @@ function portInUse(port: number): Promise<boolean> {
 
 /** wrangler's own line per request (`[wrangler:info] GET /v3/courses 200 OK (12ms)`): the Worker logs each request already. */
 const WRANGLER_REQUEST_LINE = /^\[wrangler:info\] [A-Z]+ \S+ \d{3} /;
+/** workerd's internal diagnostics (`NOSENTRY … AlarmManager …`): about the local runtime, not the service. */
+const RUNTIME_DIAGNOSTIC = /NOSENTRY/;
+/** wrangler's wrapper around a Worker's `console.warn`/`error` line: `▲ [WARNING] ` or `✘ [ERROR] ` before it. */
+const WRAPPED_WORKER_LINE = /^(?:▲ \[WARNING\]|✘ \[ERROR\]) (\{"kind":.*)$/;
+
+/**
+ * What `npm start` prints of one line of wrangler's output once the server is ready: nothing for
+ * wrangler's request lines (the Worker logs each request) and workerd's internal diagnostics;
+ * the Worker's own JSON line without wrangler's warning wrapper (a failed delivery attempt is a
+ * `warn`, not a problem of the server); every other line as it is.
+ */
+export function shownLine(line: string): string | undefined {
+  const plain = stripVTControlCharacters(line);
+  if (WRANGLER_REQUEST_LINE.test(plain) || RUNTIME_DIAGNOSTIC.test(plain)) return undefined;
+  return WRAPPED_WORKER_LINE.exec(plain)?.[1] ?? line;
+}
 
 /**
  * The local migrations still to apply and the number of schools in the local directory (0
@@ -150,7 +166,10 @@ async function main(argv: string[]): Promise<number> {
     if (early === undefined) {
       const lines = `${partial.get(out) ?? ""}${data.toString("utf8")}`.split("\n");
       partial.set(out, lines.pop()!);
-      for (const line of lines) if (!WRANGLER_REQUEST_LINE.test(stripVTControlCharacters(line))) out.write(`${line}\n`);
+      for (const line of lines) {
+        const shown = shownLine(line);
+        if (shown !== undefined) out.write(`${shown}\n`);
+      }
       return;
     }
     early += data.toString("utf8");

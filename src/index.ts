@@ -15,7 +15,7 @@ import { RequestContext } from "./http/context";
 import { withRateLimit } from "./http/rate-limit";
 import { buildRouter, errorResponse, type Route, unmeteredRequest } from "./http/router";
 import { InvocationBudget, workersPlan } from "./lib/invocation-budget";
-import { describeError, logPrune, logRequest, logShardSweepFailure, logSweep } from "./lib/log";
+import { describeError, logPrune, logRequest, logShardSweepFailure, logSweep, type PruneLine } from "./lib/log";
 import { serveStatic } from "./portal/serve";
 import { prunePortalSessions } from "./portal/sessions";
 
@@ -78,7 +78,8 @@ export function workerOf(routes: readonly Route<Env>[]) {
  * `PRAGMA optimize` on every database (the planner's statistics) — so that a backlog never
  * starves them; then the outbox sweep with what is left of `budget`. `env` counts on `budget`
  * (`meteredEnv`); a prune is skipped when the budget has no room for it (the next run goes on).
- * Each step writes its log line; a database's failure is logged and stops only its own prunes.
+ * Each database's prunes write one `prune` line when they removed rows, the sweep its line; a
+ * database's failure is logged and stops only its own prunes.
  */
 async function runCron(env: Env, scheduledTime: number, budget: InvocationBudget): Promise<void> {
   const started = Date.now();
@@ -93,21 +94,31 @@ async function runCron(env: Env, scheduledTime: number, budget: InvocationBudget
       held.release();
     }
   };
-  const prunesOf = (binding: string, primary: D1Database): [number, () => Promise<void>][] =>
+  // Each prune's statements, and the field of the database's `prune` line its count goes to.
+  type Prune = [queries: number, field: Exclude<keyof PruneLine, "database">, run: (primary: D1Database) => Promise<number>];
+  const prunesOf = (binding: string): Prune[] =>
     binding === "DIRECTORY"
-      ? [[2, () => prunePortalSessions(primary).then((n) => logPrune({ portalSessions: n }))]]
+      ? [[2, "portalSessions", prunePortalSessions]]
       : [
-          [1, () => pruneIdempotencyKeys(primary).then((n) => logPrune({ idempotencyKeys: n }))],
-          [1, () => pruneEventBytes(primary).then((n) => logPrune({ eventBytes: n }))],
-          [1, () => pruneOutbox(primary).then((n) => logPrune({ outboxRows: n }))],
+          [1, "idempotencyKeys", pruneIdempotencyKeys],
+          [1, "eventBytes", pruneEventBytes],
+          [1, "outboxRows", pruneOutbox],
         ];
   await Promise.all(
     [...shardsOf(env), { binding: "DIRECTORY", d1: env.DIRECTORY }].map(async ({ binding, d1 }) => {
+      const line: PruneLine = { database: binding };
       try {
-        for (const [queries, prune] of prunesOf(binding, openSession(d1, "write").d1)) await step(queries, prune);
+        const primary = openSession(d1, "write").d1;
+        for (const [queries, field, prune] of prunesOf(binding)) {
+          await step(queries, async () => {
+            line[field] = await prune(primary);
+          });
+        }
         if (hourly) await step(1, () => d1.exec("PRAGMA optimize"));
       } catch (err) {
         logShardSweepFailure({ shard: binding, ...describeError(err) });
+      } finally {
+        logPrune(line);
       }
     }),
   );

@@ -81,8 +81,14 @@ export interface SweepLine {
   durationMs: number;
 }
 
-/** One line per cron prune: idempotency keys (src/db/idempotency.ts), event-quota counters (src/db/event-quota.ts), published outbox rows (src/events/outbox.ts) or portal sessions (src/portal/sessions.ts). */
+/**
+ * One line per database and cron run whose prunes removed rows: idempotency keys
+ * (src/db/idempotency.ts), event-quota counters (src/db/event-quota.ts), published outbox rows
+ * (src/events/outbox.ts) of a shard, or portal sessions (src/portal/sessions.ts) of the directory.
+ */
 export interface PruneLine {
+  /** The database's binding: `DIRECTORY` or `SHARD_<n>`. */
+  database: string;
   idempotencyKeys?: number;
   portalSessions?: number;
   /** Counters of the daily event quota of past UTC days (one per school and day). */
@@ -146,7 +152,7 @@ const FIELDS: { [K in keyof Lines]: Record<keyof Lines[K], Form> } = {
   outbox_publish_failed: { schoolId: "id", events: "int", error: "text" },
   outbox_sweep: { schools: "int", republished: "int", failed: "int", queries: "int", calls: "int", durationMs: "ms" },
   outbox_shard_failed: { shard: "word", error: "text" },
-  prune: { idempotencyKeys: "int", portalSessions: "int", eventBytes: "int", outboxRows: "int" },
+  prune: { database: "word", idempotencyKeys: "int", portalSessions: "int", eventBytes: "int", outboxRows: "int" },
   object_call_failed: { from: "word", webhookId: "id", call: "word", failures: "int", retryInMs: "ms", error: "text" },
 };
 
@@ -226,9 +232,10 @@ export function logSweep(fields: SweepLine): void {
   write("outbox_sweep", fields, fields.failed > 0 ? "warn" : "log");
 }
 
-/** The line of one prune of idempotency keys, portal sessions or event-quota counters (level `log`). Never throws. */
+/** The line of one database's prunes in a cron run (level `log`); written only when they removed rows. Never throws. */
 export function logPrune(fields: PruneLine): void {
-  write("prune", fields, "log");
+  const { database: _name, ...counts } = fields;
+  if (Object.values(counts).some((n) => n > 0)) write("prune", fields, "log");
 }
 
 /** Writes the line of a failed call between Durable Objects (warning level). */

@@ -7,7 +7,9 @@
  * custom headers in play is captured (a courier's line among them, shown) and searched for
  * each of those strings.
  */
+import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import worker from "../../src/index";
 import { logDeliveryAttempt, logRequest } from "../../src/lib/log";
 import { call, callJson } from "../support/helpers";
 import { drain, newSchool, register } from "../support/webhooks/harness";
@@ -184,5 +186,33 @@ describe("the logging module writes whitelisted fields only", () => {
         error: "refused by the URL policy: the address [::1] is loopback (::1)",
       },
     ]);
+  });
+});
+
+describe("the cron's prune lines", () => {
+  /** Runs the scheduled handler once, at the Worker's clock. */
+  async function cron(): Promise<void> {
+    const exec = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, exec);
+    await waitOnExecutionContext(exec);
+  }
+  const pruneLines = () => lines.filter((l) => l.startsWith('{"kind":"prune"')).map((l) => JSON.parse(l) as Record<string, unknown>);
+
+  it("one line per database whose prunes removed rows, naming it; none when nothing went", async () => {
+    await cron(); // whatever earlier tests left behind
+    lines = [];
+    await cron();
+    expect(pruneLines()).toEqual([]);
+    // Two idempotency keys from two days ago on SHARD_1: the next run removes them, in one line.
+    const old = Date.now() - 2 * 86_400_000;
+    for (const key of ["log-prune-1", "log-prune-2"]) {
+      await env.SHARD_1.prepare(
+        "INSERT INTO idempotency_keys (school_id, key, request_hash, status, body, location, created_at) VALUES ('sch_log_prune', ?, 'h', 201, '{}', NULL, ?)",
+      )
+        .bind(key, old)
+        .run();
+    }
+    await cron();
+    expect(pruneLines()).toEqual([{ kind: "prune", database: "SHARD_1", idempotencyKeys: 2, eventBytes: 0, outboxRows: 0 }]);
   });
 });
