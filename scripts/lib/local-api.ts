@@ -10,7 +10,7 @@ import path from "node:path";
 import { ROOT } from "./wrangler";
 
 /** The record's file: in the checkout's own `.wrangler` directory. */
-export const LOCAL_API_RECORD = path.join(ROOT, ".wrangler", "local-api.json");
+const LOCAL_API_RECORD = path.join(ROOT, ".wrangler", "local-api.json");
 
 /** The base URL of `wrangler dev` when no `npm start` of this checkout runs (`npm run dev`). */
 export const DEFAULT_LOCAL_BASE = "http://127.0.0.1:8787";
