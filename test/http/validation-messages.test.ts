@@ -127,3 +127,18 @@ describe("POST /v3/courses:search body: numbers, enums and unions", () => {
     expect((await search({ archived: "true" })).details).toEqual([{ path: "archived", message: "must be a boolean, not a string" }]);
   });
 });
+
+describe("POST /v3/webhooks/{id}/recover: body paths as every body error names them", () => {
+  it("a window older than the retention, or reversed, names `since` (no JSON-path prefix)", async () => {
+    const hook = await callJson("/v3/webhooks", { method: "POST", key: KEY_A, json: { url: "https://recover-paths.example.com/in" } });
+    expect(hook.status).toBe(201);
+    const now = Date.now();
+    const old = await bodyDetails({ since: new Date(now - 8 * 86_400_000).toISOString() }, `/v3/webhooks/${hook.body.result.id}/recover`);
+    expect(old.details).toEqual([{ path: "since", message: "must be within the last 7 days" }]);
+    const reversed = await bodyDetails(
+      { since: new Date(now - 3_600_000).toISOString(), until: new Date(now - 7_200_000).toISOString() },
+      `/v3/webhooks/${hook.body.result.id}/recover`,
+    );
+    expect(reversed.details).toEqual([{ path: "since", message: "must not be after until" }]);
+  });
+});

@@ -181,6 +181,12 @@ describe("GET /v3/webhooks/{id}/stats", () => {
       { numRuns: 25, seed: 42 },
     );
     for (const c of cases) {
+      // A window wholly before the 7-day retention is refused (nothing of it is kept).
+      if (c.until <= Date.now() - 7 * DAY) {
+        const refused = await callJson(`/v3/webhooks/${hook.id}/stats${window(c.since, c.until, c.day ? "day" : "hour")}`, { key });
+        expect([refused.status, refused.body.code], JSON.stringify(c)).toEqual([400, "INVALID_PARAMETER"]);
+        continue;
+      }
       const got = await stats(key, hook.id, window(c.since, c.until, c.day ? "day" : "hour"));
       // The hub reads its clock a little after `now`: only rows at the retention's edge could differ, and none is that close.
       expect(got.buckets, JSON.stringify(c)).toEqual(expected(rows, c.since, c.until, c.day ? DAY : HOUR, Date.now()));
@@ -226,10 +232,21 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     // Only `since`: until is now (or 7 days later, if that comes first).
     const eightDaysAgo = await stats(key, hook.id, `?since=${iso(now - 8 * DAY)}`);
     expect(Date.parse(eightDaysAgo.until) - Date.parse(eightDaysAgo.since)).toBe(7 * DAY);
-    // Only `until`, in the first day of year 0000: the window starts at 0000-01-01, never before.
-    const earliest = await stats(key, hook.id, `?until=0000-01-01T06:00:00Z`);
-    expect([earliest.since, earliest.buckets.length, earliest.buckets[0]!.start]).toEqual(["0000-01-01T00:00:00.000Z", 6, "0000-01-01T00:00:00.000Z"]);
-    expect((await callJson(`/v3/webhooks/${hook.id}/stats?until=0000-01-01T00:00:00Z`, { key })).body.code).toBe("INVALID_PARAMETER");
+    // A window that ends before the 7-day retention: refused, not answered with zeros.
+    for (const [query, parameter] of [
+      ["?until=0000-01-01T06:00:00Z", "until"],
+      [`?until=${iso(now - 7 * DAY - HOUR)}`, "until"],
+      [`?since=${iso(now - 15 * DAY)}`, "since"],
+    ] as const) {
+      const res = await callJson(`/v3/webhooks/${hook.id}/stats${query}`, { key });
+      expect([res.status, res.body.code, res.body.details], query).toEqual([
+        400,
+        "INVALID_PARAMETER",
+        [{ parameter, message: "must be within the last 7 days" }],
+      ]);
+    }
+    // One that ends inside it is answered, its older part as zeros.
+    expect((await stats(key, hook.id, `?until=${iso(now - 7 * DAY + HOUR)}`)).buckets.length).toBeGreaterThan(0);
     // Only `until`: the 24 hours before it.
     const onlyUntil = await stats(key, hook.id, `?until=${iso(now - DAY)}&bucket=day`);
     expect(onlyUntil.since).toBe(iso(now - 2 * DAY));

@@ -14,7 +14,7 @@ import { parseQuery, pathParam, rejectQuery } from "../../http/request";
 import { success } from "../../http/respond";
 import { ID_RE } from "../../lib/ids";
 import { MAX_PAGE_SIZE, RETENTION_MS } from "../../lib/limits";
-import { FIRST_INSTANT_MS, formatInstant } from "../../lib/time";
+import { formatInstant } from "../../lib/time";
 import { courierFor, emptyBuckets, STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "../rpc";
 import { lifecycleError, TAG, webhookId, webhookNotFound } from "./parts";
 import { deliveriesQuerySchema, emptyBodySchema, recoverSchema, resendParams, webhookIdParams } from "./request-schemas";
@@ -69,7 +69,7 @@ export const deliveryOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Delivery statistics per hour or day",
     description:
-      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): the log's entries by status, in its words: attempts that `succeeded` and `failed` (also one that a retry follows), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, or a window longer than 7 days: 400 INVALID_PARAMETER.",
+      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): the log's entries by status, in its words: attempts that `succeeded` and `failed` (also one that a retry follows), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, a window longer than 7 days, or one that ends before the 7-day retention: 400 INVALID_PARAMETER.",
     request: { params: webhookIdParams, query: statsQuerySchema },
     responses: {
       200: { description: "The counts per bucket.", schema: statsResponseSchema, example: { status: "success", result: statsSchema.meta()!.example } },
@@ -80,12 +80,17 @@ export const deliveryOperations: Operation<Env>[] = [
       const schoolId = await authenticate(req, env.DIRECTORY, rc);
       const query = parseQuery(statsQuerySchema, req);
       const until = query.until ?? (query.since === undefined ? Date.now() : Math.min(Date.now(), query.since + STATS_MAX_WINDOW_MS));
-      // A derived start never falls before year 0000, which the API could not write.
-      const since = query.since ?? Math.max(FIRST_INSTANT_MS, until - STATS_DEFAULT_WINDOW_MS);
+      const since = query.since ?? until - STATS_DEFAULT_WINDOW_MS;
       if (since >= until) throw new ApiError("INVALID_PARAMETER", "`since` must be before `until`.", [{ parameter: "since", message: "must be before until" }]);
       if (until - since > STATS_MAX_WINDOW_MS) {
         throw new ApiError("INVALID_PARAMETER", "The window from `since` to `until` is longer than 7 days, the log's retention.", [
           { parameter: "until", message: "must be at most 7 days after since" },
+        ]);
+      }
+      // A window wholly before the retention would answer zeros that mean "not kept", not "none".
+      if (until <= Date.now() - RETENTION_MS) {
+        throw new ApiError("INVALID_PARAMETER", "The window ends before the log's 7-day retention: nothing of it is kept.", [
+          { parameter: query.until === undefined ? "since" : "until", message: "must be within the last 7 days" },
         ]);
       }
       const bucket = query.bucket ?? "hour";
@@ -181,11 +186,11 @@ export const deliveryOperations: Operation<Env>[] = [
       const body = parseBodyWith(recoverSchema, await readOptionalJson(req));
       if (body.since < Date.now() - RETENTION_MS) {
         throw new ApiError("INVALID_PARAMETER", "`since` is older than the 7-day retention of events.", [
-          { path: "$.since", message: "must be within the last 7 days" },
+          { path: "since", message: "must be within the last 7 days" },
         ]);
       }
       if (body.until !== undefined && body.since > body.until) {
-        throw new ApiError("INVALID_PARAMETER", "`since` is after `until`.", [{ path: "$.since", message: "must not be after until" }]);
+        throw new ApiError("INVALID_PARAMETER", "`since` is after `until`.", [{ path: "since", message: "must not be after until" }]);
       }
       const id = webhookId(req);
       const result = await hubFor(env, schoolId).recover(id, body.since, body.until ?? null);
