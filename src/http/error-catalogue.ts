@@ -104,7 +104,7 @@ export const ERRORS = {
   },
   WEBHOOK_NOT_FOUND: {
     status: 404,
-    when: "the registration does not exist or no longer exists in the school (a second delete of the same id included)",
+    when: "the registration does not exist or no longer exists in the school (a second delete of the same id included), or a replayed `Idempotency-Key` whose registration was deleted",
     example: { message: 'No webhook registration with id "wh_404" exists in this school.' },
   },
   METHOD_NOT_ALLOWED: { status: 405, when: "known path, other method (`allow` lists the methods)" },

@@ -101,7 +101,7 @@ export type LifecycleError = "WEBHOOK_NOT_FOUND" | "WEBHOOK_DISABLED" | "EVENT_N
  */
 export type CreateWebhookResult =
   | { ok: true; answer: StoredAnswer; replayed: boolean }
-  | { ok: false; error: "WEBHOOK_LIMIT_REACHED" | "IDEMPOTENCY_KEY_MISMATCH" };
+  | { ok: false; error: "WEBHOOK_LIMIT_REACHED" | "IDEMPOTENCY_KEY_MISMATCH" | "WEBHOOK_NOT_FOUND" };
 
 /**
  * One entry of GET /v3/webhooks/{id}/deliveries (see `deliveryRecordSchema`). The schema

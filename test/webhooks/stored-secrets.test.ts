@@ -43,6 +43,36 @@ describe("secrets", () => {
     expect(kept).not.toContain("erase-me-123");
   });
 
+  it("DELETE erases the idempotent answer too: a replay of its key answers 404 and creates nothing", async () => {
+    const { schoolId, key } = await newSchool("idemdel");
+    const post = () =>
+      callJson("/v3/webhooks", {
+        method: "POST",
+        key,
+        json: { url: "https://idemdel.example.com/in?token=t0ken" },
+        headers: { "Idempotency-Key": "replay-after-delete" },
+      });
+    const created = await post();
+    expect(created.status).toBe(201);
+    const secret = created.body.result.secret as string;
+    expect((await callJson(`/v3/webhooks/${created.body.result.id}`, { method: "DELETE", key })).status).toBe(200);
+    const stored = await inHub(schoolId, (_h, state) => JSON.stringify(state.storage.sql.exec(`SELECT * FROM idempotency_keys`).toArray()));
+    expect(stored).not.toContain(secret);
+    expect(stored).not.toContain("t0ken");
+    const replay = await post();
+    expect([replay.status, replay.body.code]).toEqual([404, "WEBHOOK_NOT_FOUND"]);
+    expect(JSON.stringify(replay.body)).not.toContain(secret);
+    expect((await callJson("/v3/webhooks", { key })).body.result).toEqual([]);
+    // The same key with another body is still a mismatch, as any reused key.
+    const other = await callJson("/v3/webhooks", {
+      method: "POST",
+      key,
+      json: { url: "https://idemdel.example.com/other" },
+      headers: { "Idempotency-Key": "replay-after-delete" },
+    });
+    expect([other.status, other.body.code]).toEqual([422, "IDEMPOTENCY_KEY_MISMATCH"]);
+  });
+
   it("an idempotency record, which holds the created secret, is pruned by the hub's alarm after 24 h", async () => {
     const { schoolId, key } = await newSchool("idemprune");
     const created = await callJson("/v3/webhooks", {

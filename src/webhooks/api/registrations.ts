@@ -57,6 +57,10 @@ export const registrationOperations: Operation<Env>[] = [
         codes: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_WEBHOOK_URL", "INVALID_PARAMETER"],
         lead: "`INVALID_PARAMETER` for a malformed `Idempotency-Key`.",
       },
+      404: {
+        codes: ["WEBHOOK_NOT_FOUND"],
+        lead: "The `Idempotency-Key` created a registration that was deleted since: nothing was created, and its answer (the secret) is erased.",
+      },
       409: ["WEBHOOK_LIMIT_REACHED"],
       422: { codes: ["IDEMPOTENCY_KEY_MISMATCH"], lead: "Nothing was created; use a new key for a new request." },
     },
@@ -90,6 +94,8 @@ export const registrationOperations: Operation<Env>[] = [
       if (!result.ok) {
         if (result.error === "IDEMPOTENCY_KEY_MISMATCH")
           throw new ApiError(result.error, "This Idempotency-Key was used with another body in the last 24 h; use a new key for a new request.");
+        if (result.error === "WEBHOOK_NOT_FOUND")
+          throw new ApiError(result.error, "The registration this Idempotency-Key created was deleted; nothing was created. Use a new key to create another.");
         throw new ApiError(result.error);
       }
       return storedAnswer(result.answer, result.replayed);

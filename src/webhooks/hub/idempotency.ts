@@ -15,8 +15,14 @@ export interface IdempotencyInput {
   hash: string;
 }
 
-/** What a key says about a request: nothing yet, the stored answer, or another body. */
-export type KeyLookup = { kind: "new" } | { kind: "replay"; answer: StoredAnswer } | { kind: "mismatch" };
+/**
+ * What a key says about a request: nothing yet, the stored answer, another body, or an answer
+ * erased because the registration it created was deleted (`eraseAnswers`).
+ */
+export type KeyLookup = { kind: "new" } | { kind: "replay"; answer: StoredAnswer } | { kind: "mismatch" } | { kind: "erased" };
+
+/** `status` of a key whose answer was erased: its registration was deleted. */
+const ERASED = 404;
 
 /**
  * Looks `input.key` up; a key older than 24 h is deleted and counts as new. Synchronous: call it in the
@@ -38,6 +44,7 @@ export function lookupKey(sql: SqlStorage, input: IdempotencyInput, now: number)
     return { kind: "new" };
   }
   if (row.request_hash !== input.hash) return { kind: "mismatch" };
+  if (row.status === ERASED) return { kind: "erased" };
   return { kind: "replay", answer: { status: row.status, body: row.body, location: row.location } };
 }
 
@@ -52,4 +59,14 @@ export function storeKey(sql: SqlStorage, input: IdempotencyInput, answer: Store
     answer.location,
     now,
   );
+}
+
+/**
+ * Erases the stored answers whose `location` is `location` (a deleted registration's): the body
+ * (the record and its secret) and the location go, the key and its body hash stay, so that a
+ * replay answers 404 instead of the deleted registration or a new one. Through the index
+ * `idempotency_keys_location` (hub/storage.ts); same synchronous step as the DELETE.
+ */
+export function eraseAnswers(sql: SqlStorage, location: string): void {
+  sql.exec(`UPDATE idempotency_keys SET status = ?, body = '', location = NULL WHERE location = ?`, ERASED, location);
 }

@@ -23,7 +23,7 @@ import {
   type WebhookRecord,
   type WebhookUpdate,
 } from "../rpc";
-import { type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
+import { eraseAnswers, type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
 import { COURIER_OPEN, PRUNE_CHUNK } from "./storage";
 
 /** A `webhooks` row. Instants in ms. */
@@ -136,7 +136,8 @@ function idTaken(sql: SqlStorage, id: string): boolean {
  * @returns the answer (201, the record with its new `secret` — or, for `v1a`, with only its
  *   `publicKey`: the private key is never answered nor stored in an answer — and `location`)
  *   and whether it replays an earlier one; or `WEBHOOK_LIMIT_REACHED` (50 registrations
- *   already), `IDEMPOTENCY_KEY_MISMATCH` (the key was used with another body).
+ *   already), `IDEMPOTENCY_KEY_MISMATCH` (the key was used with another body), `WEBHOOK_NOT_FOUND` (the
+ *   key created a registration since deleted: its answer is erased).
  */
 export function create(
   sql: SqlStorage,
@@ -148,6 +149,7 @@ export function create(
   const found = idem ? lookupKey(sql, idem, now) : { kind: "new" as const };
   if (found.kind === "replay") return { ok: true, answer: found.answer, replayed: true };
   if (found.kind === "mismatch") return { ok: false, error: "IDEMPOTENCY_KEY_MISMATCH" };
+  if (found.kind === "erased") return { ok: false, error: "WEBHOOK_NOT_FOUND" };
   const { n } = sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM webhooks WHERE deleted_at IS NULL`).one();
   if (n >= MAX_WEBHOOKS) return { ok: false, error: "WEBHOOK_LIMIT_REACHED" };
   let id = mintId("wh", now);
@@ -293,7 +295,8 @@ export function rotateSecret(
  * DELETE's step: registration `id` becomes a tombstone at `now` (ms) unless it already is
  * one. It keeps only what the deregistration promise needs (docs/reference.md §
  * "DELETE /v3/webhooks/{id} (beta)": the id is deleted, its courier's state, when): its URL (often carrying a token), subscription,
- * description, filter, creator, both secrets (or private keys) and the header values are erased at once —
+ * description, filter, creator, both secrets (or private keys), the header values and the
+ * idempotent answers of its creation (index `idempotency_keys_location`) are erased at once —
  * nothing reads a tombstone's (`readWebhook` finds none). Its addressed events (`targets`) are
  * forgotten later, in bounded steps (`pruneDeleted`): no step reads them for a tombstone.
  *
@@ -310,6 +313,9 @@ export function tombstone(sql: SqlStorage, id: string, now: number): { found: "d
     id,
     now,
   );
+  // Its idempotent answers hold the URL and the secret: only the key stays, and a replay of it
+  // answers 404 (it must not create the registration again, nor show the deleted one).
+  eraseAnswers(sql, `/v3/webhooks/${id}`);
   return { found: "deleted", courier: row.courier };
 }
 

@@ -123,6 +123,13 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE webhooks ADD COLUMN public_key TEXT`,
     `ALTER TABLE webhooks ADD COLUMN payload TEXT NOT NULL DEFAULT 'full'`,
   ],
+  [
+    // A DELETE erases the registration's stored answers (they hold its secret) in its own
+    // step, through this index (`eraseAnswers` of hub/idempotency.ts); those of registrations
+    // deleted before it are erased now.
+    `CREATE INDEX idempotency_keys_location ON idempotency_keys (location)`,
+    `UPDATE idempotency_keys SET status = 404, body = '', location = NULL WHERE location IN (SELECT '/v3/webhooks/' || id FROM webhooks WHERE deleted_at IS NOT NULL)`,
+  ],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */
