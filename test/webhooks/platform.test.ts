@@ -276,7 +276,7 @@ describe("Retry-After", () => {
 
   it("a 429 with Retry-After in seconds puts the next attempt no earlier than that", async () => {
     const { entry, wait } = await firstAttempt({ status: 429, headers: { "retry-after": "120" }, afterMs: 0 });
-    expect(entry).toMatchObject({ status: "failed", responseStatus: 429, error: "HTTP 429 (Retry-After: 120)" });
+    expect(entry).toMatchObject({ status: "failed", responseStatus: 429, error: "HTTP 429 (Retry-After: 120 s)" });
     expect(wait).toBe(120_000);
   });
 

@@ -29,6 +29,13 @@ const OUTCOME_BATCH = 32;
  */
 const WATCHDOG_MS = 60_000;
 
+/** What no stored answer of `config`'s attempts may show: its custom header values and signing secrets. */
+const secretsOf = (config: CourierConfig): string[] => [
+  ...Object.values(config.headers),
+  config.secret,
+  ...(config.previousSecret ? [config.previousSecret] : []),
+];
+
 /** What the sending needs of its courier: its state, read at each step, and its alarm. */
 export interface CourierState {
   config(): CourierConfig | null;
@@ -161,7 +168,7 @@ export class Dispatch {
     const sending = { ...row, body: deliveredBody(row.body, row.event_type, config.payload) };
     const headers = this.keys.sign(config, row.event_id, sending.body, now);
     if (!(headers instanceof Promise)) {
-      this.sender.start(sending, config.url, { ...config.headers, ...headers });
+      this.sender.start(sending, config.url, { ...config.headers, ...headers }, secretsOf(config));
       return;
     }
     this.signing.add(row.id);
@@ -169,7 +176,8 @@ export class Dispatch {
       (signed) => {
         if (!this.signing.delete(row.id)) return;
         const inForce = !this.state.closed() && this.state.config() === config;
-        if (inForce && !(ordersByCourse(config) && heldBack(this.sql, row.id))) this.sender.start(sending, config.url, { ...config.headers, ...signed });
+        if (inForce && !(ordersByCourse(config) && heldBack(this.sql, row.id)))
+          this.sender.start(sending, config.url, { ...config.headers, ...signed }, secretsOf(config));
         // A disable's skip passed over this row while it was being signed: end it now.
         else if (!this.state.closed() && this.state.skipped() > 0) void this.state.armAlarm(this.platform.now());
         this.pump();

@@ -12,6 +12,23 @@ import type { DueRow, Outcome } from "./queue";
 /** How much of an answer's body is kept (docs/reference.md § "Delivery log"), in bytes. */
 const RESPONSE_BODY_BYTES = 1024;
 
+/** A failed connection's `error`: the runtime's message may quote the receiver (a TLS name, a proxy's text). */
+export const NETWORK_ERROR = "network error: the connection failed or was lost";
+
+/** Custom header values shorter than this are not redacted from stored answers (docs/reference.md § "Delivery log"). */
+const REDACT_MIN_CHARS = 8;
+
+/**
+ * `body` with every occurrence of each of `secrets` (custom header values of at least
+ * REDACT_MIN_CHARS characters, the signing secrets) replaced by `[redacted]`: a receiver that
+ * echoes its request must not show them to the school's other credentials.
+ */
+export function redactAnswer(body: string, secrets: readonly string[]): string {
+  let out = body;
+  for (const secret of secrets) if (secret.length >= REDACT_MIN_CHARS) out = out.replaceAll(secret, "[redacted]");
+  return out;
+}
+
 /** Why a request was aborted (the abort reason). */
 const TIMEOUT = "webhook-timeout";
 const CLOSED = "webhook-deleted";
@@ -46,14 +63,17 @@ export class Sender {
     return first === undefined ? null : first.sentAt + this.timeoutMs;
   }
 
-  /** Sends one attempt now (synchronously under way: the caller's step checked it may). */
-  start(row: DueRow, url: string, headers: Record<string, string>): void {
+  /**
+   * Sends one attempt now (synchronously under way: the caller's step checked it may).
+   * `secrets`: what the stored answer must not show (`redactAnswer`).
+   */
+  start(row: DueRow, url: string, headers: Record<string, string>, secrets: readonly string[] = []): void {
     const sentAt = this.platform.now();
     const controller = new AbortController();
     const timer = this.platform.setTimer(() => controller.abort(TIMEOUT), this.timeoutMs);
     this.inFlight.set(row.id, { controller, timer, sentAt });
     const response = this.platform.fetch(url, { method: "POST", headers, body: row.body, signal: controller.signal, redirect: "manual" });
-    void this.finish(row, url, sentAt, controller, timer, response);
+    void this.finish(row, url, sentAt, controller, timer, response, secrets);
   }
 
   /** Aborts every request in flight; their outcomes are never reported (the registration is deleted). */
@@ -65,7 +85,15 @@ export class Sender {
     this.inFlight.clear();
   }
 
-  private async finish(row: DueRow, url: string, sentAt: number, controller: AbortController, timer: Timer, response: Promise<Response>): Promise<void> {
+  private async finish(
+    row: DueRow,
+    url: string,
+    sentAt: number,
+    controller: AbortController,
+    timer: Timer,
+    response: Promise<Response>,
+    secrets: readonly string[],
+  ): Promise<void> {
     let status: number | null = null;
     let retryAfter: string | null = null;
     let control: DeliveryControl | null = null;
@@ -78,12 +106,12 @@ export class Sender {
       status = res.status;
       if (honoursRetryAfter(status)) retryAfter = res.headers.get("retry-after");
       control = parseDeliveryControl(res.headers.get("webhook-delivery"));
-      error = describeAnswer(status, retryAfter, control);
-      responseBody = await readStart(res);
+      error = describeAnswer(status, retryAfter, control, this.platform.now());
+      responseBody = redactAnswer(await readStart(res), secrets);
     } catch (err) {
       durationMs = this.platform.now() - sentAt;
       const reason: unknown = controller.signal.reason;
-      error = reason === TIMEOUT ? `timed out after ${this.timeoutMs} ms` : `network error: ${err instanceof Error ? err.message : String(err)}`;
+      error = reason === TIMEOUT ? `timed out after ${this.timeoutMs} ms` : NETWORK_ERROR;
     } finally {
       timer.cancel();
     }

@@ -97,18 +97,24 @@ export function parseDeliveryControl(value: string | null): DeliveryControl | nu
 }
 
 /**
- * The delivery log's `error` for an HTTP answer, or `null` for a 2xx: `HTTP 500`,
+ * The delivery log's `error` for an HTTP answer, or `null` for a 2xx, in the service's own
+ * words only (printable ASCII; docs/reference.md § "Delivery log"): `HTTP 500`,
  * `HTTP 302 (redirects are not followed)`, `HTTP 410 Gone: retries stopped`,
- * `HTTP 429 (Retry-After: 120)`; a receiver's `control` adds what it asked, e.g.
+ * `HTTP 429 (Retry-After: 120 s)` — the delay as parsed at `nowMs` (ms), or
+ * `(Retry-After not understood)` — and a receiver's `control`, e.g.
  * `HTTP 500 (webhook-delivery: abort-message): retries stopped`.
  */
-export function describeAnswer(status: number, retryAfter: string | null, control: DeliveryControl | null = null): string | null {
+export function describeAnswer(status: number, retryAfter: string | null, control: DeliveryControl | null = null, nowMs = Date.now()): string | null {
   if (status >= 200 && status <= 299) return null;
   if (control === "abort-message") return `HTTP ${status} (webhook-delivery: abort-message): retries stopped`;
   if (control === "disable") return `HTTP ${status} (webhook-delivery: disable): retries stopped, registration disabled`;
   if (status === 410) return "HTTP 410 Gone: retries stopped";
   if (status >= 300 && status <= 399) return `HTTP ${status} (redirects are not followed)`;
-  if (honoursRetryAfter(status) && retryAfter !== null) return `HTTP ${status} (Retry-After: ${retryAfter.slice(0, 64)})`;
+  // The receiver's own text never goes further (a notice carries it to other registrations): the delay as parsed.
+  if (honoursRetryAfter(status) && retryAfter !== null) {
+    const waitMs = parseRetryAfter(retryAfter, nowMs);
+    return `HTTP ${status} (${waitMs === null ? "Retry-After not understood" : `Retry-After: ${Math.ceil(waitMs / 1000)} s`})`;
+  }
   return `HTTP ${status}`;
 }
 

@@ -36,10 +36,10 @@ export interface Received {
 
 /**
  * How a host answers: a status (0 = connection error) after the default latency, a full
- * answer (`afterMs` overrides the latency), `"hang"` (never, until aborted), or a function
+ * answer (`afterMs` overrides the latency; `body` replaces "ok"), `"hang"` (never, until aborted), or a function
  * of the request returning any of these (or a promise of one: the answer waits for it).
  */
-type Answer = number | "hang" | { status: number; headers?: Record<string, string>; afterMs?: number };
+type Answer = number | "hang" | { status: number; headers?: Record<string, string>; afterMs?: number; body?: string };
 export type Behaviour = Answer | ((req: Received) => Answer | Promise<Answer>);
 
 /** The platform and the receivers of one test file: `install()` before, `restore()` after. */
@@ -246,11 +246,12 @@ export class SimulatedPlatform {
     const behaviour = this.behaviours.get(parsed.host) ?? 204;
     const answer = typeof behaviour === "function" ? await this.abortable(Promise.resolve(behaviour(received)), signal) : behaviour;
     if (answer === "hang") return this.abortable(new Promise<Response>(() => {}), signal);
-    const { status, headers, afterMs } = typeof answer === "number" ? { status: answer, headers: undefined, afterMs: undefined } : answer;
+    const { status, headers, afterMs, body: answerBody } =
+      typeof answer === "number" ? { status: answer, headers: undefined, afterMs: undefined, body: undefined } : answer;
     const [min, max] = this.delay;
     await this.sleep(afterMs ?? min + Math.random() * (max - min), signal, owner);
     if (status === 0) throw new TypeError("Network connection lost.");
-    return new Response(status === 204 || status === 304 ? null : "ok", { status, headers });
+    return new Response(status === 204 || status === 304 ? null : (answerBody ?? "ok"), { status, headers });
   }
 
   private sleep(ms: number, signal: AbortSignal | null, owner: TimerOwner): Promise<void> {
