@@ -108,7 +108,7 @@ export class Sender {
       control = parseDeliveryControl(res.headers.get("webhook-delivery"));
       error = describeAnswer(status, retryAfter, control, this.platform.now());
       responseBody = redactAnswer(await readStart(res), secrets);
-    } catch (err) {
+    } catch {
       durationMs = this.platform.now() - sentAt;
       const reason: unknown = controller.signal.reason;
       error = reason === TIMEOUT ? `timed out after ${this.timeoutMs} ms` : NETWORK_ERROR;

@@ -246,8 +246,12 @@ export class SimulatedPlatform {
     const behaviour = this.behaviours.get(parsed.host) ?? 204;
     const answer = typeof behaviour === "function" ? await this.abortable(Promise.resolve(behaviour(received)), signal) : behaviour;
     if (answer === "hang") return this.abortable(new Promise<Response>(() => {}), signal);
-    const { status, headers, afterMs, body: answerBody } =
-      typeof answer === "number" ? { status: answer, headers: undefined, afterMs: undefined, body: undefined } : answer;
+    const {
+      status,
+      headers,
+      afterMs,
+      body: answerBody,
+    } = typeof answer === "number" ? { status: answer, headers: undefined, afterMs: undefined, body: undefined } : answer;
     const [min, max] = this.delay;
     await this.sleep(afterMs ?? min + Math.random() * (max - min), signal, owner);
     if (status === 0) throw new TypeError("Network connection lost.");
