@@ -4,7 +4,7 @@
  */
 
 /** The first and last instants `formatInstant` writes as `YYYY-…Z` (years 0000–9999), in ms. */
-export const FIRST_INSTANT_MS = Date.parse("0000-01-01T00:00:00.000Z");
+const FIRST_INSTANT_MS = Date.parse("0000-01-01T00:00:00.000Z");
 const LAST_INSTANT_MS = Date.parse("9999-12-31T23:59:59.999Z");
 
 const INSTANT_RE = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-](\d{2}):(\d{2}))$/;

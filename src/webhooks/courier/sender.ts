@@ -13,7 +13,7 @@ import type { DueRow, Outcome } from "./queue";
 const RESPONSE_BODY_BYTES = 1024;
 
 /** A failed connection's `error`: the runtime's message may quote the receiver (a TLS name, a proxy's text). */
-export const NETWORK_ERROR = "network error: the connection failed or was lost";
+const NETWORK_ERROR = "network error: the connection failed or was lost";
 
 /** Custom header values shorter than this are not redacted from stored answers (docs/reference.md § "Delivery log"). */
 const REDACT_MIN_CHARS = 8;
@@ -23,7 +23,7 @@ const REDACT_MIN_CHARS = 8;
  * REDACT_MIN_CHARS characters, the signing secrets) replaced by `[redacted]`: a receiver that
  * echoes its request must not show them to the school's other credentials.
  */
-export function redactAnswer(body: string, secrets: readonly string[]): string {
+function redactAnswer(body: string, secrets: readonly string[]): string {
   let out = body;
   for (const secret of secrets) if (secret.length >= REDACT_MIN_CHARS) out = out.replaceAll(secret, "[redacted]");
   return out;
