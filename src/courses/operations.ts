@@ -31,7 +31,7 @@ import { replayedHeader, storedAnswer, success, successRaw } from "../http/respo
 import { ID_RE } from "../lib/ids";
 import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
-import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
+import { type CourseQuery, nextPageCursor, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
 import {
   COURSE_EXAMPLE,
   COURSE_WITH_INCLUDES,
@@ -52,11 +52,13 @@ import { createCourse, patchCourse } from "./writes";
  */
 export type PublishEvents = (env: Env, shard: D1Database, schoolId: string, events: CourseEvent[], timed: D1Timer) => Promise<unknown>;
 
-/** Reads a page of the key's school on its shard and answers it. */
+/** Reads a page of the key's school on its shard and answers it, with the cursor of the next page (`null` on the last). */
 function answerPage(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
-  return readOnShard(req, env, rc, keyHash, q, ({ rows, hasMore }) =>
-    successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } }),
-  );
+  return readOnShard(req, env, rc, keyHash, q, ({ rows, hasMore }) => {
+    const last = rows.at(-1);
+    const nextCursor = hasMore && last ? nextPageCursor(q, last) : null;
+    return successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore, nextCursor } });
+  });
 }
 
 /** Reads one course of the key's school on its shard and answers it (404 when the school has no such course). */
