@@ -69,39 +69,30 @@ export function sortValuesFit(sort: SortKey[], values: unknown[]): values is Sor
 }
 
 /**
- * "The row comes after `key` in `sort`'s order" (then `id` ascending), written out key by key
- * for mixed directions and NULLs: (k1 after v1) OR (k1 = v1 AND k2 after v2) OR … OR (every
- * key equal AND id > the key's id). "After v" is `> v` in asc (`IS NOT NULL` when v is NULL,
- * NULL coming first) and `< v` in desc (NULL coming last: `< v OR IS NULL`; nothing after a
- * NULL). The first key's bound is repeated alone (`>= v1` / `<= v1`) so that SQLite ranges
- * an index in that order instead of filtering every row. At most 6 keys: 28 bound values,
- * 29 with the range.
+ * "The row comes after `key` in `sort`'s order" (then `id` ascending), nested key by key for
+ * mixed directions and NULLs: (k1 after v1) OR (k1 = v1 AND ((k2 after v2) OR (k2 = v2 AND …
+ * (id > the key's id)))). "After v" is `> v` in asc (`IS NOT NULL` when v is NULL, NULL coming
+ * first) and `< v` in desc (`< v OR IS NULL` on a nullable key, NULL coming last; nothing
+ * after a NULL). The first key's bound is repeated alone (`>= v1` / `<= v1`) so that SQLite
+ * ranges an index in that order instead of filtering every row. Each value is bound at most
+ * twice: at most 14 bound values for 6 keys (docs/architecture.md § "Keyset paging").
  */
 export function afterRow(sort: SortKey[], key: PageKey): SQL {
   const keys = sortKeys(sort);
-  const equal = (i: number) => {
-    const col = SORT_COLUMNS[keys[i]!.field];
-    const v = key.values[i]!;
-    return v === null ? isNull(col) : eq(col, v);
-  };
-  const after = (i: number): SQL | undefined => {
+  let cond: SQL = gt(courses.id, key.id);
+  for (let i = keys.length - 1; i >= 0; i--) {
     const k = keys[i]!;
     const col = SORT_COLUMNS[k.field];
     const v = key.values[i]!;
-    if (k.order === "asc") return v === null ? isNotNull(col) : gt(col, v);
-    if (v === null) return undefined;
-    return col.notNull ? lt(col, v) : or(lt(col, v), isNull(col));
-  };
-  const branches: SQL[] = [];
-  for (let i = 0; i <= keys.length; i++) {
-    const prefix = Array.from({ length: i }, (_, j) => equal(j));
-    const last = i < keys.length ? after(i) : gt(courses.id, key.id);
-    if (last) branches.push(and(...prefix, last)!);
+    const equal = and(v === null ? isNull(col) : eq(col, v), cond)!;
+    if (k.order === "asc") cond = or(v === null ? isNotNull(col) : gt(col, v), equal)!;
+    else if (v === null) cond = equal;
+    else cond = or(lt(col, v), ...(col.notNull ? [] : [isNull(col)]), equal)!;
   }
   const first = keys[0]!;
   const col = SORT_COLUMNS[first.field];
   const v = key.values[0]!;
   // In desc a nullable key's NULLs come after v: no single bound then.
   const range = v === null ? undefined : first.order === "asc" ? gte(col, v) : col.notNull ? lte(col, v) : undefined;
-  return and(range, or(...branches))!;
+  return and(range, cond)!;
 }
