@@ -124,11 +124,11 @@ describe("query plans", () => {
 
   // Keyset paging (src/courses/sort.ts): the cursor's row bounds the first key, so the walk
   // starts at the cursor in the index and still stops at the page.
-  const after = (q: ReturnType<typeof parseListQuery>) => ({ ...q, after: { values: [Date.UTC(2026, 8, 7, 8)], id: "crs_05" } });
+  const pastCursor = (q: ReturnType<typeof parseListQuery>) => ({ ...q, after: { values: [Date.UTC(2026, 8, 7, 8)], id: "crs_05" } });
 
   it("the default order after a cursor walks (school, start, id) from the cursor: no temp B-tree", async () => {
     for (const qs of ["", "limit=20", "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true"]) {
-      const details = await plan(after(parseListQuery(new URLSearchParams(qs))));
+      const details = await plan(pastCursor(parseListQuery(new URLSearchParams(qs))));
       const all = details.join("\n");
       // The includes' group_concat(ORDER BY) sorts each course's few related rows, not the page.
       expect(all, all).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF |LAST TERM OF )?ORDER BY/);
@@ -142,7 +142,7 @@ describe("query plans", () => {
   for (const [qs, constrained] of walks) {
     it(`after a cursor, still walks in (start, id) order and stops at the page: ${qs}`, async () => {
       for (const order of ["asc", "desc"] as const) {
-        const q = after(parseListQuery(new URLSearchParams(qs)));
+        const q = pastCursor(parseListQuery(new URLSearchParams(qs)));
         q.sort = [{ field: "startDateTime", order }];
         const details = await plan(q);
         const all = details.join("\n");
