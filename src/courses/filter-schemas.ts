@@ -107,7 +107,7 @@ const cursorSchema = z
   .string()
   .min(1)
   .max(MAX_CURSOR_CHARS)
-  .meta(rule("cursor", { example: "p1.WyI4ZjNhMWMwMjliN2UwZDQ0IiwyLCJjcnNfMTIiLFsxNzg4NzY4MDAwMDAwXV0" }));
+  .meta(rule("cursor", { example: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d" }));
 
 /** Boolean query flag with its rule. */
 const flag = (name: Filter) => queryBooleanSchema.meta(rule(name, { example: true }));

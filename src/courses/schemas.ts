@@ -121,7 +121,7 @@ const coursePaginationSchema = paginationSchema
   })
   .meta({
     id: "CoursePagination",
-    example: { page: 1, limit: 100, hasMore: true, nextCursor: "p1.WyI4ZjNhMWMwMjliN2UwZDQ0IiwyLCJjcnNfMTIiLFsxNzg4NzY4MDAwMDAwXV0" },
+    example: { page: 1, limit: 100, hasMore: true, nextCursor: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d" },
   });
 
 /** 200 of GET /v3/courses and POST /v3/courses:search. */

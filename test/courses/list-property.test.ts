@@ -68,9 +68,40 @@ describe("properties of GET /v3/courses", () => {
         };
         const expected = referenceList(ref);
         expect(body.result.map((c: any) => c.id)).toEqual(expected.ids);
-        expect(body.pagination).toEqual({ page: q.page ?? 1, limit: q.limit ?? 100, hasMore: expected.hasMore });
+        expect(body.pagination).toEqual({
+          page: q.page ?? 1,
+          limit: q.limit ?? 100,
+          hasMore: expected.hasMore,
+          nextCursor: expected.hasMore ? expect.any(String) : null,
+        });
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it("random valid queries walked by cursor give the reference's whole listing, once each, in order", async () => {
+    await fc.assert(
+      fc.asyncProperty(queryArb, fc.integer({ min: 1, max: 4 }), async ({ page: _page, ...q }, limit) => {
+        const ids: string[] = [];
+        let cursor: string | undefined;
+        for (let n = 1; n <= 20; n++) {
+          const res = await call(`/v3/courses?${toQueryString({ ...q, limit, ...(cursor ? { cursor } : {}) })}`, { key: KEY_A });
+          const body = (await res.json()) as any;
+          expect(res.status, JSON.stringify(body)).toBe(200);
+          expect(body.pagination.page).toBe(n);
+          ids.push(...body.result.map((c: any) => c.id));
+          cursor = body.pagination.nextCursor ?? undefined;
+          if (!cursor) break;
+        }
+        const all = referenceList({
+          ...q,
+          courseStartDateTime: q.courseStartDateTime ? Date.parse(q.courseStartDateTime) : undefined,
+          courseEndDateTime: q.courseEndDateTime ? Date.parse(q.courseEndDateTime) : undefined,
+          limit: 100,
+        });
+        expect(ids).toEqual(all.ids);
+      }),
+      { numRuns: 100 },
     );
   });
 
@@ -168,6 +199,7 @@ describe("properties of GET /v3/courses", () => {
       "updatedAt",
       "professorSignatureMissing",
       "page",
+      "cursor",
       "limit",
       ...booleanParams,
     ]);
