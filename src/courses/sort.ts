@@ -75,7 +75,7 @@ export function sortValuesFit(sort: SortKey[], values: unknown[]): values is Sor
  * first) and `< v` in desc (`< v OR IS NULL` on a nullable key, NULL coming last; nothing
  * after a NULL). The first key's bound is repeated alone (`>= v1` / `<= v1`) so that SQLite
  * ranges an index in that order instead of filtering every row. Each value is bound at most
- * twice: at most 14 bound values for 6 keys (docs/architecture.md § "Keyset paging").
+ * twice: at most 14 bound values for 6 keys (docs/architecture.md § "Course reads: one round trip").
  */
 export function afterRow(sort: SortKey[], key: PageKey): SQL {
   const keys = sortKeys(sort);

@@ -1,6 +1,6 @@
 /**
  * Keyset paging of the course listing (docs/reference.md § "GET /v3/courses", `cursor`;
- * docs/architecture.md § "Keyset paging"): a walk by `pagination.nextCursor` gives every
+ * docs/architecture.md § "Course reads: one round trip"): a walk by `pagination.nextCursor` gives every
  * course once in the listing's order, whatever the sort, and under concurrent PATCHes and
  * creations neither skips nor repeats a course that stayed unchanged; a cursor is refused
  * (400 INVALID_PARAMETER) with `page`, when malformed, or with other filters or another sort.
