@@ -79,9 +79,19 @@ describe("properties of GET /v3/courses", () => {
     );
   });
 
+  // At most one filter, so that most walks span several pages of the fixture's 8 courses.
+  const walkQueryArb = fc.oneof(
+    fc.constant({}),
+    fc.record({ archived: fc.boolean() }),
+    fc.record({ courseStartDateTime: fc.constantFrom(...instants) }),
+    fc.record({ absencesNotSent: fc.constant(true) }),
+    fc.record({ trainingId: ids(["trn_1", "trn_2", "trn_3"]) }),
+    fc.record({ name: fc.constantFrom("e", "o", "phi") }),
+  ) as fc.Arbitrary<{ archived?: boolean; courseStartDateTime?: string; absencesNotSent?: boolean; trainingId?: string[]; name?: string }>;
+
   it("random valid queries walked by cursor give the reference's whole listing, once each, in order", async () => {
     await fc.assert(
-      fc.asyncProperty(queryArb, fc.integer({ min: 1, max: 4 }), async ({ page: _page, ...q }, limit) => {
+      fc.asyncProperty(walkQueryArb, fc.integer({ min: 1, max: 3 }), async (q, limit) => {
         const ids: string[] = [];
         let cursor: string | undefined;
         for (let n = 1; n <= 20; n++) {
@@ -96,7 +106,6 @@ describe("properties of GET /v3/courses", () => {
         const all = referenceList({
           ...q,
           courseStartDateTime: q.courseStartDateTime ? Date.parse(q.courseStartDateTime) : undefined,
-          courseEndDateTime: q.courseEndDateTime ? Date.parse(q.courseEndDateTime) : undefined,
           limit: 100,
         });
         expect(ids).toEqual(all.ids);
