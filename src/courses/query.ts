@@ -86,7 +86,7 @@ const nameCandidates = (needle: string) =>
 
 /**
  * Page statement for a `name` of 3+ code points: the rowids of the page come from one of two
- * branches, each a full page query (filters, order, limit, offset), of which exactly one runs:
+ * branches, each a full page query (filters, the cursor's row, order, limit, offset), of which exactly one runs:
  * its LIMIT is 0 unless the trigram count (fts5vocab `courses_name_vocab`: courses holding the
  * needle's rarest sampled trigram, 0 when one is absent) puts it on its side of `maxDocs` — SQLite
  * evaluates LIMIT before it starts a loop, so the other branch costs nothing.
