@@ -18,6 +18,7 @@ import {
 } from "../lib/fields";
 import { ID_RE } from "../lib/ids";
 import { GET_MAX_IDS, MAX_PAGE, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
+import { MAX_CURSOR_CHARS } from "./page-cursor";
 
 /** Sortable fields of `POST /v3/courses:search`. */
 const SORT_FIELDS = ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"] as const;
@@ -45,7 +46,9 @@ const FILTER_RULES = {
   updatedAt: "Deprecated: accepted, ignored (validated as an instant, filters nothing; the contract keeps it for old clients).",
   professorSignatureMissing:
     "`true`: courses where at least one assigned professor has not signed; `false`: courses where no assigned professor is unsigned (courses without professors included); omitted: no filter.",
-  page: "Page number, from 1.",
+  page: "Page number, from 1. Not with `cursor`.",
+  cursor:
+    "The `pagination.nextCursor` of the previous page: the page that follows that page's last course in the listing's order, stable under concurrent writes (a course that exists unchanged throughout a walk by cursor comes exactly once). Valid only with the filters and sort it was answered for; not with `page`.",
   limit: "Items per page.",
   includeStudents: "Embed `students` (`[{ id, firstName, lastName, email }]`) in each course. Default false.",
   includeTeachers: "Embed `teachers` (`[{ id, firstName, lastName, email, coTeacher, signed }]`) in each course. Default false.",
@@ -99,6 +102,13 @@ const queryIdList = (name: keyof typeof ID_EXAMPLES) =>
     example: ID_EXAMPLES[name].join(","),
   });
 
+/** A page cursor: checked against the query by src/courses/filters.ts (400 INVALID_PARAMETER). */
+const cursorSchema = z
+  .string()
+  .min(1)
+  .max(MAX_CURSOR_CHARS)
+  .meta(rule("cursor", { example: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d" }));
+
 /** Boolean query flag with its rule. */
 const flag = (name: Filter) => queryBooleanSchema.meta(rule(name, { example: true }));
 
@@ -120,6 +130,7 @@ export const listQuerySchema = z.strictObject({
   updatedAt: instantParam("updatedAt", true).optional(),
   professorSignatureMissing: flag("professorSignatureMissing").optional(),
   page: queryInteger("page", MAX_PAGE, 1, 1).optional(),
+  cursor: cursorSchema.optional(),
   limit: queryInteger("limit", MAX_PAGE_SIZE, MAX_PAGE_SIZE, 20).optional(),
   includeStudents: flag("includeStudents").optional(),
   includeTeachers: flag("includeTeachers").optional(),
@@ -190,6 +201,7 @@ export const searchBodySchema = z
     page: bodyIntegerSchema(1, MAX_PAGE)
       .meta(rule("page", { default: 1 }))
       .optional(),
+    cursor: cursorSchema.optional(),
     limit: bodyIntegerSchema(1, MAX_PAGE_SIZE)
       .meta(rule("limit", { default: MAX_PAGE_SIZE }))
       .optional(),

@@ -12,7 +12,10 @@ import { ApiError } from "../http/errors";
 import { collectQuery, parseQueryWith } from "../http/request";
 import { splitIds } from "../lib/fields";
 import { GET_MAX_IDS, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
+import { fold } from "../lib/text";
 import { ID_LIST_PARAMS, includeQuerySchema, listQuerySchema, type SortKey, searchBodySchema } from "./filter-schemas";
+import { decodePageCursor, encodePageCursor, fingerprint } from "./page-cursor";
+import { type PageKey, sortKeys, sortValuesFit } from "./sort";
 
 /** Related data to embed in each course record (the `include*` flags). */
 export interface Includes {
@@ -45,10 +48,13 @@ export interface CourseQuery {
   createdAt?: number;
   updatedAt?: number;
   professorSignatureMissing?: boolean;
+  /** The page's number: the one asked for, or with `after` the cursor's (its place in the walk). */
   page: number;
   limit: number;
   include: Includes;
   sort: SortKey[];
+  /** Keyset paging (`cursor`): the page starts after this row instead of at an offset. */
+  after?: PageKey;
 }
 
 /** Parsed parameter values by name (both operations), before defaults. */
@@ -103,7 +109,8 @@ export function parseListQuery(params: URLSearchParams): CourseQuery {
       tooMany.map((parameter) => ({ parameter, message: `more than ${GET_MAX_IDS} ids` })),
     );
   }
-  return toCourseQuery(parseQueryWith(listQuerySchema, raw));
+  const p = parseQueryWith(listQuerySchema, raw);
+  return withCursor(toCourseQuery(p), p, "parameter");
 }
 
 /** Parses the query string of GET /v3/courses/{id} (include flags only). */
@@ -119,5 +126,51 @@ export function parseIncludeQuery(params: URLSearchParams): Includes {
  *   UNKNOWN_PARAMETER.
  */
 export function parseSearchBody(body: unknown): CourseQuery {
-  return toCourseQuery(parseBodyWith(searchBodySchema, body, "The search body must be a JSON object."));
+  const p = parseBodyWith(searchBodySchema, body, "The search body must be a JSON object.");
+  return withCursor(toCourseQuery(p), p, "path");
+}
+
+/**
+ * What a page cursor must match: the filters and sort of `q`, canonical (id lists sorted,
+ * the absences pair as the one filter it means, the name folded, the sort as `sortKeys`),
+ * without what does not choose the courses or their order (page, limit, includes, the
+ * ignored `createdAt`/`updatedAt`).
+ */
+function queryFingerprint(q: CourseQuery): string {
+  const { page: _page, limit: _limit, include: _include, after: _after, createdAt: _c, updatedAt: _u, absencesSent, absencesNotSent, name, sort, ...rest } = q;
+  const filters = Object.entries(rest).map(([k, v]) => [k, Array.isArray(v) ? [...v].sort() : v]);
+  return fingerprint([filters, absencesSent === absencesNotSent ? null : absencesSent, name === undefined ? null : fold(name), sortKeys(sort)]);
+}
+
+/**
+ * `q` with the request's `cursor` applied: the page starts after the cursor's row and takes
+ * its number from it.
+ *
+ * @param as how `details` name the field: a query `parameter` (GET) or a body `path` (search).
+ * @throws ApiError 400 INVALID_PARAMETER when `page` comes with it, when it is not a cursor
+ *   of this API, or when it was answered for other filters or another sort.
+ */
+function withCursor(q: CourseQuery, p: { page?: number; cursor?: string }, as: "parameter" | "path"): CourseQuery {
+  if (p.cursor === undefined) return q;
+  const refuse = (message: string, detail: string, field = "cursor") =>
+    new ApiError("INVALID_PARAMETER", message, [as === "parameter" ? { parameter: field, message: detail } : { path: field, message: detail }]);
+  if (p.page !== undefined) throw refuse("Give `cursor` or `page`, not both: a cursor names its page.", "not with cursor", "page");
+  const c = decodePageCursor(p.cursor);
+  if (!c)
+    throw refuse("`cursor` is not a cursor of this listing: pass the `pagination.nextCursor` of a previous page.", "must be a nextCursor of this listing");
+  if (c.query !== queryFingerprint(q) || !sortValuesFit(q.sort, c.values)) {
+    throw refuse(
+      "`cursor` was answered for other filters or another sort: send it with the filters and sort of the page that answered it, or start again without it.",
+      "must be sent with the filters and sort it was answered for",
+    );
+  }
+  return { ...q, page: c.page, after: { values: c.values, id: c.id } };
+}
+
+/**
+ * The `pagination.nextCursor` of a page of `q` whose last course is `last`: its id and its
+ * sort-key values (`sortValues`, the JSON array text the page statement selects).
+ */
+export function nextPageCursor(q: CourseQuery, last: { id: string; sortValues: string }): string {
+  return encodePageCursor({ query: queryFingerprint(q), page: q.page + 1, id: last.id, values: JSON.parse(last.sortValues) as unknown[] });
 }

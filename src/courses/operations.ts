@@ -31,7 +31,7 @@ import { replayedHeader, storedAnswer, success, successRaw } from "../http/respo
 import { ID_RE } from "../lib/ids";
 import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
 import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
-import { type CourseQuery, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
+import { type CourseQuery, nextPageCursor, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
 import {
   COURSE_EXAMPLE,
   COURSE_WITH_INCLUDES,
@@ -52,11 +52,13 @@ import { createCourse, patchCourse } from "./writes";
  */
 export type PublishEvents = (env: Env, shard: D1Database, schoolId: string, events: CourseEvent[], timed: D1Timer) => Promise<unknown>;
 
-/** Reads a page of the key's school on its shard and answers it. */
+/** Reads a page of the key's school on its shard and answers it, with the cursor of the next page (`null` on the last). */
 function answerPage(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
-  return readOnShard(req, env, rc, keyHash, q, ({ rows, hasMore }) =>
-    successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore } }),
-  );
+  return readOnShard(req, env, rc, keyHash, q, ({ rows, hasMore }) => {
+    const last = rows.at(-1);
+    const nextCursor = hasMore && last ? nextPageCursor(q, last) : null;
+    return successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore, nextCursor } });
+  });
 }
 
 /** Reads one course of the key's school on its shard and answers it (404 when the school has no such course). */
@@ -120,6 +122,10 @@ const QUOTA = {
 const PUBLISHED_WHEN =
   "Answers once the course and its events are committed, normally after the school's event hub accepted the events; when the hub cannot be reached the write answers its 2xx all the same and its events are accepted later, normally within 90 s (a webhook deleted meanwhile does not receive them).";
 
+/** The listing's 400 for a page cursor (docs/reference.md § "GET /v3/courses", `cursor`). */
+const CURSOR_400 =
+  "`INVALID_PARAMETER` for a `cursor` sent with `page`, one this API did not answer, or one answered for other filters or another sort (`details` names `page` or `cursor`).";
+
 const TAG = { name: "Courses", description: "Courses: list, search, read, create, change." };
 
 /** The course operations; `publish` hands a write's events to the hub. */
@@ -138,16 +144,20 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       tag: TAG,
       summary: "List the school's courses",
       description:
-        "Archived and active courses alike, filtered, one page at a time. Order: `startDateTime` ascending, then `id` ascending. Every filter combines with AND. Unknown parameters are a 400 UNKNOWN_PARAMETER; a parameter given twice is a 400 INVALID_PARAMETER, except id lists, whose repetitions are joined.",
+        "Archived and active courses alike, filtered, one page at a time: by `page` (an offset), or by `cursor` (`pagination.nextCursor` of the previous page), which neither skips nor repeats a course that stays unchanged while courses are written during the walk. Order: `startDateTime` ascending, then `id` ascending. Every filter combines with AND. Unknown parameters are a 400 UNKNOWN_PARAMETER; a parameter given twice is a 400 INVALID_PARAMETER, except id lists, whose repetitions are joined.",
       request: { query: listQuerySchema, headers: sessionHeaders },
       responses: {
         200: {
           description: "One page of courses.",
           schema: courseListResponseSchema,
-          example: { status: "success", result: [COURSE_WITH_INCLUDES], pagination: { page: 1, limit: 20, hasMore: true } },
+          example: {
+            status: "success",
+            result: [COURSE_WITH_INCLUDES],
+            pagination: { page: 1, limit: 20, hasMore: true, nextCursor: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d" },
+          },
           headers: bookmarkResponseHeader,
         },
-        400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"],
+        400: { codes: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER", "TOO_MANY_IDS"], lead: CURSOR_400 },
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
@@ -168,10 +178,10 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
         200: {
           description: "One page of courses.",
           schema: courseListResponseSchema,
-          example: { status: "success", result: [COURSE_EXAMPLE], pagination: { page: 1, limit: 10, hasMore: false } },
+          example: { status: "success", result: [COURSE_EXAMPLE], pagination: { page: 1, limit: 10, hasMore: false, nextCursor: null } },
           headers: bookmarkResponseHeader,
         },
-        400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"],
+        400: { codes: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"], lead: CURSOR_400 },
       },
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);

@@ -7,13 +7,13 @@
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
  * parameter per id (D1 allows 100 per statement).
  */
-import { and, asc, desc, eq, gte, lte, type SQL, sql } from "drizzle-orm";
+import { and, eq, gte, lte, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { courses } from "../db/shard-schema";
 import { fold } from "../lib/text";
-import type { SortKey } from "./filter-schemas";
 import type { CourseQuery } from "./filters";
 import { courseRecordJson } from "./record";
+import { afterRow, courseOrder, sortValuesJson } from "./sort";
 
 /** The school a statement reads (the directory named it; src/courses/session.ts). */
 export type SchoolScope = { schoolId: string };
@@ -86,7 +86,7 @@ const nameCandidates = (needle: string) =>
 
 /**
  * Page statement for a `name` of 3+ code points: the rowids of the page come from one of two
- * branches, each a full page query (filters, order, limit, offset), of which exactly one runs:
+ * branches, each a full page query (filters, the cursor's row, order, limit, offset), of which exactly one runs:
  * its LIMIT is 0 unless the trigram count (fts5vocab `courses_name_vocab`: courses holding the
  * needle's rarest sampled trigram, 0 when one is absent) puts it on its side of `maxDocs` — SQLite
  * evaluates LIMIT before it starts a loop, so the other branch costs nothing.
@@ -96,7 +96,7 @@ function namePageRowids(school: SQL, q: CourseQuery, needle: string, maxDocs: nu
   const docs = sql`name_docs(n) AS MATERIALIZED (SELECT min(coalesce((SELECT doc FROM courses_name_vocab WHERE term = j.value), 0)) FROM json_each(${JSON.stringify(sampleTrigrams(needle))}) j)`;
   const branch = (where: SQL, useIndex: boolean) =>
     sql`SELECT rowid FROM (SELECT ${sql.raw('"courses"."rowid"')} AS rowid FROM ${courses} WHERE ${where} ORDER BY ${sql.join(courseOrder(q.sort), sql`, `)}
-      LIMIT CASE WHEN (SELECT n FROM name_docs) ${sql.raw(useIndex ? "<=" : ">")} ${maxDocs} THEN ${q.limit + 1} ELSE 0 END OFFSET ${(q.page - 1) * q.limit})`;
+      LIMIT CASE WHEN (SELECT n FROM name_docs) ${sql.raw(useIndex ? "<=" : ">")} ${maxDocs} THEN ${q.limit + 1} ELSE 0 END OFFSET ${pageOffset(q)})`;
   const others = courseConditions(school, { ...q, name: undefined });
   return sql`WITH ${docs} ${branch(and(others, nameCandidates(needle), nameContains(needle))!, true)} UNION ALL ${branch(and(others, nameContains(needle))!, false)}`;
 }
@@ -128,31 +128,18 @@ function courseConditions(school: SQL, q: CourseQuery): SQL {
     c.push(q.professorSignatureMissing ? unsigned : sql`NOT ${unsigned}`);
   }
   // createdAt / updatedAt: validated, accepted, currently ignored (docs/reference.md).
+  if (q.after) c.push(afterRow(q.sort, q.after));
   return and(...c)!;
 }
 
-const SORT_COLUMNS = {
-  startDateTime: courses.startMs,
-  endDateTime: courses.endMs,
-  name: courses.nameFolded,
-  classroom: courses.classroomFolded,
-  createdAt: courses.createdAt,
-  updatedAt: courses.updatedAt,
-} as const;
-
-/**
- * ORDER BY of a sort: the keys in order, then `id` ascending. Default `startDateTime` asc.
- * SQLite orders NULL first in ASC and last in DESC, as the contract asks.
- */
-function courseOrder(sort: SortKey[]): SQL[] {
-  const keys = sort.length > 0 ? sort : [{ field: "startDateTime", order: "asc" } as const];
-  return [...keys.map((k) => (k.order === "asc" ? asc : desc)(SORT_COLUMNS[k.field])), asc(courses.id)];
-}
+/** Rows skipped before the page: none with a cursor (the page starts after its row), else the pages before. */
+const pageOffset = (q: CourseQuery) => (q.after ? 0 : (q.page - 1) * q.limit);
 
 /**
  * The page statement: `limit + 1` rows (the extra row tells `hasMore`) at offset
- * `(page - 1) * limit`, each the course's id, version and final JSON record with the
- * requested includes (`courseRecordJson`, src/courses/record.ts).
+ * `(page - 1) * limit`, or after the cursor's row (`q.after`, src/courses/sort.ts), each the
+ * course's id, version, sort-key values (a JSON array, for the next cursor) and final JSON
+ * record with the requested includes (`courseRecordJson`, src/courses/record.ts).
  * A `name` of 3+ code points selects the page's rowids first (`namePageRowids`); the outer
  * query then sorts those few rows again and embeds their lists.
  *
@@ -164,7 +151,7 @@ export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: C
   // FTS5 ends a query string at NUL ("unterminated string"): such a needle walks instead.
   const byName = needle !== undefined && [...needle].length >= TRIGRAM && !needle.includes("\u0000");
   return db
-    .select({ id: courses.id, version: courses.version, record: courseRecordJson(q.include) })
+    .select({ id: courses.id, version: courses.version, sortValues: sortValuesJson(q.sort), record: courseRecordJson(q.include) })
     .from(courses)
     .where(
       byName
@@ -173,7 +160,7 @@ export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: C
     )
     .orderBy(...courseOrder(q.sort))
     .limit(q.limit + 1)
-    .offset(byName ? 0 : (q.page - 1) * q.limit);
+    .offset(byName ? 0 : pageOffset(q));
 }
 
 /** A row of `selectCoursePage`: `record` is the JSON text of the course record. */

@@ -5,7 +5,7 @@
  * publishes (their documented bodies are built from it in src/events/schemas.ts).
  */
 import { z } from "zod";
-import { listEnvelope, successEnvelope } from "../http/envelopes";
+import { listEnvelope, paginationSchema, successEnvelope } from "../http/envelopes";
 import { ApiError } from "../http/errors";
 import { idSchema, instantOutSchema, opaqueIdSchema } from "../lib/fields";
 
@@ -107,8 +107,25 @@ export const courseRecordSchema = z
 /** A course record (`z.infer` of `courseRecordSchema`). */
 export type CourseRecord = z.infer<typeof courseRecordSchema>;
 
+/** `pagination` of the course listing: the shared fields and the keyset cursor (docs/reference.md § "GET /v3/courses"). */
+const coursePaginationSchema = paginationSchema
+  .extend({
+    page: paginationSchema.shape.page.meta({
+      description:
+        "The page returned, from 1: the `page` asked for, or with `cursor` the page's place in the walk (the first page answered without a cursor is 1).",
+    }),
+    nextCursor: z.string().nullable().meta({
+      description:
+        "Send it as `cursor` (with the same filters and sort) for the next page: it starts after this page's last course, so a walk by cursor neither skips nor repeats a course that exists unchanged while it runs. `null` on the last page (`hasMore` false).",
+    }),
+  })
+  .meta({
+    id: "CoursePagination",
+    example: { page: 1, limit: 100, hasMore: true, nextCursor: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d" },
+  });
+
 /** 200 of GET /v3/courses and POST /v3/courses:search. */
-export const courseListResponseSchema = listEnvelope("CourseList", courseRecordSchema, "One page of courses, ordered as asked.");
+export const courseListResponseSchema = listEnvelope("CourseList", courseRecordSchema, "One page of courses, ordered as asked.", coursePaginationSchema);
 /** 200 of GET and PATCH /v3/courses/{id}, 201 of POST /v3/courses. */
 export const courseResponseSchema = successEnvelope("CourseResponse", courseRecordSchema, "One course.");
 

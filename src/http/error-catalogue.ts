@@ -36,7 +36,7 @@ export interface ErrorEntry {
 export const ERRORS = {
   INVALID_PARAMETER: {
     status: 400,
-    when: "a query parameter is malformed, out of range or repeated (`details` names each)",
+    when: "a query parameter is malformed, out of range, repeated or at odds with another (`cursor` with `page`), or a listing's `cursor` is not one of its own (`details` names each)",
     example: {
       message: "Invalid query parameter: limit must be an integer from 1 to 100.",
       details: [{ parameter: "limit", message: "must be an integer from 1 to 100" }],

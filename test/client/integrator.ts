@@ -29,7 +29,19 @@ export async function run(baseUrl: string, apiKey: string): Promise<string[]> {
   const list = await client.GET("/v3/courses", { params: { query: { archived: false } } });
   if (!list.data) throw new Error(`list: ${list.response.status} ${list.error?.code}`);
   const perPage: number = list.data.pagination.limit;
-  seen.push(`listed ${list.data.result.length} courses (limit ${perPage})`);
+  // The same listing walked by cursor, 5 a page: `nextCursor` is `null` on the last page.
+  const pageAfter = (cursor: string | null) =>
+    client.GET("/v3/courses", { params: { query: { archived: false, limit: 5, ...(cursor === null ? {} : { cursor }) } } });
+  let walked = 0;
+  let cursor: string | null = null;
+  do {
+    const page = await pageAfter(cursor);
+    if (!page.data) throw new Error(`list by cursor: ${page.response.status} ${page.error?.code}`);
+    walked += page.data.result.length;
+    cursor = page.data.pagination.nextCursor;
+  } while (cursor !== null);
+  if (walked !== list.data.result.length) throw new Error(`the walk by cursor read ${walked} courses, the listing ${list.data.result.length}`);
+  seen.push(`listed ${list.data.result.length} courses (limit ${perPage}), walked by cursor 5 a page`);
 
   // @ts-expect-error: `limit` is an integer, not a string of digits.
   await client.GET("/v3/courses", { params: { query: { limit: "3" } } });

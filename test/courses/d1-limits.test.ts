@@ -8,7 +8,7 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { toCourseQuery } from "../../src/courses/filters";
+import { nextPageCursor, parseSearchBody, toCourseQuery } from "../../src/courses/filters";
 import { selectCoursePage } from "../../src/courses/query";
 import type { CourseEvent } from "../../src/courses/schemas";
 import { writeStatements } from "../../src/courses/storage";
@@ -104,7 +104,7 @@ describe("other filters at their bounds", () => {
 
   it("page at its maximum (1,000,000) with limit 100: 200, empty; one more is a 400", async () => {
     const get = await list("page=1000000&limit=100");
-    expect([get.status, get.body.result, get.body.pagination]).toEqual([200, [], { page: 1_000_000, limit: 100, hasMore: false }]);
+    expect([get.status, get.body.result, get.body.pagination]).toEqual([200, [], { page: 1_000_000, limit: 100, hasMore: false, nextCursor: null }]);
     expect((await search({ page: 1_000_000, limit: 100, sort: [{ field: "name", order: "desc" }] })).body.result).toEqual([]);
     expect((await list("page=1000001")).status).toBe(400);
   });
@@ -194,8 +194,9 @@ describe("other filters at their bounds", () => {
     expect(body.message).toMatch(/groupId\[9\] .*\(and 9990 more\)\.$/);
   });
 
-  it("the fullest listing statement stays within 100 bound parameters and 100 KB of SQL", async () => {
-    const full = toCourseQuery({
+  /** Every filter at its fullest, every include, a sort by every field. */
+  const fullest = () =>
+    toCourseQuery({
       courseStartDateTime: 0,
       courseEndDateTime: 1,
       absencesSent: true,
@@ -218,25 +219,45 @@ describe("other filters at their bounds", () => {
       includeTraining: true,
       sort: ["startDateTime", "endDateTime", "name", "classroom", "createdAt", "updatedAt"].map((field) => ({ field, order: "desc" }) as never),
     });
+  /** `fullest()` as a search body through the Worker, its lists cut to fit 1 MiB. */
+  const fullestBody = (full: ReturnType<typeof fullest>) => ({
+    ...full,
+    courseStartDateTime: "2026-01-01T00:00:00Z",
+    courseEndDateTime: "2027-01-01T00:00:00Z",
+    groupId: full.groupId.slice(0, 2000),
+    professorId: full.professorId.slice(0, 2000),
+    trainingId: full.trainingId.slice(0, 2000),
+    courseId: full.courseId.slice(0, 2000),
+    include: undefined,
+    includeStudents: true,
+    includeTeachers: true,
+    includeSurveyTemplates: true,
+    includeTraining: true,
+  });
+
+  it("the fullest listing statement stays within 100 bound parameters and 100 KB of SQL", async () => {
+    const full = fullest();
     const { sql, params } = selectCoursePage(getDb(env.SHARD_0), { schoolId: "0".repeat(64) }, full).toSQL();
     expect(params.length).toBeLessThanOrEqual(100);
     expect(new TextEncoder().encode(sql).byteLength).toBeLessThan(100_000);
     // And through the Worker, on the limited D1.
-    const { status } = await search({
-      ...full,
-      courseStartDateTime: "2026-01-01T00:00:00Z",
-      courseEndDateTime: "2027-01-01T00:00:00Z",
-      groupId: full.groupId.slice(0, 2000),
-      professorId: full.professorId.slice(0, 2000),
-      trainingId: full.trainingId.slice(0, 2000),
-      courseId: full.courseId.slice(0, 2000),
-      include: undefined,
-      includeStudents: true,
-      includeTeachers: true,
-      includeSurveyTemplates: true,
-      includeTraining: true,
-    });
+    const { status } = await search(fullestBody(full));
     expect(status).toBe(200);
+  });
+
+  it("after a cursor of six sort keys (the name path's two branches each bound it), within 100 bound parameters", async () => {
+    const full = fullest();
+    // The longest values a row can hold: 200-character folded texts, every key non-null.
+    const last = { id: "c".repeat(64), sortValues: JSON.stringify([2, 3, "é".repeat(200), "é".repeat(200), 4, 5]) };
+    // As the Worker reads it: JSON (no `include`, no `page`).
+    const body = JSON.parse(JSON.stringify({ ...fullestBody(full), page: undefined }));
+    const cursor = nextPageCursor(parseSearchBody(body), last);
+    const q = parseSearchBody({ ...body, cursor });
+    const { sql, params } = selectCoursePage(getDb(env.SHARD_0), { schoolId: "0".repeat(64) }, q).toSQL();
+    expect(params.length).toBeLessThanOrEqual(100);
+    expect(new TextEncoder().encode(sql).byteLength).toBeLessThan(100_000);
+    const { status, body: answer } = await search({ ...body, cursor });
+    expect([status, answer.result, answer.pagination]).toEqual([200, [], { page: 2, limit: 100, hasMore: false, nextCursor: null }]);
   });
 });
 

@@ -68,9 +68,49 @@ describe("properties of GET /v3/courses", () => {
         };
         const expected = referenceList(ref);
         expect(body.result.map((c: any) => c.id)).toEqual(expected.ids);
-        expect(body.pagination).toEqual({ page: q.page ?? 1, limit: q.limit ?? 100, hasMore: expected.hasMore });
+        expect(body.pagination).toEqual({
+          page: q.page ?? 1,
+          limit: q.limit ?? 100,
+          hasMore: expected.hasMore,
+          nextCursor: expected.hasMore ? expect.any(String) : null,
+        });
       }),
       { numRuns: 150 },
+    );
+  });
+
+  // At most one filter, so that most walks span several pages of the fixture's 8 courses.
+  const walkQueryArb = fc.oneof(
+    fc.constant({}),
+    fc.record({ archived: fc.boolean() }),
+    fc.record({ courseStartDateTime: fc.constantFrom(...instants) }),
+    fc.record({ absencesNotSent: fc.constant(true) }),
+    fc.record({ trainingId: ids(["trn_1", "trn_2", "trn_3"]) }),
+    fc.record({ name: fc.constantFrom("e", "o", "phi") }),
+  ) as fc.Arbitrary<{ archived?: boolean; courseStartDateTime?: string; absencesNotSent?: boolean; trainingId?: string[]; name?: string }>;
+
+  it("random valid queries walked by cursor give the reference's whole listing, once each, in order", async () => {
+    await fc.assert(
+      fc.asyncProperty(walkQueryArb, fc.integer({ min: 1, max: 3 }), async (q, limit) => {
+        const ids: string[] = [];
+        let cursor: string | undefined;
+        for (let n = 1; n <= 20; n++) {
+          const res = await call(`/v3/courses?${toQueryString({ ...q, limit, ...(cursor ? { cursor } : {}) })}`, { key: KEY_A });
+          const body = (await res.json()) as any;
+          expect(res.status, JSON.stringify(body)).toBe(200);
+          expect(body.pagination.page).toBe(n);
+          ids.push(...body.result.map((c: any) => c.id));
+          cursor = body.pagination.nextCursor ?? undefined;
+          if (!cursor) break;
+        }
+        const all = referenceList({
+          ...q,
+          courseStartDateTime: q.courseStartDateTime ? Date.parse(q.courseStartDateTime) : undefined,
+          limit: 100,
+        });
+        expect(ids).toEqual(all.ids);
+      }),
+      { numRuns: 100 },
     );
   });
 
@@ -168,6 +208,7 @@ describe("properties of GET /v3/courses", () => {
       "updatedAt",
       "professorSignatureMissing",
       "page",
+      "cursor",
       "limit",
       ...booleanParams,
     ]);

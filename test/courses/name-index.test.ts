@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { parseListQuery } from "../../src/courses/filters";
+import { nextPageCursor, parseListQuery } from "../../src/courses/filters";
 import { selectCoursePage } from "../../src/courses/query";
 import { getDb } from "../../src/db/client";
 import { coursesA, fixture, KEY_A } from "../support/fixtures";
@@ -68,8 +68,9 @@ describe("name filter through the trigram index", () => {
     expect(await plan("éc")).not.toMatch(/courses_name_fts/);
   });
 
+  const names = ["economie", "ALG", "phi", "ie ", "é%_", "zzq", "a\u0000b\u0000c", ...coursesA.map((c) => c.name.slice(1, 6))];
+
   it("both branches of a 3+ code point name (trigram index, walk in order) give the reference's pages", async () => {
-    const names = ["economie", "ALG", "phi", "ie ", "é%_", "zzq", "a\u0000b\u0000c", ...coursesA.map((c) => c.name.slice(1, 6))];
     for (const name of names) {
       for (const page of [1, 2]) {
         const q = parseListQuery(new URLSearchParams({ name, limit: "2", page: String(page) }));
@@ -78,6 +79,24 @@ describe("name filter through the trigram index", () => {
           const rows = await selectCoursePage(getDb(await shardOf("sch_a")), { schoolId: "sch_a" }, q, maxDocs);
           expect({ name, page, maxDocs, ids: rows.slice(0, 2).map((r) => r.id), hasMore: rows.length > 2 }).toEqual({ name, page, maxDocs, ...expected });
         }
+      }
+    }
+  });
+
+  it("both branches of a 3+ code point name, walked by cursor one course a page, give the reference's order", async () => {
+    const db = getDb(await shardOf("sch_a"));
+    for (const name of names) {
+      for (const maxDocs of [-1, Number.MAX_SAFE_INTEGER]) {
+        const ids: string[] = [];
+        let cursor: string | undefined;
+        for (let n = 0; n < 20; n++) {
+          const q = parseListQuery(new URLSearchParams({ name, limit: "1", ...(cursor ? { cursor } : {}) }));
+          const rows = await selectCoursePage(db, { schoolId: "sch_a" }, q, maxDocs);
+          ids.push(...rows.slice(0, 1).map((r) => r.id));
+          if (rows.length <= 1) break;
+          cursor = nextPageCursor(q, rows[0]!);
+        }
+        expect({ name, maxDocs, ids }).toEqual({ name, maxDocs, ids: referenceList({ name, limit: 100 }).ids });
       }
     }
   });

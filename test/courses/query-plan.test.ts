@@ -121,4 +121,38 @@ describe("query plans", () => {
       expect(all, all).toMatch(order === "asc" ? /courses_school_name_start_idx \(school_id=\?\)/ : /courses_school_name_start_desc_idx \(school_id=\?\)/);
     }
   });
+
+  // Keyset paging (src/courses/sort.ts): the cursor's row bounds the first key, so the walk
+  // starts at the cursor in the index and still stops at the page.
+  const pastCursor = (q: ReturnType<typeof parseListQuery>) => ({ ...q, after: { values: [Date.UTC(2026, 8, 7, 8)], id: "crs_05" } });
+
+  it("the default order after a cursor walks (school, start, id) from the cursor: no temp B-tree", async () => {
+    for (const qs of ["", "limit=20", "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true"]) {
+      const details = await plan(pastCursor(parseListQuery(new URLSearchParams(qs))));
+      const all = details.join("\n");
+      // The includes' group_concat(ORDER BY) sorts each course's few related rows, not the page.
+      expect(all, all).not.toMatch(/TEMP B-TREE FOR (RIGHT PART OF |LAST TERM OF )?ORDER BY/);
+      expect(
+        details.find((d) => /^SEARCH courses USING/.test(d)),
+        all,
+      ).toMatch(/^SEARCH courses USING (COVERING )?INDEX courses_school_start_idx \(school_id=\? AND start_ms>\?\)/);
+    }
+  });
+
+  for (const [qs, constrained] of walks) {
+    it(`after a cursor, still walks in (start, id) order and stops at the page: ${qs}`, async () => {
+      for (const order of ["asc", "desc"] as const) {
+        const q = pastCursor(parseListQuery(new URLSearchParams(qs)));
+        q.sort = [{ field: "startDateTime", order }];
+        const details = await plan(q);
+        const all = details.join("\n");
+        expect(all, all).not.toMatch(order === "desc" ? /TEMP B-TREE FOR (RIGHT PART OF )?ORDER BY/ : /TEMP B-TREE/);
+        const search = details.find((d) => /^SEARCH courses USING/.test(d));
+        expect(search, all).toMatch(constrained);
+        // The cursor's start bounds the walk: it begins at the cursor, not at the school's first course.
+        expect(search, all).toMatch(order === "asc" ? /start_ms>\?/ : /start_ms<\?/);
+        for (const d of details) expect(d, all).not.toMatch(/^SCAN (courses|course_\w+)\b/);
+      }
+    });
+  }
 });

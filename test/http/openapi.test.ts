@@ -479,7 +479,7 @@ describe("the response check of every HTTP test (test/support/openapi-check.ts)"
     "server-timing": "db;dur=1.0, total;dur=2.0",
     "cache-control": "no-store",
   };
-  const page = { status: "success", result: [], pagination: { page: 1, limit: 100, hasMore: false } };
+  const page = { status: "success", result: [], pagination: { page: 1, limit: 100, hasMore: false, nextCursor: null } };
   const json = (body: unknown, status = 200, h: Record<string, string> = headers) => new Response(JSON.stringify(body), { status, headers: h });
 
   it("accepts a documented response", async () => {
