@@ -72,6 +72,8 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.courseStudents),
   spec(shard.courseProfessors),
   spec(shard.courseSurveyTemplates),
+  // The stored record parts are copied as they are (a part may weigh up to a record's list).
+  spec(shard.courseParts, [], true),
   // The school's change sequence goes with its courses: numbers never repeat across a move.
   spec(shard.schoolChanges),
   // The old shard's sweep may still publish or back off these rows while the move runs.
