@@ -102,7 +102,10 @@ export function shardSteps(file: ImportFile, now = Date.now()): ImportStep[] {
 function staleSteps(): ImportStep[] {
   return [
     ...RECORD_PARTS.map(
-      (part): ImportStep => ({ kind: "command", sql: () => rebuildPartsText(part, `SELECT school_id, course_id FROM course_parts_stale WHERE part = '${part}'`) }),
+      (part): ImportStep => ({
+        kind: "command",
+        sql: () => rebuildPartsText(part, `SELECT school_id, course_id FROM course_parts_stale WHERE part = '${part}'`),
+      }),
     ),
     { kind: "command", sql: () => "DELETE FROM course_parts_stale" },
   ];

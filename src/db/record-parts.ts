@@ -134,4 +134,3 @@ export const rebuildParts = (part: RecordPart, keys: SQL): SQL => sql`${sql.raw(
 /** SQL of a stored part of the page's course (the `courses` row in scope): one primary-key lookup of `course_parts`. */
 export const storedPart = (part: RecordPart) =>
   `(SELECT cp.json FROM course_parts cp WHERE cp.school_id = "courses"."school_id" AND cp.course_id = "courses"."id" AND cp.part = '${part}')`;
-

@@ -207,6 +207,11 @@ describe("stored record parts: the contract's largest lists", () => {
     const { status, body } = await callJson("/v3/courses/crs_big?includeStudents=true", { key: BIG_KEY });
     expect(status).toBe(200);
     expect(body.result.students.length).toBe(1_000);
-    expect(body.result.students[0]).toEqual({ id: bigStudents[999]!.id, firstName: bigStudents[999]!.firstName, lastName: bigStudents[999]!.lastName, email: bigStudents[999]!.email });
+    expect(body.result.students[0]).toEqual({
+      id: bigStudents[999]!.id,
+      firstName: bigStudents[999]!.firstName,
+      lastName: bigStudents[999]!.lastName,
+      email: bigStudents[999]!.email,
+    });
   });
 });
