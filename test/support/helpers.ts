@@ -75,7 +75,6 @@ export const IMPORT_TABLES = [
   "course_students",
   "course_professors",
   "course_survey_templates",
-  "course_parts",
 ];
 
 /** The databases that hold `table` (one of `IMPORT_TABLES`): the directory, or every shard. */
