@@ -86,16 +86,22 @@ async function main() {
       }
     }
     console.log(`load average before: ${loadBefore}; after: ${load()}; ${rounds} rounds (+${warm} warm-up), ${os.cpus().length} cores`);
-    console.log("| tree | query | p50 ms | p90 ms | D1 ms (median) | p50 / floor |");
-    console.log("|---|---|---:|---:|---:|---:|");
+    // Paired: the median over rounds of a request's time ÷ another's in the same round (same load).
+    const paired = (a: number[], b: number[]) =>
+      quantile(
+        a.map((x, k) => x / b[k]!),
+        0.5,
+      ).toFixed(2);
+    console.log(`| tree | query | p50 ms | p90 ms | D1 ms (median) | p50 / floor | paired / floor | paired / ${trees[0]!.name} |`);
+    console.log("|---|---|---:|---:|---:|---:|---:|---:|");
     trees.forEach((t, ti) => {
-      const floor = quantile(cells[ti]![0]!.ms, 0.5);
+      const floor = cells[ti]![0]!.ms;
       QUERIES.forEach((q, qi) => {
         const c = cells[ti]![qi]!;
         const p50 = quantile(c.ms, 0.5);
-        console.log(
-          `| ${t.name} | ${q.name} | ${p50.toFixed(1)} | ${quantile(c.ms, 0.9).toFixed(1)} | ${quantile(c.db, 0.5)} | ${(p50 / floor).toFixed(2)}× |`,
-        );
+        const cols = [p50.toFixed(1), quantile(c.ms, 0.9).toFixed(1), String(quantile(c.db, 0.5)), `${(p50 / quantile(floor, 0.5)).toFixed(2)}×`];
+        cols.push(`${paired(c.ms, floor)}×`, `${paired(c.ms, cells[0]![qi]!.ms)}×`);
+        console.log(`| ${t.name} | ${q.name} | ${cols.join(" | ")} |`);
       });
     });
   } finally {
