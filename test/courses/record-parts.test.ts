@@ -3,12 +3,16 @@
  * docs/architecture.md § Course reads): every path that changes what an included list shows
  * keeps the stored part exact in its own batch — an imported rename of a student, a professor
  * or a survey template reaches every course that lists it, in the contract's order; API
- * writes that change a list; and the contract's largest lists with the longest names stay
- * within D1's 2,000,000 bytes per stored row and value.
+ * writes that change a list; a move carries them; and the contract's largest lists with the
+ * longest names stay within D1's 2,000,000 bytes per stored row and value.
  */
+import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
+import { moveSchool } from "../../src/db/move";
+import { shardBindings } from "../../src/db/shard-names";
+import { shardFor } from "../../src/db/shards";
 import { callJson, loadFixture } from "../support/helpers";
-import { shardOf } from "../support/shards";
+import { shardNameOf, shardOf } from "../support/shards";
 
 const SCHOOL = "sch_parts";
 const KEY = "sk_test_parts_4qX7mB2nR9tK5wE8yC3vL6pZ";
@@ -154,6 +158,28 @@ describe("stored record parts: API writes", () => {
         { id: otherSurvey.id, name: "Milieu" },
       ],
     ]);
+  });
+});
+
+describe("stored record parts: a move between shards", () => {
+  it("carries every part: the listing with every include answers the same from the new shard, and the old one keeps none", async () => {
+    const all = "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true";
+    const full = async () => {
+      const out: any[] = [];
+      for (const page of [1, 2]) out.push(...(await callJson(`/v3/courses?${all}&limit=100&page=${page}`, { key: KEY })).body.result);
+      return out;
+    };
+    const expected = await full();
+    // The 150 imported courses and the one the API wrote.
+    expect(expected.length).toBe(COURSES + 1);
+    const from = await shardNameOf(SCHOOL);
+    const to = shardBindings(env).find((b) => b !== from)!;
+    const shards = Object.fromEntries(shardBindings(env).map((b) => [b, shardFor(env, b)]));
+    expect(await moveSchool({ directory: env.DIRECTORY, shards }, SCHOOL, to)).toMatchObject({ result: "moved" });
+    expect(await full()).toEqual(expected);
+    const parts = async (b: string) =>
+      (await shardFor(env, b).prepare("SELECT count(*) AS n FROM course_parts WHERE school_id = ?").bind(SCHOOL).first<{ n: number }>())!.n;
+    expect([await parts(from), await parts(to)]).toEqual([0, 3 * (COURSES + 1)]);
   });
 });
 
