@@ -110,6 +110,34 @@ describe("stored record parts: imported renames", () => {
   });
 });
 
+describe("stored record parts: a rename listed by 5,000 courses", () => {
+  const WIDE = "sch_parts_wide";
+  const wideStudent = { id: "stu_wide", schoolId: WIDE, firstName: "Zoé", lastName: "Zola", email: "zola@example.org" };
+  const classmate = { id: "stu_mate", schoolId: WIDE, firstName: "Marc", lastName: "Martin", email: "martin@example.org" };
+  const wideCourses = Array.from({ length: 5_000 }, (_, i) => ({
+    id: `crs_${String(i).padStart(4, "0")}`,
+    schoolId: WIDE,
+    name: `Cours ${i}`,
+    startDateTime: "2027-01-01T08:00:00Z",
+    endDateTime: "2027-01-01T10:00:00Z",
+    studentIds: [wideStudent.id, classmate.id],
+  }));
+  const school = { id: WIDE, name: "Large", apiKeys: [] };
+
+  it("is rebuilt in every course's part by statements within D1's limits (the production-limits seam)", async () => {
+    await loadFixture({ schools: [school], students: [wideStudent, classmate], courses: wideCourses });
+    const renamed = { ...wideStudent, firstName: "Aline", lastName: "Abel", email: "abel@example.org" };
+    await loadFixture({ schools: [school], students: [renamed] });
+    const shard = await shardOf(WIDE);
+    const expected = JSON.stringify([personOf(renamed), personOf(classmate)]);
+    const row = await shard
+      .prepare("SELECT count(*) AS n, sum(json = ?) AS exact FROM course_parts WHERE school_id = ? AND part = 'students'")
+      .bind(expected, WIDE)
+      .first<{ n: number; exact: number }>();
+    expect(row).toEqual({ n: 5_000, exact: 5_000 });
+  });
+});
+
 describe("stored record parts: API writes", () => {
   const get = async (id: string) => {
     const { status, body } = await callJson(`/v3/courses/${id}?includeStudents=true&includeTeachers=true&includeSurveyTemplates=true`, { key: KEY });
