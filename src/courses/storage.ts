@@ -10,6 +10,7 @@ import { type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { prepare } from "../db/client";
 import { countEventBytes } from "../db/event-quota";
+import { RECORD_PARTS, type RecordPart, rebuildParts } from "../db/record-parts";
 import type { D1Timer } from "../http/context";
 import type { ErrorDetail } from "../http/envelopes";
 import type { ErrorCode } from "../http/error-catalogue";
@@ -205,6 +206,11 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
         FROM json_each(${batch.json}) WHERE ${guard}`);
     }
   }
+  // --- Stored record parts (docs/architecture.md § Course reads): each part whose lists changed
+  // is rebuilt from the rows just written, under the same guard (a lost race rebuilds nothing).
+  const keys = sql`SELECT ${schoolId} AS school_id, ${after.id} AS course_id WHERE ${guard}`;
+  for (const part of changedParts(before, after)) stmts.push(rebuildParts(part, keys));
+  // --- End of stored record parts.
   // `created_at` is the Worker's clock at the write (`quota.at`), never the event's createdAt: that follows
   // the course's updatedAt (imported data: 2099 would hide a failed publish from the sweep until then).
   let eventBytes = 0;
@@ -241,6 +247,16 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
   if (events.length > 0) stmts.push(countEventBytes(schoolId, eventBytes, quota.bytesPerDay, quota.at, guard));
   stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;
+}
+
+/** The stored parts (`course_parts`) a write from `before` to `after` changes: all three for a new course. */
+function changedParts(before: CourseState | undefined, after: CourseState): RecordPart[] {
+  if (!before) return [...RECORD_PARTS];
+  const changed: RecordPart[] = [];
+  if (!sameList(before.studentIds, after.studentIds)) changed.push("students");
+  if (!sameProfessors(before.professors, after.professors)) changed.push("teachers");
+  if (!sameList(before.surveyTemplateIds, after.surveyTemplateIds)) changed.push("surveyTemplates");
+  return changed;
 }
 
 /**

@@ -12,6 +12,7 @@ import { mintId } from "../lib/ids";
 import { fold } from "../lib/text";
 import type { ImportCourse, ImportFile, ImportProblem } from "./import";
 import { type ImportStep, upsert, type Value } from "./import-sql";
+import { RECORD_PARTS, rebuildPartsText } from "./record-parts";
 
 const bool = (b: boolean) => (b ? 1 : 0);
 
@@ -85,9 +86,39 @@ export function shardSteps(file: ImportFile, now = Date.now()): ImportStep[] {
     surveys,
     people("students", file.students),
     people("professors", file.professors),
+    ...(file.students.length + file.professors.length + file.surveyTemplates.length > 0 ? staleSteps() : []),
     ...courseSteps(file.courses, now),
   ];
 }
+
+// --- Stored record parts (docs/architecture.md § Course reads).
+
+/**
+ * The parts made stale by the renames of this batch's upserts of people and survey templates
+ * (the triggers of migrations/shard/0008_record_parts.sql list them in `course_parts_stale`),
+ * rebuilt once each, then the list emptied: a course listing 30 renamed students is rebuilt
+ * once. Each statement's cost is the stale courses' relation rows, read through primary keys.
+ */
+function staleSteps(): ImportStep[] {
+  return [
+    ...RECORD_PARTS.map(
+      (part): ImportStep => ({
+        kind: "command",
+        sql: () => rebuildPartsText(part, `SELECT school_id, course_id FROM course_parts_stale WHERE part = '${part}'`),
+      }),
+    ),
+    { kind: "command", sql: () => "DELETE FROM course_parts_stale" },
+  ];
+}
+
+/**
+ * Every part of the batch's imported courses (staged in `import_course_states`), rebuilt after
+ * their relation lists are written: a new course gets its parts, a changed one exact ones.
+ */
+const importedPartsSteps = (): ImportStep[] =>
+  RECORD_PARTS.map((part): ImportStep => ({ kind: "command", sql: () => rebuildPartsText(part, "SELECT school_id, course_id FROM import_course_states") }));
+
+// --- End of stored record parts.
 
 /** An API key of an import file: where the file lists it, its school, hash and last 4 characters. */
 export interface ImportedKey {
@@ -277,6 +308,7 @@ function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
       list.flatMap((c) => c.professors.map((p) => [c.schoolId, c.id, p.professorId, bool(p.coTeacher), bool(p.signed)])),
       "ON CONFLICT DO UPDATE SET co_teacher = excluded.co_teacher, signed = excluded.signed",
     ),
+    ...importedPartsSteps(),
     { kind: "command", sql: () => "DELETE FROM import_course_states" },
   );
   return steps;

@@ -48,7 +48,9 @@ interface TableSpec {
 function spec(table: SQLiteTable, unchecked: string[] = [], large = false, startAfter?: (now: number) => string): TableSpec {
   const config = getTableConfig(table);
   const key = config.primaryKeys[0]?.columns.map((c) => c.name) ?? config.columns.filter((c) => c.primary).map((c) => c.name);
-  return { name: config.name, columns: config.columns.map((c) => c.name), order: key.filter((c) => c !== "school_id"), unchecked, large, startAfter };
+  // A key of `school_id` alone (school_changes) orders by it: one row, but ORDER BY needs a column.
+  const order = key.length > 1 ? key.filter((c) => c !== "school_id") : key;
+  return { name: config.name, columns: config.columns.map((c) => c.name), order, unchecked, large, startAfter };
 }
 
 /** Rows per page of a large-rowed table (see `TableSpec.large`). */
@@ -72,6 +74,8 @@ const SCHOOL_TABLES: readonly TableSpec[] = [
   spec(shard.courseStudents),
   spec(shard.courseProfessors),
   spec(shard.courseSurveyTemplates),
+  // The stored record parts are copied as they are (a part may weigh up to a record's list).
+  spec(shard.courseParts, [], true),
   // The school's change sequence goes with its courses: numbers never repeat across a move.
   spec(shard.schoolChanges),
   // The old shard's sweep may still publish or back off these rows while the move runs.

@@ -192,7 +192,47 @@ export const courseSurveyTemplates = sqliteTable(
     courseId: text("course_id").notNull(),
     surveyTemplateId: text("survey_template_id").notNull(),
   },
-  (t) => [primaryKey({ columns: [t.schoolId, t.courseId, t.surveyTemplateId] })],
+  (t) => [
+    primaryKey({ columns: [t.schoolId, t.courseId, t.surveyTemplateId] }),
+    // A survey template's courses, whose stored parts its rename makes stale.
+    index("course_survey_templates_template_idx").on(t.schoolId, t.surveyTemplateId, t.courseId),
+  ],
+);
+
+/**
+ * The included lists of each course's record, stored (docs/architecture.md § Course reads):
+ * one row per course and `part` — `students`, `teachers`, `surveyTemplates`, the record's
+ * keys — whose `json` is the list's JSON text exactly as the record embeds it, so that a page
+ * concatenates it instead of building it (src/courses/record.ts). One row per part, so a row
+ * is at most one list (D1: 2,000,000 bytes per row). Rebuilt in the batch of every write that
+ * changes what a part shows: course writes, imports, renames (through `coursePartsStale`).
+ */
+export const courseParts = sqliteTable(
+  "course_parts",
+  {
+    schoolId: text("school_id").notNull(),
+    courseId: text("course_id").notNull(),
+    part: text("part", { enum: ["students", "teachers", "surveyTemplates"] }).notNull(),
+    /** The list's JSON text (`[]` when empty). */
+    json: text("json").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.schoolId, t.courseId, t.part] })],
+);
+
+/**
+ * Parts to rebuild: filled by the triggers of migrations/shard/0008_record_parts.sql when a
+ * student, professor or survey template changes what the parts show (a rename), and emptied
+ * by the rebuild that every batch updating those tables ends with (src/db/import-rows.ts),
+ * so that it is empty between batches. A course listing several renamed people is rebuilt once.
+ */
+export const coursePartsStale = sqliteTable(
+  "course_parts_stale",
+  {
+    part: text("part", { enum: ["students", "teachers", "surveyTemplates"] }).notNull(),
+    schoolId: text("school_id").notNull(),
+    courseId: text("course_id").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.part, t.schoolId, t.courseId] })],
 );
 
 /**
