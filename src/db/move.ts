@@ -196,10 +196,13 @@ async function drain(from: D1Database, schoolId: string, publish?: Publisher): P
 async function page(d1: D1Database, t: TableSpec, schoolId: string, after: string | null, rows: number): Promise<{ rows: string[]; last: string | null }> {
   const key = t.order.map((c) => `"${c}"`).join(", ");
   const keyJson = `json_array(${key})`;
-  const afterSql = after === null ? "" : ` AND (${key}) > (SELECT ${t.order.map((_, i) => `json_extract(?2, '$[${i}]')`).join(", ")})`;
+  // A table keyed by `school_id` alone (`school_changes`) holds one row of the school: nothing follows it.
+  const keyed = t.order.length > 0;
+  const afterSql =
+    after === null ? "" : keyed ? ` AND (${key}) > (SELECT ${t.order.map((_, i) => `json_extract(?2, '$[${i}]')`).join(", ")})` : " AND ?2 IS NULL";
   const { results } = await d1
     .prepare(
-      `SELECT json_array(${t.columns.map((c) => `"${c}"`).join(", ")}) AS r, ${keyJson} AS k FROM "${t.name}" WHERE school_id = ?1${afterSql} ORDER BY ${key} LIMIT ${rows}`,
+      `SELECT json_array(${t.columns.map((c) => `"${c}"`).join(", ")}) AS r, ${keyJson} AS k FROM "${t.name}" WHERE school_id = ?1${afterSql}${keyed ? ` ORDER BY ${key}` : ""} LIMIT ${rows}`,
     )
     .bind(...(after === null ? [schoolId] : [schoolId, after]))
     .all<{ r: string; k: string }>();

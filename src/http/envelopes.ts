@@ -9,7 +9,7 @@ import { MAX_PAGE_SIZE } from "../lib/limits";
 import { ERROR_CODES, type ErrorCode } from "./error-catalogue";
 
 /** `pagination` of list responses: the page asked for, its size, and whether a next page exists. */
-const paginationSchema = z
+export const paginationSchema = z
   .strictObject({
     page: z.int().min(1).meta({ description: "The page returned, from 1." }),
     limit: z.int().min(1).max(MAX_PAGE_SIZE).meta({ description: "Items per page." }),
@@ -25,9 +25,12 @@ export function successEnvelope<T extends z.ZodType>(id: string, result: T, desc
   return z.strictObject({ status: z.literal("success"), result }).meta({ id, description });
 }
 
-/** The list envelope `{ status: "success", result: [...], pagination }`, named `id` in the document. */
-export function listEnvelope<T extends z.ZodType>(id: string, item: T, description: string) {
-  return z.strictObject({ status: z.literal("success"), result: z.array(item), pagination: paginationSchema }).meta({ id, description });
+/**
+ * The list envelope `{ status: "success", result: [...], pagination }`, named `id` in the
+ * document; `pagination` is `paginationSchema` unless the operation pages otherwise.
+ */
+export function listEnvelope<T extends z.ZodType, P extends z.ZodType = typeof paginationSchema>(id: string, item: T, description: string, pagination?: P) {
+  return z.strictObject({ status: z.literal("success"), result: z.array(item), pagination: pagination ?? paginationSchema }).meta({ id, description });
 }
 
 /** One problem of a request: a query `parameter` or a JSON `path` in the body. */
