@@ -68,7 +68,12 @@ describe("properties of GET /v3/courses", () => {
         };
         const expected = referenceList(ref);
         expect(body.result.map((c: any) => c.id)).toEqual(expected.ids);
-        expect(body.pagination).toEqual({ page: q.page ?? 1, limit: q.limit ?? 100, hasMore: expected.hasMore });
+        expect(body.pagination).toEqual({
+          page: q.page ?? 1,
+          limit: q.limit ?? 100,
+          hasMore: expected.hasMore,
+          changesCursor: expect.stringMatching(/^chg_[0-9]+$/),
+        });
       }),
       { numRuns: 150 },
     );
