@@ -114,7 +114,7 @@ export function deliveredJson<E extends { previous?: unknown }>(event: E): strin
  * envelope, replaced in place by the write's batch (src/courses/storage.ts) and by the
  * number it read back (src/courses/writes.ts).
  */
-export const CHANGE_CURSOR_PLACEHOLDER = "chg_0";
+const CHANGE_CURSOR_PLACEHOLDER = "chg_0";
 
 /**
  * The events of a write, in the contract's order: `course.created` (no `before`) or

@@ -17,7 +17,7 @@ export function encodeChangeCursor(seq: number): string {
 
 /**
  * The change number a cursor names, or `undefined` when the text is not a cursor this API
- * minted (callers answer 400 INVALID_PARAMETER; docs/reference.md § "Errors").
+ * minted (callers answer 400 INVALID_PARAMETER; docs/reference.md § "Error codes").
  */
 export function decodeChangeCursor(cursor: string): number | undefined {
   const m = CURSOR_RE.exec(cursor);
