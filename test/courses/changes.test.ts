@@ -60,6 +60,18 @@ describe("the change sequence of API writes", () => {
     for (const e of events) expect(Object.keys(e)).toEqual(["id", "changeCursor", "type", "createdAt", "schoolId", "data"]);
   });
 
+  it("concurrent writes never share a number: 1 to n, one per committed change", async () => {
+    const { schoolId, key } = await newSchool("chgpar");
+    const ids = await Promise.all(Array.from({ length: 6 }, (_, i) => create(key, { name: `P${i}` })));
+    await Promise.all(ids.map((c, i) => patch(key, c.id, { name: `P${i} bis` })));
+    const { last, courses } = await numbers(schoolId);
+    expect(last).toBe(12);
+    // Each course's latest change is its PATCH: the numbers 7 to 12, one each.
+    expect(Object.values(courses).sort((x, y) => x - y)).toEqual([7, 8, 9, 10, 11, 12]);
+    const cursors = (await feedEvents(key)).map((e) => e.changeCursor);
+    expect([...cursors].sort((x, y) => Number(x!.slice(4)) - Number(y!.slice(4)))).toEqual(Array.from({ length: 12 }, (_, i) => `chg_${i + 1}`));
+  });
+
   it("a PATCH that changes nothing takes no number", async () => {
     const { schoolId, key } = await newSchool("chgnoop");
     const a = await create(key, { classroom: "B204" });
