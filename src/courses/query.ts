@@ -2,7 +2,7 @@
  * The course query builder: one `CourseQuery` → one drizzle SELECT that returns a page of
  * courses, each as its final JSON record with every related list embedded (correlated
  * subqueries), so that a listing is a single statement whatever its includes (docs/architecture.md §
- * "Invariants").
+ * "Invariants"). The change page (`selectCourseChanges`) builds the same records in change order.
  *
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
  * parameter per id (D1 allows 100 per statement).

@@ -120,8 +120,8 @@ function eventSchema<C extends typeof courseRecordSchema | typeof deliveredCours
   const exampleData =
     own !== null ? own.example : type === "course.professor_signed" ? { course: COURSE_EXAMPLE, professorId: "prf_4" } : { course: COURSE_EXAMPLE };
   const thin = delivered ? ' A registration with `payload: "thin"` receives `data.course` as `{ id, version }` only (`ThinCourse`).' : "";
-  const cursor = own === null && type !== "webhook.test";
-  // A notice's shape has no `changeCursor` key at all (the same key order otherwise).
+  // A course event carries its change's cursor; a notice's shape (and `webhook.test`'s) has no such key.
+  const cursor = own === null;
   const shape = { ...eventId, ...changeCursorField, type: z.literal(type), ...eventBase, data };
   const { changeCursor: _, ...noticeShape } = shape;
   return z.strictObject(cursor ? shape : (noticeShape as typeof shape)).meta({
