@@ -110,11 +110,19 @@ export function deliveredJson<E extends { previous?: unknown }>(event: E): strin
 }
 
 /**
+ * The `changeCursor` of an event before its write takes its number: the second key of the
+ * envelope, replaced in place by the write's batch (src/courses/storage.ts) and by the
+ * number it read back (src/courses/writes.ts).
+ */
+const CHANGE_CURSOR_PLACEHOLDER = "chg_0";
+
+/**
  * The events of a write, in the contract's order: `course.created` (no `before`) or
  * `course.updated`, then `course.archived` / `course.unarchived`, `course.absences_sent`
  * (false → true), one `course.professor_signed` per professor whose `signed` went false →
  * true (a professor added already signed counts). Each carries the course after the write
- * and, for a change, `previous`: the course's filter keys before it (never delivered).
+ * and, for a change, `previous`: the course's filter keys before it (never delivered);
+ * `changeCursor` is `CHANGE_CURSOR_PLACEHOLDER` until the write takes its number.
  *
  * @param now ms since the epoch: the events' `createdAt` and the time part of their ids,
  *   which sort in the list's order (the order the hub accepts and the feed lists them).
@@ -128,6 +136,7 @@ export function deriveEvents(schoolId: string, before: CourseState | undefined, 
   // Ids are minted once the list is known, in its order (`mintOrderedIds`).
   const ev = (type: CourseEvent["type"], professorId?: string): CourseEvent => ({
     id: "",
+    changeCursor: CHANGE_CURSOR_PLACEHOLDER,
     type,
     createdAt,
     schoolId,

@@ -6,6 +6,7 @@
  * it means (`limit` an integer), src/lib/fields.ts reads it from the query string.
  */
 import { z } from "zod";
+import { changeCursorSchema } from "../lib/change-cursor";
 import {
   bodyIdListSchema,
   bodyIntegerSchema,
@@ -144,6 +145,21 @@ export const includeQuerySchema = listQuerySchema.pick({
   includeTeachers: true,
   includeSurveyTemplates: true,
   includeTraining: true,
+});
+
+/**
+ * The query string of GET /v3/courses/changes: `after`, then the listing's `limit` and
+ * include flags (same rules, same defaults).
+ */
+export const changesQuerySchema = z.strictObject({
+  after: changeCursorSchema
+    .meta({
+      description:
+        "Answer the changes after this cursor: a `pagination.nextCursor` of this operation, the `pagination.changesCursor` of GET /v3/courses or POST /v3/courses:search, or an event's `changeCursor`. Omitted: from the school's first change. A cursor never expires. Anything else is a 400 INVALID_PARAMETER.",
+      example: "chg_1042",
+    })
+    .optional(),
+  ...listQuerySchema.pick({ limit: true, includeStudents: true, includeTeachers: true, includeSurveyTemplates: true, includeTraining: true }).shape,
 });
 
 // ---------------------------------------------------------------------------------------

@@ -10,10 +10,11 @@ import type { z } from "zod";
 import { parseBodyWith } from "../http/body";
 import { ApiError } from "../http/errors";
 import { collectQuery, parseQueryWith } from "../http/request";
+import { decodeChangeCursor } from "../lib/change-cursor";
 import { splitIds } from "../lib/fields";
 import { GET_MAX_IDS, MAX_PAGE_SIZE, SEARCH_MAX_IDS } from "../lib/limits";
 import { fold } from "../lib/text";
-import { ID_LIST_PARAMS, includeQuerySchema, listQuerySchema, type SortKey, searchBodySchema } from "./filter-schemas";
+import { changesQuerySchema, ID_LIST_PARAMS, includeQuerySchema, listQuerySchema, type SortKey, searchBodySchema } from "./filter-schemas";
 import { decodePageCursor, encodePageCursor, fingerprint } from "./page-cursor";
 import { type PageKey, sortKeys, sortValuesFit } from "./sort";
 
@@ -55,6 +56,14 @@ export interface CourseQuery {
   sort: SortKey[];
   /** Keyset paging (`cursor`): the page starts after this row instead of at an offset. */
   after?: PageKey;
+}
+
+/** A parsed change query (docs/reference.md § "GET /v3/courses/changes"). */
+export interface ChangesQuery {
+  /** Changes after this number (the cursor `chg_<after>`); 0: from the school's first change. */
+  after: number;
+  limit: number;
+  include: Includes;
 }
 
 /** Parsed parameter values by name (both operations), before defaults. */
@@ -117,6 +126,19 @@ export function parseListQuery(params: URLSearchParams): CourseQuery {
 export function parseIncludeQuery(params: URLSearchParams): Includes {
   const raw = collectQuery(params, Object.keys(includeQuerySchema.shape));
   return toCourseQuery(parseQueryWith(includeQuerySchema, raw)).include;
+}
+
+/**
+ * Parses the query string of GET /v3/courses/changes: `after` (a change cursor; none: from
+ * the first change), then `limit` and the include flags as the listing reads them.
+ *
+ * @throws ApiError 400 UNKNOWN_PARAMETER, INVALID_PARAMETER (a malformed cursor included).
+ */
+export function parseChangesQuery(params: URLSearchParams): ChangesQuery {
+  const { after, ...listing } = parseQueryWith(changesQuerySchema, collectQuery(params, Object.keys(changesQuerySchema.shape)));
+  const { limit, include } = toCourseQuery(listing);
+  // The schema admitted only cursors that decode.
+  return { after: after === undefined ? 0 : decodeChangeCursor(after)!, limit, include };
 }
 
 /**

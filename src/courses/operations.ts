@@ -30,12 +30,14 @@ import { pathParam } from "../http/request";
 import { replayedHeader, storedAnswer, success, successRaw } from "../http/respond";
 import { ID_RE } from "../lib/ids";
 import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
-import { includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
-import { type CourseQuery, nextPageCursor, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
+import { changesQuerySchema, includeQuerySchema, listQuerySchema, searchBodySchema } from "./filter-schemas";
+import { type CourseQuery, nextPageCursor, parseChangesQuery, parseIncludeQuery, parseListQuery, parseSearchBody, toCourseQuery } from "./filters";
+import { readCourseChanges, readCoursePage } from "./read";
 import {
   COURSE_EXAMPLE,
   COURSE_WITH_INCLUDES,
   type CourseEvent,
+  courseChangesResponseSchema,
   courseIdParams,
   courseListResponseSchema,
   courseNotFound,
@@ -54,21 +56,35 @@ export type PublishEvents = (env: Env, shard: D1Database, schoolId: string, even
 
 /** Reads a page of the key's school on its shard and answers it, with the cursor of the next page (`null` on the last). */
 function answerPage(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery): Promise<Response> {
-  return readOnShard(req, env, rc, keyHash, q, ({ rows, hasMore }) => {
-    const last = rows.at(-1);
-    const nextCursor = hasMore && last ? nextPageCursor(q, last) : null;
-    return successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore, nextCursor } });
-  });
+  return readOnShard(
+    req,
+    env,
+    rc,
+    keyHash,
+    (s, schoolId) => readCoursePage(s, schoolId, q),
+    ({ rows, hasMore, changesCursor }) => {
+      const last = rows.at(-1);
+      const nextCursor = hasMore && last ? nextPageCursor(q, last) : null;
+      return successRaw(`[${rows.map((r) => r.record).join(",")}]`, { pagination: { page: q.page, limit: q.limit, hasMore, nextCursor, changesCursor } });
+    },
+  );
 }
 
 /** Reads one course of the key's school on its shard and answers it (404 when the school has no such course). */
 function answerOne(req: IRequest, env: Env, rc: RequestContext, keyHash: string, q: CourseQuery, id: string): Promise<Response> {
-  return readOnShard(req, env, rc, keyHash, q, ({ rows: [course] }) => {
-    if (!course) throw courseNotFound(id);
-    // The ETag names the bare record's version; a response with includes is another representation.
-    const bare = !Object.values(q.include).some(Boolean);
-    return successRaw(course.record, { headers: bare ? etagOf(course.version) : {} });
-  });
+  return readOnShard(
+    req,
+    env,
+    rc,
+    keyHash,
+    (s, schoolId) => readCoursePage(s, schoolId, q),
+    ({ rows: [course] }) => {
+      if (!course) throw courseNotFound(id);
+      // The ETag names the bare record's version; a response with includes is another representation.
+      const bare = !Object.values(q.include).some(Boolean);
+      return successRaw(course.record, { headers: bare ? etagOf(course.version) : {} });
+    },
+  );
 }
 
 /**
@@ -153,7 +169,13 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
           example: {
             status: "success",
             result: [COURSE_WITH_INCLUDES],
-            pagination: { page: 1, limit: 20, hasMore: true, nextCursor: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d" },
+            pagination: {
+              page: 1,
+              limit: 20,
+              hasMore: true,
+              nextCursor: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d",
+              changesCursor: "chg_1042",
+            },
           },
           headers: bookmarkResponseHeader,
         },
@@ -178,7 +200,11 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
         200: {
           description: "One page of courses.",
           schema: courseListResponseSchema,
-          example: { status: "success", result: [COURSE_EXAMPLE], pagination: { page: 1, limit: 10, hasMore: false, nextCursor: null } },
+          example: {
+            status: "success",
+            result: [COURSE_EXAMPLE],
+            pagination: { page: 1, limit: 10, hasMore: false, nextCursor: null, changesCursor: "chg_1042" },
+          },
           headers: bookmarkResponseHeader,
         },
         400: { codes: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON", "INVALID_PARAMETER"], lead: CURSOR_400 },
@@ -273,6 +299,38 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
             return replay(winner);
           }
         });
+      },
+    },
+    // Before /v3/courses/{id}, which would take `changes` for an id.
+    {
+      method: "GET",
+      path: "/v3/courses/changes",
+      operationId: "listCourseChanges",
+      tag: TAG,
+      summary: "List the courses changed since a cursor",
+      description:
+        "The school's courses whose latest change follows `after`, in change order, each once, at its latest change, as the course record (with the include flags of the list). Every committed change of a course — a create, a PATCH that changes something, an import — takes the next number of the school's change sequence; a cursor names a position in it. Start from the `pagination.changesCursor` of a full sync's first page of GET /v3/courses (or an event's `changeCursor`), then follow `pagination.nextCursor` while `hasMore`. A cursor never expires and survives moves between shards: the answer costs what changed since, however old the cursor.",
+      request: { query: changesQuerySchema, headers: sessionHeaders },
+      responses: {
+        200: {
+          description: "The courses changed after the cursor.",
+          schema: courseChangesResponseSchema,
+          example: { status: "success", result: [COURSE_EXAMPLE], pagination: { nextCursor: "chg_1043", hasMore: false } },
+          headers: bookmarkResponseHeader,
+        },
+        400: { codes: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], lead: "`INVALID_PARAMETER` for an `after` that is not a cursor this API returned." },
+      },
+      async handler(req, env, _exec, rc) {
+        const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
+        const q = await parseAuthenticated(env, rc, keyHash, () => parseChangesQuery(queryOf(req)));
+        return readOnShard(
+          req,
+          env,
+          rc,
+          keyHash,
+          (s, schoolId) => readCourseChanges(s, schoolId, q),
+          ({ records, nextCursor, hasMore }) => successRaw(`[${records.join(",")}]`, { pagination: { nextCursor, hasMore } }),
+        );
       },
     },
     {

@@ -2,16 +2,16 @@
  * The course query builder: one `CourseQuery` → one drizzle SELECT that returns a page of
  * courses, each as its final JSON record with every related list embedded (correlated
  * subqueries), so that a listing is a single statement whatever its includes (docs/architecture.md §
- * "Invariants").
+ * "Invariants"). The change page (`selectCourseChanges`) builds the same records in change order.
  *
  * Id lists travel as one JSON parameter read with `json_each(?)`, never as one bound
  * parameter per id (D1 allows 100 per statement).
  */
-import { and, eq, gte, lte, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, gt, gte, lte, type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
-import { courses } from "../db/shard-schema";
+import { courses, schoolChanges } from "../db/shard-schema";
 import { fold } from "../lib/text";
-import type { CourseQuery } from "./filters";
+import type { ChangesQuery, CourseQuery } from "./filters";
 import { courseRecordJson } from "./record";
 import { afterRow, courseOrder, sortValuesJson } from "./sort";
 
@@ -165,3 +165,21 @@ export function selectCoursePage(db: DrizzleD1Database, scope: SchoolScope, q: C
 
 /** A row of `selectCoursePage`: `record` is the JSON text of the course record. */
 export type CourseRow = Awaited<ReturnType<typeof selectCoursePage>>[number];
+
+/**
+ * The change page statement: `limit + 1` courses whose latest change follows `q.after`, in
+ * change order, each with its change number and final JSON record (`courseRecordJson`). Walks
+ * `courses_school_change_idx` from `after`: its cost is the page, whatever came before.
+ */
+export function selectCourseChanges(db: DrizzleD1Database, scope: SchoolScope, q: ChangesQuery) {
+  return db
+    .select({ id: courses.id, changeSeq: courses.changeSeq, record: courseRecordJson(q.include) })
+    .from(courses)
+    .where(and(eq(courses.schoolId, scope.schoolId), gt(courses.changeSeq, q.after)))
+    .orderBy(asc(courses.changeSeq))
+    .limit(q.limit + 1);
+}
+
+/** The school's last change number (`school_changes.seq`; no row: no change yet). */
+export const selectLastChange = (db: DrizzleD1Database, scope: SchoolScope) =>
+  db.select({ seq: schoolChanges.seq }).from(schoolChanges).where(eq(schoolChanges.schoolId, scope.schoolId));

@@ -7,6 +7,7 @@
 import { z } from "zod";
 import { listEnvelope, paginationSchema, successEnvelope } from "../http/envelopes";
 import { ApiError } from "../http/errors";
+import { changeCursorSchema } from "../lib/change-cursor";
 import { idSchema, instantOutSchema, opaqueIdSchema } from "../lib/fields";
 
 /** The fields of a person (a student, a professor) as the API writes them. */
@@ -118,14 +119,44 @@ const coursePaginationSchema = paginationSchema
       description:
         "Send it as `cursor` (with the same filters and sort) for the next page: it starts after this page's last course, so a walk by cursor neither skips nor repeats a course that exists unchanged while it runs. `null` on the last page (`hasMore` false).",
     }),
+    changesCursor: changeCursorSchema.meta({
+      description:
+        "The school's change cursor as of this page, read in the same read: pass it as `after` to GET /v3/courses/changes to get every course changed since (keep the one of your full sync's first page).",
+      example: "chg_1042",
+    }),
   })
   .meta({
     id: "CoursePagination",
-    example: { page: 1, limit: 100, hasMore: true, nextCursor: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d" },
+    example: {
+      page: 1,
+      limit: 100,
+      hasMore: true,
+      nextCursor: "p1.WyI0ODkyYjhiYTA3MzI1OTE1IiwyLCJjcnNfMDFIWlg0IixbMTc4ODc2ODAwMDAwMF1d",
+      changesCursor: "chg_1042",
+    },
   });
 
 /** 200 of GET /v3/courses and POST /v3/courses:search. */
 export const courseListResponseSchema = listEnvelope("CourseList", courseRecordSchema, "One page of courses, ordered as asked.", coursePaginationSchema);
+
+/** `pagination` of GET /v3/courses/changes. */
+const changesPaginationSchema = z
+  .strictObject({
+    nextCursor: changeCursorSchema.meta({
+      description: "The cursor after this page's last change (the `after` given, or `chg_0`, when the page is empty): the `after` of the next request.",
+      example: "chg_1142",
+    }),
+    hasMore: z.boolean().meta({ description: "Whether changes follow this page (ask again with `after=nextCursor`)." }),
+  })
+  .meta({ id: "ChangesPagination", example: { nextCursor: "chg_1142", hasMore: true } });
+
+/** 200 of GET /v3/courses/changes. */
+export const courseChangesResponseSchema = listEnvelope(
+  "CourseChanges",
+  courseRecordSchema,
+  "The courses changed after the cursor, each once, at its latest change, in change order.",
+  changesPaginationSchema,
+);
 /** 200 of GET and PATCH /v3/courses/{id}, 201 of POST /v3/courses. */
 export const courseResponseSchema = successEnvelope("CourseResponse", courseRecordSchema, "One course.");
 
@@ -168,11 +199,12 @@ export type CourseKeys = z.infer<typeof courseKeysSchema>;
 
 /**
  * An event of a course write, as queued in the outbox (`data.course`: the course after the
- * write). `previous`, on a change, holds the course's filter keys before it, so a filter
+ * write; `changeCursor` the cursor of the change, set in the write's batch). `previous`, on a change, holds the course's filter keys before it, so a filter
  * hears of a course leaving its scope; the hub strips it: it is never delivered.
  */
 const courseEventSchema = z.strictObject({
   id: idSchema,
+  changeCursor: changeCursorSchema,
   type: z.enum(COURSE_EVENT_TYPES),
   createdAt: instantOutSchema,
   schoolId: idSchema,

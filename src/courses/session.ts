@@ -16,8 +16,7 @@ import { ApiError } from "../http/errors";
 import { BOOKMARK_HEADER, bookmarkHeaderSchema, readBookmark } from "../http/headers";
 import { rejectQuery } from "../http/request";
 import { sha256Hex } from "../lib/crypto";
-import type { CourseQuery } from "./filters";
-import { type CoursePage, readCoursePage } from "./read";
+import type { ShardRead } from "./read";
 
 /** Seconds a client waits before retrying a write refused by a move (`Retry-After`). */
 const MOVING_RETRY_AFTER_S = 5;
@@ -81,7 +80,7 @@ async function withBookmark(session: () => DbSession | undefined, work: () => Pr
 const READ_TRIES = 3;
 
 /**
- * Reads a page of the key's school's courses on its shard (docs/reference.md § Database shards). When the
+ * Reads the key's school on its shard (a page of its courses, of its changes) (docs/reference.md § Database shards). When the
  * isolate knows the key's shard, the directory's check and the shard's query go out
  * together (one round trip of latency); the shard's answer is used only when the check
  * passes, names that school and shard, and the shard holds the school. Otherwise the read
@@ -89,24 +88,25 @@ const READ_TRIES = 3;
  * after reading the directory again — so no read answers from a shard that does not hold
  * the school. The answering session's bookmark is set on the response (errors included).
  *
- * @param q the page to read (`readCoursePage`: one batch, `held` read in it).
- * @param answer the response of the page; its ApiError carries the bookmark too.
+ * @param read the read of a school in a session (`readCoursePage`, `readCourseChanges`: one
+ *   batch, `held` read in it).
+ * @param answer the response of the value read; its ApiError carries the bookmark too.
  * @throws ApiError 401 UNAUTHORIZED, 400 for a malformed `x-d1-bookmark`; Error when no
  *   shard holds the school after three tries.
  */
-export async function readOnShard(
+export async function readOnShard<T>(
   req: IRequest,
   env: Env,
   rc: RequestContext,
   keyHash: string,
-  q: CourseQuery,
-  answer: (page: CoursePage) => Response | Promise<Response>,
+  read: (session: DbSession, schoolId: string) => Promise<ShardRead<T>>,
+  answer: (value: T) => Response | Promise<Response>,
 ): Promise<Response> {
   const bookmark = await bookmarkOf(req, env, rc);
   let session: DbSession | undefined;
   const attempt = async (place: { schoolId: string; shard: string }, primary: boolean) => {
     const s = openSession(shardFor(env, place.shard), primary ? "write" : "read", bookmark);
-    return { s, ...(await rc.db(() => readCoursePage(s, place.schoolId, q))) };
+    return { s, ...(await rc.db(() => read(s, place.schoolId))) };
   };
   return withBookmark(
     () => session,

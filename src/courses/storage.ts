@@ -16,6 +16,7 @@ import type { ErrorDetail } from "../http/envelopes";
 import type { ErrorCode } from "../http/error-catalogue";
 import { ApiError } from "../http/errors";
 import { BOUND_LIST, cutBatches, utf8Bytes } from "../lib/batches";
+import { changeCursorSql } from "../lib/change-cursor";
 import { fold } from "../lib/text";
 import { type Assignment, type CourseState, deliveredJson, sameList, sameProfessors } from "./change";
 import type { CourseEvent } from "./schemas";
@@ -175,21 +176,32 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
   const rev = after.revision!;
   const guard = sql`EXISTS (SELECT 1 FROM courses WHERE school_id = ${schoolId} AND id = ${after.id} AND revision = ${rev})`;
   const classroomFolded = after.classroom === null ? null : fold(after.classroom);
+  // The write's change number (docs/architecture.md § "The change sequence"): the school's
+  // last plus one, read in the batch, which D1 runs alone on the shard's primary.
+  const nextSeq = sql`coalesce((SELECT seq FROM school_changes WHERE school_id = ${schoolId}), 0) + 1`;
+  // The event's `changeCursor`, from the number its course row took (the guard's row).
+  const cursor = sql.raw(changeCursorSql("c.change_seq"));
+  const ofWrite = sql`courses c WHERE c.school_id = ${schoolId} AND c.id = ${after.id} AND c.revision = ${rev}`;
   const stmts: SQL[] = [];
   if (!before) {
     stmts.push(sql`INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, classroom, classroom_folded, creator_id, training_id,
-        archived, absences_sent, created_at, updated_at, revision, version)
+        archived, absences_sent, created_at, updated_at, revision, version, change_seq)
       VALUES (${schoolId}, ${after.id}, ${after.name}, ${fold(after.name)}, ${after.startDateTime}, ${after.endDateTime}, ${after.classroom},
         ${classroomFolded}, ${after.creatorId}, ${after.trainingId}, ${after.archived ? 1 : 0},
-        ${after.absencesSent ? 1 : 0}, ${after.createdAt}, ${after.updatedAt}, ${rev}, ${after.version})`);
+        ${after.absencesSent ? 1 : 0}, ${after.createdAt}, ${after.updatedAt}, ${rev}, ${after.version}, ${nextSeq})`);
   } else {
     stmts.push(sql`UPDATE courses SET name = ${after.name}, name_folded = ${fold(after.name)}, start_ms = ${after.startDateTime},
         end_ms = ${after.endDateTime}, classroom = ${after.classroom}, classroom_folded = ${classroomFolded},
         creator_id = ${after.creatorId}, training_id = ${after.trainingId}, archived = ${after.archived ? 1 : 0},
         absences_sent = ${after.absencesSent ? 1 : 0}, updated_at = ${after.updatedAt}, revision = ${rev},
-        version = ${after.version}
+        version = ${after.version}, change_seq = ${nextSeq}
       WHERE school_id = ${schoolId} AND id = ${after.id} AND revision IS ${before.revision}`);
   }
+  // The number the course row took becomes the school's last: only a row that carries this
+  // write's revision (the compare-and-set won) raises it.
+  stmts.push(sql`INSERT INTO school_changes (school_id, seq)
+      SELECT school_id, change_seq FROM courses WHERE school_id = ${schoolId} AND id = ${after.id} AND revision = ${rev}
+      ON CONFLICT (school_id) DO UPDATE SET seq = excluded.seq`);
   for (const [table, column, field] of RELATION_LISTS) {
     if (before && sameList(before[field], after[field])) continue;
     if (before) stmts.push(sql`DELETE FROM ${sql.raw(table)} WHERE school_id = ${schoolId} AND course_id = ${after.id} AND ${guard}`);
@@ -228,10 +240,13 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
     if (bytes + 2 > BOUND_LIST.bytes) {
       throw new ApiError("PAYLOAD_TOO_LARGE", `The write would make an event of more than ${BOUND_LIST.bytes} bytes; nothing was written.`);
     }
-    // The quota counts bodies as delivered (docs/reference.md § "Event quota").
-    eventBytes += e.previous === undefined ? bytes : utf8Bytes(deliveredJson(e));
+    // The quota counts bodies as delivered (docs/reference.md § "Event quota"), their
+    // `changeCursor` as set in SQL below: counted without its placeholder, plus the cursor's length.
+    eventBytes += (e.previous === undefined ? bytes : utf8Bytes(deliveredJson(e))) - utf8Bytes(e.changeCursor);
     if (shared && e !== first) derived.push({ id: e.id, type: e.type, ...(e.data.professorId === undefined ? {} : { professorId: e.data.professorId }) });
-    else stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at) SELECT ${e.id}, ${schoolId}, ${payload}, ${quota.at} WHERE ${guard}`);
+    else
+      stmts.push(sql`INSERT INTO outbox (event_id, school_id, payload, created_at)
+        SELECT ${e.id}, ${schoolId}, json_set(${payload}, '$.changeCursor', ${cursor}), ${quota.at} FROM ${ofWrite}`);
   }
   // json_set keeps the first body's text and replaces `id` and `type` in place; `professorId`
   // goes last in `data`, where the event's own JSON has it: the same bytes as JSON.stringify.
@@ -244,8 +259,11 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
         ${quota.at}
       FROM json_each(${batch.json}) AS j, outbox AS f WHERE f.event_id = ${first!.id} AND ${guard}`);
   }
-  if (events.length > 0) stmts.push(countEventBytes(schoolId, eventBytes, quota.bytesPerDay, quota.at, guard));
-  stmts.push(sql`SELECT revision FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
+  if (events.length > 0) {
+    const cursorBytes = sql`(SELECT length(${cursor}) FROM ${ofWrite})`;
+    stmts.push(countEventBytes(schoolId, sql`${eventBytes} + ${events.length} * ${cursorBytes}`, quota.bytesPerDay, quota.at, guard));
+  }
+  stmts.push(sql`SELECT revision, change_seq FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;
 }
 
@@ -280,9 +298,11 @@ function sharesBody(first: CourseEvent, e: CourseEvent): boolean {
 /**
  * Runs a write's statements as one batch.
  *
- * @returns true when the last SELECT shows that `revision` won (always true without one).
+ * @returns the course's change number after the batch (`courses.change_seq`, the last
+ *   SELECT's) when `revision` won (always, without one), `undefined` when it lost.
  */
-export async function runBatch(d1: D1Database, stmts: SQL[], revision?: string): Promise<boolean> {
-  const results = await d1.batch<{ revision: string }>(stmts.map((s) => prepare(d1, s)));
-  return revision === undefined || results[results.length - 1]!.results[0]?.revision === revision;
+export async function runBatch(d1: D1Database, stmts: SQL[], revision?: string): Promise<number | undefined> {
+  const results = await d1.batch<{ revision: string; change_seq: number }>(stmts.map((s) => prepare(d1, s)));
+  const row = results[results.length - 1]!.results[0];
+  return row !== undefined && (revision === undefined || row.revision === revision) ? row.change_seq : undefined;
 }

@@ -14,6 +14,7 @@ import { isQuotaRefusal, secondsToNextUtcDay } from "../db/event-quota";
 import { type D1Timer, untimed } from "../http/context";
 import { ApiError } from "../http/errors";
 import { type IfMatch, ifMatchAdmits } from "../http/headers";
+import { encodeChangeCursor } from "../lib/change-cursor";
 import { mintId } from "../lib/ids";
 import { applyPatch, type CourseState, deriveEvents, stateToRecord } from "./change";
 import { type CourseEvent, type CourseRecord, courseNotFound } from "./schemas";
@@ -51,10 +52,17 @@ function quotaExceeded(bytesPerDay: number, at: number): ApiError {
  * Runs a write's batch (`runBatch`) counted against the school's daily quota of event bytes
  * at the Worker's clock now (`writeStatements`' `QuotaCharge`).
  *
- * @returns whether the write won its compare-and-set (`runBatch`).
+ * @returns the course's change number when the write won its compare-and-set, `undefined`
+ *   when it lost (`runBatch`).
  * @throws ApiError 429 EVENT_QUOTA_EXCEEDED when the quota refused the batch (nothing written).
  */
-async function runCounted(d1: D1Database, timed: D1Timer, bytesPerDay: number, statements: (quota: QuotaCharge) => SQL[], revision?: string): Promise<boolean> {
+async function runCounted(
+  d1: D1Database,
+  timed: D1Timer,
+  bytesPerDay: number,
+  statements: (quota: QuotaCharge) => SQL[],
+  revision?: string,
+): Promise<number | undefined> {
   const quota = { bytesPerDay, at: Date.now() };
   try {
     return await timed(() => runBatch(d1, statements(quota), revision));
@@ -62,6 +70,13 @@ async function runCounted(d1: D1Database, timed: D1Timer, bytesPerDay: number, s
     throw isQuotaRefusal(err) ? quotaExceeded(bytesPerDay, quota.at) : err;
   }
 }
+
+/**
+ * The events of a committed write with the `changeCursor` its batch set in their outbox rows
+ * (change number `seq`), in the same place: the write's own publish delivers the bytes the
+ * sweep would.
+ */
+const stamped = (events: CourseEvent[], seq: number): CourseEvent[] => events.map((e) => ({ ...e, changeCursor: encodeChangeCursor(seq) }));
 
 const invalidRange = () =>
   new ApiError("INVALID_DATE_RANGE", "endDateTime must be after startDateTime.", [{ path: "endDateTime", message: "must be after startDateTime" }]);
@@ -109,8 +124,8 @@ export async function createCourse(
   };
   const events = deriveEvents(schoolId, undefined, after, now);
   const course = stateToRecord(after);
-  await runCounted(d1, timed, eventBytesPerDay, (quota) => [...alongside(course), ...writeStatements(schoolId, undefined, after, events, quota)]);
-  return { course, events };
+  const seq = await runCounted(d1, timed, eventBytesPerDay, (quota) => [...alongside(course), ...writeStatements(schoolId, undefined, after, events, quota)]);
+  return { course, events: stamped(events, seq!) };
 }
 
 /**
@@ -157,9 +172,8 @@ export async function patchCourse(
     after.revision = newRevision(now);
     after.version = before.version + 1;
     const events = deriveEvents(schoolId, before, after, now);
-    if (await runCounted(d1, timed, eventBytesPerDay, (quota) => writeStatements(schoolId, before, after, events, quota), after.revision!)) {
-      return { course: stateToRecord(after), events };
-    }
+    const seq = await runCounted(d1, timed, eventBytesPerDay, (quota) => writeStatements(schoolId, before, after, events, quota), after.revision!);
+    if (seq !== undefined) return { course: stateToRecord(after), events: stamped(events, seq) };
   }
   throw new ApiError("INTERNAL_ERROR", "The course kept changing under this write; retry it.");
 }

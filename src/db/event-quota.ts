@@ -47,10 +47,11 @@ export const secondsToNextUtcDay = (ms: number): number => Math.ceil(((utcDay(ms
  * a write that lost its race is not counted), and stores `bytesPerDay` as the row's quota.
  * Over it, the row's CHECK fails the statement and so the batch (`isQuotaRefusal`).
  *
- * @param bytes UTF-8 bytes of the write's event bodies.
+ * @param bytes UTF-8 bytes of the write's event bodies (an SQL expression when part of them
+ *   is known only in the batch, e.g. the `changeCursor` it takes).
  * @param at the write's instant by the Worker's clock (ms since the epoch).
  */
-export function countEventBytes(schoolId: string, bytes: number, bytesPerDay: number, at: number, guard: SQL): SQL {
+export function countEventBytes(schoolId: string, bytes: number | SQL, bytesPerDay: number, at: number, guard: SQL): SQL {
   return sql`INSERT INTO event_bytes (school_id, day, bytes, quota) SELECT ${schoolId}, ${utcDay(at)}, ${bytes}, ${bytesPerDay} WHERE ${guard}
     ON CONFLICT (school_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, quota = excluded.quota`;
 }

@@ -7,13 +7,26 @@
 import { z } from "zod";
 import { COURSE_EXAMPLE, type CourseEvent, courseRecordSchema } from "../courses/schemas";
 import { successEnvelope } from "../http/envelopes";
+import { changeCursorSchema } from "../lib/change-cursor";
 import { instantOutSchema, mintedIdSchema, opaqueIdSchema } from "../lib/fields";
 import { DELIVERED_EVENT_TYPES, type DeliveredEventType, type SchoolEvent } from "./types";
 
-const eventBase = {
+const eventId = {
   id: mintedIdSchema("evt", "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0").meta({
     description: "The event id, also sent as `webhook-id` (the same on every retry): deduplicate on it.",
   }),
+};
+
+/** A course event's second key (docs/reference.md § "Event delivery"): the cursor of its change. */
+const changeCursorField = {
+  changeCursor: changeCursorSchema.meta({
+    description:
+      "The cursor of this event's change in the school's change sequence (`chg_…`, opaque). After missing events, ask GET /v3/courses/changes with `after` set to the `changeCursor` of the last event you processed: it answers every course changed since, once each, at its latest change.",
+    example: "chg_1042",
+  }),
+};
+
+const eventBase = {
   createdAt: instantOutSchema.meta({ description: "When the event happened (ISO 8601 UTC with milliseconds)." }),
   schoolId: opaqueIdSchema.meta({ description: "The school whose data changed.", example: "sch_1" }),
 };
@@ -107,10 +120,21 @@ function eventSchema<C extends typeof courseRecordSchema | typeof deliveredCours
   const exampleData =
     own !== null ? own.example : type === "course.professor_signed" ? { course: COURSE_EXAMPLE, professorId: "prf_4" } : { course: COURSE_EXAMPLE };
   const thin = delivered ? ' A registration with `payload: "thin"` receives `data.course` as `{ id, version }` only (`ThinCourse`).' : "";
-  return z.strictObject({ ...eventBase, type: z.literal(type), data }).meta({
+  // A course event carries its change's cursor; a notice's shape (and `webhook.test`'s) has no such key.
+  const cursor = own === null;
+  const shape = { ...eventId, ...changeCursorField, type: z.literal(type), ...eventBase, data };
+  const { changeCursor: _, ...noticeShape } = shape;
+  return z.strictObject(cursor ? shape : (noticeShape as typeof shape)).meta({
     id: `${name}${delivered ? "Delivery" : "Event"}`,
     description: EVENT_DESCRIPTIONS[type] + thin,
-    example: { id: "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0", type, createdAt: "2026-08-21T16:02:10.004Z", schoolId: "sch_1", data: exampleData },
+    example: {
+      id: "evt_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
+      ...(cursor ? { changeCursor: "chg_1042" } : {}),
+      type,
+      createdAt: "2026-08-21T16:02:10.004Z",
+      schoolId: "sch_1",
+      data: exampleData,
+    },
   });
 }
 

@@ -4,6 +4,7 @@
  */
 import { z } from "zod";
 import { COURSE_EVENT_TYPES, courseKeysSchema, courseRecordSchema } from "../courses/schemas";
+import { changeCursorSchema } from "../lib/change-cursor";
 import { idSchema, instantOutSchema } from "../lib/fields";
 
 /**
@@ -24,7 +25,9 @@ export const DELIVERED_EVENT_TYPES = [...EVENT_TYPES, "webhook.test"] as const;
 export type DeliveredEventType = (typeof DELIVERED_EVENT_TYPES)[number];
 
 /**
- * Any event as delivered: `{ id: "evt_…", type, createdAt (ISO ms UTC), schoolId, data }`.
+ * Any event as delivered: `{ id: "evt_…", changeCursor?, type, createdAt (ISO ms UTC), schoolId, data }`;
+ * a course event carries `changeCursor` (`chg_…`, its change's cursor: src/lib/change-cursor.ts),
+ * notices and `webhook.test` do not.
  * `data.course` is the course record after the write; `course.professor_signed` adds
  * `data.professorId`; `webhook.disabled` carries `data: { webhookId, reason, failingSince }`,
  * `webhook.failing` `data: { webhookId, failingSince, consecutiveFailures, lastError }`,
@@ -33,6 +36,7 @@ export type DeliveredEventType = (typeof DELIVERED_EVENT_TYPES)[number];
  */
 const schoolEventSchema = z.strictObject({
   id: idSchema,
+  changeCursor: changeCursorSchema.optional(),
   type: z.enum(DELIVERED_EVENT_TYPES),
   createdAt: instantOutSchema,
   schoolId: idSchema,

@@ -27,10 +27,10 @@ export function successEnvelope<T extends z.ZodType>(id: string, result: T, desc
 
 /**
  * The list envelope `{ status: "success", result: [...], pagination }`, named `id` in the
- * document; `pagination` is `paginationSchema` or a list's extension of it.
+ * document; `pagination` is `paginationSchema` unless the operation pages otherwise.
  */
-export function listEnvelope<T extends z.ZodType>(id: string, item: T, description: string, pagination: z.ZodType = paginationSchema) {
-  return z.strictObject({ status: z.literal("success"), result: z.array(item), pagination }).meta({ id, description });
+export function listEnvelope<T extends z.ZodType, P extends z.ZodType = typeof paginationSchema>(id: string, item: T, description: string, pagination?: P) {
+  return z.strictObject({ status: z.literal("success"), result: z.array(item), pagination: pagination ?? paginationSchema }).meta({ id, description });
 }
 
 /** One problem of a request: a query `parameter` or a JSON `path` in the body. */

@@ -5,6 +5,7 @@
  * src/db/shard-schema.ts). The number belongs to the school, not to a shard, so a cursor
  * survives a move between shards. `chg_0` is before the school's first change.
  */
+import { z } from "zod";
 
 const CURSOR_RE = /^chg_(0|[1-9][0-9]{0,14})$/;
 
@@ -29,3 +30,9 @@ export function decodeChangeCursor(cursor: string): number | undefined {
  * `encodeChangeCursor`.
  */
 export const changeCursorSql = (seqSql: string) => `('chg_' || (${seqSql}))`;
+
+/** A change cursor as the API writes it (events' `changeCursor`, the change query's and the listing's cursors). */
+export const changeCursorSchema = z.string().regex(CURSOR_RE, { error: "must be a change cursor this API returned (chg_…)" }).meta({
+  description: "A position in the school's change sequence (opaque): pass it as `after` to GET /v3/courses/changes to read the changes that follow it.",
+  example: "chg_1042",
+});

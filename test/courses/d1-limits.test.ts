@@ -104,7 +104,11 @@ describe("other filters at their bounds", () => {
 
   it("page at its maximum (1,000,000) with limit 100: 200, empty; one more is a 400", async () => {
     const get = await list("page=1000000&limit=100");
-    expect([get.status, get.body.result, get.body.pagination]).toEqual([200, [], { page: 1_000_000, limit: 100, hasMore: false, nextCursor: null }]);
+    expect([get.status, get.body.result, get.body.pagination]).toEqual([
+      200,
+      [],
+      { page: 1_000_000, limit: 100, hasMore: false, nextCursor: null, changesCursor: expect.stringMatching(/^chg_[0-9]+$/) },
+    ]);
     expect((await search({ page: 1_000_000, limit: 100, sort: [{ field: "name", order: "desc" }] })).body.result).toEqual([]);
     expect((await list("page=1000001")).status).toBe(400);
   });
@@ -382,6 +386,7 @@ describe("an event that alone could not be stored", () => {
   const eventOf = (bytes: number) =>
     ({
       id: "evt_huge",
+      changeCursor: "chg_0",
       type: "course.created",
       createdAt: "2027-01-01T00:00:00.000Z",
       schoolId: BOUNDS,

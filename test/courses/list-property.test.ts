@@ -73,6 +73,7 @@ describe("properties of GET /v3/courses", () => {
           limit: q.limit ?? 100,
           hasMore: expected.hasMore,
           nextCursor: expected.hasMore ? expect.any(String) : null,
+          changesCursor: expect.stringMatching(/^chg_[0-9]+$/),
         });
       }),
       { numRuns: 150 },

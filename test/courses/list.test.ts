@@ -20,7 +20,7 @@ describe("GET /v3/courses — records and order", () => {
   it("lists every course of the school, archived or not, by start then id", async () => {
     const { body } = await list("");
     expect(body.result.map((c: any) => c.id)).toEqual(["crs_01", "crs_02", "crs_03", "crs_04", "crs_05", "crs_06", "crs_07", "crs_08"]);
-    expect(body.pagination).toEqual({ page: 1, limit: 100, hasMore: false, nextCursor: null });
+    expect(body.pagination).toEqual({ page: 1, limit: 100, hasMore: false, nextCursor: null, changesCursor: expect.stringMatching(/^chg_[0-9]+$/) });
   });
 
   it("writes the course record of the contract", async () => {
@@ -168,10 +168,16 @@ describe("GET /v3/courses — pagination", () => {
   it("pages through in order with hasMore", async () => {
     const p1 = await list("limit=3");
     expect(p1.body.result.map((c: any) => c.id)).toEqual(["crs_01", "crs_02", "crs_03"]);
-    expect(p1.body.pagination).toEqual({ page: 1, limit: 3, hasMore: true, nextCursor: expect.any(String) });
+    expect(p1.body.pagination).toEqual({
+      page: 1,
+      limit: 3,
+      hasMore: true,
+      nextCursor: expect.any(String),
+      changesCursor: expect.stringMatching(/^chg_[0-9]+$/),
+    });
     const p3 = await list("limit=3&page=3");
     expect(p3.body.result.map((c: any) => c.id)).toEqual(["crs_07", "crs_08"]);
-    expect(p3.body.pagination).toEqual({ page: 3, limit: 3, hasMore: false, nextCursor: null });
+    expect(p3.body.pagination).toEqual({ page: 3, limit: 3, hasMore: false, nextCursor: null, changesCursor: expect.stringMatching(/^chg_[0-9]+$/) });
   });
 
   it("a last page that is exactly full has hasMore false", async () => {
@@ -183,7 +189,7 @@ describe("GET /v3/courses — pagination", () => {
   it("a page past the end is an empty list with hasMore false", async () => {
     const p = await list("limit=100&page=2");
     expect(p.body.result).toEqual([]);
-    expect(p.body.pagination).toEqual({ page: 2, limit: 100, hasMore: false, nextCursor: null });
+    expect(p.body.pagination).toEqual({ page: 2, limit: 100, hasMore: false, nextCursor: null, changesCursor: expect.stringMatching(/^chg_[0-9]+$/) });
   });
 
   it("accepts the bounds limit=1, limit=100, page=1", async () => {

@@ -83,6 +83,7 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     429: ["EVENT_QUOTA_EXCEEDED"],
     503: ["SCHOOL_MOVING"],
   },
+  "GET /v3/courses/changes": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"] },
   "GET /v3/courses/{id}": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["COURSE_NOT_FOUND"] },
   "PATCH /v3/courses/{id}": {
     200: [],
@@ -479,7 +480,7 @@ describe("the response check of every HTTP test (test/support/openapi-check.ts)"
     "server-timing": "db;dur=1.0, total;dur=2.0",
     "cache-control": "no-store",
   };
-  const page = { status: "success", result: [], pagination: { page: 1, limit: 100, hasMore: false, nextCursor: null } };
+  const page = { status: "success", result: [], pagination: { page: 1, limit: 100, hasMore: false, nextCursor: null, changesCursor: "chg_0" } };
   const json = (body: unknown, status = 200, h: Record<string, string> = headers) => new Response(JSON.stringify(body), { status, headers: h });
 
   it("accepts a documented response", async () => {
@@ -640,6 +641,10 @@ describe("every documented status and code is one the code answers", () => {
     ],
     ...writeErrors("POST /v3/courses", () => "/v3/courses", "POST"),
     ["POST /v3/courses", 503, "SCHOOL_MOVING", () => "/v3/courses", post(course, `${KEY}_moving`)],
+    ["GET /v3/courses/changes", 200, null, () => "/v3/courses/changes?after=chg_0&limit=5&includeTeachers=true&includeTraining=true", get()],
+    ["GET /v3/courses/changes", 400, "INVALID_PARAMETER", () => "/v3/courses/changes?after=chg_x", get()],
+    ["GET /v3/courses/changes", 400, "UNKNOWN_PARAMETER", () => "/v3/courses/changes?page=1", get()],
+    ["GET /v3/courses/changes", 401, "UNAUTHORIZED", () => "/v3/courses/changes", anon()],
     ["GET /v3/courses/{id}", 200, null, () => `/v3/courses/${courseId}?includeTraining=true&includeSurveyTemplates=true&includeStudents=true`, get()],
     ["GET /v3/courses/{id}", 400, "INVALID_PARAMETER", () => `/v3/courses/${courseId}?includeStudents=yes`, get()],
     ["GET /v3/courses/{id}", 400, "UNKNOWN_PARAMETER", () => `/v3/courses/${courseId}?limit=1`, get()],

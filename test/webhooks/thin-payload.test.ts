@@ -1,6 +1,6 @@
 /**
  * `payload: "thin"` (docs/reference.md § "Event delivery"): a thin registration's course events
- * carry `{ id, type, createdAt, schoolId, data: { course: { id, version } } }` (and
+ * carry `{ id, changeCursor, type, createdAt, schoolId, data: { course: { id, version } } }` (and
  * `professorId` for `course.professor_signed`), signed like any other body; `webhook.*` events
  * are sent whole; the feed keeps the full events; PATCH switches the form for the next event.
  */
@@ -24,7 +24,7 @@ afterAll(() => rx.restore());
 function thinBody(e: SchoolEvent): string {
   const course = e.data.course!;
   const data = { course: { id: course.id, version: course.version }, ...(e.data.professorId === undefined ? {} : { professorId: e.data.professorId }) };
-  return JSON.stringify({ id: e.id, type: e.type, createdAt: e.createdAt, schoolId: e.schoolId, data });
+  return JSON.stringify({ id: e.id, changeCursor: e.changeCursor, type: e.type, createdAt: e.createdAt, schoolId: e.schoolId, data });
 }
 
 describe("payload: thin", () => {

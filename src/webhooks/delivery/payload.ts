@@ -15,8 +15,9 @@ const COURSE_TYPES: ReadonlySet<string> = new Set(COURSE_EVENT_TYPES);
 
 /**
  * The body an attempt sends of event `body` (its full JSON) of `type`: with `payload:
- * "thin"`, a course event becomes `{ id, type, createdAt, schoolId, data: { course: { id,
- * version } } }` (`course.professor_signed` keeps `data.professorId`); any other event, and
+ * "thin"`, a course event becomes `{ id, changeCursor, type, createdAt, schoolId, data: {
+ * course: { id, version } } }` (`course.professor_signed` keeps `data.professorId`; an event
+ * without `changeCursor` keeps none); any other event, and
  * every event of a `full` registration (`undefined`: a config stored before it existed), is
  * sent as it is.
  */
@@ -24,6 +25,7 @@ export function deliveredBody(body: string, type: string, payload: PayloadForm |
   if (payload !== "thin" || !COURSE_TYPES.has(type)) return body;
   const event = JSON.parse(body) as {
     id: string;
+    changeCursor?: string;
     type: string;
     createdAt: string;
     schoolId: string;
@@ -33,5 +35,6 @@ export function deliveredBody(body: string, type: string, payload: PayloadForm |
   // Every course event the hub accepts carries its course; anything else is sent as it is.
   if (course === undefined) return body;
   const data = { course: { id: course.id, version: course.version }, ...(professorId === undefined ? {} : { professorId }) };
-  return JSON.stringify({ id: event.id, type: event.type, createdAt: event.createdAt, schoolId: event.schoolId, data });
+  const cursor = event.changeCursor === undefined ? {} : { changeCursor: event.changeCursor };
+  return JSON.stringify({ id: event.id, ...cursor, type: event.type, createdAt: event.createdAt, schoolId: event.schoolId, data });
 }

@@ -86,6 +86,7 @@ export function courseEvent(schoolId: string, type: SchoolEvent["type"] = "cours
   const now = new Date().toISOString();
   return {
     id: mintId("evt"),
+    changeCursor: `chg_${n}`,
     type,
     createdAt: now,
     schoolId,
