@@ -26,7 +26,7 @@ const PREVIOUS_KEY_BYTES = 12;
 /**
  * The events of an import started at `now` (`ImportPublish` of src/db/import-rows.ts), for
  * every batch of that import: per school of a batch, one INSERT of its changed courses'
- * events in change order, then their bytes counted (`countImportEventBytes`). Event ids are
+ * events in change order (the batch numbers them by course id), then their bytes counted (`countImportEventBytes`). Event ids are
  * `numberedIdSql`'s, the same random part for a school throughout the import, so that its
  * events' ids sort in change order.
  *
@@ -45,17 +45,18 @@ export function importEvents(now: number, bound = IMPORT_EVENT_BYTES_PER_DAY): I
         id = numberedIdSql("evt", now, `"courses"."change_seq"`);
         ids.set(schoolId, id);
       }
-      const changed = "import_course_states s JOIN courses ON courses.school_id = s.school_id AND courses.id = s.course_id";
+      // CROSS JOIN: SQLite walks the batch's courses (the scratch table's), never the school's.
+      const changed = "import_course_states s CROSS JOIN courses ON courses.school_id = s.school_id AND courses.id = s.course_id";
       return [
         {
           kind: "command",
           sql: (v) => `INSERT INTO outbox (event_id, school_id, payload, created_at)
             SELECT e.id, e.school_id, concat('{"id":"', e.id, '","changeCursor":', json_quote(e.cursor), ',"type":"', e.type, '","createdAt":"${createdAt}","schoolId":',
               json_quote(e.school_id), ',"data":{"course":', e.record, '}', e.previous, '}'), CAST(unixepoch('subsec') * 1000 AS INTEGER)
-            FROM (SELECT ${id} AS id, courses.school_id, courses.change_seq AS seq, ${changeCursorSql(`"courses"."change_seq"`)} AS cursor,
+            FROM (SELECT ${id} AS id, courses.school_id, s.course_id, ${changeCursorSql(`"courses"."change_seq"`)} AS cursor,
                 iif(s.state = '', 'course.created', 'course.updated') AS type, ${RECORD} AS record,
                 iif(s.state = '', '', ',"previous":' || s.state) AS previous
-              FROM ${changed} WHERE s.school_id = ${v(schoolId)}) AS e ORDER BY e.seq`,
+              FROM ${changed} WHERE s.school_id = ${v(schoolId)}) AS e ORDER BY e.course_id`,
         },
         countImportEventBytes(
           schoolId,
