@@ -48,7 +48,9 @@ interface TableSpec {
 function spec(table: SQLiteTable, unchecked: string[] = [], large = false, startAfter?: (now: number) => string): TableSpec {
   const config = getTableConfig(table);
   const key = config.primaryKeys[0]?.columns.map((c) => c.name) ?? config.columns.filter((c) => c.primary).map((c) => c.name);
-  return { name: config.name, columns: config.columns.map((c) => c.name), order: key.filter((c) => c !== "school_id"), unchecked, large, startAfter };
+  // A table keyed by the school alone (`school_changes`) holds one row: ordered by its key.
+  const order = key.filter((c) => c !== "school_id");
+  return { name: config.name, columns: config.columns.map((c) => c.name), order: order.length > 0 ? order : key, unchecked, large, startAfter };
 }
 
 /** Rows per page of a large-rowed table (see `TableSpec.large`). */
