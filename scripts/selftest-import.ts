@@ -3,12 +3,11 @@
  * local D1 directory (`--persist-to`), never the developer's .wrangler/state:
  * (a) broken files exit non-zero, report every problem with its JSON path, write nothing;
  * (b) a generated file imported twice gives identical counts and fingerprints; a shorter
- *     student list replaces the stored one; versions: new courses at 1, +1 for an edit only;
- *     events: one course.created per new course, one course.updated per edit, none twice;
+ *     student list replaces the stored one; versions and events: new courses at 1, each a
+ *     course.created, +1 and one course.updated for an edit only;
  * (c) a revoked key stays revoked when its file is imported again;
  * (d) a key stored for another school refuses the whole file, naming its JSON path;
  * (e) the progress bar, in a log, ends on the file's rows and the summary's time.
- *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";
