@@ -26,9 +26,9 @@ const PREVIOUS_KEY_BYTES = 12;
 /**
  * The events of an import started at `now` (`ImportPublish` of src/db/import-rows.ts), for
  * every batch of that import: per school of a batch, one INSERT of its changed courses'
- * events in change order (the batch numbers them by course id), then their bytes counted (`countImportEventBytes`). Event ids are
- * `numberedIdSql`'s, the same random part for a school throughout the import, so that its
- * events' ids sort in change order.
+ * events in change order (the batch numbers them by course id), then their bytes counted
+ * (`countImportEventBytes`). Event ids are `numberedIdSql`'s, the same random part for a
+ * school throughout the import, so that its events' ids sort in change order.
  *
  * @param now ms since the epoch: the events' `createdAt`, the UTC day they are counted on and
  *   the time part of their ids. Outbox rows take the database's clock at their batch
