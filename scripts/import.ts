@@ -14,10 +14,13 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
+import { isQuotaRefusal } from "../src/db/event-quota";
 import { type ImportFile, type ImportProblem, validateImport } from "../src/db/import";
-import { directorySteps, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
+import { directorySteps, type ImportPublish, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
 import { type ImportStep, renderLiteral, rowCount } from "../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../src/db/placement";
+import { importEvents } from "../src/events/import-events";
+import { IMPORT_EVENT_BYTES_PER_DAY } from "../src/lib/limits";
 import { parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
 import { printable } from "./lib/printable";
 import { formatInt, Progress } from "./lib/progress";
@@ -126,7 +129,7 @@ const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
  * characters. Cuts fall only between course batches, so a course's upsert and its relation
  * lists are in one chunk.
  */
-async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, statementChars: number): AsyncGenerator<Chunk> {
+async function* sqlChunks(file: ImportFile, now: number, publish: ImportPublish, chunkChars: number, statementChars: number): AsyncGenerator<Chunk> {
   const empty: ImportFile = { schools: [], trainings: [], groups: [], students: [], professors: [], surveyTemplates: [], courses: [] };
   let parts: string[] = [];
   let chars = 0;
@@ -147,7 +150,7 @@ async function* sqlChunks(file: ImportFile, now: number, chunkChars: number, sta
       parts = [];
       chars = rows = statements = 0;
     }
-    add(shardSteps({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now));
+    add(shardSteps({ ...empty, courses: file.courses.slice(i, i + BATCH_COURSES) }, now, publish));
     await tick(); // let wrangler's output flow while we build
   }
   // Refresh the query planner's statistics (sqlite_stat1): without them SQLite assumes an
@@ -228,13 +231,26 @@ async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<str
   }
 }
 
+/**
+ * What to do when a chunk was refused by the import bound of event bytes
+ * (docs/operations.md § "Data import (operators)"): wait for the next UTC day and run the
+ * import again; `''` for any other failure.
+ */
+function importBoundHint(output: string): string {
+  if (!isQuotaRefusal(new Error(output))) return "";
+  return (
+    `\nA school of this chunk has reached the import bound of ${formatInt(IMPORT_EVENT_BYTES_PER_DAY)} bytes of events for today (UTC): ` +
+    "the chunks before it are written and their events published; run the import again after 00:00 UTC to finish it."
+  );
+}
+
 /** Runs one SQL file on `binding` with wrangler. @throws ImportExecutionError when wrangler fails. */
 async function executeFile(binding: string, file: string, n: number, opts: ImportOptions): Promise<void> {
   const target = opts.target ?? "local";
   const res = await runWrangler(["d1", "execute", binding, ...targetArgs(target, opts.persistTo), "--file", file, "--yes"]);
   if (res.code !== 0) {
     const output = `${res.stdout}${res.stderr}`.trim();
-    const hint = migrationHint(output, target, opts.persistTo);
+    const hint = migrationHint(output, target, opts.persistTo) + importBoundHint(output);
     throw new ImportExecutionError(
       `wrangler d1 execute ${binding} failed on chunk ${n} (exit ${res.code}); ${n === 1 ? "no earlier chunk" : `chunks 1..${n - 1}`} written` +
         `${target === "local" ? `, chunk ${n} rolled back` : ""}. The import is idempotent: fix the cause and run it again.${hint}`,
@@ -265,7 +281,9 @@ async function importValidated(file: ImportFile, opts: ImportOptions): Promise<I
     await executeFile(DIRECTORY_BINDING, first, sum.n, opts);
     sum.done += rowCount(steps);
     sum.statements += sql.length;
-    for (const shard of new Set(placed.values())) await importShard(shard, partOn(file, placed, shard), now, dir, opts, bar, sum);
+    // One publisher for the whole import: a school's event ids sort in change order across chunks.
+    const publish = importEvents(now);
+    for (const shard of new Set(placed.values())) await importShard(shard, partOn(file, placed, shard), now, publish, dir, opts, bar, sum);
   } finally {
     seconds = (performance.now() - started) / 1000;
     bar?.finish(seconds);
@@ -288,6 +306,7 @@ async function importShard(
   shard: string,
   file: ImportFile,
   now: number,
+  publish: ImportPublish,
   dir: string,
   opts: ImportOptions,
   bar: Progress | undefined,
@@ -295,7 +314,7 @@ async function importShard(
 ): Promise<void> {
   const chunkChars = Math.max(1, Math.round((opts.chunkMb ?? DEFAULT_CHUNK_MB) * 2 ** 20));
   let charsPerSecond = 1.5 * 2 ** 20; // first guess for the progress estimate, then measured
-  const gen = sqlChunks(file, now, chunkChars, opts.statementChars ?? DEFAULT_STATEMENT_CHARS);
+  const gen = sqlChunks(file, now, publish, chunkChars, opts.statementChars ?? DEFAULT_STATEMENT_CHARS);
   try {
     let next = gen.next();
     for (;;) {

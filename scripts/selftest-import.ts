@@ -3,11 +3,11 @@
  * local D1 directory (`--persist-to`), never the developer's .wrangler/state:
  * (a) broken files exit non-zero, report every problem with its JSON path, write nothing;
  * (b) a generated file imported twice gives identical counts and fingerprints; a shorter
- *     student list replaces the stored one; versions: new courses at 1, +1 for an edit only;
+ *     student list replaces the stored one; versions and events: new courses at 1, each a
+ *     course.created, +1 and one course.updated for an edit only;
  * (c) a revoked key stays revoked when its file is imported again;
  * (d) a key stored for another school refuses the whole file, naming its JSON path;
  * (e) the progress bar, in a log, ends on the file's rows and the summary's time.
- *
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";
@@ -63,6 +63,10 @@ async function snapshot(persistTo: string): Promise<Record<string, number>> {
     "(SELECT total(co_teacher) * 1000000 + total(signed) FROM course_professors) AS professor_sum",
     "(SELECT total(version) FROM courses) AS version_sum",
     "(SELECT count(*) FROM courses WHERE version <> 1) AS versions_not_1",
+    // The import's events, written to the outbox (nothing publishes them here: no Worker runs).
+    "(SELECT count(*) FROM outbox) AS events",
+    `(SELECT count(*) FROM outbox WHERE payload LIKE '%"type":"course.updated"%') AS updated_events`,
+    "(SELECT total(seq) FROM school_changes) AS change_seq_sum",
   ];
   for (const shard of shardBindingsOfConfig()) {
     const [row = {}] = await d1Query<Record<string, number>>(`SELECT ${parts.join(", ")}`, "local", persistTo, shard);
@@ -219,13 +223,18 @@ async function main(): Promise<void> {
     // Placement: the first school (120 courses) on SHARD_0, the second (20) on the emptier SHARD_1.
     check(s1.SHARD_0_courses === 120 && s1.SHARD_1_courses === 20, "small file: its two schools spread over the two shards", JSON.stringify(s1));
     check(s1.versions_not_1 === 0, "small file: every new course is at version 1", JSON.stringify(s1));
+    check(
+      s1.events === 140 && s1.updated_events === 0 && s1.change_seq_sum === 140,
+      "small file: one course.created per course, each with a change number",
+      JSON.stringify(s1),
+    );
 
     const second = await runImport([file, "--persist-to", persist, "--quiet"]);
     check(second.code === 0, "small file: second import succeeds", `${second.stdout}${second.stderr}`);
     const s2 = await snapshot(persist);
     check(
       JSON.stringify(s1) === JSON.stringify(s2),
-      "small file: importing twice changes nothing (counts and sums identical)",
+      "small file: importing twice changes nothing and publishes nothing (counts and sums identical)",
       `${JSON.stringify(s1)}\n${JSON.stringify(s2)}`,
     );
 
@@ -245,6 +254,11 @@ async function main(): Promise<void> {
     check(
       s3.version_sum === (s2.version_sum ?? 0) + 1 && s3.versions_not_1 === 1,
       "re-import of one changed course raises its version by one, and no other",
+      JSON.stringify(s3),
+    );
+    check(
+      s3.events === (s2.events ?? 0) + 1 && s3.updated_events === 1 && s3.change_seq_sum === (s2.change_seq_sum ?? 0) + 1,
+      "re-import of one changed course publishes one course.updated and takes one change number",
       JSON.stringify(s3),
     );
 

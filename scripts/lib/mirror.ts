@@ -41,7 +41,7 @@ const FEED_OVERLAP_MS = 60_000;
 const COURSE_EVENT = /^course\./;
 
 /** Thrown when the API answers something the recipe cannot go on from. */
-export class MirrorError extends Error {}
+class MirrorError extends Error {}
 
 /**
  * A mirror of one school's courses. `fullSync` once, then `follow` the feed as often as

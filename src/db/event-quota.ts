@@ -8,6 +8,7 @@
  */
 import { type SQL, sql } from "drizzle-orm";
 import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
+import type { ImportStep, Placeholder } from "./import-sql";
 
 /** One UTC day, in ms. */
 const DAY_MS = 86_400_000;
@@ -54,6 +55,27 @@ export const secondsToNextUtcDay = (ms: number): number => Math.ceil(((utcDay(ms
 export function countEventBytes(schoolId: string, bytes: number | SQL, bytesPerDay: number, at: number, guard: SQL): SQL {
   return sql`INSERT INTO event_bytes (school_id, day, bytes, quota) SELECT ${schoolId}, ${utcDay(at)}, ${bytes}, ${bytesPerDay} WHERE ${guard}
     ON CONFLICT (school_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, quota = excluded.quota`;
+}
+
+/**
+ * The step of an import batch that counts its events' bytes (docs/reference.md § "Event
+ * quota"): adds them to the school's row of the UTC day of `at`, like a write, but raises the
+ * row's `quota` to the new total, so that the school's quota never refuses an import, up to
+ * `bound` (the import bound, `IMPORT_EVENT_BYTES_PER_DAY`): a batch that would take the day
+ * past both fails the CHECK (`isQuotaRefusal`), and the whole batch with it. The school's
+ * writes that day set the quota back to theirs, and are refused while the total is over it.
+ *
+ * @param bytesSql SQL of the batch's event bytes, its values placed by `v` (NULL: nothing counted).
+ * @param at the import's instant (ms since the epoch).
+ */
+export function countImportEventBytes(schoolId: string, bytesSql: (v: Placeholder) => string, at: number, bound: number): ImportStep {
+  return {
+    kind: "command",
+    sql: (
+      v,
+    ) => `INSERT INTO event_bytes (school_id, day, bytes, quota) SELECT ${v(schoolId)}, ${v(utcDay(at))}, b, min(b, ${v(bound)}) FROM (SELECT ${bytesSql(v)} AS b) WHERE b IS NOT NULL
+      ON CONFLICT (school_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, quota = max(quota, min(bytes + excluded.bytes, ${v(bound)}))`,
+  };
 }
 
 /** Whether a failed write batch was refused by the quota (the CHECK of `event_bytes`). */

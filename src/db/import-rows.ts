@@ -49,9 +49,10 @@ export async function directorySteps(file: ImportFile, placed: ReadonlyMap<strin
  * order: the shard records that it holds the file's schools, then their rows.
  *
  * @param now ms since the epoch, used for `createdAt`/`updatedAt` of courses that omit them
- *   (on first insert only: an existing row keeps its stored values).
+ *   (on first insert, and `updatedAt` of a course the import changes).
+ * @param publish the events of the changed courses (`ImportPublish`); none without it.
  */
-export function shardSteps(file: ImportFile, now = Date.now()): ImportStep[] {
+export function shardSteps(file: ImportFile, now = Date.now(), publish?: ImportPublish): ImportStep[] {
   // Folded keys (`fold()`) are written beside the names they fold: the page statement orders
   // included people and survey templates by them (src/courses/query.ts).
   const named = (table: string, rows: { id: string; schoolId: string; name: string }[]) =>
@@ -87,7 +88,7 @@ export function shardSteps(file: ImportFile, now = Date.now()): ImportStep[] {
     people("students", file.students),
     people("professors", file.professors),
     ...(file.students.length + file.professors.length + file.surveyTemplates.length > 0 ? staleSteps() : []),
-    ...courseSteps(file.courses, now),
+    ...courseSteps(file.courses, now, publish),
   ];
 }
 
@@ -229,13 +230,31 @@ const STORED_STATE = `json_array(c.name, c.start_ms, c.end_ms, c.classroom, c.cr
   json((SELECT json_group_array(json_array(professor_id, co_teacher, signed)) FROM (SELECT professor_id, co_teacher, signed FROM course_professors r WHERE r.school_id = c.school_id AND r.course_id = c.id ORDER BY professor_id))))`;
 
 /**
- * Upserts of courses and the replacement of their relation lists, preceded by the version
- * step (docs/operations.md § "Data import (operators)"): the imported states are staged in `import_course_states`,
- * every existing course whose stored state differs gets `version + 1` (and its `revision`
- * cleared, so that an API write racing the import retries on fresh state), then the rows are
- * written; a new course is inserted with version 1. Identical re-imports change nothing.
+ * What an import publishes for the courses it changed (src/events/import-events.ts builds
+ * it; the import script always passes one, the tests' fixture loader only when asked): the
+ * steps run, in the batch that changed them, once the changed courses are written and
+ * numbered — `import_course_states` then holds exactly them, `state` `''` for a course new
+ * to the shard, else the JSON `{"trainingId","groupIds","professorIds"}` of its filter keys
+ * before the change. Called once per batch with the batch's schools.
  */
-function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
+export type ImportPublish = (schoolIds: readonly string[]) => ImportStep[];
+
+/** The filter keys of a stored course `c` before the change, as a JSON object (ids ascending). */
+const STORED_KEYS = `json_object('trainingId', c.training_id, 'groupIds', ${storedIds("course_groups", "group_id")},
+  'professorIds', ${storedIds("course_professors", "professor_id")})`;
+
+/**
+ * Upserts of courses and the replacement of their relation lists, preceded by the version
+ * step and followed by the change numbers (docs/operations.md § "Data import (operators)"):
+ * the imported states are staged in `import_course_states` and those equal to the stored
+ * ones dropped, so that it holds exactly the courses the batch changes; each existing one
+ * gets `version + 1`, `updatedAt` the import's time (unless the file states it) and its
+ * `revision` cleared (so that an API write racing the import retries on fresh state), then
+ * the rows are written (a new course with version 1); then each changed course takes a
+ * change number of its school's sequence, by course id (`school_changes.seq` raised by as
+ * many), and `publish` writes its events. Identical re-imports change nothing.
+ */
+function courseSteps(list: ImportCourse[], now: number, publish?: ImportPublish): ImportStep[] {
   const row = (c: ImportCourse): Value[] => [
     c.schoolId,
     c.id,
@@ -267,8 +286,18 @@ function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
     },
     {
       kind: "command",
-      sql: () => `UPDATE courses SET version = version + 1, revision = NULL WHERE (school_id, id) IN (SELECT s.school_id, s.course_id FROM import_course_states s
-        JOIN courses c ON c.school_id = s.school_id AND c.id = s.course_id WHERE json(s.state) IS NOT ${STORED_STATE})`,
+      sql: () => `DELETE FROM import_course_states AS s WHERE EXISTS (SELECT 1 FROM courses c
+        WHERE c.school_id = s.school_id AND c.id = s.course_id AND json(s.state) IS ${STORED_STATE})`,
+    },
+    {
+      kind: "command",
+      sql: () =>
+        `UPDATE import_course_states AS s SET state = coalesce((SELECT ${STORED_KEYS} FROM courses c WHERE c.school_id = s.school_id AND c.id = s.course_id), '')`,
+    },
+    {
+      kind: "command",
+      sql: (v) => `UPDATE courses SET version = version + 1, revision = NULL, updated_at = ${v(now)}
+        WHERE (school_id, id) IN (SELECT school_id, course_id FROM import_course_states WHERE state <> '')`,
     },
     upsert("courses", COURSE_COLUMNS, stamped.map(row), `${COURSE_CONFLICT}, created_at = excluded.created_at, updated_at = excluded.updated_at`),
     upsert("courses", COURSE_COLUMNS, unstamped.map(row), COURSE_CONFLICT),
@@ -309,6 +338,19 @@ function courseSteps(list: ImportCourse[], now: number): ImportStep[] {
       "ON CONFLICT DO UPDATE SET co_teacher = excluded.co_teacher, signed = excluded.signed",
     ),
     ...importedPartsSteps(),
+    // Change numbers after the school's last, by course id; then the sequence takes them.
+    {
+      kind: "command",
+      sql: () => `UPDATE courses SET change_seq = n.seq FROM (SELECT s.school_id, s.course_id,
+          coalesce((SELECT seq FROM school_changes WHERE school_id = s.school_id), 0) + row_number() OVER (PARTITION BY s.school_id ORDER BY s.course_id) AS seq
+        FROM import_course_states s) AS n WHERE courses.school_id = n.school_id AND courses.id = n.course_id`,
+    },
+    {
+      kind: "command",
+      sql: () => `INSERT INTO school_changes (school_id, seq) SELECT school_id, count(*) FROM import_course_states WHERE true GROUP BY school_id
+        ON CONFLICT(school_id) DO UPDATE SET seq = seq + excluded.seq`,
+    },
+    ...(publish ? publish([...bySchool.keys()]) : []),
     { kind: "command", sql: () => "DELETE FROM import_course_states" },
   );
   return steps;

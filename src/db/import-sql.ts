@@ -10,7 +10,7 @@
 export type Value = string | number | null;
 
 /** Renders one value into SQL text: a `?` placeholder (recording the value) or a literal. */
-type Placeholder = (v: Value) => string;
+export type Placeholder = (v: Value) => string;
 
 /** One multi-row upsert into a table: its rows, and what to do with a row whose key exists. */
 interface Upsert {

@@ -33,8 +33,8 @@ const eventBase = {
 
 /** What each event means (the document's description of its body). */
 const EVENT_DESCRIPTIONS: Record<DeliveredEventType, string> = {
-  "course.created": "A course was created (POST /v3/courses). `data.course` is the new course.",
-  "course.updated": "A PATCH changed a course. `data.course` is the course after the change.",
+  "course.created": "A course was created (POST /v3/courses, or the operator's data import). `data.course` is the new course.",
+  "course.updated": "A PATCH or the operator's data import changed a course. `data.course` is the course after the change.",
   "course.archived": "A course went from active to archived.",
   "course.unarchived": "A course went from archived to active.",
   "course.absences_sent": "A course's `absencesSent` went from false to true.",

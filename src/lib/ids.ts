@@ -80,3 +80,20 @@ export function mintOrderedIds(prefix: "evt", count: number, now = Date.now()): 
   for (let i = 0; i < count; i++, rand = increment(rand)) ids.push(`${prefix}_${time}${rand}`);
   return ids;
 }
+
+/** Crockford digits of a change number in an id minted by `numberedIdSql`: 8, so numbers below 2^40. */
+const NUMBER_DIGITS = 8;
+
+/**
+ * SQL text of ids minted in SQL for rows numbered by an integer SQL expression `numberSql`
+ * (an import's events, numbered by their change: src/events/import-events.ts): `prefix_` +
+ * the 10 time chars of `now` + 8 random chars fixed per call + the number in 8 Crockford
+ * digits. The ids of one call sort (as strings) by their number, below 2^40; two calls share
+ * an id only if their random chars, instant and number all match (1 in 2^40 per pair).
+ *
+ * @param now ms since the epoch, the time part of every id.
+ */
+export function numberedIdSql(prefix: "evt", now: number, numberSql: string): string {
+  const digits = Array.from({ length: NUMBER_DIGITS }, (_, i) => `substr('${CROCKFORD}', (((${numberSql}) >> ${5 * (NUMBER_DIGITS - 1 - i)}) & 31) + 1, 1)`);
+  return `concat('${prefix}_${timePart(now)}${randomPart().slice(0, 16 - NUMBER_DIGITS)}', ${digits.join(", ")})`;
+}

@@ -39,6 +39,15 @@ export const MAX_STORED_PORTAL_SESSIONS = 1000;
  */
 export const DEFAULT_EVENT_BYTES_PER_DAY = 100_000_000;
 
+/**
+ * The most event bytes a school's imports may take its day to (docs/reference.md § "Event
+ * quota", docs/operations.md § "Data import (operators)"): 1,000,000,000 bytes (1 GB), ten
+ * times the default quota. Imports are counted with the school's writes but not refused by
+ * its quota; this bounds what they add to the school's hub in a day (about 1.5 million
+ * course events of 650 bytes).
+ */
+export const IMPORT_EVENT_BYTES_PER_DAY = 1_000_000_000;
+
 /** Most long polls (`GET /v3/events?wait=…`) of one school waiting at once; beyond, `wait` counts as 0. */
 export const MAX_WAITING_POLLS = 100;
 

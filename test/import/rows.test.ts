@@ -9,13 +9,21 @@ import type { ImportFile } from "../../src/db/import";
 import { importFileSchema } from "../../src/db/import";
 import { directorySteps, shardSteps } from "../../src/db/import-rows";
 import { type ImportStep, renderBound, renderLiteral, rowCount } from "../../src/db/import-sql";
+import { importEvents } from "../../src/events/import-events";
 import { fixture } from "../support/fixtures";
 import { databasesOf, IMPORT_TABLES as TABLES } from "../support/helpers";
 
 const NOW = Date.parse("2026-08-01T00:00:00Z");
 
+/** The shard's tables an import's events write, beside `TABLES`. */
+const EVENT_TABLES = ["school_changes", "outbox", "event_bytes"];
+
 async function snapshot(): Promise<Record<string, unknown[]>> {
   const out: Record<string, unknown[]> = {};
+  // The events in the order written; `created_at` is the database's clock at the write.
+  out.outbox = (await env.SHARD_0.prepare("SELECT event_id, school_id, payload FROM outbox ORDER BY rowid").all()).results;
+  out.school_changes = (await env.SHARD_0.prepare("SELECT * FROM school_changes ORDER BY school_id").all()).results;
+  out.event_bytes = (await env.SHARD_0.prepare("SELECT * FROM event_bytes ORDER BY school_id").all()).results;
   for (const t of TABLES) {
     out[t] = [];
     for (const d1 of databasesOf(t)) out[t].push(...(await d1.prepare(`SELECT * FROM ${t}`).all()).results.map((r) => JSON.stringify(r)));
@@ -26,12 +34,13 @@ async function snapshot(): Promise<Record<string, unknown[]>> {
 
 async function clear(): Promise<void> {
   for (const t of TABLES) for (const d1 of databasesOf(t)) await d1.prepare(`DELETE FROM ${t}`).run();
+  for (const t of EVENT_TABLES) await env.SHARD_0.prepare(`DELETE FROM ${t}`).run();
 }
 
-/** The import's steps of `file`, every school placed on SHARD_0: the directory's, then the shard's. */
+/** The import's steps of `file` with its events, every school placed on SHARD_0: the directory's, then the shard's. */
 async function stepsOf(file: ImportFile): Promise<{ directory: ImportStep[]; shard: ImportStep[] }> {
   const placed = new Map(file.schools.map((s) => [s.id, "SHARD_0"]));
-  return { directory: await directorySteps(file, placed, NOW), shard: shardSteps(file, NOW) };
+  return { directory: await directorySteps(file, placed, NOW), shard: shardSteps(file, NOW, importEvents(NOW)) };
 }
 
 /** Runs each part on its database, through `run`. */
@@ -55,7 +64,10 @@ describe("the import row model", () => {
     });
     const literal = await snapshot();
     expect(literal).toEqual(bound);
-    expect(Object.values(bound).reduce((n, rows) => n + rows.length, 0)).toBe(rowCount([...steps.directory, ...steps.shard]));
+    // One event per course of the fixture, all new: the events are not rows of the import's count.
+    expect(bound.outbox!.length).toBe(importFileSchema.parse(fixture).courses.length);
+    const { outbox: _o, school_changes: _c, event_bytes: _b, ...rows } = bound;
+    expect(Object.values(rows).reduce((n, r) => n + r.length, 0)).toBe(rowCount([...steps.directory, ...steps.shard]));
   });
 
   it("keeps each rendering within its limit", async () => {

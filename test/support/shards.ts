@@ -5,7 +5,7 @@
  */
 import { env } from "cloudflare:test";
 import { importFileSchema } from "../../src/db/import";
-import { directorySteps, shardSteps } from "../../src/db/import-rows";
+import { directorySteps, type ImportPublish, shardSteps } from "../../src/db/import-rows";
 import { type ImportStep, renderBound } from "../../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../../src/db/placement";
 import { shardBindings } from "../../src/db/shard-names";
@@ -38,9 +38,17 @@ export async function shardOf(schoolId: string): Promise<D1Database> {
 
 /**
  * Loads an import file (docs/operations.md § Data import) as `npm run import` does: placed
- * by the same rule, the directory's rows first, then each shard's part in one batch.
+ * by the same rule, the directory's rows first, then each shard's part in one batch. Its
+ * events only with `publish` (`importEvents`, src/events/import-events.ts): a fixture is
+ * data that was there before the test, so by default it publishes nothing.
  */
-export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00:00:00Z"), into: Databases = env, chosen?: string): Promise<void> {
+export async function loadFixture(
+  data: unknown,
+  now = Date.parse("2026-08-01T00:00:00Z"),
+  into: Databases = env,
+  chosen?: string,
+  publish?: ImportPublish,
+): Promise<void> {
   const file = importFileSchema.parse(data);
   const [known = []] = await runSteps<{ id: string; shard: string }>(into.DIRECTORY, [knownSchools(schoolsOf(file))]);
   const bytes = new Map<string, number>();
@@ -51,7 +59,7 @@ export async function loadFixture(data: unknown, now = Date.parse("2026-08-01T00
   }
   const placed = placeSchools(file, { known: new Map(known.map((r) => [r.id, r.shard])), bytes }, chosen);
   await runSteps(into.DIRECTORY, await directorySteps(file, placed, now));
-  for (const b of new Set(placed.values())) await runSteps(shardFor(into, b), shardSteps(partOn(file, placed, b), now));
+  for (const b of new Set(placed.values())) await runSteps(shardFor(into, b), shardSteps(partOn(file, placed, b), now, publish));
 }
 
 /** A move's `publish` (src/db/move.ts): the outbox rows' JSON payloads published to the school's hub. */
