@@ -67,13 +67,13 @@ export function skipRows(sql: SqlStorage, ids: readonly number[], now: number): 
   sql.exec(`DELETE FROM queue WHERE id IN (SELECT value FROM json_each(?))`, list);
 }
 
-/** A disable's skip of the queue behind its durable mark (KV `skipping`); what it ends goes to `noted` (missed.ts). */
+/** A disable's skip of the queue behind its durable mark (KV `skipping`); what it ends is noted as missed (missed-notice.ts). */
 export class DisableSkip {
   constructor(
     private readonly sql: SqlStorage,
     private readonly kv: SyncKvStorage,
     private readonly busy: () => readonly number[],
-    private readonly noted: (gap: Gap | null) => void,
+    private readonly missed: { note(gap: Gap | null): void },
   ) {}
 
   /** The last queue id a disable's skip has still to end (KV `skipping`), or 0: none under way. */
@@ -97,7 +97,7 @@ export class DisableSkip {
     const through = this.through;
     if (through === 0) return false;
     const step = skipStep(this.sql, through, this.busy(), now);
-    this.noted(step.gap);
+    this.missed.note(step.gap);
     if (step.done) this.kv.delete("skipping");
     return step.more;
   }

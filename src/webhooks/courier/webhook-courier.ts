@@ -92,12 +92,7 @@ export class WebhookCourier extends DurableObject<Env> {
     });
     this.recovery = new Recovery(storage, () => void this.armAlarm(this.platform.now()));
     this.missed = new MissedNotices(this.sql, kv);
-    this.skip = new DisableSkip(
-      this.sql,
-      kv,
-      () => this.dispatch.busy(),
-      (gap) => this.missed.note(gap),
-    );
+    this.skip = new DisableSkip(this.sql, kv, () => this.dispatch.busy(), this.missed);
     this.closed = kv.get("closed") === true;
     this.config = (kv.get("config") as CourierConfig | undefined) ?? null;
     this.cursor = Number(kv.get("cursor") ?? 0);
