@@ -15,12 +15,16 @@ import { enqueue } from "./queue";
 
 /** A registration is sent at most one `webhook.events_missed` per this long (ms). */
 const MISSED_INTERVAL_MS = 60 * 60 * 1000;
+/** While its receiver fails or the previous notice is queued, a pending notice waits (the gap goes on): the alarm looks again this often (ms). */
+const RECHECK_MS = 10 * 60 * 1000;
 
 /** The missed-events state of one courier, in its KV (written inside the caller's steps). */
 export class MissedNotices {
   constructor(
     private readonly sql: SqlStorage,
     private readonly kv: SyncKvStorage,
+    /** Whether the registration's failure streak runs (`FailureReport.failing`). */
+    private readonly failing: () => boolean,
   ) {}
 
   /** The pending gap (`null`: nothing missed since the last notice). */
@@ -47,18 +51,20 @@ export class MissedNotices {
   }
 
   /**
-   * Queues the pending gap's notice at `now` (ms) if `config` is enabled, the previous notice
-   * is no longer queued and MISSED_INTERVAL_MS has passed since it (inside the caller's step).
+   * Queues the pending gap's notice at `now` (ms) if `config` is enabled, its receiver is not
+   * failing (an outage is one gap: the notice goes once it ends), the previous notice is no
+   * longer queued and MISSED_INTERVAL_MS has passed since it (inside the caller's step).
    *
-   * @returns when to try again (ms) while a gap waits for the interval, else `null`.
+   * @returns when to try again (ms) while a gap waits (interval, failing receiver, previous notice queued), else `null`.
    */
   emit(config: CourierConfig | null, now: number): number | null {
     const gap = this.pending;
     if (gap === null || config === null || !config.enabled) return null;
     const last = (this.kv.get("missedAt") as number | undefined) ?? Number.NEGATIVE_INFINITY;
     if (now < last + MISSED_INTERVAL_MS) return last + MISSED_INTERVAL_MS;
+    if (this.failing()) return now + RECHECK_MS;
     const queued = this.kv.get("missedId") as string | undefined;
-    if (queued !== undefined && this.sql.exec(`SELECT 1 FROM queue WHERE event_id = ?`, queued).toArray().length > 0) return null;
+    if (queued !== undefined && this.sql.exec(`SELECT 1 FROM queue WHERE event_id = ?`, queued).toArray().length > 0) return now + RECHECK_MS;
     const id = mintId("evt", now);
     const body = JSON.stringify({
       id,

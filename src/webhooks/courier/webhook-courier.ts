@@ -91,7 +91,7 @@ export class WebhookCourier extends DurableObject<Env> {
       },
     });
     this.recovery = new Recovery(storage, () => void this.armAlarm(this.platform.now()));
-    this.missed = new MissedNotices(this.sql, kv);
+    this.missed = new MissedNotices(this.sql, kv, () => this.failures.failing);
     this.skip = new DisableSkip(this.sql, kv, () => this.dispatch.busy(), this.missed);
     this.closed = kv.get("closed") === true;
     this.config = (kv.get("config") as CourierConfig | undefined) ?? null;
