@@ -75,9 +75,14 @@ export class FailureReport {
     private readonly retryLater: () => void,
   ) {}
 
-  /** Whether a failure streak runs: the last counted attempt failed (missed-notice.ts waits for its end). */
+  /**
+   * Whether the receiver is down (missed-notice.ts waits for it): a run of counted failures was
+   * noticed (`webhook.failing`) and no counted attempt succeeded, nor was the registration
+   * enabled again, since the last one failed.
+   */
   get failing(): boolean {
-    return this.failingSince !== null;
+    const run = this.kv.get("streak") as Streak | undefined;
+    return this.failingSince !== null && run !== undefined && run.noticed !== false;
   }
 
   /** When the current failure streak started (ms since epoch), or null. */

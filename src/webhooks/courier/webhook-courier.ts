@@ -138,13 +138,13 @@ export class WebhookCourier extends DurableObject<Env> {
       else if (this.storage.kv.get("full") !== undefined) this.storage.kv.delete("full");
       this.missed.noteHub(handover.missed);
       this.missed.note(taken.gap);
-      return { applied, upTo, full: taken.full, missedAt: this.missed.emit(applied.config, now) };
+      return { applied, upTo, full: taken.full };
     });
     // Memory follows storage once the step has committed.
     this.adopt(step.applied);
     this.cursor = Math.max(this.cursor, step.upTo);
     this.asked = false;
-    this.missedLater(step.missedAt);
+    this.emitMissed(now);
     this.dispatch.pump();
     return { ...this.receipt(now), full: step.full };
   }
@@ -156,12 +156,8 @@ export class WebhookCourier extends DurableObject<Env> {
   configure(config: CourierConfig): HandoverReceipt {
     if (this.closed) return this.receipt(0);
     const now = this.platform.now();
-    const step = this.storage.transactionSync(() => {
-      const applied = this.apply(config, now);
-      return { applied, missedAt: this.missed.emit(applied.config, now) };
-    });
-    this.adopt(step.applied);
-    this.missedLater(step.missedAt);
+    this.adopt(this.storage.transactionSync(() => this.apply(config, now)));
+    this.emitMissed(now);
     this.dispatch.pump();
     return this.receipt(now);
   }
@@ -281,7 +277,7 @@ export class WebhookCourier extends DurableObject<Env> {
     this.pruneFrom = pruned.next;
     const skipping = this.storage.transactionSync(() => this.skip.step(this.platform.now()));
     if (this.config?.enabled === true) this.storage.transactionSync(() => this.recovery.step(this.platform.now(), this.skip.through));
-    this.missedLater(this.storage.transactionSync(() => this.missed.emit(this.config, this.platform.now())));
+    this.emitMissed(this.platform.now());
     this.failures.send(this.config?.hubId);
     this.dispatch.pump();
     this.askForMore();
@@ -354,8 +350,9 @@ export class WebhookCourier extends DurableObject<Env> {
   // -------------------------------------------------------------------------------------
   // Back-pressure, a disable's skip (skip.ts), missed events (missed-notice.ts)
 
-  /** A missed-events notice waits for its interval (`MissedNotices.emit`): the alarm comes back then. */
-  private missedLater(at: number | null): void {
+  /** A step of its own, after the config in force was adopted (a re-enable ended the failure streak): the pending missed-events notice queued, or the alarm armed for when it may be. */
+  private emitMissed(now: number): void {
+    const at = this.storage.transactionSync(() => this.missed.emit(this.config, now));
     if (at !== null) void this.armAlarm(at);
   }
 
