@@ -16,21 +16,55 @@ export const CHANGE_OF = `CASE WHEN e.type LIKE 'course.%' THEN COALESCE(CAST(su
 /**
  * Adds to each registration's `missed` row the events of `seqs` (a JSON list of log positions
  * about to be pruned, at most PRUNE_CHUNK) addressed to it after its acknowledged cursor, if
- * it is live. Inside the pruning's step, before the targets go; reads the pruned targets
- * through `targets_seq` and each registration by its key.
+ * it is live. Inside the pruning's step, before the targets go: the pruned targets read
+ * through `targets_seq` (at most PRUNE_CHUNK × 50 small rows, none when every registration
+ * took them), each event's fields once by its key, summed here, then one upsert per
+ * registration (50 at most).
  */
 export function accrueMissed(sql: SqlStorage, seqs: string): void {
-  sql.exec(
-    `INSERT INTO missed (webhook_id, total, pending, from_at, to_at, change)
-     SELECT t.webhook_id, COUNT(*), COUNT(*), MIN(e.body ->> '$.createdAt'), MAX(e.body ->> '$.createdAt'), MIN(${CHANGE_OF})
-     FROM targets t JOIN events e ON e.seq = t.seq JOIN webhooks w ON w.id = t.webhook_id
-     WHERE t.seq IN (SELECT value FROM json_each(?)) AND t.seq > w.acked_seq AND w.deleted_at IS NULL
-     GROUP BY t.webhook_id
-     ON CONFLICT (webhook_id) DO UPDATE SET total = total + excluded.total, pending = pending + excluded.pending,
-       from_at = COALESCE(MIN(from_at, excluded.from_at), excluded.from_at), to_at = COALESCE(MAX(to_at, excluded.to_at), excluded.to_at),
-       change = CASE WHEN change IS NULL THEN excluded.change WHEN excluded.change IS NULL THEN change ELSE MIN(change, excluded.change) END`,
-    seqs,
+  const targets = sql
+    .exec<{ webhook_id: string; seq: number }>(
+      `SELECT t.webhook_id, t.seq FROM targets t JOIN webhooks w ON w.id = t.webhook_id
+       WHERE t.seq IN (SELECT value FROM json_each(?)) AND t.seq > w.acked_seq AND w.deleted_at IS NULL`,
+      seqs,
+    )
+    .toArray();
+  if (targets.length === 0) return;
+  const events = new Map(
+    sql
+      .exec<{ seq: number; at: string; change: number | null }>(
+        `SELECT e.seq, e.body ->> '$.createdAt' AS at, ${CHANGE_OF} AS change FROM events e WHERE e.seq IN (SELECT value FROM json_each(?))`,
+        JSON.stringify([...new Set(targets.map((t) => t.seq))]),
+      )
+      .toArray()
+      .map((e) => [e.seq, e]),
   );
+  const sums = new Map<string, { n: number; from: string; to: string; change: number | null }>();
+  for (const { webhook_id: id, seq } of targets) {
+    const e = events.get(seq);
+    if (e === undefined) continue;
+    const sum = sums.get(id);
+    const change = e.change === null ? null : Number(e.change);
+    if (sum === undefined) sums.set(id, { n: 1, from: e.at, to: e.at, change });
+    else {
+      sum.n += 1;
+      if (e.at < sum.from) sum.from = e.at;
+      if (e.at > sum.to) sum.to = e.at;
+      if (change !== null && (sum.change === null || change < sum.change)) sum.change = change;
+    }
+  }
+  for (const [id, sum] of sums) {
+    sql.exec(
+      `INSERT INTO missed (webhook_id, total, pending, from_at, to_at, change) VALUES (?1, ?2, ?2, ?3, ?4, ?5)
+       ON CONFLICT (webhook_id) DO UPDATE SET total = total + ?2, pending = pending + ?2,
+         from_at = COALESCE(MIN(from_at, ?3), ?3), to_at = COALESCE(MAX(to_at, ?4), ?4), change = COALESCE(MIN(change, ?5), change, ?5)`,
+      id,
+      sum.n,
+      sum.from,
+      sum.to,
+      sum.change,
+    );
+  }
 }
 
 /** What registration `id`'s next hand-over carries of what the retention dropped, if any is not acknowledged. One key read. */
