@@ -83,7 +83,8 @@ export interface Taken {
  * the registration was disabled or `enabled` is false now (a skipped one takes no room). When
  * the registration orders by course (`ordered`), an event whose course's head is failing is
  * held behind it and takes room of the held bounds instead (`HoldRoom`): past them it is
- * logged `skipped` (COURSE_FULL_ERROR), and the cursor goes on. Events at or
+ * logged `skipped` (COURSE_FULL_ERROR), and the cursor goes on. What ends skipped is
+ * summed as `gap` (missed.ts) for the registration's missed-events notice. Events at or
  * before the cursor were taken already (a hand-over sent again) and are ignored. Bound in
  * batches cut by `cutBatches` (count and bytes; the bodies spliced in as JSON, not escaped
  * again), several statements of the caller's synchronous step.

@@ -18,7 +18,7 @@ const SKIP_CHUNK = 500;
  * never started meanwhile (`readDue`'s `after`), so the disable holds for the whole queue at
  * once while its log entries are written in bounded steps. One read of the primary key.
  */
-export function skipMark(sql: SqlStorage): number {
+function skipMark(sql: SqlStorage): number {
   return sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM queue`).one().id ?? 0;
 }
 
@@ -32,7 +32,7 @@ export function skipMark(sql: SqlStorage): number {
  * @returns `more`: rows up to `through` not busy remain (another step goes on at once);
  *   `done`: none at all remains (the mark can go); `gap`: what the rows ended held (`gapOfQueued`).
  */
-export function skipStep(sql: SqlStorage, through: number, busy: readonly number[], now: number): { more: boolean; done: boolean; gap: Gap | null } {
+function skipStep(sql: SqlStorage, through: number, busy: readonly number[], now: number): { more: boolean; done: boolean; gap: Gap | null } {
   const ids = sql
     .exec<{ id: number }>(
       `SELECT id FROM queue WHERE id <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,

@@ -11,7 +11,7 @@ import type { HubMissed } from "../rpc";
  * The change number of a stored event `e` for the gap sums: its `changeCursor` decoded for a
  * course event (0 without one: resume from the start), NULL for a notice.
  */
-export const CHANGE_OF = `CASE WHEN e.type LIKE 'course.%' THEN COALESCE(CAST(substr(e.body ->> '$.changeCursor', 5) AS INTEGER), 0) END`;
+const CHANGE_OF = `CASE WHEN e.type LIKE 'course.%' THEN COALESCE(CAST(substr(e.body ->> '$.changeCursor', 5) AS INTEGER), 0) END`;
 
 /**
  * Adds to each registration's `missed` row the events of `seqs` (a JSON list of log positions
