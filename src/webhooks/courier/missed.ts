@@ -5,6 +5,8 @@
  * (bounded lists of ids); the notice itself and test events never count (missed-notice.ts).
  */
 
+import { decodeChangeCursor } from "../../lib/change-cursor";
+
 /** Dropped deliveries summed: count, first and last `createdAt` (ISO), lowest change number (`null`: no course event). */
 export type Gap = {
   missed: number;
@@ -54,8 +56,8 @@ export function gapOfQueued(sql: SqlStorage, ids: readonly number[]): Gap | null
 /** The gap a `webhook.events_missed` body reports (its `resumeCursor` is its lowest change number − 1). */
 function gapOfNotice(body: string): Gap {
   const data = (JSON.parse(body) as { data: { from: string; to: string; missed: number; resumeCursor: string | null } }).data;
-  const resume = data.resumeCursor === null ? null : Number(data.resumeCursor.slice(4));
-  return { missed: data.missed, from: data.from, to: data.to, change: resume === null ? null : resume + 1 };
+  const resume = data.resumeCursor === null ? undefined : decodeChangeCursor(data.resumeCursor);
+  return { missed: data.missed, from: data.from, to: data.to, change: resume === undefined ? null : resume + 1 };
 }
 
 function gapRow(row: Gap): Gap | null {

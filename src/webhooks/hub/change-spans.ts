@@ -6,7 +6,7 @@
  * change number of the days that reach past p, minus 1, is never after one of them. Rows older
  * than SPAN_DAYS go: a position before the oldest row resumes from `chg_0`.
  */
-import { encodeChangeCursor } from "../../lib/change-cursor";
+import { decodeChangeCursor, encodeChangeCursor } from "../../lib/change-cursor";
 
 const DAY_MS = 86_400_000;
 /** Days of spans kept (rows: one per day with events). */
@@ -15,8 +15,7 @@ const SPAN_DAYS = 90;
 /** An accepted event's change number: its `changeCursor` decoded for a course event (0 without one), else `null`. */
 function changeOf(event: { type: string; changeCursor?: unknown }): number | null {
   if (!event.type.startsWith("course.")) return null;
-  const text = typeof event.changeCursor === "string" ? event.changeCursor : "";
-  return /^chg_\d+$/.test(text) ? Number(text.slice(4)) : 0;
+  return (typeof event.changeCursor === "string" ? decodeChangeCursor(event.changeCursor) : undefined) ?? 0;
 }
 
 /**
