@@ -102,6 +102,30 @@ describe("webhook.events_missed", () => {
     ]);
   });
 
+  it("never feeds back: a notice a disable ends skipped is folded into the gap, not counted as missed", async () => {
+    sim = SimulatedPlatform.virtual().install();
+    const host = "missed-fold.example.com";
+    const { schoolId, key } = await newSchool("mfold");
+    const hook = await register(key, `https://${host}/in`);
+    const t0 = sim.clock.now();
+    expect((await patch(key, hook.id, { enabled: false })).status).toBe(200);
+    await hubFor(env, schoolId).publish([changed(schoolId, 1, 7, t0), changed(schoolId, 2, 6, t0 + 1)]);
+    await sim.advance(1_000);
+    // Enabled with its receiver down: the notice is queued, its first attempt fails.
+    sim.on(host, 500);
+    expect((await patch(key, hook.id, { enabled: true })).status).toBe(200);
+    await sim.advance(1_000);
+    const gap = { webhookId: hook.id, from: iso(t0), to: iso(t0 + 1), missed: 2, resumeCursor: "chg_5" };
+    expect(notices(host)).toEqual([gap]);
+    // Disabled again: the queued notice ends skipped; enabled with the receiver back, the same gap is sent once more.
+    expect((await patch(key, hook.id, { enabled: false })).status).toBe(200);
+    sim.on(host, 200);
+    expect((await patch(key, hook.id, { enabled: true })).status).toBe(200);
+    await drainByAlarms(sim, [hubStub(schoolId), courierStub(hook.id)], 3 * HOUR);
+    expect(notices(host)).toEqual([gap, gap]);
+    expect(others(host)).toEqual([]);
+  });
+
   it("a registration disabled for 10 days, across the retention: one notice for the whole outage", async () => {
     sim = SimulatedPlatform.virtual().install();
     const host = "missed-outage.example.com";
