@@ -2,9 +2,10 @@
  * A courier's `webhook.events_missed` notice (docs/reference.md § "Missed events"; docs/
  * architecture.md § "Notices cannot amplify"): every gap of its registration (missed.ts) is
  * summed into one pending gap (KV `missed`), queued to the registration itself as one notice
- * while it is enabled, no sooner than MISSED_INTERVAL_MS after the previous one and never while
- * that one is still queued — so a gap that goes on extends the pending notice. The notice is
- * in this courier's log only (not the hub's, not the feed), like `webhook.test`.
+ * while it is enabled and its receiver is not down, no sooner than MISSED_INTERVAL_MS after
+ * the previous one and never while that one is still queued — so a gap that goes on extends
+ * the pending notice. The notice is in this courier's log only (not the hub's, not the
+ * feed), like `webhook.test`.
  */
 import { encodeChangeCursor } from "../../lib/change-cursor";
 import { mintId } from "../../lib/ids";
@@ -23,7 +24,7 @@ export class MissedNotices {
   constructor(
     private readonly sql: SqlStorage,
     private readonly kv: SyncKvStorage,
-    /** Whether the registration's failure streak runs (`FailureReport.failing`). */
+    /** Whether its receiver is down (`FailureReport.failing`). */
     private readonly failing: () => boolean,
   ) {}
 
