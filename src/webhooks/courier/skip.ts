@@ -18,7 +18,7 @@ const SKIP_CHUNK = 500;
  * never started meanwhile (`readDue`'s `after`), so the disable holds for the whole queue at
  * once while its log entries are written in bounded steps. One read of the primary key.
  */
-function skipMark(sql: SqlStorage): number {
+export function skipMark(sql: SqlStorage): number {
   return sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM queue`).one().id ?? 0;
 }
 
@@ -79,11 +79,6 @@ export class DisableSkip {
   /** The last queue id a disable's skip has still to end (KV `skipping`), or 0: none under way. */
   get through(): number {
     return (this.kv.get("skipping") as number | undefined) ?? 0;
-  }
-
-  /** Marks every delivery queued now to end skipped (`skipMark`), inside the caller's step. */
-  mark(): void {
-    this.kv.put("skipping", Math.max(this.through, skipMark(this.sql)));
   }
 
   /**

@@ -30,7 +30,7 @@ import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
 import { MissedNotices } from "./missed-notice";
 import { backlog, drained, enqueue, nextDueAt, queueLoad, take } from "./queue";
 import { type RecoverCount, Recovery } from "./recover";
-import { DisableSkip } from "./skip";
+import { DisableSkip, skipMark } from "./skip";
 import { readStats } from "./stats";
 import { erase, hasRetained, migrate, PRUNE_INTERVAL_MS, PRUNE_START, type PrunePosition, pruneLog } from "./storage";
 
@@ -312,7 +312,7 @@ export class WebhookCourier extends DurableObject<Env> {
     if (!config.enabled || config.disables > (held?.disables ?? 0)) {
       // Every delivery queued now ends skipped: marked at once, ended SKIP_CHUNK per step
       // (the first one here), the rest by the alarm (`continueSkip`), never started meanwhile.
-      this.skip.mark();
+      this.storage.kv.put("skipping", Math.max(this.skip.through, skipMark(this.sql)));
       this.recovery.drop();
       this.skip.step(now);
       this.failures.disabled();
