@@ -46,6 +46,8 @@ const EVENT_DESCRIPTIONS: Record<DeliveredEventType, string> = {
   "webhook.recovered":
     "3 successful attempts in a row, the last at least an hour after its `webhook.failing`, ended a registration's failing streak: `data.failingSince` is that streak's first failed attempt, `recoveredAt` the last of those successful attempts. At most once an hour per registration. Sent to the school's other registrations that subscribe to it and are enabled and not failing, and in the events feed.",
   "webhook.test": "Sent by POST /v3/webhooks/{id}/test to that registration only; `data.webhookId` names it.",
+  "webhook.events_missed":
+    "Deliveries to this registration were dropped unsent: events that aged out of the 7-day retention before they could be handed to it (its queue at its bound, a long back-off), events skipped while it was disabled (sent once it is enabled again), and events past a course's held backlog (`course backlog full`). Sent to the registration that missed them only, whatever its `events` and `filter` (it cannot be subscribed to or filtered out), never in the events feed. One notice per gap: a gap that goes on extends the notice not yet queued; at most one an hour per registration, none while the previous one is still queued. `data.from`/`to` are the `createdAt` of the first and last missed event, `missed` their count, and `resumeCursor` the change cursor to pass to `GET /v3/courses/changes?after=`: it returns every course whose change was missed (`null` when no missed event was a course event). A missed `webhook.events_missed` is never reported by another one.",
 };
 
 /** Each event in a few words (the summary of its entry under `webhooks`). */
@@ -60,10 +62,30 @@ export const EVENT_SUMMARIES: Record<DeliveredEventType, string> = {
   "webhook.failing": "A registration is failing",
   "webhook.recovered": "A registration recovered",
   "webhook.test": "A test event",
+  "webhook.events_missed": "Deliveries were dropped unsent",
 };
 
 /** The `data` of each `webhook.*` event, with its example. */
 const WEBHOOK_EVENT_DATA = {
+  "webhook.events_missed": {
+    schema: z.strictObject({
+      webhookId: opaqueIdSchema,
+      from: instantOutSchema.meta({ description: "The `createdAt` of the first missed event." }),
+      to: instantOutSchema.meta({ description: "The `createdAt` of the last missed event." }),
+      missed: z.int().min(1).meta({ description: "How many events were missed." }),
+      resumeCursor: z
+        .string()
+        .nullable()
+        .meta({ description: "The change cursor to resume from (`GET /v3/courses/changes?after=`); `null`: no course event was missed.", example: "chg_41" }),
+    }),
+    example: {
+      webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0",
+      from: "2026-08-09T08:00:00.000Z",
+      to: "2026-08-16T16:02:10.004Z",
+      missed: 312,
+      resumeCursor: "chg_41",
+    },
+  },
   "webhook.test": { schema: z.strictObject({ webhookId: opaqueIdSchema }), example: { webhookId: "wh_01K4A8Z1M2N3P4Q5R6S7T8V9W0" } },
   "webhook.disabled": {
     schema: z.strictObject({ webhookId: opaqueIdSchema, reason: z.enum(["failing", "gone", "receiver"]), failingSince: instantOutSchema.nullable() }),

@@ -18,8 +18,12 @@ export const EVENT_TYPES = [...COURSE_EVENT_TYPES, "webhook.disabled", "webhook.
 /** A subscribable event type. */
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** Every event type a delivery may carry: `webhook.test` is sent only by POST /v3/webhooks/{id}/test. */
-export const DELIVERED_EVENT_TYPES = [...EVENT_TYPES, "webhook.test"] as const;
+/**
+ * Every event type a delivery may carry: `webhook.test` is sent only by POST
+ * /v3/webhooks/{id}/test, `webhook.events_missed` only to the registration that missed events
+ * (docs/reference.md § "Missed events"); neither is subscribable, in the log or in the feed.
+ */
+export const DELIVERED_EVENT_TYPES = [...EVENT_TYPES, "webhook.test", "webhook.events_missed"] as const;
 
 /** A delivered event type. */
 export type DeliveredEventType = (typeof DELIVERED_EVENT_TYPES)[number];
@@ -31,8 +35,8 @@ export type DeliveredEventType = (typeof DELIVERED_EVENT_TYPES)[number];
  * `data.course` is the course record after the write; `course.professor_signed` adds
  * `data.professorId`; `webhook.disabled` carries `data: { webhookId, reason, failingSince }`,
  * `webhook.failing` `data: { webhookId, failingSince, consecutiveFailures, lastError }`,
- * `webhook.recovered` `data: { webhookId, failingSince, recoveredAt }` and `webhook.test`
- * `data: { webhookId }`.
+ * `webhook.recovered` `data: { webhookId, failingSince, recoveredAt }`, `webhook.test`
+ * `data: { webhookId }` and `webhook.events_missed` `data: { webhookId, from, to, missed, resumeCursor }`.
  */
 const schoolEventSchema = z.strictObject({
   id: idSchema,

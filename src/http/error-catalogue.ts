@@ -122,8 +122,9 @@ export const ERRORS = {
   },
   CURSOR_EXPIRED: {
     status: 410,
-    when: "`GET /v3/events` with a cursor older than the 7-day retention (restart with `since`)",
-    message: "This cursor is older than the 7-day retention of events; read again from an instant with `since`.",
+    when: "`GET /v3/events` with a cursor older than the 7-day retention (restart with `since`; `details[0]` names the change cursor to resume from)",
+    message:
+      "This cursor is older than the 7-day retention of events; read again from an instant with `since`, and read the change query from the change cursor in `details`.",
   },
   PRECONDITION_FAILED: { status: 412, when: "`If-Match` names another version than the course's current one" },
   IDEMPOTENCY_KEY_MISMATCH: { status: 422, when: "an `Idempotency-Key` reused with a different body" },

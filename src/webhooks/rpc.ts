@@ -183,6 +183,22 @@ export interface Handover {
   config: CourierConfig;
   events: HandedEvent[];
   upTo: number;
+  /** Events the hub pruned before handing them over (hub/missed.ts), if any are not yet acknowledged. */
+  missed?: HubMissed;
+}
+
+/**
+ * What the hub's retention dropped unsent for one registration (hub/missed.ts): `total` counts
+ * every such event since the registration was created (the courier adds `total` minus what
+ * it took before, so a hand-over sent again adds nothing); `from`/`to` (ISO instants) and
+ * `change` (the lowest change number of a missed course event, 0 for one without a
+ * `changeCursor`; `null`: none) span those not yet acknowledged.
+ */
+export interface HubMissed {
+  total: number;
+  from: string;
+  to: string;
+  change: number | null;
 }
 
 /**

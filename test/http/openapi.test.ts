@@ -367,6 +367,7 @@ describe("the document covers the route table and the contract", () => {
         "course.absences_sent",
         "course.professor_signed",
         "webhook.disabled",
+        "webhook.events_missed",
         "webhook.failing",
         "webhook.recovered",
         "webhook.test",

@@ -51,7 +51,12 @@ describe("every statement of the hub's alarm", () => {
     const kept = await register(key, "https://plans-kept.example.com/in");
     const doomed = await register(key, "https://plans-doomed.example.com/in");
     const gone = await register(key, "https://plans-gone.example.com/in");
+    const late = await register(key, "https://plans-late.example.com/in");
     await inHub(schoolId, (_h, state) => fill(state.storage.sql, kept.id, 2500, 500));
+    // A registration never handed the oldest 1,000: the pruning sums them for its notice.
+    await inHub(schoolId, (_h, state) => {
+      state.storage.sql.exec(`INSERT INTO targets (webhook_id, seq) SELECT ?, seq FROM events WHERE seq <= 1000`, late.id);
+    });
     // A tombstone being forgotten (its targets remain), and one past the retention.
     await inHub(schoolId, (_h, state) => {
       state.storage.sql.exec(`INSERT INTO targets (webhook_id, seq) SELECT ?, seq FROM events`, doomed.id);
@@ -94,6 +99,8 @@ describe("every statement of the hub's alarm", () => {
     expect(queries).toMatch(/DELETE FROM targets/);
     expect(queries).toMatch(/DELETE FROM idempotency_keys/);
     expect(queries).toMatch(/DELETE FROM webhooks/);
+    expect(queries).toMatch(/INSERT INTO missed/);
+    expect(queries).toMatch(/DELETE FROM change_spans/);
     for (const { query, plan } of plans) {
       // Allowed: the bound list itself (`json_each`) and a constant row (scalar subqueries).
       const scans = plan.filter((line) => /\bSCAN (?!json_each\b|CONSTANT ROW\b)|USE TEMP B-TREE/.test(line));

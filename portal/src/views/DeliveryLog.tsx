@@ -12,6 +12,15 @@ import { api, DELIVERY_STATUS_LABELS, type Delivery, type DeliveryFilters, type 
 import { ErrorAlert, type Problem } from "../components";
 import { formatInstant, localInputToIso } from "../format";
 
+/**
+ * What the log says of the types a registration gets without subscribing (docs/reference.md §
+ * "Missed events"): the missed-events notice names its gap in its body, not in the log.
+ */
+const TYPE_NOTES: Partial<Record<string, string>> = {
+  "webhook.events_missed": "Notice: deliveries to this endpoint were dropped unsent; its body gives the range, the count and the change cursor to resume from",
+  "webhook.test": "Test event",
+};
+
 const STATUSES = Object.keys(DELIVERY_STATUS_LABELS) as (keyof typeof DELIVERY_STATUS_LABELS)[];
 /** Polls for a watched event at most this many times, this often (ms). */
 const WATCH_POLLS = 40;
@@ -194,6 +203,14 @@ export function DeliveryLog(props: { id: string; refresh: number; watch: string 
                     <code>{d.eventId}</code>
                     <br />
                     <span class="small">{d.eventType}</span>
+                    {TYPE_NOTES[d.eventType] && (
+                      <>
+                        <br />
+                        <span class="small badge" data-col="type-note">
+                          {TYPE_NOTES[d.eventType]}
+                        </span>
+                      </>
+                    )}
                   </td>
                   <td data-col="trigger">{d.trigger ?? "—"}</td>
                   <td data-col="attempt">{d.attempt}</td>

@@ -39,7 +39,8 @@ function useEventCatalog(): { types: EventType[] | null; error: Problem | null }
 }
 
 /** The event type of POST …/test: delivered to the one registration tested, never subscribed to. */
-const TEST_EVENT = "webhook.test";
+/** Types the catalog lists that no registration subscribes to: each reaches its own registration only. */
+const UNSUBSCRIBABLE = new Set(["webhook.test", "webhook.events_missed"]);
 
 /** One row of the custom headers. */
 interface HeaderRow {
@@ -155,8 +156,8 @@ function WebhookFields({
   editing?: Webhook | null;
 }) {
   // The catalog's types, plus any the registration already has that the catalog lacks; not
-  // `webhook.test`, which no registration subscribes to (a test reaches its endpoint anyway).
-  const known = [...new Set([...(catalog.types ?? []).map((t) => t.type).filter((t) => t !== TEST_EVENT), ...value.selected])];
+  // `webhook.test` and `webhook.events_missed`, which no registration subscribes to (each reaches its endpoint anyway).
+  const known = [...new Set([...(catalog.types ?? []).map((t) => t.type).filter((t) => !UNSUBSCRIBABLE.has(t)), ...value.selected])];
   const describe = (type: string) => catalog.types?.find((t) => t.type === type)?.description;
   const toggle = (type: string, on: boolean) => onChange({ ...value, selected: on ? [...value.selected, type] : value.selected.filter((t) => t !== type) });
   return (

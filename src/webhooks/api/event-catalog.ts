@@ -21,6 +21,12 @@ const EVENTS_TAG = { name: "Events", description: "Event payloads POSTed to webh
 const DELIVERY_CONTROL =
   'The answer may carry a `webhook-delivery` header (Standard Webhooks delivery control; the value trimmed, in any case; other values are ignored): `abort-message` ends this delivery at once, `failed` with no further retry (a 2xx still succeeded); `disable` does that too and disables the registration as a 410 does (`disabledReason: "receiver"`; `webhook.disabled` is published with `reason: "receiver"`).';
 
+/** Who receives the types no registration subscribes to (docs/reference.md § "Event delivery"). */
+const RECIPIENTS: Partial<Record<string, string>> = {
+  "webhook.test": "POSTed to the registration tested only",
+  "webhook.events_missed": "POSTed to the registration that missed the events only, whatever its `events` and `filter`",
+};
+
 /** The deliveries of every event type, as the document describes them. */
 export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type) => {
   const meta = deliveredEventSchemas[type].meta()!;
@@ -29,7 +35,7 @@ export const eventWebhooks: OutgoingRequest[] = DELIVERED_EVENT_TYPES.map((type)
     operationId: `on${meta.id as string}`,
     tag: EVENTS_TAG,
     summary: EVENT_SUMMARIES[type],
-    description: `${meta.description as string}\n\nPOSTed to each registration subscribed to \`${type}\`${type === "webhook.test" ? " (only the one tested)" : " (or to `*`)"}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.${type.startsWith("course.") ? ORDERED : ""}\n\n${DELIVERY_CONTROL}`,
+    description: `${meta.description as string}\n\n${RECIPIENTS[type] ?? `POSTed to each registration subscribed to \`${type}\` (or to \`*\`)`}, with \`content-type: application/json\` and the Standard Webhooks headers. Delivery is at least once.${type.startsWith("course.") ? ORDERED : ""}\n\n${DELIVERY_CONTROL}`,
     headers: deliveryHeadersSchema,
     body: deliveredEventSchemas[type],
     responses: {

@@ -119,7 +119,11 @@ export const feedOperations: Operation<Env>[] = [
         limit,
         waitMs: (query.wait ?? 0) * 1000,
       });
-      if (page === "CURSOR_EXPIRED") throw new ApiError("CURSOR_EXPIRED");
+      if ("expired" in page) {
+        throw new ApiError("CURSOR_EXPIRED", undefined, [
+          { parameter: "after", message: `older than the retention; resume the change query after ${page.resumeCursor}` },
+        ]);
+      }
       // Each item is the stored body as registrations receive it: joined, not re-serialized.
       return successRaw(`[${page.bodies.join(",")}]`, { pagination: { limit, hasMore: page.hasMore, nextCursor: encodeCursor(page.next) } });
     },

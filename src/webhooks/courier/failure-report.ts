@@ -27,7 +27,7 @@ const NOTICE_INTERVAL_MS = 60 * 60 * 1000;
  * Deliveries of these events are not counted in the run: a notice about another registration
  * never starts, extends nor ends this one's (no notice can cause a notice).
  */
-const UNCOUNTED_TYPES: ReadonlySet<string> = new Set(["webhook.failing", "webhook.recovered", "webhook.disabled"]);
+const UNCOUNTED_TYPES: ReadonlySet<string> = new Set(["webhook.failing", "webhook.recovered", "webhook.disabled", "webhook.events_missed"]);
 /** Notices owed at most (the hub unreachable for long): beyond, the oldest pair goes, failing and recovered still alternate. */
 const NOTICES_MAX = 20;
 /** A notice's `lastError` keeps at most this many characters. */
@@ -74,6 +74,16 @@ export class FailureReport {
     private readonly disableAfterMs: number,
     private readonly retryLater: () => void,
   ) {}
+
+  /**
+   * Whether the receiver is down (missed-notice.ts waits for it): a run of counted failures was
+   * noticed (`webhook.failing`) and no counted attempt succeeded, nor was the registration
+   * enabled again, since the last one failed.
+   */
+  get failing(): boolean {
+    const run = this.kv.get("streak") as Streak | undefined;
+    return this.failingSince !== null && run !== undefined && run.noticed !== false;
+  }
 
   /** When the current failure streak started (ms since epoch), or null. */
   private get failingSince(): number | null {

@@ -9,9 +9,8 @@ import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { type AttemptVerdict, type DeliveryControl, isSuccess, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
 import { COURSE_FULL_ERROR, courseOf, coursesOf, HoldRoom, headFailing, type Load, seqOf, startable } from "./course-hold";
-
-/** The log's `error` of a skipped entry (docs/reference.md § "Delivery log"). */
-const SKIPPED_ERROR = "registration disabled";
+import { type Gap, gapOfEvents } from "./missed";
+import { SKIPPED_ERROR, skipRows } from "./skip";
 
 /** A due delivery, with its event's body. */
 export type DueRow = {
@@ -46,8 +45,6 @@ const QUEUE_MAX_BYTES = 16_000_000;
 /** A courier that left events in the hub asks for more once its queue is down to these. */
 const QUEUE_LOW_ROWS = QUEUE_MAX_ROWS / 2;
 const QUEUE_LOW_BYTES = QUEUE_MAX_BYTES / 2;
-/** Queue rows one skip step ends at most (a disable's skip goes on in later steps). */
-const SKIP_CHUNK = 500;
 
 /**
  * The queue's load: deliveries — when `ordered`, not those held behind a failing head
@@ -75,6 +72,8 @@ export interface Taken {
   through: number | null;
   /** The queue reached its bound: the events after `through` were not taken (they stay in the hub). */
   full: boolean;
+  /** What was logged `skipped` (disabled, course backlog full): dropped unsent (missed.ts). */
+  gap: Gap | null;
 }
 
 /**
@@ -84,14 +83,15 @@ export interface Taken {
  * the registration was disabled or `enabled` is false now (a skipped one takes no room). When
  * the registration orders by course (`ordered`), an event whose course's head is failing is
  * held behind it and takes room of the held bounds instead (`HoldRoom`): past them it is
- * logged `skipped` (COURSE_FULL_ERROR), and the cursor goes on. Events at or
+ * logged `skipped` (COURSE_FULL_ERROR), and the cursor goes on. What ends skipped is
+ * summed as `gap` (missed.ts) for the registration's missed-events notice. Events at or
  * before the cursor were taken already (a hand-over sent again) and are ignored. Bound in
  * batches cut by `cutBatches` (count and bytes; the bodies spliced in as JSON, not escaped
  * again), several statements of the caller's synchronous step.
  */
 export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: number, enabled: boolean, now: number, ordered = false): Taken {
   const fresh = events.filter((e) => e.seq > cursor);
-  if (fresh.length === 0) return { queued: 0, through: null, full: false };
+  if (fresh.length === 0) return { queued: 0, through: null, full: false, gap: null };
   const encode = (e: HandedEvent) => `[${JSON.stringify(e.id)},${JSON.stringify(e.type)},${e.body},${e.acceptedAt},${e.seq}]`;
   const batches = cutBatches(fresh, BOUND_LIST, encode);
   const courses = enabled && ordered ? coursesOf(sql, batches) : [];
@@ -148,63 +148,11 @@ export function take(sql: SqlStorage, events: readonly HandedEvent[], cursor: nu
       now,
     );
   }
-  return { queued: queued.length, through: taken.at(-1)?.event.seq ?? null, full };
-}
-
-/**
- * The registration was disabled (docs/reference.md § "PATCH /v3/webhooks/{id}": `enabled:
- * false`): every delivery queued now ends `skipped`, pending retries included. Returns the
- * mark of that skip — the last queue id it covers (`through`, 0: none) — which the caller
- * keeps durably (KV `skipping`) until `skipStep` has ended every row up to it: rows are
- * never started meanwhile (`readDue`'s `after`), so the disable holds for the whole queue at
- * once while its log entries are written in bounded steps. One read of the primary key.
- */
-export function skipMark(sql: SqlStorage): number {
-  return sql.exec<{ id: number | null }>(`SELECT MAX(id) AS id FROM queue`).one().id ?? 0;
-}
-
-/**
- * One bounded step of a disable's skip: at most SKIP_CHUNK queued deliveries with id ≤
- * `through`, not `busy` (in flight: their outcome is recorded first, then this ends them),
- * end `skipped` at `now` (ms), each numbered as its event's next entry
- * (`events.last_attempt`; 1 for a row whose event copy is missing). Run inside the caller's
- * synchronous step.
- *
- * @returns `more`: rows up to `through` not busy remain (another step goes on at once);
- *   `done`: none at all remains (the mark can go).
- */
-export function skipStep(sql: SqlStorage, through: number, busy: readonly number[], now: number): { more: boolean; done: boolean } {
-  const ids = sql
-    .exec<{ id: number }>(
-      `SELECT id FROM queue WHERE id <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY id LIMIT ?`,
-      through,
-      JSON.stringify(busy),
-      SKIP_CHUNK,
-    )
-    .toArray()
-    .map((r) => r.id);
-  skipRows(sql, ids, now);
-  const left = sql
-    .exec<{ id: number }>(`SELECT id FROM queue WHERE id <= ? ORDER BY id LIMIT ?`, through, busy.length + 1)
-    .toArray()
-    .map((r) => r.id);
-  return { more: left.some((id) => !busy.includes(id)), done: left.length === 0 };
-}
-
-/** Ends queue rows `ids` (few: a bound list) `skipped` at `now` (ms): their events' numbers move on, a log entry each, the rows deleted. */
-function skipRows(sql: SqlStorage, ids: readonly number[], now: number): void {
-  if (ids.length === 0) return;
-  const list = JSON.stringify(ids);
-  sql.exec(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id IN (SELECT event_id FROM queue WHERE id IN (SELECT value FROM json_each(?)))`, list);
-  sql.exec(
-    `INSERT INTO log (event_id, event_type, attempt, status, trigger, error, attempted_at)
-     SELECT q.event_id, q.event_type, COALESCE(e.last_attempt, 1), 'skipped', q.trigger, ?2, ?3 FROM queue q LEFT JOIN events e ON e.id = q.event_id
-     WHERE q.id IN (SELECT value FROM json_each(?1)) ORDER BY q.id`,
-    list,
-    SKIPPED_ERROR,
-    now,
+  const gap = gapOfEvents(
+    sql,
+    skipped.map(([id]) => id as string),
   );
-  sql.exec(`DELETE FROM queue WHERE id IN (SELECT value FROM json_each(?))`, list);
+  return { queued: queued.length, through: taken.at(-1)?.event.seq ?? null, full, gap };
 }
 
 /**

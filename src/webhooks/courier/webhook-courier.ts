@@ -27,8 +27,10 @@ import {
 import { type LogFilter, readLog, retainedEvent } from "./attempt-log";
 import { Dispatch } from "./dispatch";
 import { FailureReport, REPORT_RETRY_MS } from "./failure-report";
-import { backlog, drained, enqueue, nextDueAt, queueLoad, skipMark, skipStep, take } from "./queue";
+import { MissedNotices } from "./missed-notice";
+import { backlog, drained, enqueue, nextDueAt, queueLoad, take } from "./queue";
 import { type RecoverCount, Recovery } from "./recover";
+import { DisableSkip, skipMark } from "./skip";
 import { readStats } from "./stats";
 import { erase, hasRetained, migrate, PRUNE_INTERVAL_MS, PRUNE_START, type PrunePosition, pruneLog } from "./storage";
 
@@ -47,6 +49,8 @@ export class WebhookCourier extends DurableObject<Env> {
   private readonly failures: FailureReport;
   private readonly dispatch: Dispatch;
   private readonly recovery: Recovery;
+  private readonly missed: MissedNotices;
+  private readonly skip: DisableSkip;
   private config: CourierConfig | null;
   private closed: boolean;
   private cursor: number;
@@ -79,14 +83,16 @@ export class WebhookCourier extends DurableObject<Env> {
       armAlarm: (at) => this.armAlarm(at),
       armedAfter: (now) => this.alarms.armedAfter(now),
       sooner: (at) => this.alarms.sooner(at),
-      skipped: () => this.skipThrough(),
-      skipOn: (now) => this.skipOn(now),
+      skipped: () => this.skip.through,
+      skipOn: (now) => this.skip.step(now),
       recorded: () => {
         this.askForMore();
         if (!this.closed) this.recovery.later();
       },
     });
     this.recovery = new Recovery(storage, () => void this.armAlarm(this.platform.now()));
+    this.missed = new MissedNotices(this.sql, kv, () => this.failures.failing);
+    this.skip = new DisableSkip(this.sql, kv, () => this.dispatch.busy(), this.missed);
     this.closed = kv.get("closed") === true;
     this.config = (kv.get("config") as CourierConfig | undefined) ?? null;
     this.cursor = Number(kv.get("cursor") ?? 0);
@@ -101,7 +107,7 @@ export class WebhookCourier extends DurableObject<Env> {
   private earliestWork(): number | null {
     const now = this.platform.now();
     if (this.closed) return hasRetained(this.sql) ? now : null;
-    if (this.failures.owed || this.skipThrough() > 0 || this.storage.kv.get("full") === true || this.recovery.pending) return now;
+    if (this.failures.owed || this.skip.through > 0 || this.storage.kv.get("full") === true || this.recovery.pending || this.missed.pending) return now;
     const due = nextDueAt(this.sql, [], 0, this.ordered());
     if (due !== null) return Math.max(now, due);
     return hasRetained(this.sql) ? now + PRUNE_INTERVAL_MS : null;
@@ -130,12 +136,15 @@ export class WebhookCourier extends DurableObject<Env> {
       if (upTo > this.cursor) this.storage.kv.put("cursor", upTo);
       if (taken.full) this.storage.kv.put("full", true);
       else if (this.storage.kv.get("full") !== undefined) this.storage.kv.delete("full");
+      this.missed.noteHub(handover.missed);
+      this.missed.note(taken.gap);
       return { applied, upTo, full: taken.full };
     });
     // Memory follows storage once the step has committed.
     this.adopt(step.applied);
     this.cursor = Math.max(this.cursor, step.upTo);
     this.asked = false;
+    this.emitMissed(now);
     this.dispatch.pump();
     return { ...this.receipt(now), full: step.full };
   }
@@ -148,6 +157,7 @@ export class WebhookCourier extends DurableObject<Env> {
     if (this.closed) return this.receipt(0);
     const now = this.platform.now();
     this.adopt(this.storage.transactionSync(() => this.apply(config, now)));
+    this.emitMissed(now);
     this.dispatch.pump();
     return this.receipt(now);
   }
@@ -165,6 +175,7 @@ export class WebhookCourier extends DurableObject<Env> {
     this.storage.transactionSync(() => {
       this.storage.kv.put("closed", true);
       this.failures.forget();
+      this.missed.forget();
       for (const key of ["config", "cursor", "full", "skipping", "recover"]) this.storage.kv.delete(key);
     });
     this.closed = true;
@@ -206,7 +217,7 @@ export class WebhookCourier extends DurableObject<Env> {
     return this.queueing(config, () => {
       const event = retainedEvent(this.sql, eventId);
       if (!event) return { ok: false, error: "EVENT_NOT_FOUND" };
-      enqueue(this.sql, event.id, event.type, "resend", this.platform.now(), this.skipThrough());
+      enqueue(this.sql, event.id, event.type, "resend", this.platform.now(), this.skip.through);
       return { ok: true, value: { eventId } };
     });
   }
@@ -220,7 +231,7 @@ export class WebhookCourier extends DurableObject<Env> {
    * @returns `{ queued, exact }`, or `WEBHOOK_NOT_FOUND` (closed) / `WEBHOOK_DISABLED`.
    */
   recover(config: CourierConfig, since: number, until: number): CourierStep<RecoverCount> {
-    return this.queueing(config, () => ({ ok: true, value: this.recovery.start(since, until, this.platform.now(), this.skipThrough()) }));
+    return this.queueing(config, () => ({ ok: true, value: this.recovery.start(since, until, this.platform.now(), this.skip.through) }));
   }
 
   // -------------------------------------------------------------------------------------
@@ -264,8 +275,9 @@ export class WebhookCourier extends DurableObject<Env> {
     }
     const pruned = pruneLog(this.sql, this.platform.now(), this.pruneFrom);
     this.pruneFrom = pruned.next;
-    const skipping = this.storage.transactionSync(() => this.skipOn(this.platform.now()));
-    if (this.config?.enabled === true) this.storage.transactionSync(() => this.recovery.step(this.platform.now(), this.skipThrough()));
+    const skipping = this.storage.transactionSync(() => this.skip.step(this.platform.now()));
+    if (this.config?.enabled === true) this.storage.transactionSync(() => this.recovery.step(this.platform.now(), this.skip.through));
+    this.emitMissed(this.platform.now());
     this.failures.send(this.config?.hubId);
     this.dispatch.pump();
     this.askForMore();
@@ -300,9 +312,9 @@ export class WebhookCourier extends DurableObject<Env> {
     if (!config.enabled || config.disables > (held?.disables ?? 0)) {
       // Every delivery queued now ends skipped: marked at once, ended SKIP_CHUNK per step
       // (the first one here), the rest by the alarm (`continueSkip`), never started meanwhile.
-      this.storage.kv.put("skipping", Math.max(this.skipThrough(), skipMark(this.sql)));
+      this.storage.kv.put("skipping", Math.max(this.skip.through, skipMark(this.sql)));
       this.recovery.drop();
-      this.skipOn(now);
+      this.skip.step(now);
       this.failures.disabled();
     }
     return { config, enabled: config.enabled && held !== null && (!held.enabled || config.disables > held.disables) };
@@ -336,31 +348,17 @@ export class WebhookCourier extends DurableObject<Env> {
   }
 
   // -------------------------------------------------------------------------------------
-  // Back-pressure and a disable's skip (docs/architecture.md § Bounded work and storage)
+  // Back-pressure, a disable's skip (skip.ts), missed events (missed-notice.ts)
 
-  /** The last queue id a disable's skip has still to end (KV `skipping`), or 0: none under way. */
-  private skipThrough(): number {
-    return (this.storage.kv.get("skipping") as number | undefined) ?? 0;
-  }
-
-  /**
-   * One step of a disable's skip at `now` (ms), inside the caller's synchronous step: at most
-   * 500 rows end skipped (`skipStep`); the mark is dropped once none is left. Rows in flight
-   * are ended by the step that records their outcome.
-   *
-   * @returns whether rows not in flight are left (the alarm goes on at once).
-   */
-  private skipOn(now: number): boolean {
-    const through = this.skipThrough();
-    if (through === 0) return false;
-    const step = skipStep(this.sql, through, this.dispatch.busy(), now);
-    if (step.done) this.storage.kv.delete("skipping");
-    return step.more;
+  /** A step of its own, after the config in force was adopted (a re-enable ended the failure streak): the pending missed-events notice queued, or the alarm armed for when it may be. */
+  private emitMissed(now: number): void {
+    const at = this.storage.transactionSync(() => this.missed.emit(this.config, now));
+    if (at !== null) void this.armAlarm(at);
   }
 
   /** A skip with rows left goes on in the alarm, 500 rows per run, at once. */
   private continueSkip(): void {
-    if (this.skipThrough() > 0) void this.armAlarm(this.platform.now());
+    if (this.skip.through > 0) void this.armAlarm(this.platform.now());
   }
 
   /**

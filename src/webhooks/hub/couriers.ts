@@ -12,6 +12,7 @@ import { isOverloaded, ObjectCalls } from "../platform/object-calls";
 import type { Platform, Timer } from "../platform/platform";
 import { BACKLOG_HIGH, type CourierConfig, courierFor, type Handover, type HandoverReceipt } from "../rpc";
 import { addressedAfter } from "./event-log";
+import { clearMissed, owedMissed } from "./missed";
 import { courierConfig, readWebhook, type UnclosedAt, unclosed } from "./registrations";
 import { COURIER_CLOSED, COURIER_OPEN } from "./storage";
 
@@ -214,10 +215,11 @@ export class Couriers {
     const row = readWebhook(this.host.sql, id);
     if (!row) return null;
     const { events, more } = addressedAfter(this.host.sql, id, row.acked_seq, HANDOVER_BATCH);
-    if (events.length === 0 && row.courier_version >= row.version) return null;
+    const missed = owedMissed(this.host.sql, id);
+    if (events.length === 0 && row.courier_version >= row.version && missed === undefined) return null;
     if (row.courier !== COURIER_OPEN) this.host.sql.exec(`UPDATE webhooks SET courier = ? WHERE id = ?`, COURIER_OPEN, id);
     const config = courierConfig(row, this.host.schoolId(), this.host.hubId);
-    return { handover: { config, events, upTo: events.at(-1)?.seq ?? row.acked_seq }, full: more };
+    return { handover: { config, events, upTo: events.at(-1)?.seq ?? row.acked_seq, ...(missed && { missed }) }, full: more };
   }
 
   /**
@@ -248,7 +250,7 @@ export class Couriers {
       .then(
         (receipt): HandOverEnd => {
           if (receipt === null || owed === null) return "none";
-          this.acknowledged(id, owed.handover.config.version, receipt);
+          this.acknowledged(id, owed.handover.config.version, receipt, owed.handover.missed?.total);
           this.failures.delete(id);
           if (receipt.closed) return "none";
           if (receipt.full) {
@@ -275,9 +277,10 @@ export class Couriers {
     return done;
   }
 
-  /** Records what a courier acknowledged: its cursor and the config version it holds. */
-  private acknowledged(id: string, version: number, receipt: HandoverReceipt): void {
+  /** Records what a courier acknowledged: its cursor, the config version it holds, the retention's drops it took (`missed`). */
+  private acknowledged(id: string, version: number, receipt: HandoverReceipt, missed?: number): void {
     if (receipt.closed) return;
+    if (missed !== undefined) clearMissed(this.host.sql, id, missed);
     this.host.sql.exec(
       `UPDATE webhooks SET acked_seq = MAX(acked_seq, ?2), courier_version = MAX(courier_version, ?3) WHERE id = ?1`,
       id,

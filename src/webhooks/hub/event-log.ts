@@ -11,6 +11,7 @@ import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { mintId } from "../../lib/ids";
 import { formatInstant } from "../../lib/time";
 import type { HandedEvent, WebhookFilter } from "../rpc";
+import { noteSpan } from "./change-spans";
 import type { WebhookRow } from "./registrations";
 
 /** A registration as the accept step needs it (parsed once per change of the set). */
@@ -116,6 +117,13 @@ export function accept(sql: SqlStorage, audiences: readonly Audience[], events: 
     }
   }
   const seqOf = new Map(stored.map((r) => [r.id, r.seq]));
+  // The feed's resume cursor after 410 reads these spans (hub/change-spans.ts).
+  noteSpan(
+    sql,
+    stored.map((r) => r.seq),
+    loggable.filter((e) => seqOf.has(e.id)),
+    now,
+  );
   const rows: [string, number, number][] = [];
   const touched = new Set<string>();
   for (const event of loggable) {
@@ -168,13 +176,14 @@ export function addressedAfter(sql: SqlStorage, webhookId: string, cursor: numbe
   return { events, more: false };
 }
 
-/** Registrations whose courier has not acknowledged everything addressed to it, or its latest config. */
+/** Registrations whose courier has not acknowledged everything addressed to it, its latest config, or what the retention dropped (hub/missed.ts). */
 export function behind(sql: SqlStorage): string[] {
   return sql
     .exec<{ id: string }>(
       `SELECT w.id FROM webhooks w WHERE w.deleted_at IS NULL AND (
          w.courier_version < w.version AND w.courier <> 0
-         OR EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id AND t.seq > w.acked_seq))`,
+         OR EXISTS (SELECT 1 FROM targets t WHERE t.webhook_id = w.id AND t.seq > w.acked_seq)
+         OR EXISTS (SELECT 1 FROM missed m WHERE m.webhook_id = w.id AND m.pending > 0))`,
     )
     .toArray()
     .map((r) => r.id);

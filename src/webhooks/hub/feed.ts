@@ -8,6 +8,7 @@
 import { utf8Bytes } from "../../lib/batches";
 import { FEED_PAGE_BYTES, MAX_WAITING_POLLS, RETENTION_MS, WOKEN_FEED_PAGE_BYTES } from "../../lib/limits";
 import type { Platform } from "../platform/platform";
+import { resumeCursorAfter } from "./change-spans";
 
 /** Where a reader is: after `seq`, an event accepted at `at` (ms; for the retention check). */
 interface FeedPosition {
@@ -88,6 +89,12 @@ function readFeed(sql: SqlStorage, from: FeedPosition, types: readonly string[] 
   return { bodies: [], next: newest ? { seq: newest.seq, at: newest.created_at } : from, hasMore: false };
 }
 
+/** A position older than the retention (410 CURSOR_EXPIRED), with the change cursor to resume from (`resumeCursorAfter`). */
+export interface FeedExpired {
+  expired: true;
+  resumeCursor: string;
+}
+
 /** What GET /v3/events asks the hub (`after` and `since` mutually exclusive; `waitMs` the long poll). */
 export interface FeedQuery {
   after?: FeedPosition;
@@ -115,13 +122,13 @@ export class FeedReaders {
    * counts as 0 (docs/reference.md § Events feed). A woken reader's page holds at most
    * WOKEN_FEED_PAGE_BYTES of bodies (at least one event; `hasMore` when more follow).
    *
-   * @returns the page, or `CURSOR_EXPIRED` for a position older than the 7-day retention.
+   * @returns the page, or `FeedExpired` for a position older than the 7-day retention.
    */
-  async read(query: FeedQuery): Promise<FeedPage | "CURSOR_EXPIRED"> {
+  async read(query: FeedQuery): Promise<FeedPage | FeedExpired> {
     const now = this.platform.now();
     let from: FeedPosition;
     if (query.after !== undefined) {
-      if (query.after.at < now - RETENTION_MS) return "CURSOR_EXPIRED";
+      if (query.after.at < now - RETENTION_MS) return { expired: true, resumeCursor: resumeCursorAfter(this.sql, query.after.seq) };
       from = query.after;
     } else from = query.since !== undefined ? positionAt(this.sql, query.since, now) : tail(this.sql, now);
     const deadline = now + (this.waiters.size >= MAX_WAITING_POLLS ? 0 : query.waitMs);

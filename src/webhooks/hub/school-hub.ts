@@ -28,6 +28,7 @@ import {
 } from "../rpc";
 import { Couriers } from "./couriers";
 import { type Audience, accept, audiencesOf, behind, testEvent } from "./event-log";
+import type { FeedExpired } from "./feed";
 import { type FeedPage, type FeedQuery, FeedReaders } from "./feed";
 import type { IdempotencyInput } from "./idempotency";
 import { takeDisable, takeNotices } from "./notices";
@@ -299,9 +300,9 @@ export class SchoolHub extends DurableObject<Env> {
   /**
    * A page of the events feed (GET /v3/events; see `FeedReaders.read`).
    *
-   * @returns the page, or `CURSOR_EXPIRED` for a position older than the 7-day retention.
+   * @returns the page, or `FeedExpired` (with the change cursor to resume from) for a position older than the 7-day retention.
    */
-  readFeed(query: FeedQuery): Promise<FeedPage | "CURSOR_EXPIRED"> {
+  readFeed(query: FeedQuery): Promise<FeedPage | FeedExpired> {
     return this.readers.read(query);
   }
 

@@ -9,6 +9,8 @@
  */
 import { RETENTION_MS } from "../../lib/limits";
 import { applyMigrations } from "../platform/sqlite-migrations";
+import { pruneSpans } from "./change-spans";
+import { accrueMissed } from "./missed";
 
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
 export const PRUNE_CHUNK = 1_000;
@@ -124,6 +126,22 @@ const MIGRATIONS: string[][] = [
     `ALTER TABLE webhooks ADD COLUMN payload TEXT NOT NULL DEFAULT 'full'`,
   ],
   [
+    // What the retention dropped unsent, per registration (hub/missed.ts): `total` ever,
+    // `pending` and the range not yet acknowledged by its courier; gone with its tombstone.
+    `CREATE TABLE missed (
+       webhook_id TEXT PRIMARY KEY,
+       total INTEGER NOT NULL,
+       pending INTEGER NOT NULL,
+       from_at TEXT,
+       to_at TEXT,
+       change INTEGER
+     ) WITHOUT ROWID`,
+    `CREATE TRIGGER missed_forgotten AFTER UPDATE OF forgotten ON webhooks WHEN NEW.forgotten = 1
+     BEGIN DELETE FROM missed WHERE webhook_id = NEW.id; END`,
+    // Per day of acceptance, the log positions and change numbers it holds (hub/change-spans.ts).
+    `CREATE TABLE change_spans (day INTEGER PRIMARY KEY, first_seq INTEGER NOT NULL, last_seq INTEGER NOT NULL, min_change INTEGER, max_change INTEGER)`,
+  ],
+  [
     // A DELETE erases the registration's stored answers (they hold its secret) in its own
     // step, through this index (`eraseAnswers` of hub/idempotency.ts); those of registrations
     // deleted before it are erased now.
@@ -162,10 +180,13 @@ export function pruneLog(sql: SqlStorage, now: number, keyTtlMs: number): boolea
     .map((r) => r.seq);
   if (seqs.length > 0) {
     const list = JSON.stringify(seqs);
+    // What goes unsent is summed for its registration's notice first (hub/missed.ts).
+    accrueMissed(sql, list);
     sql.exec(`DELETE FROM events WHERE seq IN (SELECT value FROM json_each(?))`, list);
     // At most PRUNE_CHUNK events × MAX_WEBHOOKS targets: bounded too.
     sql.exec(`DELETE FROM targets WHERE seq IN (SELECT value FROM json_each(?))`, list);
   }
+  pruneSpans(sql, now);
   const keys = sql.exec(
     `DELETE FROM idempotency_keys WHERE key IN (SELECT key FROM idempotency_keys WHERE created_at <= ? LIMIT ?)`,
     now - keyTtlMs,
