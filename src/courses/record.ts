@@ -1,17 +1,12 @@
 /**
- * Course records as the API writes them (docs/reference.md § "Course record"), built by SQLite: the
- * page statement (src/courses/query.ts) returns each course as the JSON text of its final
- * record, nested lists in the contract's order, so that a listing reaches the client without
- * the Worker parsing, sorting or serializing a record (src/http/respond.ts `successRaw`).
- * The included lists of people and survey templates are stored per course (`course_parts`,
- * rebuilt by `rebuildParts` of src/db/record-parts.ts in the batch of each write that changes them): a page
- * concatenates them (docs/architecture.md § Course reads).
- *
- * The same record is built in JS from a course's state by `stateToRecord`
- * (src/courses/change.ts) for write responses and events; test/courses/record-sql.test.ts holds both
- * to the same shape, test/courses/record-shapes.test.ts every statement shape (includes,
- * filters, sorts) at the contract's largest lists. No SQL function call takes more than
- * production's 32 arguments (`MAX_FUNCTION_ARGS`, src/db/record-parts.ts).
+ * Course records as the API writes them (docs/reference.md § "Course record"), built by SQLite:
+ * each course comes out of the page statement (src/courses/query.ts) as the JSON text of its
+ * final record, so a listing reaches the client unparsed (src/http/respond.ts `successRaw`).
+ * The included lists are stored per course (`course_parts`, src/db/record-parts.ts) and
+ * concatenated (docs/architecture.md § Course reads). `stateToRecord` (src/courses/change.ts)
+ * builds the same record in JS; test/courses/record-sql.test.ts and record-shapes.test.ts hold
+ * both to one shape at the largest lists. No SQL function call takes more than production's 32
+ * arguments (`MAX_FUNCTION_ARGS`, src/db/record-parts.ts).
  */
 import { type SQL, sql } from "drizzle-orm";
 import { bool, named, object, RECORD_PARTS, storedPart, value } from "../db/record-parts";

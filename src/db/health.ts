@@ -1,5 +1,5 @@
 /**
- * `GET /healthz` (docs/reference.md § "GET /healthz", docs/operations.md § "After a deploy"):
+ * `GET /healthz` (docs/reference.md § "GET /healthz", docs/operations.md § Deploy):
  * no authentication, outside the rate limit (src/index.ts), never cached. Answers the API's
  * version, the deployed build (the `CF_VERSION_METADATA` binding) and whether the directory
  * and every shard answer a `SELECT 1` within `PROBE_TIMEOUT_MS`. An isolate probes at most
