@@ -155,6 +155,7 @@ export class CourseMirror {
    */
   async follow(): Promise<number> {
     let read = 0;
+    let expired = false;
     // A start older than the retention would silently skip what aged out: catch up instead.
     if (!this.feedCursor && this.feedSince && Date.parse(this.feedSince) < this.now() - FEED_RETENTION_MS) await this.catchUp();
     for (;;) {
@@ -163,11 +164,15 @@ export class CourseMirror {
         : `since=${encodeURIComponent(this.feedSince ?? new Date(0).toISOString())}`;
       const page = await this.read("feed", `/v3/events?limit=100&${from}`);
       if (page.status === 410 && page.body.code === "CURSOR_EXPIRED") {
+        // A catch-up restarts the feed from `since`: a second 410 in a row means the clocks disagree.
+        if (expired) throw new MirrorError(`the feed answered 410 again right after a catch-up: ${JSON.stringify(page.body)}`);
+        expired = true;
         this.gaps += 1;
         await this.catchUp(resumeCursorOf(page.body) ?? this.changesCursor);
         continue;
       }
       if (page.status !== 200) throw new MirrorError(`feed answered ${page.status}: ${JSON.stringify(page.body)}`);
+      expired = false;
       for (const event of page.body.result) await this.onEvent(event);
       read += page.body.result.length;
       this.feedCursor = page.body.pagination.nextCursor;
@@ -179,7 +184,10 @@ export class CourseMirror {
 /** The change cursor a `410 CURSOR_EXPIRED` names to resume from (docs/reference.md § Events feed). */
 // biome-ignore lint/suspicious/noExplicitAny: the error envelope, read field by field.
 function resumeCursorOf(body: any): string | undefined {
-  if (typeof body.resumeCursor === "string") return body.resumeCursor;
-  for (const d of body.details ?? []) if (typeof d.resumeCursor === "string") return d.resumeCursor;
+  // `details: [{ "parameter": "after", "message": "… resume the change query after chg_N" }]`
+  for (const d of body.details ?? []) {
+    const found = d.parameter === "after" && typeof d.message === "string" ? /\bchg_[0-9]+\b/.exec(d.message) : null;
+    if (found) return found[0];
+  }
   return undefined;
 }

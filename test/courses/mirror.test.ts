@@ -6,7 +6,7 @@
  * database, course by course, version by version.
  */
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CourseMirror, type MirrorAnswer } from "../../scripts/lib/mirror";
 import { importEvents } from "../../src/events/import-events";
 import worker from "../../src/index";
@@ -62,20 +62,30 @@ async function truth(key: string): Promise<Map<string, Record<string, unknown>>>
   }
 }
 
-/** Runs the cron (the outbox sweep publishes what the import wrote) as if `ahead` ms later. */
+/**
+ * Runs the cron `ahead` ms later (the Worker's clock moved on): the sweep publishes the rows an
+ * import wrote, which it takes 30 s after they commit.
+ */
 async function cron(ahead = 31_000): Promise<void> {
-  const exec = createExecutionContext();
-  await worker.scheduled(createScheduledController({ scheduledTime: Date.now() + ahead, cron: "* * * * *" }), env, exec);
-  await waitOnExecutionContext(exec);
+  vi.useFakeTimers({ now: Date.now() + ahead, toFake: ["Date"] });
+  try {
+    const exec = createExecutionContext();
+    await worker.scheduled(createScheduledController({ scheduledTime: Date.now(), cron: "* * * * *" }), env, exec);
+    await waitOnExecutionContext(exec);
+  } finally {
+    vi.useRealTimers();
+  }
 }
+
+/** A feed cursor (`c1.<seq>.<at>`, base 36) at the same position, `ms` older: a reader back from an outage. */
+const aged = (cursor: string, ms: number) => {
+  const [version, seq, at] = cursor.split(".");
+  return `${version}.${seq}.${(Number.parseInt(at!, 36) - ms).toString(36)}`;
+};
 
 const patch = (key: string, id: string, json: unknown) => callJson(`/v3/courses/${id}`, { method: "PATCH", key, json });
 const create = (key: string, i: number) =>
   callJson("/v3/courses", { method: "POST", key, json: { name: `Created ${i}`, startDateTime: "2026-10-15T12:00:00Z", endDateTime: "2026-10-15T13:00:00Z" } });
-
-afterEach(() => {
-  vi.useRealTimers();
-});
 
 describe("a mirror kept by the recipe", () => {
   it("equals the database after writes and an import during the full sync, and after an outage longer than the retention", async () => {
@@ -96,11 +106,7 @@ describe("a mirror kept by the recipe", () => {
         }
         if (pages === 3) for (let i = 0; i < 3; i++) expect((await create(key, i)).status).toBe(201);
         // The nightly import: renames a third of the courses and adds 10.
-        if (pages === 4)
-          await loadFixture(
-            schoolFile(schoolId, key, COURSES + 10, (i) => i % 3 === 0),
-            Date.now(),
-          );
+        if (pages === 4) await runImport(schoolFile(schoolId, key, COURSES + 10, (i) => i % 3 === 0));
       }
       return answer;
     };
@@ -108,23 +114,24 @@ describe("a mirror kept by the recipe", () => {
     await mirror.fullSync();
     expect(pages).toBeGreaterThan(4);
 
-    // Live: more writes, the import's events published by the sweep, read from the feed.
+    // Live: a write and another import, whose events only the feed brings (no gap, no catch-up).
     expect((await patch(key, "crs_0005", { name: "Live edit" })).status).toBe(200);
+    await runImport(schoolFile(schoolId, key, COURSES + 10, (i) => i % 7 === 0));
+    const catchUps = mirror.cost.catchUp.requests;
     await cron();
     await mirror.follow();
+    expect(mirror.cost.catchUp.requests).toBe(catchUps);
     expect(mirror.courses).toEqual(await mirrorOf(truth(key)));
     const afterSync = { ...mirror.cost };
 
-    // Away for 8 days (past the feed's 7-day retention), with writes meanwhile.
-    vi.useFakeTimers({ now: Date.now() + 8 * DAY, toFake: ["Date"] });
+    // Away for 8 days (past the feed's 7-day retention), with writes meanwhile: the mirror's
+    // feed cursor is 8 days old when it comes back.
     expect((await patch(key, "crs_0007", { name: "Edited while away" })).status).toBe(200);
     expect((await create(key, 99)).status).toBe(201);
-    await loadFixture(
-      schoolFile(schoolId, key, COURSES + 10, (i) => i % 5 === 0),
-      Date.now(),
-    );
+    await runImport(schoolFile(schoolId, key, COURSES + 10, (i) => i % 5 === 0));
     await cron();
     const catchUpBefore = mirror.cost.catchUp.requests;
+    mirror.feedCursor = aged(mirror.feedCursor!, 8 * DAY);
     await mirror.follow();
     expect(mirror.gaps).toBeGreaterThanOrEqual(1);
     expect(mirror.cost.catchUp.requests).toBeGreaterThan(catchUpBefore);
