@@ -14,7 +14,7 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { isQuotaRefusal } from "../src/db/event-quota";
+import { isImportBoundRefusal } from "../src/db/event-quota";
 import { type ImportFile, type ImportProblem, validateImport } from "../src/db/import";
 import { directorySteps, type ImportPublish, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
 import { type ImportStep, renderLiteral, rowCount } from "../src/db/import-sql";
@@ -237,7 +237,7 @@ async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<str
  * import again; `''` for any other failure.
  */
 function importBoundHint(output: string): string {
-  if (!isQuotaRefusal(new Error(output))) return "";
+  if (!isImportBoundRefusal(new Error(output))) return "";
   return (
     `\nA school of this chunk has reached the import bound of ${formatInt(IMPORT_EVENT_BYTES_PER_DAY)} bytes of events for today (UTC): ` +
     "the chunks before it are written and their events published; run the import again after 00:00 UTC to finish it."

@@ -59,11 +59,12 @@ export function countEventBytes(schoolId: string, bytes: number | SQL, bytesPerD
 
 /**
  * The step of an import batch that counts its events' bytes (docs/reference.md § "Event
- * quota"): adds them to the school's row of the UTC day of `at`, like a write, but raises the
- * row's `quota` to the new total, so that the school's quota never refuses an import, up to
- * `bound` (the import bound, `IMPORT_EVENT_BYTES_PER_DAY`): a batch that would take the day
- * past both fails the CHECK (`isQuotaRefusal`), and the whole batch with it. The school's
- * writes that day set the quota back to theirs, and are refused while the total is over it.
+ * quota"): adds them to the school's `import_bytes` of the UTC day of `at`, apart from the bytes
+ * its API writes count against its quota, so that an operator's import is never refused by
+ * the school's quota and never uses it up. `bound` (the import bound,
+ * `IMPORT_EVENT_BYTES_PER_DAY`) caps a school's imported bytes per day: a batch that would pass
+ * it fails the CHECK `event_bytes_import_within_bound` (`isImportBoundRefusal`), and the whole
+ * batch with it.
  *
  * @param bytesSql SQL of the batch's event bytes, its values placed by `v` (NULL: nothing counted).
  * @param at the import's instant (ms since the epoch).
@@ -73,10 +74,14 @@ export function countImportEventBytes(schoolId: string, bytesSql: (v: Placeholde
     kind: "command",
     sql: (
       v,
-    ) => `INSERT INTO event_bytes (school_id, day, bytes, quota) SELECT ${v(schoolId)}, ${v(utcDay(at))}, b, min(b, ${v(bound)}) FROM (SELECT ${bytesSql(v)} AS b) WHERE b IS NOT NULL
-      ON CONFLICT (school_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, quota = max(quota, min(bytes + excluded.bytes, ${v(bound)}))`,
+    ) => `INSERT INTO event_bytes (school_id, day, bytes, quota, import_bytes, import_bound) SELECT ${v(schoolId)}, ${v(utcDay(at))}, 0, 0, b, ${v(bound)} FROM (SELECT ${bytesSql(v)} AS b) WHERE b IS NOT NULL
+      ON CONFLICT (school_id, day) DO UPDATE SET import_bytes = import_bytes + excluded.import_bytes, import_bound = excluded.import_bound`,
   };
 }
+
+/** Whether a failed import batch was refused by the import bound (the CHECK of `event_bytes`). */
+export const isImportBoundRefusal = (err: unknown): boolean =>
+  err instanceof Error && /CHECK constraint failed: event_bytes_import_within_bound/.test(err.message);
 
 /** Whether a failed write batch was refused by the quota (the CHECK of `event_bytes`). */
 export const isQuotaRefusal = (err: unknown): boolean => err instanceof Error && /CHECK constraint failed: event_bytes_within_quota/.test(err.message);

@@ -297,8 +297,9 @@ export const outboxSchools = sqliteTable(
  * src/db/event-quota.ts): every course write adds the UTF-8 bytes of the events it
  * publishes, in the batch that writes the course and its outbox rows, and stores the
  * deployment's `EVENT_BYTES_PER_DAY` in force as `quota`. The CHECK refuses a total over it,
- * which aborts that batch whole: nothing written, no event. The cron prunes the days before
- * today through `event_bytes_day_idx`.
+ * which aborts that batch whole: nothing written, no event. Imports count theirs apart
+ * (`import_bytes`, against `import_bound`). The cron prunes the days before today through
+ * `event_bytes_day_idx`.
  */
 export const eventBytes = sqliteTable(
   "event_bytes",
@@ -310,8 +311,17 @@ export const eventBytes = sqliteTable(
     bytes: integer("bytes").notNull(),
     /** The daily quota (bytes) in force at the day's last counted write. */
     quota: integer("quota").notNull(),
+    /** UTF-8 bytes of the event bodies the school's imports published that day: counted apart, never against `quota`. */
+    importBytes: integer("import_bytes").notNull().default(0),
+    /** The import bound (bytes; `IMPORT_EVENT_BYTES_PER_DAY`) in force at the day's last counted import. */
+    importBound: integer("import_bound").notNull().default(0),
   },
-  (t) => [primaryKey({ columns: [t.schoolId, t.day] }), index("event_bytes_day_idx").on(t.day), check("event_bytes_within_quota", sql`bytes <= quota`)],
+  (t) => [
+    primaryKey({ columns: [t.schoolId, t.day] }),
+    index("event_bytes_day_idx").on(t.day),
+    check("event_bytes_within_quota", sql`bytes <= quota`),
+    check("event_bytes_import_within_bound", sql`import_bytes <= import_bound`),
+  ],
 );
 
 /**
