@@ -26,6 +26,7 @@ import { type ImportSummary, importData } from "./import";
 import { type AbQuery, abQueries, runAb } from "./lib/bench-ab";
 import { type AbQueryResult, abSection, abSummary, replaceAbSection, replaceSection } from "./lib/bench-ab-report";
 import { benchFeed, type FeedFigures, feedLines } from "./lib/bench-feed";
+import { runMirrorBench } from "./lib/bench-mirror";
 import { runRecordAb } from "./lib/bench-record";
 import { RECORD_SECTION_END, RECORD_SECTION_START, type RecordAbResult, recordFigures, recordQueries, recordSection } from "./lib/bench-record-report";
 import { runShardBench, SHARD_SECTION_END, SHARD_SECTION_START, shardSection } from "./lib/bench-shards";
@@ -51,6 +52,8 @@ const { values: opts } = parseArgs({
     "record-only": { type: "boolean", default: false },
     "shards-only": { type: "boolean", default: false },
     "shard-rounds": { type: "string", default: "60" },
+    mirror: { type: "boolean", default: false },
+    "mirror-runs": { type: "string", default: "20" },
   },
 });
 
@@ -236,6 +239,28 @@ async function main() {
     log("importing into a fresh local D1…");
     importSummary = await importData(data, { persistTo, progress: true });
     log(`imported ${importSummary.rows} rows in ${fmt(importSummary.seconds)} s: ${Math.round(importSummary.rowsPerSecond)} rows/s`);
+  }
+
+  if (opts.mirror) {
+    const dev = await startDevServer({ persistTo, entry: BENCH_ENTRY, vars: { RATE_LIMIT_ENABLED: "false" }, quiet: true });
+    try {
+      const runs = await runMirrorBench({
+        base: dev.base,
+        key: DEMO_API_KEY,
+        schoolId: DEMO_SCHOOL_ID,
+        data,
+        persistTo,
+        runs: Number(opts["mirror-runs"]),
+        log,
+      });
+      const ok = runs.filter((r) => r.converged).length;
+      log(`mirror: converged in ${ok} of ${runs.length} runs`);
+      if (ok < runs.length) process.exitCode = 1;
+    } finally {
+      await dev.stop();
+      if (!opts.keep && !opts.data) rmSync(persistTo, { recursive: true, force: true });
+    }
+    return;
   }
 
   if (opts["shards-only"]) {

@@ -261,7 +261,11 @@ describe("other filters at their bounds", () => {
     expect(params.length).toBeLessThanOrEqual(100);
     expect(new TextEncoder().encode(sql).byteLength).toBeLessThan(100_000);
     const { status, body: answer } = await search({ ...body, cursor });
-    expect([status, answer.result, answer.pagination]).toEqual([200, [], { page: 2, limit: 100, hasMore: false, nextCursor: null }]);
+    expect([status, answer.result, answer.pagination]).toEqual([
+      200,
+      [],
+      { page: 2, limit: 100, hasMore: false, nextCursor: null, changesCursor: expect.stringMatching(/^chg_[0-9]+$/) },
+    ]);
   });
 });
 

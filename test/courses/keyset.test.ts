@@ -57,7 +57,7 @@ describe("GET /v3/courses by cursor", () => {
   it("walks every course once, in the listing's order, numbering the pages; the last page's nextCursor is null", async () => {
     const all = await getPage("limit=100");
     expect(all.ids.length).toBeGreaterThan(5);
-    expect(all.pagination).toEqual({ page: 1, limit: 100, hasMore: false, nextCursor: null });
+    expect(all.pagination).toEqual({ page: 1, limit: 100, hasMore: false, nextCursor: null, changesCursor: expect.stringMatching(/^chg_[0-9]+$/) });
     const { ids, pages } = await walk((cursor) => getPage(`limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`));
     expect(ids).toEqual(all.ids);
     expect(pages).toEqual(Array.from({ length: Math.ceil(all.ids.length / 2) }, (_, i) => i + 1));

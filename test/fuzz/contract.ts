@@ -49,6 +49,7 @@ export interface RouteSpec {
  */
 export const ROUTES: RouteSpec[] = [
   { method: "GET", path: "/v3/courses", auth: true },
+  { method: "GET", path: "/v3/courses/changes", auth: true },
   { method: "POST", path: "/v3/courses:search", auth: true },
   { method: "POST", path: "/v3/courses", auth: true },
   { method: "GET", path: "/v3/courses/:id", auth: true },
@@ -73,6 +74,7 @@ export const ROUTES: RouteSpec[] = [
   { method: "GET", path: "/", auth: false },
   { method: "GET", path: "/openapi.json", auth: false },
   { method: "GET", path: "/docs", auth: false },
+  { method: "GET", path: "/healthz", auth: false },
   // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench/entry.ts).
   { method: "POST", path: "/__bench/publish", auth: true },
   { method: "GET", path: "/__bench/floor", auth: false },

@@ -1493,13 +1493,15 @@ const listDeliveries = (ctx: FuzzContext) => webhookRead(ctx, "deliveries", (inv
  */
 function webhookStats(ctx: FuzzContext) {
   const DAY = 86_400_000;
+  const HOUR = 3_600_000;
   const at = (ms: number) => new Date(ms).toISOString();
   const windowArb = fc.oneof(
     fc.constant([] as Param[]),
-    fc.integer({ min: 60_000, max: 30 * DAY }).map((ago) => [param("since", at(Date.now() - ago))]),
-    validInstant.map((i) => [param("until", i.text)]),
+    fc.integer({ min: 60_000, max: 30 * DAY }).map((ago) => [param("since", at(Date.now() - Math.min(ago, 7 * DAY - HOUR)))]),
+    // A window must end within the 7-day retention (an hour's margin for when the request runs).
+    fc.integer({ min: -7 * DAY + HOUR, max: 30 * DAY }).map((from) => [param("until", at(Date.now() + from))]),
     fc
-      .tuple(fc.integer({ min: -DAY, max: 30 * DAY }), fc.integer({ min: 1, max: 7 * DAY }))
+      .tuple(fc.integer({ min: -DAY, max: 7 * DAY - HOUR }), fc.integer({ min: 1, max: 7 * DAY }))
       .map(([ago, length]) => [param("since", at(Date.now() - ago - length)), param("until", at(Date.now() - ago))]),
   );
   const bucketArb = fc.oneof(
@@ -1518,6 +1520,9 @@ function webhookStats(ctx: FuzzContext) {
       .integer({ min: 60_000, max: 30 * DAY })
       .map((extra) => [param("since", at(Date.now() - 7 * DAY - extra)), ...bad("until", at(Date.now()), "longer than 7 days")]),
     fc.integer({ min: 60_000, max: DAY }).map((ahead) => bad("since", at(Date.now() + ahead), "since in the future, until now")),
+    fc
+      .integer({ min: HOUR, max: 30 * DAY })
+      .map((extra) => [param("since", at(Date.now() - 8 * DAY - extra)), ...bad("until", at(Date.now() - 7 * DAY - extra), "a window before the retention")]),
     fc
       .oneof(fc.constantFrom("week", "HOUR", "", "hours", "1h", "minute"), anyText(6))
       .filter((v) => v !== "hour" && v !== "day")
@@ -1830,6 +1835,67 @@ function eventTypes(ctx: FuzzContext) {
   );
 }
 
+/** GET /v3/courses/changes: a change cursor, the page size and the include flags; invalid ones break one rule. */
+function courseChanges(ctx: FuzzContext) {
+  const includes = ["includeStudents", "includeTeachers", "includeSurveyTemplates", "includeTraining"];
+  const valid = fc
+    .record({
+      after: fc.oneof(
+        fc.constant([] as Param[]),
+        fc.nat({ max: 1_000_000 }).map((n) => [param("after", `chg_${n}`)]),
+      ),
+      limit: fc.oneof(
+        fc.constant([] as Param[]),
+        fc.integer({ min: 1, max: 100 }).map((n) => [param("limit", String(n))]),
+      ),
+      include: fc.subarray(includes).map((names) => names.map((n) => param(n, "true"))),
+    })
+    .map((r) => [...r.after, ...r.limit, ...r.include]);
+  const bad = (name: string, value: string, what: string, code: Code = "INVALID_PARAMETER") => [param(name, value, fault(what, code))];
+  const invalidArb = fc.oneof(
+    fc
+      .oneof(fc.constantFrom("chg_", "chg_01", "chg_-1", "chg_1.5", "CHG_1", "c1.0.0", "chg_1234567890123456"), anyText(12))
+      .filter((v) => !/^chg_(0|[1-9][0-9]{0,14})$/.test(v))
+      .map((v) => bad("after", v, `after=${JSON.stringify(v)}`)),
+    fc.constantFrom("0", "101", "-1", "1.5", "x").map((v) => bad("limit", v, `limit=${v}`)),
+    fc
+      .tuple(unknownParamName(["after", "limit", ...includes]), anyText(8))
+      .map(([n, v]) => bad(n, v, `unknown parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER")),
+  );
+  return both((invalid) =>
+    fc
+      .tuple(fc.constantFrom(ctx.readKey, ctx.writeKey), invalid ? invalidArb : valid)
+      .chain(([key, params]) =>
+        authArb(ctx, key).map((auth) =>
+          build({
+            route: "GET /v3/courses/changes",
+            method: "GET",
+            path: `/v3/courses/changes${queryString(params)}`,
+            auth,
+            faults: faultsOf(params),
+            success: [200],
+          }),
+        ),
+      ),
+  );
+}
+
+/** GET /healthz: no key needed, outside the rate limit, the query string ignored. */
+function health(ctx: FuzzContext) {
+  return fc
+    .tuple(sometimes(fc.array(fc.tuple(anyText(6), anyText(6)), { maxLength: 3 }), 1 / 3), sometimes(authArb(ctx, ctx.readKey), 1 / 2))
+    .map(([q, auth]) =>
+      build({
+        route: "GET /healthz",
+        method: "GET",
+        path: `/healthz${q ? queryString(q.map(([n, v]) => param(n, v))) : ""}`,
+        faults: [],
+        success: [200],
+        extraHeaders: auth?.header ? { authorization: auth.header } : {},
+      }),
+    );
+}
+
 /** GET /openapi.json, GET /docs and GET / (a redirect to /docs): no key needed, the query string ignored. */
 function reference(ctx: FuzzContext) {
   return fc
@@ -1966,6 +2032,7 @@ function unknownPath(ctx: FuzzContext) {
 export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<FuzzRequest>> {
   return {
     "GET /v3/courses": listCourses(ctx),
+    "GET /v3/courses/changes": courseChanges(ctx),
     "POST /v3/courses:search": searchCourses(ctx),
     "POST /v3/courses": postCourse(ctx),
     "GET /v3/courses/:id": getCourse(ctx),
@@ -1990,6 +2057,7 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "GET /openapi.json": reference(ctx).filter((r) => r.route === "GET /openapi.json"),
     "GET /docs": reference(ctx).filter((r) => r.route === "GET /docs"),
     "GET /": reference(ctx).filter((r) => r.route === "GET /"),
+    "GET /healthz": health(ctx),
     "POST /__bench/publish": bench(ctx).filter((r) => r.route === "POST /__bench/publish"),
     "GET /__bench/floor": bench(ctx).filter((r) => r.route === "GET /__bench/floor"),
     misrouted: misrouted(ctx),
@@ -2000,6 +2068,7 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
 /** Relative weights of the routes in a mixed run (the listing routes have the most inputs). */
 const WEIGHTS: Record<string, number> = {
   "GET /v3/courses": 6,
+  "GET /v3/courses/changes": 2,
   "POST /v3/courses:search": 6,
   "POST /v3/courses": 3,
   "GET /v3/courses/:id": 2,
@@ -2024,6 +2093,7 @@ const WEIGHTS: Record<string, number> = {
   "GET /openapi.json": 1,
   "GET /docs": 1,
   "GET /": 1,
+  "GET /healthz": 1,
   "POST /__bench/publish": 1,
   "GET /__bench/floor": 1,
   misrouted: 2,

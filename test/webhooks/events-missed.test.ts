@@ -28,7 +28,7 @@ afterEach(() => {
 
 /** A course event of course `n` created at `at` (ms), carrying change number `change` (`null`: no `changeCursor`). */
 function changed(schoolId: string, n: number, change: number | null, at: number): SchoolEvent {
-  const { id, ...rest } = courseEvent(schoolId, "course.updated", n);
+  const { id, changeCursor: _harness, ...rest } = courseEvent(schoolId, "course.updated", n);
   const event = { id, ...(change === null ? {} : { changeCursor: `chg_${change}` }), ...rest, createdAt: new Date(at).toISOString() };
   return event as SchoolEvent;
 }
