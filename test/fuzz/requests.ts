@@ -1863,20 +1863,18 @@ function courseChanges(ctx: FuzzContext) {
       .map(([n, v]) => bad(n, v, `unknown parameter ${JSON.stringify(n)}`, "UNKNOWN_PARAMETER")),
   );
   return both((invalid) =>
-    fc
-      .tuple(fc.constantFrom(ctx.readKey, ctx.writeKey), invalid ? invalidArb : valid)
-      .chain(([key, params]) =>
-        authArb(ctx, key).map((auth) =>
-          build({
-            route: "GET /v3/courses/changes",
-            method: "GET",
-            path: `/v3/courses/changes${queryString(params)}`,
-            auth,
-            faults: faultsOf(params),
-            success: [200],
-          }),
-        ),
+    fc.tuple(fc.constantFrom(ctx.readKey, ctx.writeKey), invalid ? invalidArb : valid).chain(([key, params]) =>
+      authArb(ctx, key).map((auth) =>
+        build({
+          route: "GET /v3/courses/changes",
+          method: "GET",
+          path: `/v3/courses/changes${queryString(params)}`,
+          auth,
+          faults: faultsOf(params),
+          success: [200],
+        }),
       ),
+    ),
   );
 }
 
