@@ -8,10 +8,7 @@
  */
 import { type SQL, sql } from "drizzle-orm";
 import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
-import type { ImportStep, Placeholder } from "./import-sql";
-
-/** One UTC day, in ms. */
-const DAY_MS = 86_400_000;
+import { DAY_MS, utcDay } from "../lib/time";
 
 /** The last `EVENT_BYTES_PER_DAY` read and its value: a deployment's var is read once per isolate. */
 let lastRead: { text: string | undefined; bytes: number } | null = null;
@@ -28,9 +25,6 @@ export function parseEventBytesPerDay(text: string | undefined): number {
   lastRead = { text, bytes };
   return bytes;
 }
-
-/** The UTC day of `ms` (ms since the epoch): whole days since 1970-01-01. */
-const utcDay = (ms: number): number => Math.floor(ms / DAY_MS);
 
 /**
  * Where a school's move starts reading `event_bytes` at `now` (ms): after yesterday's key, so
@@ -56,32 +50,6 @@ export function countEventBytes(schoolId: string, bytes: number | SQL, bytesPerD
   return sql`INSERT INTO event_bytes (school_id, day, bytes, quota) SELECT ${schoolId}, ${utcDay(at)}, ${bytes}, ${bytesPerDay} WHERE ${guard}
     ON CONFLICT (school_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, quota = excluded.quota`;
 }
-
-/**
- * The step of an import batch that counts its events' bytes (docs/reference.md § "Event
- * quota"): adds them to the school's `import_bytes` of the UTC day of `at`, apart from the bytes
- * its API writes count against its quota, so that an operator's import is never refused by
- * the school's quota and never uses it up. `bound` (the import bound,
- * `IMPORT_EVENT_BYTES_PER_DAY`) caps a school's imported bytes per day: a batch that would pass
- * it fails the CHECK `event_bytes_import_within_bound` (`isImportBoundRefusal`), and the whole
- * batch with it.
- *
- * @param bytesSql SQL of the batch's event bytes, its values placed by `v` (NULL: nothing counted).
- * @param at the import's instant (ms since the epoch).
- */
-export function countImportEventBytes(schoolId: string, bytesSql: (v: Placeholder) => string, at: number, bound: number): ImportStep {
-  return {
-    kind: "command",
-    sql: (
-      v,
-    ) => `INSERT INTO event_bytes (school_id, day, bytes, quota, import_bytes, import_bound) SELECT ${v(schoolId)}, ${v(utcDay(at))}, 0, 0, b, ${v(bound)} FROM (SELECT ${bytesSql(v)} AS b) WHERE b IS NOT NULL
-      ON CONFLICT (school_id, day) DO UPDATE SET import_bytes = import_bytes + excluded.import_bytes, import_bound = excluded.import_bound`,
-  };
-}
-
-/** Whether a failed import batch was refused by the import bound (the CHECK of `event_bytes`). */
-export const isImportBoundRefusal = (err: unknown): boolean =>
-  err instanceof Error && /CHECK constraint failed: event_bytes_import_within_bound/.test(err.message);
 
 /** Whether a failed write batch was refused by the quota (the CHECK of `event_bytes`). */
 export const isQuotaRefusal = (err: unknown): boolean => err instanceof Error && /CHECK constraint failed: event_bytes_within_quota/.test(err.message);

@@ -9,7 +9,7 @@
  */
 import { SQLiteSyncDialect } from "drizzle-orm/sqlite-core";
 import { courseRecordJson } from "../courses/record";
-import { countImportEventBytes } from "../db/event-quota";
+import { countImportEventBytes } from "../db/import-quota";
 import type { ImportPublish } from "../db/import-rows";
 import type { ImportStep } from "../db/import-sql";
 import { changeCursorSql } from "../lib/change-cursor";

@@ -64,3 +64,9 @@ export function formatInstant(ms: number): string {
 export function repairQueryInstant(text: string): string {
   return text.replace(/ (\d{2}:\d{2})$/, "+$1");
 }
+
+/** One UTC day, in ms. */
+export const DAY_MS = 86_400_000;
+
+/** The UTC day of `ms` (ms since the epoch): whole days since 1970-01-01. */
+export const utcDay = (ms: number): number => Math.floor(ms / DAY_MS);
