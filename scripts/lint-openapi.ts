@@ -3,7 +3,7 @@
  * `openApiDocument` of src/api.ts that GET /openapi.json serves) into `dist/openapi.json`,
  * then validates it with @apidevtools/swagger-parser (the OpenAPI 3.1 schema, every `$ref`
  * resolvable) and lints it with @redocly/cli `recommended-strict` (warnings as errors; the
- * two occurrences ignored, and why: redocly.yaml, .redocly.lint-ignore.yaml).
+ * occurrences ignored, and why: redocly.yaml, .redocly.lint-ignore.yaml).
  *
  * Runs in Node, not in workerd; `npm test` runs it before `vitest run`. Exit status 1 on any
  * problem.
