@@ -142,7 +142,7 @@ export class CourseMirror {
     if (COURSE_EVENT.test(event.type) && event.data.course) this.apply(event.data.course as Record<string, unknown>);
     if (event.type === "webhook.events_missed") {
       this.gaps += 1;
-      await this.catchUp((event.data.resumeCursor as string | undefined) ?? this.changesCursor);
+      await this.catchUp(later(event.data.resumeCursor as string | undefined, this.changesCursor));
     }
   }
 
@@ -168,7 +168,7 @@ export class CourseMirror {
         if (expired) throw new MirrorError(`the feed answered 410 again right after a catch-up: ${JSON.stringify(page.body)}`);
         expired = true;
         this.gaps += 1;
-        await this.catchUp(resumeCursorOf(page.body) ?? this.changesCursor);
+        await this.catchUp(later(resumeCursorOf(page.body), this.changesCursor));
         continue;
       }
       if (page.status !== 200) throw new MirrorError(`feed answered ${page.status}: ${JSON.stringify(page.body)}`);
@@ -179,6 +179,16 @@ export class CourseMirror {
       if (!page.body.pagination.hasMore) return read;
     }
   }
+}
+
+/**
+ * The later of two change cursors (`chg_<n>`), either absent. Each is a safe place to resume
+ * from — the API's names no change after one the reader missed, the mirror's own was read
+ * before everything it followed since — so the later costs less and misses nothing.
+ */
+function later(a: string | undefined, b: string | undefined): string | undefined {
+  const n = (c: string | undefined) => (c === undefined ? -1 : Number(c.slice(4)));
+  return n(a) >= n(b) ? a : b;
 }
 
 /** The change cursor a `410 CURSOR_EXPIRED` names to resume from (docs/reference.md § Events feed). */
