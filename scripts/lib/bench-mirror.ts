@@ -10,7 +10,7 @@
  */
 import type { ImportFileInput } from "../dataset/build";
 import { importData } from "../import";
-import { CourseMirror, type MirrorAnswer } from "./mirror";
+import { agedFeedCursor, CourseMirror, type MirrorAnswer } from "./mirror";
 
 /** What one run found. */
 export interface MirrorRun {
@@ -88,10 +88,7 @@ export async function runMirrorBench(opts: {
     // Away past the retention: writes and an import meanwhile, then back with an 8-day-old cursor.
     await send("PATCH", `/v3/courses/${school[run % school.length]!.id}`, { name: `Away ${run}` });
     await importRenaming(run + 1, 100);
-    if (mirror.feedCursor) {
-      const [version, seq, at] = mirror.feedCursor.split(".");
-      mirror.feedCursor = `${version}.${seq}.${(Number.parseInt(at!, 36) - 8 * DAY).toString(36)}`;
-    }
+    if (mirror.feedCursor) mirror.feedCursor = agedFeedCursor(mirror.feedCursor, 8 * DAY);
     await mirror.follow();
     const catchUp = { requests: mirror.cost.catchUp.requests - before.requests, bytes: mirror.cost.catchUp.bytes - before.bytes };
     // The truth: a full re-read by page number.

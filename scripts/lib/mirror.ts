@@ -7,6 +7,7 @@
  * Runtime-agnostic: `npm test` drives it through the Worker's `fetch`
  * (test/courses/mirror.test.ts), `npm run bench -- --mirror` over HTTP.
  */
+import { decodeChangeCursor } from "../../src/lib/change-cursor";
 
 /** One answer of the API: its HTTP status, parsed JSON body, and the body's bytes. */
 export interface MirrorAnswer {
@@ -187,8 +188,17 @@ export class CourseMirror {
  * before everything it followed since — so the later costs less and misses nothing.
  */
 function later(a: string | undefined, b: string | undefined): string | undefined {
-  const n = (c: string | undefined) => (c === undefined ? -1 : Number(c.slice(4)));
+  const n = (c: string | undefined) => (c === undefined ? -1 : (decodeChangeCursor(c) ?? -1));
   return n(a) >= n(b) ? a : b;
+}
+
+/**
+ * The feed cursor `cursor` (`c1.<seq>.<at>`, src/webhooks/api/feed.ts) at the same position but
+ * `ms` older: a reader back from an outage that long (the benchmark and the test simulate one).
+ */
+export function agedFeedCursor(cursor: string, ms: number): string {
+  const [version, seq, at] = cursor.split(".");
+  return `${version}.${seq}.${(Number.parseInt(at!, 36) - ms).toString(36)}`;
 }
 
 /** The change cursor a `410 CURSOR_EXPIRED` names to resume from (docs/reference.md § Events feed). */

@@ -7,7 +7,7 @@
  */
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { CourseMirror, type MirrorAnswer } from "../../scripts/lib/mirror";
+import { agedFeedCursor, CourseMirror, type MirrorAnswer } from "../../scripts/lib/mirror";
 import { importEvents } from "../../src/events/import-events";
 import worker from "../../src/index";
 import { callJson, loadFixture } from "../support/helpers";
@@ -77,12 +77,6 @@ async function cron(ahead = 31_000): Promise<void> {
   }
 }
 
-/** A feed cursor (`c1.<seq>.<at>`, base 36) at the same position, `ms` older: a reader back from an outage. */
-const aged = (cursor: string, ms: number) => {
-  const [version, seq, at] = cursor.split(".");
-  return `${version}.${seq}.${(Number.parseInt(at!, 36) - ms).toString(36)}`;
-};
-
 const patch = (key: string, id: string, json: unknown) => callJson(`/v3/courses/${id}`, { method: "PATCH", key, json });
 const create = (key: string, i: number) =>
   callJson("/v3/courses", { method: "POST", key, json: { name: `Created ${i}`, startDateTime: "2026-10-15T12:00:00Z", endDateTime: "2026-10-15T13:00:00Z" } });
@@ -131,7 +125,7 @@ describe("a mirror kept by the recipe", () => {
     await runImport(schoolFile(schoolId, key, COURSES + 10, (i) => i % 5 === 0));
     await cron();
     const catchUpBefore = mirror.cost.catchUp.requests;
-    mirror.feedCursor = aged(mirror.feedCursor!, 8 * DAY);
+    mirror.feedCursor = agedFeedCursor(mirror.feedCursor!, 8 * DAY);
     await mirror.follow();
     expect(mirror.gaps).toBeGreaterThanOrEqual(1);
     expect(mirror.cost.catchUp.requests).toBeGreaterThan(catchUpBefore);
