@@ -7,6 +7,9 @@
  */
 import { index, integer, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
+/** Every scope of migration 0002, the default of keys stored without a scope list (a literal: migrations never change). */
+const ALL_SCOPES_AT_0002 = "courses:read courses:write students:read webhooks:read webhooks:write events:read portal";
+
 /**
  * A school: the tenant, and where its course data lives. `shard` is the D1 binding of its
  * shard (`SHARD_0`, …); `state` is `moving` while `npm run shards -- move` runs (its course
@@ -47,6 +50,13 @@ export const apiKeys = sqliteTable(
     label: text("label"),
     /** The key's last 4 characters, so that a listing can tell keys apart; null for keys stored before it was kept. */
     last4: text("last4"),
+    /**
+     * The key's scopes (src/lib/scopes.ts `formatScopes`: names joined by one space). Keys
+     * stored before scopes existed hold every scope of that time.
+     */
+    scopes: text("scopes").notNull().default(ALL_SCOPES_AT_0002),
+    /** ms since epoch; from this instant on the key is refused (401). Null: it does not expire. */
+    expiresAt: integer("expires_at"),
   },
   (t) => [index("api_keys_school_idx").on(t.schoolId), uniqueIndex("api_keys_id_idx").on(t.id)],
 );
@@ -79,6 +89,11 @@ export const portalSessions = sqliteTable(
      * narrower credential.
      */
     link: integer("link", { mode: "boolean" }).notNull().default(true),
+    /**
+     * The session's scopes (src/lib/scopes.ts `formatScopes`), at most its key's. Sessions
+     * stored before scopes existed keep what they could do: the webhook operations.
+     */
+    scopes: text("scopes").notNull().default("webhooks:read webhooks:write events:read"),
   },
   (t) => [
     // DELETE /v3/portal-sessions and the live-session cap: the school's tokens still alive.
