@@ -184,7 +184,7 @@ export const deliveryRecordSchema = z
     attemptedAt: instantOutSchema.nullable().meta({ description: "When the attempt started; `null` for a delivery still waiting for its first attempt." }),
     nextAttemptAt: instantOutSchema.nullable().meta({
       description:
-        "When the delivery's next attempt is due: set on a failed attempt that a retry follows and on a delivery not attempted yet; `null` when none is (it succeeded, or ended failed or skipped), and on a delivery not attempted yet that waits for an earlier event of its course (`ordering: course`): it is due the moment that event's delivery ends.",
+        "When the delivery's next attempt is due: set on a failed attempt that a retry follows (a resend or recover that makes it due sooner replaces it with when it did) and on a delivery not attempted yet; `null` when none is (it succeeded, or ended failed or skipped), and on a delivery not attempted yet that waits for an earlier event of its course (`ordering: course`): it is due the moment that event's delivery ends.",
     }),
   })
   .meta({

@@ -224,7 +224,8 @@ export function backlog(sql: SqlStorage, now: number, cap: number, ordered = fal
  * A queued delivery a disable's skip has still to end (id ≤ `skipped`) ends `skipped` first,
  * and a new one is queued. A new row takes its course and place (`courseOf`): held behind
  * the queued deliveries of its course accepted before it, ahead of those after it
- * (docs/reference.md § "Event delivery", ordering).
+ * (docs/reference.md § "Event delivery", ordering). A retry it makes due now is due now in
+ * the log too: the event's latest entry's `next_attempt_at` becomes `now`.
  */
 export function enqueue(sql: SqlStorage, eventId: string, eventType: string, trigger: Trigger, now: number, skipped = 0): void {
   const left = sql.exec<{ id: number }>(`SELECT id FROM queue WHERE event_id = ? AND id <= ?`, eventId, skipped).toArray()[0];
@@ -239,7 +240,18 @@ export function enqueue(sql: SqlStorage, eventId: string, eventType: string, tri
     now,
   );
   sql.exec(`UPDATE events SET ended = NULL WHERE id = ? AND ended IS NOT NULL`, eventId);
+  // The retry its latest failed entry announced is replaced: the entry shows when the next
+  // attempt became due (docs/reference.md § "Delivery log").
+  sql.exec(RETRY_REPLACED_SQL, eventId, now);
 }
+
+/**
+ * ?1 an event's id, ?2 when its next attempt became due (ms): its latest log entry, if it
+ * announced a later retry, shows ?2 instead. One row found through `log_event_at`
+ * (test/webhooks/resend-retry-time.test.ts checks the plan).
+ */
+export const RETRY_REPLACED_SQL = `UPDATE log SET next_attempt_at = ?2
+   WHERE id = (SELECT id FROM log WHERE event_id = ?1 ORDER BY attempted_at DESC, id DESC LIMIT 1) AND next_attempt_at > ?2`;
 
 /** The end of one attempt, as the courier saw it. Instants in ms. */
 export interface Outcome {
