@@ -271,14 +271,22 @@ export type StatsBucketSize = keyof typeof STATS_BUCKET_MS;
 
 /**
  * The buckets of `size` that overlap [since, until) (ms, `since < until`), oldest first, all
- * zeros (docs/reference.md § "Delivery statistics": aligned on UTC hours or days). `first` is the first
+ * zeros and `null` percentiles (docs/reference.md § "Delivery statistics": aligned on UTC hours or days). `first` is the first
  * bucket's start (ms).
  */
 export function emptyBuckets(since: number, until: number, size: StatsBucketSize): { first: number; buckets: StatsBucket[] } {
   const width = STATS_BUCKET_MS[size];
   const first = Math.floor(since / width) * width;
   const count = Math.ceil((until - first) / width);
-  const buckets = Array.from({ length: count }, (_, k) => ({ start: formatInstant(first + k * width), succeeded: 0, failed: 0, pending: 0, skipped: 0 }));
+  const buckets = Array.from({ length: count }, (_, k) => ({
+    start: formatInstant(first + k * width),
+    succeeded: 0,
+    failed: 0,
+    pending: 0,
+    skipped: 0,
+    delayMs: null,
+    durationMs: null,
+  }));
   return { first, buckets };
 }
 

@@ -61,10 +61,10 @@ describe("the registration record", () => {
     });
     await inCourier("wh_migration_probe", (courier) => {
       const sql = ownStorage(courier).sql;
-      expect(version(sql)).toBe("7");
-      expect(tables(sql)).toEqual(["events", "log", "meta", "queue"]);
+      expect(version(sql)).toBe("8");
+      expect(tables(sql)).toEqual(["events", "latency", "log", "meta", "queue"]);
       migrateCourier(sql);
-      expect(version(sql)).toBe("7");
+      expect(version(sql)).toBe("8");
     });
   });
 });

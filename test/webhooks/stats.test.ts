@@ -8,10 +8,13 @@ import { env } from "cloudflare:workers";
 import fc from "fast-check";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
+import { LATENCY_SQL } from "../../src/webhooks/courier/latency";
 import { STATS_SQL } from "../../src/webhooks/courier/stats";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
+import { drainByAlarms } from "../support/webhooks/alarms";
+import { courierStub, courseEvent, drain, inCourier, inHub, newSchool, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
+import { withVirtualPlatform } from "../support/webhooks/virtual";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
@@ -23,7 +26,8 @@ beforeAll(() => rx.install());
 afterAll(() => rx.restore());
 afterEach(() => rx.expectWithinLimit());
 
-type Bucket = { start: string; succeeded: number; failed: number; pending: number; skipped: number };
+type Percentiles = { p50: number; p95: number; p99: number } | null;
+type Bucket = { start: string; succeeded: number; failed: number; pending: number; skipped: number; delayMs: Percentiles; durationMs: Percentiles };
 type Stats = { since: string; until: string; bucket: "hour" | "day"; buckets: Bucket[] };
 
 const stats = async (key: string, id: string, query = "") => {
@@ -73,7 +77,16 @@ function expected(rows: Row[], since: number, until: number, width: number, now:
   for (let start = Math.floor(since / width) * width; start < until; start += width) {
     const inside = rows.filter((r) => r.at >= Math.max(start, since, now - LOG_RETENTION_MS) && r.at < Math.min(start + width, until));
     const n = (...s: Row["status"][]) => inside.filter((r) => s.includes(r.status)).length;
-    out.push({ start: iso(start), succeeded: n("succeeded"), failed: n("failed"), pending: n("queued"), skipped: n("skipped") });
+    // Seeded rows bypass the attempt's step: no latency is recorded for them.
+    out.push({
+      start: iso(start),
+      succeeded: n("succeeded"),
+      failed: n("failed"),
+      pending: n("queued"),
+      skipped: n("skipped"),
+      delayMs: null,
+      durationMs: null,
+    });
   }
   return out;
 }
@@ -110,7 +123,7 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     expect(until).toBeLessThanOrEqual(answered);
     expect(result.buckets).toHaveLength(Math.ceil((until - Math.floor(since / HOUR) * HOUR) / HOUR));
     expect(result.buckets.map((b) => Date.parse(b.start) % HOUR)).toEqual(result.buckets.map(() => 0));
-    const total = (k: keyof Omit<Bucket, "start">) => result.buckets.reduce((n, b) => n + b[k], 0);
+    const total = (k: "succeeded" | "failed" | "pending" | "skipped") => result.buckets.reduce((n, b) => n + b[k], 0);
     expect({ succeeded: total("succeeded"), failed: total("failed"), pending: total("pending"), skipped: total("skipped") }).toEqual({
       succeeded: 2,
       failed: 2,
@@ -125,6 +138,64 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     // Everything happened now: in the last bucket (or the one before, had the hour turned meanwhile).
     const recent = result.buckets.slice(-2).reduce((n, b) => n + b.succeeded + b.failed + b.pending + b.skipped, 0);
     expect(recent).toBe(6);
+  });
+
+  it("p50, p95, p99 of delay and duration match a receiver of known latency within 5 % (+0.5 ms); null without a success", async () => {
+    await withVirtualPlatform(rx, async (sim) => {
+      const host = "latency.example.com";
+      const { schoolId, key } = await newSchool("stl");
+      const hook = await register(key, `https://${host}/in`);
+      // Event i is answered after 20·(i+1) ms of simulated time; every fourth fails its first
+      // attempt (500), so that its delay holds the retry's wait (5 s and its jitter).
+      const events = Array.from({ length: 40 }, (_, i) => courseEvent(schoolId, "course.updated", i));
+      const answerMs = new Map(events.map((e, i) => [e.id, 20 * (i + 1)]));
+      const failFirst = new Set(events.filter((_, i) => i % 4 === 0).map((e) => e.id));
+      const seen = new Set<string>();
+      sim.on(host, (req) => {
+        const first = !seen.has(req.event.id);
+        seen.add(req.event.id);
+        return { status: first && failFirst.has(req.event.id) ? 500 : 200, afterMs: answerMs.get(req.event.id)! };
+      });
+      // The hub accepts the events at t0 (the virtual clock stands still during the call).
+      const t0 = sim.clock.now();
+      await hubFor(env, schoolId).publish(events);
+      // The first attempts end within 3 s (6 at a time); their retries, due 5 s or more after
+      // each failure, are the courier's alarm's: run it as the runtime would.
+      await sim.advance(4_000);
+      await drainByAlarms(sim, [courierStub(hook.id)], 60_000);
+
+      // The known latencies, from the receiver's side: each success's answer instant minus t0.
+      const ok = sim.to(host).filter((r, i, all) => !failFirst.has(r.event.id) || all.findIndex((x) => x.event.id === r.event.id) !== i);
+      expect(ok.map((r) => r.event.id).sort()).toEqual(events.map((e) => e.id).sort());
+      const since = Math.floor(t0 / HOUR) * HOUR - HOUR;
+      const until = t0 + 2 * HOUR;
+      const result = await stats(key, hook.id, window(since, until));
+      expect(result.buckets).toHaveLength(4);
+      // The hour before t0: nothing succeeded, no percentiles.
+      expect(result.buckets[0]).toMatchObject({ succeeded: 0, delayMs: null, durationMs: null });
+      const nearestRank = (values: number[], q: number) => [...values].sort((a, b) => a - b)[Math.max(1, Math.ceil(q * values.length)) - 1]!;
+      const within = (got: number, exact: number, what: string) =>
+        expect(Math.abs(got - exact), `${what}: ${got} vs ${exact}`).toBeLessThanOrEqual(0.05 * exact + 0.5);
+      for (const [k, b] of result.buckets.entries()) {
+        const start = since + k * HOUR;
+        const inside = ok.filter((r) => r.sentAt >= start && r.sentAt < start + HOUR);
+        expect(b.succeeded, b.start).toBe(inside.length);
+        if (inside.length === 0) {
+          expect([b.delayMs, b.durationMs], b.start).toEqual([null, null]);
+          continue;
+        }
+        const delays = inside.map((r) => r.sentAt + answerMs.get(r.event.id)! - t0);
+        const durations = inside.map((r) => answerMs.get(r.event.id)!);
+        for (const q of ["p50", "p95", "p99"] as const) {
+          const at = { p50: 0.5, p95: 0.95, p99: 0.99 }[q];
+          within(b.delayMs![q], nearestRank(delays, at), `${b.start} delay ${q}`);
+          within(b.durationMs![q], nearestRank(durations, at), `${b.start} duration ${q}`);
+        }
+      }
+      // The retried ones waited at least the 5 s of the schedule: p99 of the delay shows it.
+      const delayP99 = Math.max(...result.buckets.map((b) => b.delayMs?.p99 ?? 0));
+      expect(delayP99).toBeGreaterThanOrEqual(0.95 * 5_000);
+    });
   });
 
   it("buckets are aligned on UTC hours and days, oldest first, empty ones included, clipped to the window", async () => {
@@ -146,16 +217,16 @@ describe("GET /v3/webhooks/{id}/stats", () => {
       until: iso(h0 + 3 * HOUR),
       bucket: "hour",
       buckets: [
-        { start: iso(h0), succeeded: 1, failed: 1, pending: 0, skipped: 0 },
-        { start: iso(h0 + HOUR), succeeded: 0, failed: 0, pending: 0, skipped: 0 },
-        { start: iso(h0 + 2 * HOUR), succeeded: 0, failed: 1, pending: 0, skipped: 1 },
+        { start: iso(h0), succeeded: 1, failed: 1, pending: 0, skipped: 0, delayMs: null, durationMs: null },
+        { start: iso(h0 + HOUR), succeeded: 0, failed: 0, pending: 0, skipped: 0, delayMs: null, durationMs: null },
+        { start: iso(h0 + 2 * HOUR), succeeded: 0, failed: 1, pending: 0, skipped: 1, delayMs: null, durationMs: null },
       ],
     });
     const daily = await stats(key, hook.id, window(h0 + HOUR, h0 + 2 * DAY + HOUR, "day"));
     expect(daily.buckets).toEqual([
-      { start: iso(h0), succeeded: 0, failed: 1, pending: 1, skipped: 1 },
-      { start: iso(h0 + DAY), succeeded: 1, failed: 0, pending: 0, skipped: 0 },
-      { start: iso(h0 + 2 * DAY), succeeded: 0, failed: 0, pending: 0, skipped: 0 },
+      { start: iso(h0), succeeded: 0, failed: 1, pending: 1, skipped: 1, delayMs: null, durationMs: null },
+      { start: iso(h0 + DAY), succeeded: 1, failed: 0, pending: 0, skipped: 0, delayMs: null, durationMs: null },
+      { start: iso(h0 + 2 * DAY), succeeded: 0, failed: 0, pending: 0, skipped: 0, delayMs: null, durationMs: null },
     ]);
     // Seven days per day: 7 or 8 buckets; seven days per hour: 168 or 169.
     const now = Date.now();
@@ -207,6 +278,16 @@ describe("GET /v3/webhooks/{id}/stats", () => {
     expect(plan, plan).toMatch(/SEARCH log USING COVERING INDEX log_time \(attempted_at>\? AND attempted_at<\?\)/);
     expect(plan, plan).toMatch(/SEARCH queue USING (COVERING )?INDEX queue_unattempted \(created_at>\? AND created_at<\?\)/);
     expect(plan, plan).not.toMatch(/SCAN (log|queue|events|l|q|e)\b(?! USING)/);
+    // The latency histograms: the window's hours walked in primary-key order, no sort.
+    const latencyPlan = await inCourier(hook.id, (_courier, state) =>
+      state.storage.sql
+        .exec<{ detail: string }>(`EXPLAIN QUERY PLAN ${LATENCY_SQL}`, 0, HOUR)
+        .toArray()
+        .map((r) => r.detail)
+        .join("\n"),
+    );
+    expect(latencyPlan, latencyPlan).toMatch(/SEARCH latency USING INDEX sqlite_autoindex_latency_1 \(hour>\? AND hour<\?\)/);
+    expect(latencyPlan, latencyPlan).not.toMatch(/TEMP B-TREE|SCAN latency/);
   });
 
   it("refuses a bad window, bucket or parameter in the contract's envelope; unknown or another school's id: 404", async () => {

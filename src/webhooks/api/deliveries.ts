@@ -69,10 +69,14 @@ export const deliveryOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Delivery statistics per hour or day",
     description:
-      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): the log's entries by status, in its words: attempts that `succeeded` and `failed` (also one that a retry follows), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, a window longer than 7 days, or one that ends before the 7-day retention: 400 INVALID_PARAMETER.",
+      "The delivery log of this registration counted per bucket over `[since, until)` (default the last 24 h; at most 7 days, the log's retention): the log's entries by status, in its words: attempts that `succeeded` and `failed` (also one that a retry follows), deliveries queued and not attempted yet (`pending`, at the time they were queued) and skipped entries. Buckets are aligned on UTC hours or days, oldest first, every bucket overlapping the window included, empty ones as zeros; entries older than the 7-day retention are not counted. Each bucket also has p50, p95 and p99 of the succeeded attempts' delay since the event's acceptance (`delayMs`, resends excepted) and of their duration (`durationMs`), in ms, within 5 % (plus rounding to the ms), over the bucket's whole UTC hours that overlap the window; `null` when none succeeded. Only `since`: until now, or 7 days later if sooner; only `until`: the 24 hours before it. `since` not before `until`, a window longer than 7 days, or one that ends before the 7-day retention: 400 INVALID_PARAMETER.",
     request: { params: webhookIdParams, query: statsQuerySchema },
     responses: {
-      200: { description: "The counts per bucket.", schema: statsResponseSchema, example: { status: "success", result: statsSchema.meta()!.example } },
+      200: {
+        description: "The counts and latency percentiles per bucket.",
+        schema: statsResponseSchema,
+        example: { status: "success", result: statsSchema.meta()!.example },
+      },
       400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
       404: ["WEBHOOK_NOT_FOUND"],
     },

@@ -9,6 +9,7 @@ import { BOUND_LIST, cutBatches, utf8Bytes } from "../../lib/batches";
 import { type AttemptVerdict, type DeliveryControl, isSuccess, judgeAttempt, parseRetryAfter } from "../delivery/schedule";
 import type { HandedEvent, Trigger } from "../rpc";
 import { COURSE_FULL_ERROR, courseOf, coursesOf, HoldRoom, headFailing, type Load, seqOf, startable } from "./course-hold";
+import { recordLatency } from "./latency";
 import { type Gap, gapOfEvents } from "./missed";
 import { SKIPPED_ERROR, skipRows } from "./skip";
 
@@ -290,7 +291,8 @@ export interface Outcome {
  * The row's `status` is the attempt's own outcome (docs/reference.md § "Delivery log"):
  * `succeeded`, or `failed` whether a retry follows (its `next_attempt_at` says when) or not.
  * A delivery that ends (its row deleted) lets the next queued one of its course go
- * (the trigger `queue_release`): the caller starts what became due.
+ * (the trigger `queue_release`): the caller starts what became due. A success adds its delay
+ * and duration to the latency histograms (latency.ts `recordLatency`) in the same step.
  *
  * @returns the attempt's outcome as logged, its number in the log (`attempt`), whether its
  *   delivery is due again at once (`again`) or ended (`ended`: its row deleted), or `null`
@@ -336,7 +338,12 @@ export function recordAttempt(
   if (again) changed = 1;
   if (changed === 0) return null;
   const status = verdict.status === "succeeded" ? "succeeded" : "failed";
-  const numbered = sql.exec<{ n: number }>(`UPDATE events SET last_attempt = last_attempt + 1 WHERE id = ? RETURNING last_attempt AS n`, r.event_id).one().n;
+  const { n: numbered, acceptedAt } = sql
+    .exec<{ n: number; acceptedAt: number }>(
+      `UPDATE events SET last_attempt = last_attempt + 1 WHERE id = ? RETURNING last_attempt AS n, accepted_at AS acceptedAt`,
+      r.event_id,
+    )
+    .one();
   sql.exec(
     `INSERT INTO log (event_id, event_type, attempt, status, trigger, url, response_status, error, duration_ms, response_body, attempted_at, next_attempt_at)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -355,5 +362,8 @@ export function recordAttempt(
   );
   // Its delivery goes on: it has not ended (`events.ended`, set by the log's trigger).
   if (again) sql.exec(`UPDATE events SET ended = NULL WHERE id = ?`, r.event_id);
+  // A resend's delay would count from an acceptance long past, measuring when it was asked for.
+  if (status === "succeeded" && o.durationMs !== null)
+    recordLatency(sql, o.sentAt, r.trigger === "resend" ? null : o.sentAt + o.durationMs - acceptedAt, o.durationMs);
   return { status, attempt: numbered, again, ended: nextAttemptAt === null && !again };
 }

@@ -3,12 +3,14 @@
  * of one registration counted per hour or per day, as one grouped SQL statement on its
  * courier's storage, served by the covering index `log_time` (time, status) and, for
  * deliveries not attempted yet, by the partial index `queue_unattempted` (queued time).
+ * Each bucket's delay and duration percentiles come from the hourly histograms (latency.ts).
  * test/webhooks/stats.test.ts checks the plan and the counts against the log.
  */
 
 import { RETENTION_MS } from "../../lib/limits";
 import type { StatsBucket } from "../api/stats-schemas";
 import { emptyBuckets, STATS_BUCKET_MS, type StatsBucketSize } from "../rpc";
+import { readLatency } from "./latency";
 
 /**
  * The grouped statement: ?2 the first bucket's start, ?3 the window's end
@@ -33,15 +35,20 @@ type Row = { k: number; succeeded: number; failed: number; pending: number; skip
 
 /**
  * The buckets of the registration over [since, until) (ms, `since < until`), oldest first, every
- * bucket that overlaps the window included, empty ones as zeros. Entries older than the
- * retention at `now` (ms) are not counted, as in the log.
+ * bucket that overlaps the window included, empty ones as zeros (and `null` percentiles).
+ * Entries older than the retention at `now` (ms) are not counted, as in the log.
  */
 export function readStats(sql: SqlStorage, since: number, until: number, size: StatsBucketSize, now: number): StatsBucket[] {
   const { first, buckets } = emptyBuckets(since, until, size);
   const from = Math.max(since, now - RETENTION_MS);
-  for (const { k, ...counts } of sql.exec<Row>(STATS_SQL, null, first, until, STATS_BUCKET_MS[size], from)) {
+  const width = STATS_BUCKET_MS[size];
+  for (const { k, ...counts } of sql.exec<Row>(STATS_SQL, null, first, until, width, from)) {
     const bucket = buckets[k];
     if (bucket) Object.assign(bucket, counts);
   }
+  readLatency(sql, first, width, from, until).forEach((latency, k) => {
+    const bucket = buckets[k];
+    if (bucket) Object.assign(bucket, latency);
+  });
   return buckets;
 }

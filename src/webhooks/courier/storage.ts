@@ -7,6 +7,7 @@
  */
 import { RETENTION_MS } from "../../lib/limits";
 import { applyMigrations } from "../platform/sqlite-migrations";
+import { LATENCY_HOUR_MS } from "./latency";
 
 /** Rows one pruning statement deletes at most: an alarm's work stays bounded. */
 const PRUNE_CHUNK = 1_000;
@@ -126,10 +127,22 @@ const MIGRATIONS: string[][] = [
     // counted with their bytes, and a course's probed, through this covering partial index.
     `CREATE INDEX queue_held ON queue (course, bytes) WHERE held = 1`,
   ],
+  [
+    // Delivery latency (latency.ts): per UTC hour, two log-scale histograms of the succeeded
+    // attempts sent in it, `delay` (acceptance to 2xx) and `duration`, as key → count; each
+    // under 380 keys. Read and pruned in primary-key order. Attempts logged before it count none.
+    `CREATE TABLE latency (
+       hour INTEGER NOT NULL,
+       kind TEXT NOT NULL,
+       key INTEGER NOT NULL,
+       n INTEGER NOT NULL,
+       PRIMARY KEY (hour, kind, key)
+     )`,
+  ],
 ];
 
 /** The tables a closed courier empties (`erase`). */
-const TABLES = ["queue", "log", "events"] as const;
+const TABLES = ["queue", "log", "events", "latency"] as const;
 
 /**
  * Applies pending MIGRATIONS (synchronous; call it in the constructor). `upTo`: only the first
@@ -149,7 +162,8 @@ export const PRUNE_START: PrunePosition = [Number.MIN_SAFE_INTEGER, 0];
 export const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
- * Deletes at most PRUNE_CHUNK log rows older than the retention at `now` (ms), and reads at
+ * Deletes at most PRUNE_CHUNK log rows older than the retention at `now` (ms) and as many
+ * latency histogram rows of hours wholly older than it, and reads at
  * most PRUNE_CHUNK event copies older than it after `from`, deleting those not queued (a
  * delivery still under way keeps its copy; the next pass, from the start, finds it again).
  *
@@ -178,18 +192,24 @@ export function pruneLog(sql: SqlStorage, now: number, from: PrunePosition): { m
       JSON.stringify(old.map((r) => r.rid)),
     );
   }
+  // Histograms of hours wholly older than the retention, through the primary key.
+  const latency = sql.exec(
+    `DELETE FROM latency WHERE rowid IN (SELECT rowid FROM latency WHERE hour <= ? LIMIT ?)`,
+    cutoff - LATENCY_HOUR_MS,
+    PRUNE_CHUNK,
+  ).rowsWritten;
   const full = old.length >= PRUNE_CHUNK;
-  return { more: log >= PRUNE_CHUNK || full, next: full && last ? [last.accepted_at, last.rid] : PRUNE_START };
+  return { more: log >= PRUNE_CHUNK || latency >= PRUNE_CHUNK || full, next: full && last ? [last.accepted_at, last.rid] : PRUNE_START };
 }
 
-/** Whether anything is left to prune or erase one day (the log, event copies or queue are not empty). */
+/** Whether anything is left to prune or erase one day (the log, event copies, queue or latency histograms are not empty). */
 export function hasRetained(sql: SqlStorage): boolean {
   return TABLES.some((table) => sql.exec(`SELECT 1 FROM ${table} LIMIT 1`).toArray().length > 0);
 }
 
 /**
  * A closed courier's erasure, one bounded step at a time (docs/architecture.md § Invariants):
- * deletes at most PRUNE_CHUNK rows of each table (its log, event copies, queue), until they
+ * deletes at most PRUNE_CHUNK rows of each table (its log, event copies, queue, latency), until they
  * are empty and only the closed marker (in KV) and the empty schema are left.
  *
  * @returns whether more remain (the caller comes back soon).
