@@ -304,6 +304,8 @@ describe("the webhook portal, one administrator's session", () => {
       failed: h === 20 ? 3 : 0,
       pending: 0,
       skipped: h >= 22 ? 2 : 0,
+      delayMs: h % 5 > 0 ? { p50: 100 * h, p95: 200 * h, p99: 300 * h } : null,
+      durationMs: h % 5 > 0 ? { p50: 10 * h, p95: 20 * h, p99: 30 * h } : null,
     }));
     const sum = (k: "succeeded" | "failed" | "skipped") => buckets.reduce((n, b) => n + b[k], 0);
     await page.route("**/v3/webhooks/*/stats?*", (route) =>
@@ -318,7 +320,16 @@ describe("the webhook portal, one administrator's session", () => {
       await page.getByText("The numbers, per hour").click();
       const rows = page.locator("details tbody tr");
       expect(await rows.count()).toBe(24);
-      expect(await rows.nth(20).locator("td").allTextContents()).toEqual(["0", "3", "0", "0"]);
+      expect(await rows.nth(20).locator("td").allTextContents()).toEqual(["0", "3", "0", "0", "–", "–", "–"]);
+      // The delay's percentiles: drawn as lines, and in the table.
+      await shown(page.locator(".chart-delay canvas").first());
+      expect(await rows.nth(21).locator("td").allTextContents()).toEqual(["1", "0", "0", "0", "2100 ms", "4200 ms", "6300 ms"]);
+      expect(
+        await rows
+          .nth(24 - 1)
+          .locator("td")
+          .allTextContents(),
+      ).toEqual(["3", "0", "2", "0", "2300 ms", "4600 ms", "6900 ms"]);
       await expectAccessible("endpoint detail with the chart");
     } finally {
       await page.unroute("**/v3/webhooks/*/stats?*");

@@ -1,7 +1,8 @@
 /**
  * Succeeded, failed and skipped log entries per hour (or per day) from
- * GET /v3/webhooks/{id}/stats, drawn by uPlot as stacked bars, with the same numbers in a
- * table for screen readers and keyboard users (the canvas is one image to them).
+ * GET /v3/webhooks/{id}/stats, drawn by uPlot as stacked bars, the delay's percentiles as
+ * lines (LatencyChart.tsx), with the same numbers in a table for screen readers and keyboard
+ * users (the canvas is one image to them).
  */
 
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -9,6 +10,7 @@ import uPlot from "uplot";
 import { ApiError, api, DELIVERY_STATUS_LABELS as L, type StatsBucket } from "../api";
 import { ErrorAlert, type Problem } from "../components";
 import { formatBucket } from "../format";
+import { formatDelay, LatencyChart } from "./LatencyChart";
 
 /** The ranges offered: the contract's default (24 h, hourly) and the whole retention, daily. */
 const RANGES = {
@@ -142,6 +144,7 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
       {shown && (
         <>
           <Chart buckets={shown.buckets} bucket={shown.bucket} />
+          <LatencyChart buckets={shown.buckets} bucket={shown.bucket} />
           <details>
             <summary>The numbers, per {shown.bucket} (UTC)</summary>
             <div class="table-scroll">
@@ -154,6 +157,9 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
                     <th scope="col">{L.failed}</th>
                     <th scope="col">{L.skipped}</th>
                     <th scope="col">{L.pending}</th>
+                    <th scope="col">Delay p50</th>
+                    <th scope="col">Delay p95</th>
+                    <th scope="col">Delay p99</th>
                   </tr>
                 </thead>
                 <tbody>
@@ -164,6 +170,9 @@ export function StatsChart({ id, refresh }: { id: string; refresh: number }) {
                       <td>{b.failed}</td>
                       <td>{b.skipped}</td>
                       <td>{b.pending}</td>
+                      <td>{formatDelay(b.delayMs?.p50)}</td>
+                      <td>{formatDelay(b.delayMs?.p95)}</td>
+                      <td>{formatDelay(b.delayMs?.p99)}</td>
                     </tr>
                   ))}
                 </tbody>
