@@ -323,7 +323,7 @@ export interface DeliveryFilters {
 }
 
 /** p50, p95 and p99 of one latency in a stats bucket, in ms (within 5 %); `null`: no success in it. */
-export type Percentiles = { p50: number; p95: number; p99: number } | null;
+type Percentiles = { p50: number; p95: number; p99: number } | null;
 
 /** One bucket of GET /v3/webhooks/{id}/stats (the latencies absent from a server without them). */
 export interface StatsBucket {

@@ -10,7 +10,7 @@ import uPlot from "uplot";
 import type { StatsBucket } from "../api";
 
 /** The lines drawn; colours pass 3:1 against white as graphics. */
-export const DELAY_SERIES = [
+const DELAY_SERIES = [
   { key: "p50", label: "Delay p50", color: "#1565c0" },
   { key: "p95", label: "Delay p95", color: "#ef6c00" },
   { key: "p99", label: "Delay p99", color: "#6a1b9a" },

@@ -7,7 +7,7 @@
  */
 
 /** The histogram's relative error bound (DDSketch's α): every reported value is within 5 % of the true one, before rounding. */
-export const LATENCY_ERROR = 0.05;
+const LATENCY_ERROR = 0.05;
 /** The ratio of consecutive bucket bounds: (1 + α) / (1 − α). */
 const GAMMA = (1 + LATENCY_ERROR) / (1 - LATENCY_ERROR);
 const LOG_GAMMA = Math.log(GAMMA);
@@ -15,7 +15,7 @@ const LOG_GAMMA = Math.log(GAMMA);
 export const LATENCY_HOUR_MS = 3_600_000;
 
 /** The two histograms: delay since acceptance, and the attempt's own duration. */
-export type LatencyKind = "delay" | "duration";
+type LatencyKind = "delay" | "duration";
 
 /**
  * The histogram key of `ms`: 0 holds 0 (and a negative delay, clocks apart); key k ≥ 1 holds
