@@ -213,21 +213,26 @@ async function reviewKeyWebhooks(id: string, schoolId: string, opts: ReviewOptio
   const temp = await newApiKey(schoolId, `keys revoke ${id}`, now, { scopes: TEMP_KEY_SCOPES, expiresAt: now + TEMP_KEY_LIFETIME_MS });
   const expires = formatInstant(temp.expiresAt!);
   let inserting: Promise<unknown> = Promise.resolve();
-  // One revocation, shared by the interrupt and the normal end: its rows say whether the key was stored.
+  // One revocation at a time, shared by the interrupt and the normal end (a failed one may be
+  // tried again); its rows say whether the key was stored.
   let revocation: Promise<{ id: string }[]> | undefined;
   const revokeTemp = () => {
-    revocation ??= inserting.then(
-      () => run<{ id: string }>(revokeKey(temp.id), where),
-      () => run<{ id: string }>(revokeKey(temp.id), where),
-    );
+    const revoke = () => run<{ id: string }>(revokeKey(temp.id), where);
+    revocation ??= inserting.then(revoke, revoke).catch((err: unknown) => {
+      revocation = undefined;
+      throw err;
+    });
     return revocation;
   };
   const unrevoked = `The temporary key ${temp.id} (label "keys revoke ${id}") may still work until ${expires}: revoke it (npm run keys -- revoke ${temp.id}).`;
+  // Ctrl-C in a terminal also ends a wrangler under way (a revocation included): one more try.
   const interruptCleanup = () =>
-    revokeTemp().then(
-      (rows) => console.error(rows.length > 0 ? `the temporary key ${temp.id} is revoked` : `no temporary key ${temp.id} was stored`),
-      (err: Error) => console.error(`${err.message}\n${unrevoked}`),
-    );
+    revokeTemp()
+      .catch(() => revokeTemp())
+      .then(
+        (rows) => console.error(rows.length > 0 ? `the temporary key ${temp.id} is revoked` : `no temporary key ${temp.id} was stored`),
+        (err: Error) => console.error(`${err.message}\n${unrevoked}`),
+      );
   return withInterruptCleanup(
     async () => {
       let outcome: ReviewOutcome;
