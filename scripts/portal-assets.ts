@@ -7,8 +7,8 @@
  * build is made by every entry point that serves assets: wrangler's custom build
  * (scripts/build-assets.ts, wrangler.toml `[build]`: `npm start`, `wrangler dev`,
  * `wrangler deploy`) and vitest.config.ts. It is skipped when nothing it depends on changed:
- * `dist/assets/portal.version` records a hash of portal/ (and of the src/ files it imports) and of the versions of vite, preact
- * and uplot (dist/assets/.assetsignore keeps `*.version` out of the assets).
+ * `dist/assets/portal.version` records a hash of portal/, of the src/ files it imports and of
+ * the versions of vite, preact and uplot (dist/assets/.assetsignore keeps `*.version` out).
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
