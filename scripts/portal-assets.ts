@@ -7,8 +7,8 @@
  * build is made by every entry point that serves assets: wrangler's custom build
  * (scripts/build-assets.ts, wrangler.toml `[build]`: `npm start`, `wrangler dev`,
  * `wrangler deploy`) and vitest.config.ts. It is skipped when nothing it depends on changed:
- * `dist/assets/portal.version` records a hash of portal/ and of the versions of vite, preact
- * and uplot (dist/assets/.assetsignore keeps `*.version` out of the assets).
+ * `dist/assets/portal.version` records a hash of portal/, of the src/ files it imports and of
+ * the versions of vite, preact and uplot (dist/assets/.assetsignore keeps `*.version` out).
  */
 import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -32,14 +32,17 @@ function listFiles(dir: string, base: string): string[] {
     .sort();
 }
 
-/** A hash of portal/ (names and contents) and of the build packages' versions. */
+/** The files outside portal/ the portal imports (the scope names of src/lib/scopes.ts), relative to the root. */
+const SHARED_SOURCES = ["src/lib/scopes.ts"];
+
+/** A hash of portal/ and `SHARED_SOURCES` (names and contents) and of the build packages' versions. */
 export function portalSourceHash(root = ROOT): string {
   const hash = createHash("sha256");
   const src = path.join(root, "portal");
-  for (const file of listFiles(src, src))
+  for (const file of [...listFiles(src, root), ...SHARED_SOURCES])
     hash
       .update(`${file}\0`)
-      .update(readFileSync(path.join(src, file)))
+      .update(readFileSync(path.join(root, file)))
       .update("\0");
   for (const pkg of BUILD_PACKAGES) {
     const manifest = path.join(root, "node_modules", pkg, "package.json");

@@ -1,25 +1,41 @@
 /**
- * Self-test of the keys CLI (`npm run test:keys`, about 3 min), against a throw-away local D1
- * directory (`--persist-to`) that `wrangler dev` serves too: (a) usage errors exit 2 and write
- * nothing; (b) `create` prints a new `sk_live_` key once with its id, D1 holds only its hash
- * (with id, label, last 4 characters), an unknown school exits 2; (c) `list` shows id, label,
- * last 4, createdAt, revokedAt, never a key; (d) after `revoke KEY_ID` the key and its portal
- * sessions are 401, other keys work, a second revoke keeps the first instant, an unknown id
- * exits 2; (e) `revoke` lists exactly the registrations the key created or last changed (one
- * it re-pointed included), `--disable-webhooks` disables them and not the other key's, each
- * run's temporary key ends revoked; with no Worker at `--base` the key is revoked, exit 3.
- * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
+ * Self-test of the keys CLI (`npm run test:keys`, about 4 min), against a throw-away local D1
+ * directory (`--persist-to`) that `wrangler dev` serves too: (a) usage errors (an unknown
+ * scope, a bad `--expires-in` included) exit 2 and write nothing; (b) `create` prints a new
+ * `sk_live_` key once with its id, D1 holds only its hash (with id, label, last 4, scopes,
+ * expiry), an unknown school exits 2; (c) `list` shows id, label, last 4, scopes, createdAt,
+ * expiresAt, revokedAt, never a key; (d) after `revoke KEY_ID` the key and its sessions are
+ * 401, other keys work, a second revoke keeps the first instant, an unknown id exits 2; (e)
+ * `revoke` lists the registrations the key created or last changed, `--disable-webhooks`
+ * disables them, each run's temporary key (webhooks:read/write, 10 min) ends revoked, Ctrl-C
+ * included; with no Worker at `--base` the key is revoked, exit 3. Exit 1 when a check fails.
  */
 import { createHash } from "node:crypto";
+import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { type DevServer, freePort, startDevServer } from "./lib/dev-server";
-import { check, runScript, runSelfTest } from "./lib/selftest";
+import { check, runScript, runSelfTest, startScript } from "./lib/selftest";
 import { applyMigrations, d1Query } from "./lib/wrangler";
 
 const SCHOOL = "sch_keys_selftest";
+/** Every scope, in docs/reference.md § Scopes's order: a key's default. */
+const EVERY_SCOPE = ["courses:read", "courses:write", "students:read", "webhooks:read", "webhooks:write", "events:read", "portal"];
 const IMPORTED_KEY = "sk_test_keys_selftest_imported_0123456789";
+
+/** A temporary key's row in the directory. */
+interface TempKeyRow {
+  scopes: string;
+  created_at: number;
+  expires_at: number | null;
+  revoked_at: number | null;
+}
+
+/** Whether a row is the temporary key `revoke` must mint: two scopes, an expiry 10 minutes after its mint. */
+const isTemporaryKey = (r: TempKeyRow) => r.scopes === "webhooks:read webhooks:write" && r.expires_at !== null && r.expires_at - r.created_at === 600_000;
 
 async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "keys-selftest-"));
@@ -27,6 +43,7 @@ async function main(): Promise<void> {
   const keys = (...args: string[]) => runScript("keys.ts", [...args, "--persist-to", persist]);
   const count = async () => (await d1Query<{ n: number }>("SELECT count(*) AS n FROM api_keys", "local", persist))[0]!.n;
   let server: DevServer | undefined;
+  let stall: Server | undefined;
   try {
     await applyMigrations("local", persist, { quiet: true });
     const file = path.join(dir, "school.json");
@@ -41,6 +58,10 @@ async function main(): Promise<void> {
       ["create without --school", ["create"]],
       ["create with a malformed school id", ["create", "--school", "sch one"]],
       ["create with a control character in --label", ["create", "--school", SCHOOL, "--label", "a\nb"]],
+      ["create with an unknown scope", ["create", "--school", SCHOOL, "--scope", "courses:read,courses:reed"]],
+      ["create with an empty --scope", ["create", "--school", SCHOOL, "--scope", ","]],
+      ["create with --expires-in in seconds", ["create", "--school", SCHOOL, "--expires-in", "90s"]],
+      ["list with --scope", ["list", "--school", SCHOOL, "--scope", "portal"]],
       ["revoke without KEY_ID", ["revoke"]],
       ["revoke with a --base that is not a URL", ["revoke", "key_00000000000000000000000000", "--base", "nowhere"]],
       ["list with --disable-webhooks", ["list", "--school", SCHOOL, "--disable-webhooks"]],
@@ -50,11 +71,28 @@ async function main(): Promise<void> {
       check(r.code === 2 && r.stderr.includes("usage: npm run keys"), `usage error (${name}): exit 2 with the usage`, `exit ${r.code}\n${r.stderr}`);
     }
     check((await count()) === 1, "usage errors write nothing");
+    const misspelt = await keys("create", "--school", SCHOOL, "--scope", "courses:reed");
+    check(
+      misspelt.stderr.includes(
+        '"courses:reed" is not a scope; the scopes are courses:read, courses:write, students:read, webhooks:read, webhooks:write, events:read, portal',
+      ),
+      "create with an unknown scope: names it and lists the valid scopes",
+      misspelt.stderr,
+    );
 
     // (b) create.
     const created = await keys("create", "--school", SCHOOL, "--label", "ERP sync", "--json");
     check(created.code === 0, "create: exit 0", `${created.stdout}${created.stderr}`);
-    const made = JSON.parse(created.stdout) as { id: string; schoolId: string; label: string; last4: string; createdAt: string; key: string };
+    const made = JSON.parse(created.stdout) as {
+      id: string;
+      schoolId: string;
+      label: string;
+      last4: string;
+      scopes: string[];
+      createdAt: string;
+      expiresAt: string | null;
+      key: string;
+    };
     check(/^sk_live_[A-Za-z0-9_-]{43}$/.test(made.key), "create: prints a sk_live_ key", made.key);
     check(
       /^key_[0-9A-Z]{26}$/.test(made.id) && made.schoolId === SCHOOL && made.label === "ERP sync",
@@ -65,16 +103,34 @@ async function main(): Promise<void> {
     const rows = await d1Query<Record<string, unknown>>(`SELECT * FROM api_keys WHERE school_id = '${SCHOOL}'`, "local", persist);
     const stored = rows.find((r) => r.id === made.id);
     check(
-      stored?.key_hash === createHash("sha256").update(made.key).digest("hex") && stored.last4 === made.key.slice(-4) && stored.label === "ERP sync",
-      "create: D1 holds the key's SHA-256 hash, id, label and last 4 characters",
+      stored?.key_hash === createHash("sha256").update(made.key).digest("hex") &&
+        stored.last4 === made.key.slice(-4) &&
+        stored.label === "ERP sync" &&
+        stored.scopes === EVERY_SCOPE.join(" ") &&
+        stored.expires_at === null,
+      "create: D1 holds the key's SHA-256 hash, id, label, last 4 characters, every scope (no --scope) and no expiry",
       JSON.stringify(stored),
     );
     check(!JSON.stringify(rows).includes(made.key.slice(8, -4)), "create: the key itself is nowhere in D1");
-    const text = await keys("create", "--school", SCHOOL);
     check(
-      text.code === 0 && /key: sk_live_\S{43}\n/.test(text.stdout) && /key_[0-9A-Z]{26}/.test(text.stdout),
-      "create (text): the key and its id",
+      JSON.stringify(made.scopes) === JSON.stringify(EVERY_SCOPE) && made.expiresAt === null,
+      "create (--json): every scope, no expiry by default",
+      created.stdout,
+    );
+    const text = await keys("create", "--school", SCHOOL, "--scope", "events:read,courses:read", "--scope", "courses:read", "--expires-in", "90d");
+    const textId = /key_[0-9A-Z]{26}/.exec(text.stdout)?.[0];
+    check(
+      text.code === 0 && /key: sk_live_\S{43}\n/.test(text.stdout) && textId !== undefined && text.stdout.includes("scopes: courses:read, events:read\n"),
+      "create (text): the key, its id and its scopes (repeated and comma-listed --scope, in canonical order)",
       text.stdout,
+    );
+    const narrow = (
+      await d1Query<{ scopes: string; created_at: number; expires_at: number }>(`SELECT * FROM api_keys WHERE id = '${textId}'`, "local", persist)
+    )[0];
+    check(
+      narrow?.scopes === "courses:read events:read" && narrow.expires_at - narrow.created_at === 90 * 86_400_000,
+      "create --scope --expires-in 90d: D1 holds those scopes and an expiry 90 days after the creation",
+      JSON.stringify(narrow),
     );
     const before = await count();
     const unknown = await keys("create", "--school", "sch_nowhere");
@@ -86,20 +142,31 @@ async function main(): Promise<void> {
     const listing = JSON.parse(listed.stdout) as Record<string, unknown>[];
     check(listed.code === 0 && listing.length === 3, "list: every key of the school", listed.stdout);
     check(
-      listing.every((k) => JSON.stringify(Object.keys(k).sort()) === JSON.stringify(["createdAt", "id", "label", "last4", "revokedAt"])),
-      "list: id, label, last4, createdAt, revokedAt for each",
+      listing.every((k) => JSON.stringify(Object.keys(k).sort()) === JSON.stringify(["createdAt", "expiresAt", "id", "label", "last4", "revokedAt", "scopes"])),
+      "list: id, label, last4, scopes, createdAt, expiresAt, revokedAt for each",
       listed.stdout,
     );
     check(
       JSON.stringify(listing.find((k) => k.id === made.id)) ===
-        JSON.stringify({ id: made.id, label: "ERP sync", last4: made.last4, createdAt: made.createdAt, revokedAt: null }),
+        JSON.stringify({ id: made.id, label: "ERP sync", last4: made.last4, scopes: EVERY_SCOPE, createdAt: made.createdAt, expiresAt: null, revokedAt: null }),
       "list: the new key as created",
+      listed.stdout,
+    );
+    const narrowListed = listing.find((k) => k.id === textId);
+    check(
+      JSON.stringify(narrowListed?.scopes) === '["courses:read","events:read"]' &&
+        Date.parse(String(narrowListed?.expiresAt)) - Date.parse(String(narrowListed?.createdAt)) === 90 * 86_400_000,
+      "list: the narrow key's scopes and expiry",
       listed.stdout,
     );
     const table = await keys("list", "--school", SCHOOL);
     check(
-      table.code === 0 && /^id\s+label\s+last4\s+createdAt\s+revokedAt$/m.test(table.stdout) && table.stdout.includes(`…${made.last4}`),
-      "list (text): a table with the last 4 characters",
+      table.code === 0 &&
+        /^id\s+label\s+last4\s+scopes\s+createdAt\s+expiresAt\s+revokedAt$/m.test(table.stdout) &&
+        table.stdout.includes(`…${made.last4}`) &&
+        new RegExp(`^${made.id}\\s.*\\severy scope\\s.*\\snever\\s`, "m").test(table.stdout) &&
+        new RegExp(`^${textId}\\s.*\\scourses:read,events:read\\s`, "m").test(table.stdout),
+      'list (text): a table with the last 4 characters, the scopes ("every scope" for a full key) and the expiry',
       table.stdout,
     );
     check(![listed.stdout, table.stdout].some((out) => out.includes(made.key) || out.includes(IMPORTED_KEY)), "list: never a key");
@@ -210,6 +277,16 @@ async function main(): Promise<void> {
       "revoke: each run's temporary key (labelled after the revoked key) is revoked at its end",
       JSON.stringify(temps),
     );
+    const tempRows = await d1Query<TempKeyRow>(
+      `SELECT scopes, created_at, expires_at, revoked_at FROM api_keys WHERE label = 'keys revoke ${made.id}'`,
+      "local",
+      persist,
+    );
+    check(
+      tempRows.length === 2 && tempRows.every(isTemporaryKey),
+      "revoke: each temporary key has only webhooks:read and webhooks:write, and expires 10 minutes after its mint",
+      JSON.stringify(tempRows),
+    );
     check(
       states.slice(0, 3).every((h) => h.updatedBy === temps[1]!.id),
       "--disable-webhooks: the disabled registrations' updatedBy is the run's temporary key",
@@ -237,7 +314,42 @@ async function main(): Promise<void> {
     );
     const missing = await keys("revoke", "key_00000000000000000000000000");
     check(missing.code === 2 && /no API key with id/.test(missing.stderr), "revoke of an unknown id: exit 2, saying so", missing.stderr);
+
+    // (f) Ctrl-C during the review: a stand-in Worker answers the probe (no credential) and
+    // holds every request made with the temporary key unanswered; once one arrives, the key is
+    // in D1, and the run gets SIGINT.
+    const stalled = JSON.parse((await keys("create", "--school", SCHOOL, "--json")).stdout) as { id: string };
+    let keyArrived: () => void = () => {};
+    const arrived = new Promise<void>((resolve) => {
+      keyArrived = resolve;
+    });
+    stall = createServer((req, res) => {
+      if (req.headers.authorization === undefined) res.writeHead(401).end();
+      else keyArrived();
+    });
+    stall.listen(0, "127.0.0.1");
+    await once(stall, "listening");
+    const stallBase = `http://127.0.0.1:${(stall.address() as AddressInfo).port}`;
+    const interrupted = startScript("keys.ts", ["revoke", stalled.id, "--base", stallBase, "--persist-to", persist]);
+    const early = await Promise.race([arrived.then(() => null), interrupted.result]);
+    check(early === null, "Ctrl-C: the run reaches the review with its temporary key", JSON.stringify(early));
+    interrupted.child.kill("SIGINT");
+    const ended = await interrupted.result;
+    check(
+      ended.code === 130 && ended.stderr.includes("is revoked"),
+      "Ctrl-C during the review: exit 130, saying the temporary key is revoked",
+      `exit ${ended.code}\n${ended.stdout}${ended.stderr}`,
+    );
+    const left = await d1Query<TempKeyRow>(
+      `SELECT scopes, created_at, expires_at, revoked_at FROM api_keys WHERE label = 'keys revoke ${stalled.id}'`,
+      "local",
+      persist,
+    );
+    check(left.length === 1 && left[0]!.revoked_at !== null, "Ctrl-C during the review: no live temporary key is left in the directory", JSON.stringify(left));
+    check(left.every(isTemporaryKey), "Ctrl-C: the temporary key had only webhooks:read and webhooks:write, and a 10-minute expiry", JSON.stringify(left));
   } finally {
+    stall?.closeAllConnections();
+    stall?.close();
     await server?.stop();
     await rm(dir, { recursive: true, force: true });
   }

@@ -7,7 +7,8 @@
  * The credential (a pasted `sk_…` key or a link's `ps_…` token) lives only in this tab's
  * sessionStorage: closing the tab forgets it. For a token, the answers' headers
  * (`x-portal-session-expires-at`, `x-portal-session-read-only`) say when its session ends
- * and whether it is read-only; the portal keeps that beside it.
+ * and whether it is read-only; the portal keeps that beside it, with the credential's scopes
+ * as GET /v3/school reports them (`credential.scopes`; null from a server that reports none).
  */
 
 /** sessionStorage entry holding the credential (API key or portal token). */
@@ -24,6 +25,8 @@ export interface PortalSession {
 
 /** sessionStorage entry holding the school of the credential (JSON of {@link School}). */
 const SCHOOL_ENTRY = "webhook-portal.school";
+/** sessionStorage entry holding the credential's scopes (JSON array of names). */
+const SCOPES_ENTRY = "webhook-portal.scopes";
 
 /** The school a credential belongs to (GET /v3/school). */
 export interface School {
@@ -31,11 +34,23 @@ export interface School {
   name: string;
 }
 
-/** What the tab signs in with: the credential, its session when it is a portal token, and its school. */
+/** What the tab signs in with: the credential, its session when it is a portal token, its school and its scopes. */
 export interface Credential {
   secret: string;
   session: PortalSession | null;
   school: School | null;
+  /** The scope names the API reports for it; null until known (or from a server that reports none). */
+  scopes: string[] | null;
+}
+
+/** GET /v3/school's answer: the school, and what it says of the calling credential (absent from older servers). */
+interface SchoolAnswer extends School {
+  credential?: { kind?: unknown; scopes?: unknown; expiresAt?: unknown };
+}
+
+/** The credential's scope names in an answer's `credential` or `scopes`, or null when it has none readable. */
+function scopesIn(value: unknown): string[] | null {
+  return Array.isArray(value) && value.every((s) => typeof s === "string") ? value : null;
 }
 
 /** The credential of this tab, or null when signed out. */
@@ -45,10 +60,12 @@ export function storedCredential(): Credential | null {
     if (secret === null) return null;
     const session = sessionStorage.getItem(SESSION_ENTRY);
     const school = sessionStorage.getItem(SCHOOL_ENTRY);
+    const scopes = sessionStorage.getItem(SCOPES_ENTRY);
     return {
       secret,
       session: session === null ? null : (JSON.parse(session) as PortalSession),
       school: school === null ? null : (JSON.parse(school) as School),
+      scopes: scopes === null ? null : scopesIn(JSON.parse(scopes)),
     };
   } catch {
     return null;
@@ -58,7 +75,7 @@ export function storedCredential(): Credential | null {
 /** Keeps `credential` for this tab (`null` forgets it: sign-out). */
 export function storeCredential(credential: Credential | null): void {
   if (credential === null) {
-    for (const entry of [CREDENTIAL_ENTRY, SESSION_ENTRY, SCHOOL_ENTRY]) sessionStorage.removeItem(entry);
+    for (const entry of [CREDENTIAL_ENTRY, SESSION_ENTRY, SCHOOL_ENTRY, SCOPES_ENTRY]) sessionStorage.removeItem(entry);
     return;
   }
   sessionStorage.setItem(CREDENTIAL_ENTRY, credential.secret);
@@ -66,6 +83,8 @@ export function storeCredential(credential: Credential | null): void {
   else sessionStorage.removeItem(SESSION_ENTRY);
   if (credential.school) sessionStorage.setItem(SCHOOL_ENTRY, JSON.stringify(credential.school));
   else sessionStorage.removeItem(SCHOOL_ENTRY);
+  if (credential.scopes) sessionStorage.setItem(SCOPES_ENTRY, JSON.stringify(credential.scopes));
+  else sessionStorage.removeItem(SCOPES_ENTRY);
 }
 
 /**
@@ -344,6 +363,9 @@ export interface EventType {
 
 const enc = encodeURIComponent;
 
+/** The school of GET /v3/school's answer, without what it says of the credential. */
+const schoolOf = (r: SchoolAnswer): School => ({ id: r.id, name: r.name });
+
 /** The webhook endpoints the portal calls, one function each. */
 export const api = {
   /** GET /v3/webhooks. */
@@ -356,11 +378,11 @@ export const api = {
   },
   /**
    * Checks a credential before it is kept (GET /v3/school: 401 when refused) and returns it
-   * with its school and its portal session (a token's end and mode), null for an API key.
+   * with its school, its portal session (a token's end and mode; null for an API key) and its scopes.
    */
   async checkCredential(secret: string): Promise<Credential> {
-    const { json, session } = await exchange<{ result: School }>("GET", "/v3/school", { key: secret });
-    return { secret, session, school: json.result };
+    const { json, session } = await exchange<{ result: SchoolAnswer }>("GET", "/v3/school", { key: secret });
+    return { secret, session, school: schoolOf(json.result), scopes: scopesIn(json.result.credential?.scopes) };
   },
   /**
    * Redeems a portal link's token (POST /v3/portal-sessions/redeem): a link opens once. The
@@ -368,15 +390,18 @@ export const api = {
    * then on (401: the link was used already, or its session ended or was revoked).
    */
   async redeemLink(token: string): Promise<Credential> {
-    const { json } = await exchange<{ result: { token: string; expiresAt: string; readOnly: boolean; school: School } }>("POST", "/v3/portal-sessions/redeem", {
-      key: token,
-    });
+    const { json } = await exchange<{ result: { token: string; expiresAt: string; readOnly: boolean; school: School; scopes?: unknown } }>(
+      "POST",
+      "/v3/portal-sessions/redeem",
+      { key: token },
+    );
     const r = json.result;
-    return { secret: r.token, session: { expiresAt: r.expiresAt, readOnly: r.readOnly }, school: r.school };
+    return { secret: r.token, session: { expiresAt: r.expiresAt, readOnly: r.readOnly }, school: r.school, scopes: scopesIn(r.scopes) };
   },
-  /** GET /v3/school with the tab's credential. */
-  async getSchool(): Promise<School> {
-    return (await request<{ result: School }>("GET", "/v3/school")).result;
+  /** GET /v3/school with the tab's credential: its school, and its scopes (null when the answer has none). */
+  async getSchool(): Promise<{ school: School; scopes: string[] | null }> {
+    const result = (await request<{ result: SchoolAnswer }>("GET", "/v3/school")).result;
+    return { school: schoolOf(result), scopes: scopesIn(result.credential?.scopes) };
   },
   /** POST /v3/webhooks with an `Idempotency-Key`, so a double submit creates one registration. */
   async createWebhook(body: WebhookCreate, idempotencyKey: string): Promise<CreatedWebhook> {

@@ -5,13 +5,14 @@
  * server route is needed. A portal link (`/portal#token=ps_…`) signs the tab in: its token
  * leaves the address bar at once and is redeemed before anything else (a link opens once);
  * switching a signed-in tab to another school's link is asked first. No credential ever
- * stays in a URL; the header names the school the tab is signed in to.
+ * stays in a URL; the header names the school the tab is signed in to and says what its
+ * credential may do (its scopes); a view it may not use is not offered.
  */
 import "uplot/dist/uPlot.min.css";
 import "./styles.css";
 import { render } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ReadOnlyProvider } from "./access";
+import { ScopesProvider } from "./access";
 import {
   ApiError,
   api,
@@ -26,6 +27,7 @@ import {
 import { ErrorAlert, type Problem } from "./components";
 import { formatInstant } from "./format";
 import type { Flash } from "./navigation";
+import { effectiveScopes, mayText } from "./scopes";
 import { SignIn } from "./views/SignIn";
 import { WebhookDetail } from "./views/WebhookDetail";
 import { CreateWebhook, EditWebhook } from "./views/WebhookForm";
@@ -126,23 +128,27 @@ function App({ linkToken }: { linkToken: string | null }) {
         return next;
       }),
     );
-    // A tab signed in before the school was kept: learn it for the header.
-    const stored = storedCredential();
-    if (!linkToken && stored && !stored.school) {
-      // A refusal signs the tab out through the 401 handler; anything else leaves the header without a name.
-      void api.getSchool().then(
-        (school) =>
-          setCredential((c) => {
-            if (!c || c.secret !== stored.secret) return c;
-            const next = { ...c, school };
-            storeCredential(next);
-            return next;
-          }),
-        () => undefined,
-      );
-    }
     return () => window.removeEventListener("hashchange", onHash);
   }, []);
+
+  // A credential whose school or scopes the tab does not know yet (a tab signed in before they
+  // were kept, a link's redeem that does not say its scopes): learn them for the header.
+  const secret = credential?.secret;
+  useEffect(() => {
+    const stored = storedCredential();
+    if (checkingLink || !stored || stored.secret !== secret || (stored.school && stored.scopes)) return;
+    // A refusal signs the tab out through the 401 handler; anything else leaves the header as it is.
+    void api.getSchool().then(
+      ({ school, scopes }) =>
+        setCredential((c) => {
+          if (!c || c.secret !== stored.secret) return c;
+          const next = { ...c, school, scopes: scopes ?? c.scopes };
+          storeCredential(next);
+          return next;
+        }),
+      () => undefined,
+    );
+  }, [secret, checkingLink]);
 
   // A portal session ends on its own: sign out at that instant, without waiting for a refusal.
   const expiresAt = credential?.session?.expiresAt;
@@ -183,7 +189,8 @@ function App({ linkToken }: { linkToken: string | null }) {
     go("#/", { text: `Signed out. ${what} removed from this tab.`, kind: "ok" });
   };
   const session = credential?.session ?? null;
-  const readOnly = session?.readOnly ?? false;
+  const scopes = effectiveScopes({ scopes: credential?.scopes ?? null, session });
+  const readOnly = !scopes.has("webhooks:write");
 
   return (
     <>
@@ -204,6 +211,9 @@ function App({ linkToken }: { linkToken: string | null }) {
                 <time dateTime={session.expiresAt}>{formatInstant(session.expiresAt)}</time>
               </p>
             )}
+            <p class="scopes small" id="credential-scopes">
+              {mayText(session ? "link" : "key", scopes)}
+            </p>
             <button type="button" class="secondary" onClick={signOut}>
               Sign out
             </button>
@@ -214,7 +224,7 @@ function App({ linkToken }: { linkToken: string | null }) {
         <div role="status" class={flash?.kind === "error" ? "flash flash-error" : "flash"}>
           {flash?.text ?? ""}
         </div>
-        <ReadOnlyProvider value={readOnly}>
+        <ScopesProvider value={scopes}>
           {checkingLink ? (
             <p aria-busy="true">Signing in with the portal link…</p>
           ) : switchTo && credential ? (
@@ -233,8 +243,10 @@ function App({ linkToken }: { linkToken: string | null }) {
               <ErrorAlert error={signedOut?.error ?? null} title={signedOut?.title} />
               <SignIn onSignedIn={signIn} />
             </>
+          ) : !scopes.has("webhooks:read") ? (
+            <NoWebhooksView may={mayText(session ? "link" : "key", scopes)} />
           ) : (route.view === "new" || route.view === "edit") && readOnly ? (
-            <ReadOnlyView />
+            <ReadOnlyView link={session !== null} />
           ) : route.view === "new" ? (
             <CreateWebhook />
           ) : route.view === "detail" ? (
@@ -244,7 +256,7 @@ function App({ linkToken }: { linkToken: string | null }) {
           ) : (
             <WebhookList />
           )}
-        </ReadOnlyProvider>
+        </ScopesProvider>
       </main>
     </>
   );
@@ -277,15 +289,27 @@ function SwitchSchool({ from, to, onSwitch, onStay }: { from: Credential; to: Cr
   );
 }
 
-/** What a read-only token sees instead of a form that would change something. */
-function ReadOnlyView() {
+/** What a credential without `webhooks:write` sees instead of a form that would change something. */
+function ReadOnlyView({ link }: { link: boolean }) {
   return (
     <section aria-labelledby="view-title" class="narrow">
       <h1 id="view-title" tabIndex={-1}>
         Read-only access
       </h1>
-      <p>This portal link lets you look at the school's endpoints, their deliveries and statistics; it cannot change them.</p>
+      <p>This {link ? "portal link" : "key"} lets you look at the school's endpoints, their deliveries and statistics; it cannot change them.</p>
       <a href="#/">All endpoints</a>
+    </section>
+  );
+}
+
+/** What a credential without `webhooks:read` sees instead of any view: what it may do. */
+function NoWebhooksView({ may }: { may: string }) {
+  return (
+    <section aria-labelledby="view-title" class="narrow">
+      <h1 id="view-title" tabIndex={-1}>
+        No access to webhooks
+      </h1>
+      <p>{may} It may not view the school's webhook endpoints: ask your school's administrator for a portal link or a key that may.</p>
     </section>
   );
 }

@@ -3,7 +3,7 @@
  * `ok` / `not ok` lines, the run of an operator script as a child process, and the summary
  * with the exit status.
  */
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { completion, ROOT, type WranglerResult } from "./wrangler";
@@ -21,13 +21,18 @@ export function check(ok: boolean, name: string, detail = ""): void {
  * with `env` over this process's environment; resolves with its exit code and output.
  */
 export function runScript(script: string, args: string[], env: Record<string, string> = {}): Promise<WranglerResult> {
+  return startScript(script, args, env).result;
+}
+
+/** `runScript`, with the child process too (to signal it while it runs). */
+export function startScript(script: string, args: string[], env: Record<string, string> = {}): { child: ChildProcess; result: Promise<WranglerResult> } {
   const tsx = createRequire(path.join(ROOT, "package.json")).resolve("tsx/cli");
   const child = spawn(process.execPath, [tsx, path.join(ROOT, "scripts", script), ...args], {
     cwd: ROOT,
     stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, ...env, INIT_CWD: ROOT },
   });
-  return completion(child);
+  return { child, result: completion(child) };
 }
 
 /**

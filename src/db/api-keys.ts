@@ -3,12 +3,14 @@
  * `npm run keys -- create | list | revoke` (scripts/keys.ts). They are import steps
  * (src/db/import-sql.ts), so that the same renderers write them for `wrangler d1 execute`
  * (literal) and for a D1 binding (bound, the tests). A key is stored only as its SHA-256
- * hash, with its id, the operator's label and its last 4 characters.
+ * hash, with its id, the operator's label, its last 4 characters, its scopes
+ * (src/lib/scopes.ts) and its expiry.
  *
  * Runs in Node and in workerd (Web Crypto only).
  */
 import { randomCredential, sha256Hex } from "../lib/crypto";
 import { mintId } from "../lib/ids";
+import { formatScopes, SCOPES, type Scope } from "../lib/scopes";
 import { CONTROL_CHAR_MESSAGE, CONTROL_CHAR_RE } from "../lib/text";
 import type { ImportStep } from "./import-sql";
 
@@ -17,6 +19,24 @@ const LIVE_KEY_PREFIX = "sk_live_";
 
 /** Longest `--label`, in characters. */
 const MAX_LABEL_LENGTH = 200;
+
+/** Longest `--expires-in`: 3,650 days, in ms (a key meant to live longer does not expire). */
+const MAX_EXPIRES_IN_MS = 3650 * 86_400_000;
+
+/** ms per unit of `--expires-in`. */
+const DURATION_UNITS: Record<string, number> = { d: 86_400_000, h: 3_600_000, m: 60_000 };
+
+/**
+ * Reads an `--expires-in` duration: a whole number followed by `d` (days), `h` (hours) or `m`
+ * (minutes), e.g. `90d`, `12h`, `30m`; from 1 minute to 3,650 days.
+ * @returns the duration in ms, or `{ problem }` saying why it is not one.
+ */
+export function parseExpiresIn(text: string): number | { problem: string } {
+  const m = /^([1-9][0-9]{0,6})([dhm])$/.exec(text);
+  const ms = m ? Number(m[1]) * DURATION_UNITS[m[2]!]! : Number.NaN;
+  if (!(ms <= MAX_EXPIRES_IN_MS)) return { problem: `"${text}" is not a duration: a whole number and d, h or m (e.g. 90d, 12h, 30m), at most 3650d` };
+  return ms;
+}
 
 /** A new key: the only moment its plaintext exists outside the operator's hands. */
 export interface NewApiKey {
@@ -31,6 +51,18 @@ export interface NewApiKey {
   createdAt: number;
   /** Lowercase hex SHA-256 of `key`: what is stored. */
   hash: string;
+  /** What the key may do (docs/reference.md § Scopes), in `SCOPES` order. */
+  scopes: Scope[];
+  /** ms since the epoch from which the key is refused (401); null: it does not expire. */
+  expiresAt: number | null;
+}
+
+/** What a new key may do and until when: `newApiKey`'s grant. */
+export interface KeyGrant {
+  /** Absent: every scope (`SCOPES`). */
+  scopes?: readonly Scope[];
+  /** ms since the epoch; absent or null: the key does not expire. */
+  expiresAt?: number | null;
 }
 
 /** A stored key as `list` shows it: never the key itself. */
@@ -43,6 +75,10 @@ export interface ApiKeyListing {
   createdAt: number;
   /** ms since the epoch; null while the key works. */
   revokedAt: number | null;
+  /** The stored scope names, in their stored order (every scope for keys stored before scopes). */
+  scopes: string[];
+  /** ms since the epoch from which the key is refused; null: it does not expire. */
+  expiresAt: number | null;
 }
 
 /**
@@ -55,10 +91,24 @@ export function labelProblem(label: string): string | null {
   return null;
 }
 
-/** Mints a key for `schoolId` (not stored yet: see `insertKey`). */
-export async function newApiKey(schoolId: string, label: string | null, now = Date.now()): Promise<NewApiKey> {
+/**
+ * Mints a key for `schoolId` (not stored yet: see `insertKey`) with `grant`'s scopes (default:
+ * every scope) and expiry (default: none).
+ */
+export async function newApiKey(schoolId: string, label: string | null, now = Date.now(), grant: KeyGrant = {}): Promise<NewApiKey> {
   const key = randomCredential(LIVE_KEY_PREFIX);
-  return { key, id: mintId("key", now), schoolId, label, last4: key.slice(-4), createdAt: now, hash: await sha256Hex(key) };
+  const scopes = SCOPES.filter((s) => (grant.scopes ?? SCOPES).includes(s));
+  return {
+    key,
+    id: mintId("key", now),
+    schoolId,
+    label,
+    last4: key.slice(-4),
+    createdAt: now,
+    hash: await sha256Hex(key),
+    scopes,
+    expiresAt: grant.expiresAt ?? null,
+  };
 }
 
 /**
@@ -69,20 +119,20 @@ export function insertKey(k: NewApiKey): ImportStep {
   return {
     kind: "command",
     sql: (v) =>
-      `INSERT INTO api_keys (key_hash, school_id, created_at, id, label, last4) SELECT ${v(k.hash)}, ${v(k.schoolId)}, ${v(k.createdAt)}, ${v(k.id)}, ${v(k.label)}, ${v(k.last4)} WHERE EXISTS (SELECT 1 FROM schools WHERE id = ${v(k.schoolId)}) RETURNING id`,
+      `INSERT INTO api_keys (key_hash, school_id, created_at, id, label, last4, scopes, expires_at) SELECT ${v(k.hash)}, ${v(k.schoolId)}, ${v(k.createdAt)}, ${v(k.id)}, ${v(k.label)}, ${v(k.last4)}, ${v(formatScopes(k.scopes))}, ${v(k.expiresAt)} WHERE EXISTS (SELECT 1 FROM schools WHERE id = ${v(k.schoolId)}) RETURNING id`,
   };
 }
 
 /**
  * Reads the keys of `schoolId`, oldest first. Its rows: none when the school is unknown; one
  * with `id` null for a school without keys; else one per key (`school_id, id, label, last4,
- * created_at, revoked_at`): read them with `keyListing`.
+ * created_at, revoked_at, scopes, expires_at`): read them with `keyListing`.
  */
 export function listKeys(schoolId: string): ImportStep {
   return {
     kind: "command",
     sql: (v) =>
-      `SELECT s.id AS school_id, k.id, k.label, k.last4, k.created_at, k.revoked_at FROM schools s LEFT JOIN api_keys k ON k.school_id = s.id WHERE s.id = ${v(schoolId)} ORDER BY k.created_at, k.id`,
+      `SELECT s.id AS school_id, k.id, k.label, k.last4, k.created_at, k.revoked_at, k.scopes, k.expires_at FROM schools s LEFT JOIN api_keys k ON k.school_id = s.id WHERE s.id = ${v(schoolId)} ORDER BY k.created_at, k.id`,
   };
 }
 
@@ -94,12 +144,24 @@ export interface KeyListRow {
   last4: string | null;
   created_at: number | null;
   revoked_at: number | null;
+  scopes: string | null;
+  expires_at: number | null;
 }
 
 /** The rows of `listKeys` as listings; `null` when the school is unknown. */
 export function keyListing(rows: readonly KeyListRow[]): ApiKeyListing[] | null {
   if (rows.length === 0) return null;
-  return rows.filter((r) => r.id !== null).map((r) => ({ id: r.id!, label: r.label, last4: r.last4, createdAt: r.created_at!, revokedAt: r.revoked_at }));
+  return rows
+    .filter((r) => r.id !== null)
+    .map((r) => ({
+      id: r.id!,
+      label: r.label,
+      last4: r.last4,
+      createdAt: r.created_at!,
+      revokedAt: r.revoked_at,
+      scopes: (r.scopes ?? "").split(" ").filter((w) => w !== ""),
+      expiresAt: r.expires_at,
+    }));
 }
 
 /**

@@ -6,7 +6,7 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { insertKey, type KeyListRow, keyListing, labelProblem, listKeys, newApiKey, revokeKey } from "../../src/db/api-keys";
+import { insertKey, type KeyListRow, keyListing, labelProblem, listKeys, newApiKey, parseExpiresIn, revokeKey } from "../../src/db/api-keys";
 import { type ImportStep, renderBound } from "../../src/db/import-sql";
 import { sha256Hex } from "../../src/lib/crypto";
 import { callJson, loadFixture } from "../support/helpers";
@@ -44,8 +44,30 @@ describe("npm run keys: the statements", () => {
       id: k.id,
       label: "ERP sync",
       last4: k.last4,
+      // No --scope, no --expires-in: every scope, no expiry.
+      scopes: "courses:read courses:write students:read webhooks:read webhooks:write events:read portal",
+      expires_at: null,
     });
     expect((await callJson("/v3/webhooks", { key: k.key })).status).toBe(200);
+  });
+
+  it("create with scopes and an expiry: the row holds them (stored in canonical order), the listing shows them", async () => {
+    const at = Date.parse("2026-10-31T00:00:00Z");
+    const k = await newApiKey(SCHOOL, "timetable", at, { scopes: ["events:read", "courses:read"], expiresAt: at + 90 * 86_400_000 });
+    await run(insertKey(k));
+    const row = await env.DIRECTORY.prepare("SELECT scopes, expires_at FROM api_keys WHERE id = ?").bind(k.id).first();
+    expect(row).toEqual({ scopes: "courses:read events:read", expires_at: Date.parse("2027-01-29T00:00:00Z") });
+    const listed = keyListing(await run<KeyListRow>(listKeys(SCHOOL)))!.find((l) => l.id === k.id);
+    expect(listed).toMatchObject({ scopes: ["courses:read", "events:read"], expiresAt: Date.parse("2027-01-29T00:00:00Z") });
+  });
+
+  it("--expires-in: a whole number of days, hours or minutes, from 1 minute to 3,650 days", () => {
+    expect(parseExpiresIn("90d")).toBe(7_776_000_000);
+    expect(parseExpiresIn("12h")).toBe(43_200_000);
+    expect(parseExpiresIn("30m")).toBe(1_800_000);
+    expect(parseExpiresIn("3650d")).toBe(315_360_000_000);
+    for (const bad of ["3651d", "0m", "1.5h", "90", "d", "10s", "-1d", " 1d", "01d"])
+      expect(parseExpiresIn(bad), bad).toEqual({ problem: expect.stringContaining("is not a duration") });
   });
 
   it("create for an unknown school writes nothing", async () => {
@@ -58,10 +80,19 @@ describe("npm run keys: the statements", () => {
     const later = await newApiKey(SCHOOL, null, Date.parse("2026-11-02T00:00:00Z"));
     await run(insertKey(later));
     const listing = keyListing(await run<KeyListRow>(listKeys(SCHOOL)))!;
-    expect(listing.map((k) => Object.keys(k).sort())).toEqual(listing.map(() => ["createdAt", "id", "label", "last4", "revokedAt"]));
-    expect(listing.at(-1)).toEqual({ id: later.id, label: null, last4: later.last4, createdAt: later.createdAt, revokedAt: null });
-    // The imported key has an id and its last 4 characters too.
-    expect(listing[0]).toMatchObject({ id: expect.stringMatching(/^key_/), last4: "rted", revokedAt: null });
+    expect(listing.map((k) => Object.keys(k).sort())).toEqual(listing.map(() => ["createdAt", "expiresAt", "id", "label", "last4", "revokedAt", "scopes"]));
+    const every = ["courses:read", "courses:write", "students:read", "webhooks:read", "webhooks:write", "events:read", "portal"];
+    expect(listing.at(-1)).toEqual({
+      id: later.id,
+      label: null,
+      last4: later.last4,
+      createdAt: later.createdAt,
+      revokedAt: null,
+      scopes: every,
+      expiresAt: null,
+    });
+    // The imported key has an id and its last 4 characters too, and every scope (the import carries none).
+    expect(listing[0]).toMatchObject({ id: expect.stringMatching(/^key_/), last4: "rted", revokedAt: null, scopes: every, expiresAt: null });
     expect(JSON.stringify(listing)).not.toContain(later.key);
     expect(keyListing(await run<KeyListRow>(listKeys("sch_nowhere")))).toBeNull();
     await loadFixture({ schools: [{ id: "sch_keyless", name: "No keys" }] });

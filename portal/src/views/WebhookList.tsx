@@ -27,7 +27,7 @@ export function WebhookList() {
           </a>
         )}
       </div>
-      {readOnly && <p class="hint">This portal link is read-only: you can look at the endpoints, their deliveries and statistics, not change them.</p>}
+      {readOnly && <p class="hint">Read-only access: you can look at the endpoints, their deliveries and statistics, not change them.</p>}
       <ErrorAlert error={error} title="The endpoints could not be listed" />
       {list === null && !error && <p aria-busy="true">Loading…</p>}
       {list?.length === 0 && <p>No endpoint yet.{readOnly ? "" : " Add one to receive the school's course events."}</p>}
