@@ -15,6 +15,7 @@ import { parseQuery } from "../../http/request";
 import { successRaw } from "../../http/respond";
 import { instantSchema, queryIntegerSchema, splitIds } from "../../lib/fields";
 import { FEED_PAGE_BYTES, MAX_PAGE_SIZE, WOKEN_FEED_PAGE_BYTES } from "../../lib/limits";
+import { thinForReader } from "../delivery/payload";
 import { TAG } from "./parts";
 
 /** The longest long poll, in seconds (docs/reference.md: `wait` 0–25). */
@@ -80,6 +81,7 @@ export const feedOperations: Operation<Env>[] = [
     method: "GET",
     path: "/v3/events",
     operationId: "listEvents",
+    scopes: ["events:read"],
     tag: TAG,
     portalTokens: true,
     summary: "Read the school's events (feed)",
@@ -124,8 +126,10 @@ export const feedOperations: Operation<Env>[] = [
           { parameter: "after", message: `older than the retention; resume the change query after ${page.resumeCursor}` },
         ]);
       }
-      // Each item is the stored body as registrations receive it: joined, not re-serialized.
-      return successRaw(`[${page.bodies.join(",")}]`, { pagination: { limit, hasMore: page.hasMore, nextCursor: encodeCursor(page.next) } });
+      // Each item is the stored body as registrations receive it: joined, not re-serialized;
+      // thin for a credential that may not read courses (docs/reference.md § Scopes).
+      const bodies = rc.scopes?.includes("courses:read") ? page.bodies : page.bodies.map(thinForReader);
+      return successRaw(`[${bodies.join(",")}]`, { pagination: { limit, hasMore: page.hasMore, nextCursor: encodeCursor(page.next) } });
     },
   },
 ];
