@@ -22,7 +22,7 @@ const missing = (scope: string) =>
   `This credential lacks the scope ${scope}, which this operation needs; ask the school's administrator for a credential with it.`;
 
 /** A namespace that records every object it is asked for. */
-function recordingNamespace(ns: DurableObjectNamespace, touched: string[]): DurableObjectNamespace {
+function recordingNamespace<N extends object>(ns: N, touched: string[]): N {
   return new Proxy(ns, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);

@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { hubFor } from "../../events/hub-client";
-import { eventSchemas } from "../../events/schemas";
+import { deliveredEventSchemas } from "../../events/schemas";
 import { EVENT_TYPES } from "../../events/types";
 import { authenticate } from "../../http/auth";
 import { ApiError } from "../../http/errors";
@@ -61,7 +61,7 @@ const feedQuerySchema = z.strictObject({
     }),
 });
 
-const feedEventSchema = z.union(EVENT_TYPES.map((t) => eventSchemas[t]) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]]);
+const feedEventSchema = z.union(EVENT_TYPES.map((t) => deliveredEventSchemas[t]) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]]);
 
 const feedResponseSchema = z
   .strictObject({
