@@ -125,8 +125,8 @@ function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens"
 
 /**
  * An operation's responses with those it shares with every operation of its kind: 401
- * UNAUTHORIZED unless it is public, 403 FORBIDDEN when a valid portal token can be out of its
- * scope (`refusesPortalTokens`), 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when it
+ * UNAUTHORIZED unless it is public, 403 FORBIDDEN when it needs a scope (docs/reference.md §
+ * Scopes) or a valid portal token can be out of its reach (`refusesPortalTokens`), 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when it
  * reads a JSON body (`readJson`), 429 RATE_LIMITED unless it is `unmetered` (before the
  * operation's own 429 codes, if any) and 500 INTERNAL_ERROR always (the rate limit of src/http/rate-limit.ts runs
  * before every operation).

@@ -66,7 +66,7 @@ export const portalSessionOperations: Operation<Env>[] = [
     scopes: ["portal"],
     tag: TAG,
     summary: "Mint a portal link",
-    description: `A portal session token (\`ps_…\`) of the school and its link, \`<origin>/portal#token=ps_…\` (as Svix's app-portal links). The token is a link's: it can only be redeemed (POST /v3/portal-sessions/redeem, what the portal does when the link is opened), once, until \`expiresAt\` (default ${DEFAULT_SESSION_SECONDS} s); used on any other operation it answers 401 UNAUTHORIZED saying to open the link. The session token its redeem answers works until the same \`expiresAt\` on the operations that list the \`portalToken\` security scheme (the webhook ones and GET /v3/school; a read-only token only their GETs): anything else answers 403 FORBIDDEN, an expired or revoked token 401. It is shown only in this answer; the service keeps its SHA-256 hash, with the id of the API key used here: revoking that key (\`npm run keys -- revoke\`) revokes the session and every session redeemed from it. A school has at most 100 live (unexpired, unrevoked) sessions and stores at most 1,000 session rows (links and opened sessions, until a day after their end or revocation; a live link counts twice, for the session its redeem adds): beyond either, 409 PORTAL_SESSION_LIMIT_REACHED. API keys only: a portal token answers 403.`,
+    description: `A portal session token (\`ps_…\`) of the school and its link, \`<origin>/portal#token=ps_…\` (as Svix's app-portal links). The token is a link's: it can only be redeemed (POST /v3/portal-sessions/redeem, what the portal does when the link is opened), once, until \`expiresAt\` (default ${DEFAULT_SESSION_SECONDS} s); used on any other operation it answers 401 UNAUTHORIZED saying to open the link. The session token its redeem answers works until the same \`expiresAt\` on the operations that list the \`portalToken\` security scheme (the webhook ones and GET /v3/school; a read-only token only their GETs): anything else answers 403 FORBIDDEN, an expired or revoked token 401. It is shown only in this answer; the service keeps its SHA-256 hash, with the id of the API key used here: revoking that key (\`npm run keys -- revoke\`) revokes the session and every session redeemed from it. A school has at most 100 live (unexpired, unrevoked) sessions and stores at most 1,000 session rows (links and opened sessions, until a day after their end or revocation; a live link counts twice, for the session its redeem adds): beyond either, 409 PORTAL_SESSION_LIMIT_REACHED. API keys only: a portal token answers 403. \`scopes\` only narrows the key's (docs/reference.md § Scopes): absent, the key's among \`courses:read\`, \`webhooks:read\`, \`webhooks:write\`, \`events:read\`; a scope the key lacks is 403 FORBIDDEN naming it; a session without \`webhooks:write\` is read-only.`,
     request: {
       body: { schema: createPortalSessionSchema, description: "The session's length and mode; the body may be absent (the defaults apply).", required: false },
     },
@@ -135,7 +135,7 @@ export const portalSessionOperations: Operation<Env>[] = [
     portalLinks: true,
     summary: "Redeem a portal link's token",
     description:
-      "A link opens once: the portal calls this with its link's token before anything else. Answers a new token with the same scope (read-only or not), the same `expiresAt` and the same minting key, and the school's id and name; the presented token is revoked in the same step, so the link opened again (browser history, a forwarded message) answers 401. Only a link's token (the one POST /v3/portal-sessions answered; read-only ones too) is redeemed, once: the session token it answers, or an API key, answers 403 FORBIDDEN. No body.",
+      "A link opens once: the portal calls this with its link's token before anything else. Answers a new token with the same read-only flag and scopes, the same `expiresAt` and the same minting key, and the school's id and name; the presented token is revoked in the same step, so the link opened again (browser history, a forwarded message) answers 401. Only a link's token (the one POST /v3/portal-sessions answered; read-only ones too) is redeemed, once: the session token it answers, or an API key, answers 403 FORBIDDEN. No body.",
     responses: {
       201: {
         description: "The new session; the presented token no longer works.",
@@ -161,7 +161,8 @@ export const portalSessionOperations: Operation<Env>[] = [
     tag: SCHOOL_TAG,
     portalTokens: true,
     summary: "The credential's school",
-    description: "The id and name of the school the credential (API key or portal session token) belongs to.",
+    description:
+      "The id and name of the school the credential (API key or portal session token) belongs to, the credential's scopes (docs/reference.md § Scopes) and when it stops working (an API key's expiry, `null` for none; a portal session's end). No scope needed.",
     responses: {
       200: { description: "The school.", schema: schoolResponseSchema, example: { status: "success", result: SCHOOL_EXAMPLE } },
       400: ["UNKNOWN_PARAMETER"],

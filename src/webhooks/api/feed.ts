@@ -86,7 +86,7 @@ export const feedOperations: Operation<Env>[] = [
     portalTokens: true,
     summary: "Read the school's events (feed)",
     description:
-      "The school's events in the order they were accepted — the same events registrations receive, each item exactly the JSON body a registration gets (`webhook.test` events excepted; a registration with `payload: \"thin\"` gets course events with the course's id and version only) — for systems that cannot expose an HTTPS endpoint. Retained 7 days. A page holds at most `limit` events and at most " +
+      "The school's events in the order they were accepted — the same events registrations receive, each item exactly the JSON body a registration gets (`webhook.test` events excepted; a registration with `payload: \"thin\"` gets course events with the course's id and version only, and so does a reader without `courses:read`) — for systems that cannot expose an HTTPS endpoint. Retained 7 days. A page holds at most `limit` events and at most " +
       FEED_PAGE_BYTES.toLocaleString("en") +
       " bytes of them (their JSON, UTF-8), but always at least one. Read on with `after` = `nextCursor`: every later event comes exactly once, in order, with no gap, across restarts of the service. With `wait`, an empty answer waits for the next event (long poll). Neither `after` nor `since`: from the oldest retained event.",
     request: { query: feedQuerySchema },
