@@ -32,7 +32,7 @@ export interface ConfigRow {
  * What `row`'s deliveries carry: its `payload`, or `thin` when its creating key lacks
  * `courses:read` (course records are that scope's; events carry no student data).
  */
-export const deliveredPayload = (row: Pick<ConfigRow, "payload" | "scopes">): PayloadForm =>
+const deliveredPayload = (row: Pick<ConfigRow, "payload" | "scopes">): PayloadForm =>
   storedScopes(row.scopes).includes("courses:read") ? row.payload : "thin";
 
 /** The config registration `row` gives its courier (see `CourierConfig`). */
