@@ -43,7 +43,7 @@ import {
   courseNotFound,
   courseResponseSchema,
 } from "./schemas";
-import { forgettingRefused, inWriteSession, parseAuthenticated, readOnShard, sessionHeaders } from "./session";
+import { forgettingRefused, inWriteSession, needStudentScope, parseAuthenticated, readOnShard, sessionHeaders } from "./session";
 import { createCourseSchema, parseCreateBody, parsePatchBody, patchCourseSchema } from "./write-schemas";
 import { createCourse, patchCourse } from "./writes";
 
@@ -157,6 +157,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       method: "GET",
       path: "/v3/courses",
       operationId: "listCourses",
+      scopes: ["courses:read"],
       tag: TAG,
       summary: "List the school's courses",
       description:
@@ -184,6 +185,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
         const q = await parseAuthenticated(env, rc, keyHash, () => parseListQuery(queryOf(req)));
+        needStudentScope(rc, q);
         return answerPage(req, env, rc, keyHash, q);
       },
     },
@@ -191,6 +193,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       method: "POST",
       path: "/v3/courses:search",
       operationId: "searchCourses",
+      scopes: ["courses:read"],
       tag: TAG,
       summary: "Search courses (long id lists, sorting)",
       description:
@@ -225,6 +228,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
           }
           return parseSearchBody(await readJson(req));
         });
+        needStudentScope(rc, q);
         return answerPage(req, env, rc, keyHash, q);
       },
     },
@@ -232,6 +236,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       method: "POST",
       path: "/v3/courses",
       operationId: "createCourse",
+      scopes: ["courses:write"],
       tag: TAG,
       summary: "Create a course",
       description: `Creates a course and publishes \`course.created\` (and \`course.professor_signed\` for each professor sent already signed). Referenced ids must exist in the school. ${PUBLISHED_WHEN}`,
@@ -306,6 +311,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       method: "GET",
       path: "/v3/courses/changes",
       operationId: "listCourseChanges",
+      scopes: ["courses:read"],
       tag: TAG,
       summary: "List the courses changed since a cursor",
       description:
@@ -323,6 +329,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       async handler(req, env, _exec, rc) {
         const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
         const q = await parseAuthenticated(env, rc, keyHash, () => parseChangesQuery(queryOf(req)));
+        needStudentScope(rc, q);
         return readOnShard(
           req,
           env,
@@ -337,6 +344,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       method: "GET",
       path: "/v3/courses/{id}",
       operationId: "getCourse",
+      scopes: ["courses:read"],
       tag: TAG,
       summary: "Get one course",
       description:
@@ -356,6 +364,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
         const keyHash = await apiKeyHash(req, env.DIRECTORY, rc);
         const id = pathParam(req);
         const include = await parseAuthenticated(env, rc, keyHash, () => parseIncludeQuery(queryOf(req)));
+        needStudentScope(rc, { include });
         if (!ID_RE.test(id)) {
           await schoolOfKey(env.DIRECTORY, rc, keyHash);
           throw courseNotFound(id);
@@ -368,6 +377,7 @@ function declaredOperations(publish: PublishEvents): Operation<Env>[] {
       method: "PATCH",
       path: "/v3/courses/{id}",
       operationId: "updateCourse",
+      scopes: ["courses:write"],
       tag: TAG,
       summary: "Change a course",
       description:

@@ -10,12 +10,13 @@ import type { IRequest } from "itty-router";
 import { z } from "zod";
 import { type DbSession, openSession } from "../db/client";
 import { forgetPlace, type KnownPlace, knownPlace, rememberPlace, shardFor } from "../db/shards";
-import { authenticate, authenticatePlace, bearerCredential, schoolOfKey } from "../http/auth";
+import { authenticate, authenticatePlace, bearerCredential, coversNeeded, needScopes, schoolOfKey } from "../http/auth";
 import type { RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import { BOOKMARK_HEADER, bookmarkHeaderSchema, readBookmark } from "../http/headers";
 import { rejectQuery } from "../http/request";
 import { sha256Hex } from "../lib/crypto";
+import type { Includes } from "./filters";
 import type { ShardRead } from "./read";
 
 /** Seconds a client waits before retrying a write refused by a move (`Retry-After`). */
@@ -51,6 +52,18 @@ export async function parseAuthenticated<T>(env: Env, rc: RequestContext, keyHas
     if (err instanceof ApiError && rc.schoolId === undefined) await schoolOfKey(env.DIRECTORY, rc, keyHash);
     throw err;
   }
+}
+
+/**
+ * Adds `students:read` to the scopes a course read needs when it reads student data
+ * (docs/reference.md § Scopes): their names and emails (`includeStudents`), or which courses
+ * given students attend (a `studentId` filter). Call it once the request is parsed, before
+ * `readOnShard`.
+ *
+ * @throws ApiError 403 FORBIDDEN when the credential is verified already and lacks it.
+ */
+export function needStudentScope(rc: RequestContext, q: { include: Includes; studentId?: string[] }): void {
+  if (q.include.students || (q.studentId?.length ?? 0) > 0) needScopes(rc, "students:read");
 }
 
 /** The client's bookmark, once the credential is checked when the header is malformed (401 before 400). */
@@ -111,11 +124,16 @@ export async function readOnShard<T>(
   return withBookmark(
     () => session,
     async () => {
-      const known = rc.schoolId === undefined ? knownPlace(keyHash) : undefined;
+      // A remembered place whose scopes lack one the request needs sends nothing early: the
+      // check answers 403 before any shard is touched.
+      const cached = rc.schoolId === undefined ? knownPlace(keyHash) : undefined;
+      const known = cached && coversNeeded(rc, cached.scopes) ? cached : undefined;
       const early = known && attempt(known, false);
       early?.catch(() => {}); // awaited below only when the directory's check passes
       let place: KnownPlace =
-        rc.schoolId !== undefined && rc.shard !== undefined ? { schoolId: rc.schoolId, shard: rc.shard } : await schoolOfKey(env.DIRECTORY, rc, keyHash);
+        rc.schoolId !== undefined && rc.shard !== undefined
+          ? { schoolId: rc.schoolId, shard: rc.shard, scopes: rc.scopes ?? [] }
+          : await schoolOfKey(env.DIRECTORY, rc, keyHash);
       rememberPlace(keyHash, place);
       let found = early && known.shard === place.shard && known.schoolId === place.schoolId ? await early : undefined;
       for (let i = 0; !found?.held && i < READ_TRIES; i++) {

@@ -80,6 +80,7 @@ export function healthOperations(version: string): Operation<Env>[] {
       method: "GET",
       path: "/healthz",
       operationId: "getHealth",
+      scopes: [],
       tag: { name: "Operations", description: "For the operator's monitoring: whether this deployment answers." },
       summary: "Whether the service and its databases answer",
       description:

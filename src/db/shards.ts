@@ -9,6 +9,7 @@
 import { and, eq, inArray, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { BoundedMap } from "../lib/bounded-map";
+import type { Scope } from "../lib/scopes";
 import { SHARD_BINDING_RE, shardBindings } from "./shard-names";
 import { heldSchools } from "./shard-schema";
 
@@ -33,6 +34,8 @@ export function shardsOf(env: object): { binding: string; d1: D1Database }[] {
 export interface KnownPlace {
   schoolId: string;
   shard: string;
+  /** The credential's scopes: a read is sent with the check only when they cover the request's. */
+  scopes: readonly Scope[];
 }
 
 /** Credentials whose place the isolate remembers (the oldest forgotten first). */

@@ -161,7 +161,7 @@ function eventSchema<C extends typeof courseRecordSchema | typeof deliveredCours
 }
 
 /** Every event body as the feed returns it, by type. */
-export const eventSchemas = Object.fromEntries(DELIVERED_EVENT_TYPES.map((t) => [t, eventSchema(t, courseRecordSchema)])) as {
+const eventSchemas = Object.fromEntries(DELIVERED_EVENT_TYPES.map((t) => [t, eventSchema(t, courseRecordSchema)])) as {
   [T in DeliveredEventType]: ReturnType<typeof eventSchema<typeof courseRecordSchema>>;
 };
 

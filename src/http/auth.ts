@@ -6,11 +6,14 @@
  * `readOnlyTokens` (else 403 FORBIDDEN); a link's token (minted by POST /v3/portal-sessions,
  * not yet redeemed) only on the operation declaring `portalLinks`, the redeem (else 401),
  * where a redeemed session's token gets 403. Both kinds are stored as SHA-256 hashes in the
- * directory and belong to one school, whose shard the same query reads. The scope lives in
- * the operations' declarations, never in paths: this module only compares.
+ * directory and belong to one school, whose shard the same query reads, with their scopes
+ * (docs/reference.md § Scopes): a credential without one the operation needs is 403 FORBIDDEN
+ * as soon as it is resolved, before the operation touches a shard or an object. What each
+ * operation takes lives in its declaration, never in paths: this module only compares.
  */
 import { sha256Hex } from "../lib/crypto";
 import { API_KEY_PATTERN, PORTAL_TOKEN_PATTERN } from "../lib/ids";
+import { SCOPES, type Scope, sessionScopes, storedScopes } from "../lib/scopes";
 import { formatInstant } from "../lib/time";
 import type { RequestContext } from "./context";
 import { ApiError, errors } from "./errors";
@@ -77,6 +80,8 @@ export interface SchoolPlace {
   shard: string;
   /** Whether a move runs: its course writes answer 503 SCHOOL_MOVING. */
   moving: boolean;
+  /** The credential's scopes (`RequestContext.scopes`). */
+  scopes: readonly Scope[];
 }
 
 /** The directory's columns of a school, joined to a credential's row. */
@@ -84,28 +89,61 @@ const PLACE_COLUMNS = "s.name AS name, s.shard AS shard, s.state AS state";
 
 /**
  * Resolves an API key's hash to its school and the school's shard: one directory query, on
- * the primary, so that a key minted a moment ago works at once and a revoked one is refused
- * at once (docs/reference.md § Conventions).
+ * the primary, so that a key minted a moment ago works at once and a revoked or expired one
+ * is refused at once (docs/reference.md § Conventions), then checks the key's scopes against
+ * the operation's (`rc.scopesNeeded`).
  *
- * @throws ApiError 401 UNAUTHORIZED for unknown or revoked keys.
+ * @param now ms since the epoch: a key whose `expires_at` is not after it is refused.
+ * @throws ApiError 401 UNAUTHORIZED for unknown, revoked or expired keys; 403 FORBIDDEN
+ *   naming a scope the operation needs that the key lacks.
  */
-export async function schoolOfKey(directory: D1Database, rc: RequestContext, keyHash: string): Promise<SchoolPlace> {
+export async function schoolOfKey(directory: D1Database, rc: RequestContext, keyHash: string, now = Date.now()): Promise<SchoolPlace> {
   const row = await rc.db(() =>
     directory
-      .prepare(`SELECT k.school_id, k.id, ${PLACE_COLUMNS} FROM api_keys k JOIN schools s ON s.id = k.school_id WHERE k.key_hash = ? AND k.revoked_at IS NULL`)
-      .bind(keyHash)
-      .first<{ school_id: string; id: string; name: string; shard: string; state: string }>(),
+      .prepare(
+        `SELECT k.school_id, k.id, k.scopes, k.expires_at, ${PLACE_COLUMNS} FROM api_keys k JOIN schools s ON s.id = k.school_id
+         WHERE k.key_hash = ? AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > ?)`,
+      )
+      .bind(keyHash, now)
+      .first<{ school_id: string; id: string; scopes: string; expires_at: number | null; name: string; shard: string; state: string }>(),
   );
   verifiedSchool(rc, row?.school_id, row?.id ?? null);
-  return placeOf(rc, row!);
+  rc.keyExpiresAt = row!.expires_at;
+  rc.keyScopes = storedScopes(row!.scopes);
+  return placeOf(rc, row!, rc.keyScopes);
 }
 
-/** Records the school's place in the request's context. */
-function placeOf(rc: RequestContext, row: { school_id: string; name: string; shard: string; state: string }): SchoolPlace {
-  const place = { schoolId: row.school_id, name: row.name, shard: row.shard, moving: row.state !== "active" };
+/**
+ * Records the credential's scopes and its school's place in the request's context, once the
+ * scopes the operation needs are all the credential's.
+ *
+ * @throws ApiError 403 FORBIDDEN naming the first scope of `rc.scopesNeeded` missing from `scopes`.
+ */
+function placeOf(rc: RequestContext, row: { school_id: string; name: string; shard: string; state: string }, scopes: readonly Scope[]): SchoolPlace {
+  rc.scopes = scopes;
+  needScopes(rc);
+  const place = { schoolId: row.school_id, name: row.name, shard: row.shard, moving: row.state !== "active", scopes };
   rc.shard = place.shard;
   return place;
 }
+
+/**
+ * Adds `scopes` to those the request needs (`rc.scopesNeeded`) and, once the credential is
+ * verified, checks them all: a request that needs more than its operation declares
+ * (`includeStudents=true`: `students:read`) calls it before its work starts.
+ *
+ * @throws ApiError 403 FORBIDDEN naming the first needed scope the credential lacks.
+ */
+export function needScopes(rc: RequestContext, ...scopes: Scope[]): void {
+  rc.scopesNeeded.push(...scopes);
+  if (rc.scopes === undefined) return;
+  const have = rc.scopes;
+  const missing = rc.scopesNeeded.find((s) => !have.includes(s));
+  if (missing !== undefined) throw errors.missingScope(missing);
+}
+
+/** Whether `scopes` hold every scope the request needs so far (a cached place's, before a shard read is sent with the check). */
+export const coversNeeded = (rc: RequestContext, scopes: readonly Scope[]): boolean => rc.scopesNeeded.every((s) => scopes.includes(s));
 
 /**
  * The verdict of a credential lookup: every lookup ends here, so that the request's context
@@ -139,7 +177,8 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
   const row = await rc.db(() =>
     directory
       .prepare(
-        `SELECT p.school_id, p.expires_at, p.read_only, p.revoked_at, p.key_id, p.link, ${PLACE_COLUMNS} FROM portal_sessions p JOIN schools s ON s.id = p.school_id WHERE p.token_hash = ?`,
+        `SELECT p.school_id, p.expires_at, p.read_only, p.revoked_at, p.key_id, p.link, p.scopes,
+         (SELECT k.scopes FROM api_keys k WHERE k.id = p.key_id) AS key_scopes, ${PLACE_COLUMNS} FROM portal_sessions p JOIN schools s ON s.id = p.school_id WHERE p.token_hash = ?`,
       )
       .bind(tokenHash)
       .first<{
@@ -149,6 +188,8 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
         revoked_at: number | null;
         key_id: string | null;
         link: number;
+        scopes: string;
+        key_scopes: string | null;
         name: string;
         shard: string;
         state: string;
@@ -177,7 +218,10 @@ async function schoolOfPortalToken(request: Request, directory: D1Database, rc: 
   if (readOnly && request.method !== "GET" && !rc.readOnlyTokens) {
     throw new ApiError("FORBIDDEN", "This portal session is read-only: it can read the webhooks, their deliveries and statistics, and change nothing.");
   }
-  return placeOf(rc, row);
+  // A read-only session has only the `:read` scopes of its list (docs/reference.md § Scopes).
+  // A session minted before keys were recorded, or whose key row is gone: its key had every scope then.
+  rc.keyScopes = row.key_scopes === null ? SCOPES : storedScopes(row.key_scopes);
+  return placeOf(rc, row, sessionScopes(row.scopes, readOnly));
 }
 
 /**

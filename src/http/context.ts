@@ -1,4 +1,5 @@
 import { mintId } from "../lib/ids";
+import type { Scope } from "../lib/scopes";
 
 /**
  * Wraps each D1 round trip of a piece of work: a request's `RequestContext.db` (so that
@@ -29,6 +30,23 @@ export class RequestContext {
   readOnlyTokens = false;
   /** Whether it takes portal links' tokens, and no other portal token (its declaration's `portalLinks`: the redeem). */
   portalLinks = false;
+  /**
+   * The scopes the operation being served needs (its declaration's `scopes`, set by the
+   * router; src/http/auth.ts `needScopes` adds those a request needs beyond them).
+   */
+  scopesNeeded: Scope[] = [];
+  /**
+   * The request credential's scopes once it is verified (src/http/auth.ts): an API key's, or
+   * a portal session's (a read-only session's `:read` ones only). GET /v3/school shows them.
+   */
+  scopes: readonly Scope[] | undefined = undefined;
+  /**
+   * The scopes of the API key behind the request's credential, once verified: the key's own,
+   * or the key that minted the request's portal session. What a new registration records.
+   */
+  keyScopes: readonly Scope[] | undefined = undefined;
+  /** When the request's API key expires (ms since the epoch), once verified; `null`: never, or a portal token. */
+  keyExpiresAt: number | null = null;
   /**
    * The portal session of the request's token, once the token is known valid for the
    * operation (src/http/auth.ts): the router sends it back as response headers. `expiresAt`

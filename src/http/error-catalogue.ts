@@ -90,10 +90,13 @@ export const ERRORS = {
   },
   FORBIDDEN: {
     status: 403,
-    when: "a valid portal session token (`ps_…`) used outside its scope: an operation other than the webhook ones, GET /v3/school and the redeem, a change with a read-only token, or the redeem with a session token (only a link's token is redeemed)",
+    when: "a valid credential without a scope the operation needs (the message names it; docs/reference.md § Scopes), or a valid portal session token (`ps_…`) used outside its reach: an operation other than the webhook ones, GET /v3/school and the redeem, a change with a read-only token, or the redeem with a session token (only a link's token is redeemed)",
     example: {
-      message:
-        "Portal session tokens can call only the webhook operations (/v3/webhooks…, /v3/events, /v3/event-types), GET /v3/school and the redeem; use an API key for this one.",
+      message: "This credential lacks the scope courses:write, which this operation needs; ask the school's administrator for a credential with it.",
+    },
+    variants: {
+      // `<scope>`: the first scope of the operation's (src/http/operation.ts `scopes`) the credential lacks.
+      scope: "This credential lacks the scope <scope>, which this operation needs; ask the school's administrator for a credential with it.",
     },
   },
   NOT_FOUND: { status: 404, when: "no such route" },

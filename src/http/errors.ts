@@ -65,6 +65,8 @@ export const errors = {
   wrongScheme: () => new ApiError("UNAUTHORIZED", ERRORS.UNAUTHORIZED.variants.scheme),
   /** 401 for a portal link's token on an operation other than the redeem. */
   linkToken: () => new ApiError("UNAUTHORIZED", ERRORS.UNAUTHORIZED.variants.link),
+  /** 403 for a valid credential without `scope`, which the operation needs (docs/reference.md § Scopes). */
+  missingScope: (scope: string) => new ApiError("FORBIDDEN", ERRORS.FORBIDDEN.variants.scope.replace("<scope>", scope)),
   notFound: (path: string) => new ApiError("NOT_FOUND", `No route matches ${path}.`),
   methodNotAllowed: (method: string, allowed: string[]) =>
     new ApiError("METHOD_NOT_ALLOWED", `${method} is not allowed here; use ${allowed.join(", ")}.`, undefined, { allow: allowed.join(", ") }),

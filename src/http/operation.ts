@@ -7,6 +7,7 @@
  */
 import type { IRequest } from "itty-router";
 import type { z } from "zod";
+import type { Scope } from "../lib/scopes";
 import type { RequestContext } from "./context";
 import type { ErrorCode } from "./error-catalogue";
 
@@ -59,6 +60,14 @@ export interface Operation<E> {
   description: string;
   /** Answers without authentication (`security: []` in the document). */
   public?: boolean;
+  /**
+   * The scopes a credential needs for it (docs/reference.md § Scopes), every one of them;
+   * `[]` for a public operation and for those any credential of the school may call. A
+   * credential without one answers 403 FORBIDDEN naming it, before any shard or object is
+   * touched (src/http/auth.ts checks it as it resolves the credential). Some operations need
+   * more for some requests (`includeStudents`: `students:read`, src/courses/operations.ts).
+   */
+  scopes: readonly Scope[];
   /**
    * Served before the rate limit and never counted by it (src/index.ts `unmeteredRequest`),
    * so the document lists no 429: the health check, which monitors call from shared IPs.
@@ -116,8 +125,8 @@ function refusesPortalTokens<E>(op: Pick<Operation<E>, "public" | "portalTokens"
 
 /**
  * An operation's responses with those it shares with every operation of its kind: 401
- * UNAUTHORIZED unless it is public, 403 FORBIDDEN when a valid portal token can be out of its
- * scope (`refusesPortalTokens`), 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when it
+ * UNAUTHORIZED unless it is public, 403 FORBIDDEN when it needs a scope (docs/reference.md §
+ * Scopes) or a valid portal token can be out of its reach (`refusesPortalTokens`), 413 PAYLOAD_TOO_LARGE and 415 UNSUPPORTED_MEDIA_TYPE when it
  * reads a JSON body (`readJson`), 429 RATE_LIMITED unless it is `unmetered` (before the
  * operation's own 429 codes, if any) and 500 INTERNAL_ERROR always (the rate limit of src/http/rate-limit.ts runs
  * before every operation).
@@ -135,20 +144,28 @@ export function allResponses<E>(op: Operation<E>): Record<number, SuccessRespons
     500: ["INTERNAL_ERROR"],
   };
   if (!op.public) shared[401] = ["UNAUTHORIZED"];
+  const leads: string[] = [];
+  if (op.scopes.length > 0) leads.push(`A credential without ${scopeList(op.scopes)} (the message names the missing scope).`);
   if (refusesPortalTokens(op)) {
-    shared[403] = {
-      codes: ["FORBIDDEN"],
-      lead: op.portalTokens
+    leads.push(
+      op.portalTokens
         ? "A read-only portal session token: it may call only the GET operations of its scope."
         : "A portal session token (`ps_…`): this operation takes API keys only.",
-    };
+    );
   }
+  if (leads.length > 0) shared[403] = { codes: ["FORBIDDEN"], lead: leads.join(" ") };
   if (op.request?.body) Object.assign(shared, { 413: ["PAYLOAD_TOO_LARGE"], 415: ["UNSUPPORTED_MEDIA_TYPE"] });
   if (op.unmetered) {
     const { 429: _never, ...rest } = { ...shared, ...op.responses };
     return rest;
   }
   return { ...shared, ...op.responses, 429: shared[429]! };
+}
+
+/** `a`, `a and b`, `a, b and c`, each in backquotes: the scopes an operation needs, for the document. */
+export function scopeList(scopes: readonly Scope[]): string {
+  const names = scopes.map((s) => `\`${s}\``);
+  return names.length < 2 ? (names[0] ?? "") : `${names.slice(0, -1).join(", ")} and ${names.at(-1)}`;
 }
 
 /** Response header: when the request's portal session ends (ISO 8601 UTC instant). */

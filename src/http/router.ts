@@ -27,7 +27,7 @@ function pathPattern(path: string): RegExp {
 
 /** What the router needs of an operation (a benchmark-only route declares no more). */
 export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> &
-  Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens" | "portalLinks" | "unmetered">>;
+  Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens" | "portalLinks" | "unmetered" | "scopes">>;
 
 /**
  * Whether `request` is for an `unmetered` route of `routes` (its exact path and method), which
@@ -56,11 +56,13 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
     const portalTokens = op.portalTokens === true;
     const readOnlyTokens = op.readOnlyTokens === true;
     const portalLinks = op.portalLinks === true;
+    const scopes = op.scopes ?? [];
     const scope = (_req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
       rc.operationId = op.operationId;
       rc.portalTokens = portalTokens;
       rc.readOnlyTokens = readOnlyTokens;
       rc.portalLinks = portalLinks;
+      rc.scopesNeeded = [...scopes];
     };
     routes.push([op.method, pathPattern(op.path), [scope, op.handler], op.path]);
   }

@@ -37,3 +37,29 @@ export function formatScopes(scopes: Iterable<Scope>): string {
   const set = new Set(scopes);
   return SCOPES.filter((s) => set.has(s)).join(" ");
 }
+
+/**
+ * A stored scope list (`formatScopes`' form) as the scopes it grants, in `SCOPES` order; a word
+ * that is no scope of this version grants nothing.
+ */
+export function storedScopes(text: string): Scope[] {
+  const words = new Set(text.split(" "));
+  return SCOPES.filter((s) => words.has(s));
+}
+
+/** Whether `scope` only reads (`…:read`): what a read-only portal session keeps of its list. */
+export const isReadScope = (scope: Scope): boolean => scope.endsWith(":read");
+
+/**
+ * The scopes a portal session may carry: those of the operations portal tokens may call
+ * (src/http/operation.ts `portalTokens`), and `courses:read`, which lets the events feed show
+ * it course records (the course operations take API keys only). A session's are at most its
+ * key's among these.
+ */
+export const PORTAL_SCOPES: readonly Scope[] = ["courses:read", "webhooks:read", "webhooks:write", "events:read"];
+
+/**
+ * What a portal session may do: its stored scopes (`text`), and of them only the `:read` ones
+ * when it is read-only (docs/reference.md § Scopes), sessions stored before scopes included.
+ */
+export const sessionScopes = (text: string, readOnly: boolean): Scope[] => storedScopes(text).filter((s) => !readOnly || isReadScope(s));

@@ -11,7 +11,7 @@
  */
 import { OpenAPIRegistry, OpenApiGeneratorV31, type ResponseConfig, type RouteConfig } from "@asteasolutions/zod-to-openapi";
 import { ERROR_CODES, ERRORS } from "../http/error-catalogue";
-import { allResponses, type Operation, type OutgoingRequest, portalSessionHeaders } from "../http/operation";
+import { allResponses, type Operation, type OutgoingRequest, portalSessionHeaders, scopeList } from "../http/operation";
 import { conventions } from "./conventions";
 import { COMMON_HEADERS, fallbackResponses, PORTAL_HEADER_COMPONENTS, REQUEST_ID_PATTERN, responseConfig, when } from "./responses";
 
@@ -66,12 +66,25 @@ function routeConfig<E>(op: Operation<E>): RouteConfig {
     operationId: op.operationId,
     tags: [op.tag.name],
     summary: op.summary,
-    description: op.description,
-    ...(op.public ? { security: [] } : op.portalTokens ? { security: [{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }] } : {}),
+    description: op.scopes.length > 0 ? `${op.description}\n\nScopes: ${scopeList(op.scopes)} (docs/reference.md § Scopes).` : op.description,
+    ...securityOf(op),
     ...(op.request ? { request } : {}),
     responses: Object.fromEntries(responses),
     parameters: [{ $ref: "#/components/parameters/RequestIdHeader" }],
   };
+}
+
+/**
+ * An operation's security requirements: none for a public one; else the bearer schemes it
+ * takes, each listing the scopes the credential needs (OpenAPI 3.1 lets a non-OAuth scheme
+ * name roles there: docs/reference.md § Scopes). An API-key-only operation without scopes
+ * inherits the document's.
+ */
+function securityOf<E>(op: Operation<E>): Pick<RouteConfig, "security"> {
+  if (op.public) return { security: [] };
+  const scopes = [...op.scopes];
+  if (op.portalTokens) return { security: [{ [SECURITY_SCHEME]: scopes }, { [PORTAL_SECURITY_SCHEME]: scopes }] };
+  return scopes.length > 0 ? { security: [{ [SECURITY_SCHEME]: scopes }] } : {};
 }
 
 /** Registers a request the service sends under `webhooks`. */

@@ -50,6 +50,7 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
       method: "GET",
       path: "/",
       operationId: "getRoot",
+      scopes: [],
       tag: TAG,
       summary: "Redirect to the interactive reference",
       description: "The root has no content of its own: it redirects to `/docs`. No authentication.",
@@ -72,6 +73,7 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
       method: "GET",
       path: "/openapi.json",
       operationId: "getOpenApiDocument",
+      scopes: [],
       tag: TAG,
       summary: "This OpenAPI document",
       description:
@@ -94,6 +96,7 @@ export function referenceOperations<E>(document: () => OpenApiDocument, pageHead
       method: "GET",
       path: "/docs",
       operationId: "getApiReference",
+      scopes: [],
       tag: TAG,
       summary: "Interactive API reference",
       description:

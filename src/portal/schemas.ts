@@ -6,6 +6,7 @@
 import { z } from "zod";
 import { successEnvelope } from "../http/envelopes";
 import { instantOutSchema } from "../lib/fields";
+import { PORTAL_SCOPES, SCOPES } from "../lib/scopes";
 
 /** Shortest portal session, in seconds. */
 const MIN_SESSION_SECONDS = 60;
@@ -28,16 +29,28 @@ export const createPortalSessionSchema = z
         description: `How long the token works, in seconds: ${MIN_SESSION_SECONDS} to ${MAX_SESSION_SECONDS} (7 days), default ${DEFAULT_SESSION_SECONDS}.`,
         example: 3600,
       }),
-    readOnly: z
-      .boolean({ error: "must be true or false" })
+    readOnly: z.boolean({ error: "must be true or false" }).optional().meta({
+      description:
+        "`true`: the token may only read (the GET operations of its scope): its scopes are the `:read` ones only. Default `false`, or `true` when the session's scopes hold no `webhooks:write`.",
+      example: false,
+    }),
+    scopes: z
+      .array(z.enum(PORTAL_SCOPES as [string, ...string[]], { error: `must each be one of ${PORTAL_SCOPES.join(", ")}` }))
+      .max(PORTAL_SCOPES.length * 2)
       .optional()
-      .meta({ description: "`true`: the token may only read (the GET operations of its scope). Default `false`.", example: false }),
+      .meta({
+        description: `The session's scopes (docs/reference.md § Scopes), among ${PORTAL_SCOPES.map((s) => `\`${s}\``).join(", ")}: at most the calling key's (a scope the key lacks is 403 FORBIDDEN naming it); with \`readOnly: true\` only \`:read\` ones. Default: the key's scopes among these (with \`readOnly: true\`, its \`:read\` ones).`,
+        example: ["webhooks:read", "events:read"],
+      }),
   })
   .meta({
     id: "PortalSessionCreate",
     description: "A new portal session. Unknown fields are a 400 UNKNOWN_PARAMETER.",
     example: { expiresInSeconds: 3600, readOnly: false },
   });
+
+/** A credential's scopes, as answers show them (docs/reference.md § Scopes). */
+const scopesOutSchema = z.array(z.enum(SCOPES)).meta({ description: "The credential's scopes (docs/reference.md § Scopes), in their canonical order." });
 
 /** A new portal session: the token (shown only here), the link to the portal, when it ends. */
 const portalSessionSchema = z
@@ -52,6 +65,7 @@ const portalSessionSchema = z
     }),
     expiresAt: instantOutSchema.meta({ description: "When the token stops working (401 from then on)." }),
     readOnly: z.boolean().meta({ description: "Whether the token may only read." }),
+    scopes: scopesOutSchema,
   })
   .meta({
     id: "PortalSession",
@@ -61,8 +75,11 @@ const portalSessionSchema = z
       url: `https://api.example.com/portal#token=${TOKEN_EXAMPLE}`,
       expiresAt: "2026-09-07T09:00:00.000Z",
       readOnly: false,
+      scopes: ["webhooks:read", "webhooks:write", "events:read"],
     },
   });
+
+const SCHOOL = { id: "sch_1", name: "Lycée Pasteur" };
 
 /** A school as GET /v3/school and the redeem show it. */
 const schoolSchema = z
@@ -70,7 +87,7 @@ const schoolSchema = z
     id: z.string().meta({ description: "The school's id." }),
     name: z.string().meta({ description: "The school's name, as the portal's header shows it." }),
   })
-  .meta({ id: "School", description: "The school a credential belongs to.", example: { id: "sch_1", name: "Lycée Pasteur" } });
+  .meta({ id: "School", description: "The school a credential belongs to.", example: SCHOOL });
 
 /** A redeemed portal session: a new token with the presented one's scope and expiry, and its school. */
 const redeemedSessionSchema = z
@@ -78,22 +95,43 @@ const redeemedSessionSchema = z
     token: portalSessionSchema.shape.token,
     expiresAt: instantOutSchema.meta({ description: "When the new token stops working: the presented token's end." }),
     readOnly: z.boolean().meta({ description: "Whether the new token may only read: as the presented one." }),
+    scopes: scopesOutSchema.meta({ description: "The new token's scopes: the presented one's." }),
     school: schoolSchema,
   })
   .meta({
     id: "RedeemedPortalSession",
     description: "The portal session that replaces the presented token.",
-    example: { token: TOKEN_EXAMPLE, expiresAt: "2026-09-07T09:00:00.000Z", readOnly: false, school: schoolSchema.meta()!.example },
+    example: {
+      token: TOKEN_EXAMPLE,
+      expiresAt: "2026-09-07T09:00:00.000Z",
+      readOnly: false,
+      scopes: ["webhooks:read", "webhooks:write", "events:read"],
+      school: schoolSchema.meta()!.example,
+    },
+  });
+
+/** GET /v3/school: the school, and what the calling credential may do there. */
+const credentialSchoolSchema = schoolSchema
+  .extend({
+    scopes: scopesOutSchema.meta({ description: "The calling credential's scopes (a read-only portal session's: its `:read` ones)." }),
+    expiresAt: instantOutSchema
+      .nullable()
+      .meta({ description: "When the calling credential stops working: an API key's expiry (`null`: it does not expire), a portal session's end." }),
+  })
+  .meta({
+    id: "CredentialSchool",
+    description: "The school a credential belongs to, and the credential's scopes and end.",
+    example: { ...SCHOOL, scopes: ["courses:read", "students:read"], expiresAt: null },
   });
 
 /** The 201 of POST /v3/portal-sessions/redeem. */
 export const redeemedSessionResponseSchema = successEnvelope("RedeemedPortalSessionResponse", redeemedSessionSchema, "The new portal session.");
 
 /** The 200 of GET /v3/school. */
-export const schoolResponseSchema = successEnvelope("SchoolResponse", schoolSchema, "The credential's school.");
+export const schoolResponseSchema = successEnvelope("SchoolResponse", credentialSchoolSchema, "The credential's school, scopes and end.");
 
 /** The example of GET /v3/school's answer. */
-export const SCHOOL_EXAMPLE = schoolSchema.meta()!.example;
+export const SCHOOL_EXAMPLE = credentialSchoolSchema.meta()!.example;
 
 /** The example of the redeem's answer. */
 export const REDEEMED_SESSION_EXAMPLE = redeemedSessionSchema.meta()!.example;

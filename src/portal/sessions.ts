@@ -3,7 +3,7 @@
  * school (at most 100 live and 1,000 stored per school), redeeming a link's token for a
  * session token (a link opens once; a session token is never redeemed), revoking all of a
  * school's tokens, pruning ended and revoked ones. A token is stored only as its
- * SHA-256 hash, with its school, its end, its read-only flag and the id of the API key that
+ * SHA-256 hash, with its school, its end, its read-only flag, its scopes and the id of the API key that
  * minted it (revoking the key revokes its sessions: src/db/api-keys.ts); src/http/auth.ts
  * resolves it on each request.
  */
@@ -12,6 +12,7 @@ import { ApiError, errors } from "../http/errors";
 import { randomCredential, sha256Hex } from "../lib/crypto";
 import { PRUNE_ROWS } from "../lib/invocation-budget";
 import { MAX_LIVE_PORTAL_SESSIONS, MAX_STORED_PORTAL_SESSIONS } from "../lib/limits";
+import { formatScopes, type Scope, sessionScopes } from "../lib/scopes";
 
 /** How long an expired or revoked session's row is kept, in ms: for a day its 401 says why. */
 const ENDED_RETENTION_MS = 24 * 60 * 60 * 1000;
@@ -23,6 +24,8 @@ export interface NewPortalSession {
   /** ms since the epoch. */
   expiresAt: number;
   readOnly: boolean;
+  /** The session's scopes (docs/reference.md § Scopes). */
+  scopes: Scope[];
 }
 
 /**
@@ -32,7 +35,8 @@ export interface NewPortalSession {
  * mints nothing. The stored cap counts each live link twice (its row and the one its redeem
  * will add), so that a redeem never passes it.
  *
- * @param expiresInSeconds the session's length (the operation validated it: 60–604800).
+ * @param opts.expiresInSeconds the session's length (the operation validated it: 60–604800);
+ *   `opts.scopes` the session's, at most the key's (the operation checked them).
  * @param now ms since the epoch.
  * @throws ApiError 409 PORTAL_SESSION_LIMIT_REACHED (100 live sessions, or 1,000 stored rows
  *   counting live links twice, already), 401
@@ -43,7 +47,7 @@ export async function createPortalSession(
   timed: D1Timer,
   schoolId: string,
   keyId: string | null,
-  opts: { expiresInSeconds: number; readOnly: boolean },
+  opts: { expiresInSeconds: number; readOnly: boolean; scopes: Scope[] },
   now = Date.now(),
 ): Promise<NewPortalSession> {
   const token = randomCredential("ps_");
@@ -57,15 +61,25 @@ export async function createPortalSession(
     d1.batch<{ n?: number; alive?: number }>([
       d1
         .prepare(
-          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id, link)
-           SELECT ?4, ?1, ?2, ?5, ?6, ?3, 1 WHERE (${live}) < ?7 AND (${stored}) + 2 <= ?8 AND ${keyAlive} RETURNING 1 AS n`,
+          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id, link, scopes)
+           SELECT ?4, ?1, ?2, ?5, ?6, ?3, 1, ?9 WHERE (${live}) < ?7 AND (${stored}) + 2 <= ?8 AND ${keyAlive} RETURNING 1 AS n`,
         )
-        .bind(schoolId, now, keyId, tokenHash, expiresAt, opts.readOnly ? 1 : 0, MAX_LIVE_PORTAL_SESSIONS, MAX_STORED_PORTAL_SESSIONS),
+        .bind(
+          schoolId,
+          now,
+          keyId,
+          tokenHash,
+          expiresAt,
+          opts.readOnly ? 1 : 0,
+          MAX_LIVE_PORTAL_SESSIONS,
+          MAX_STORED_PORTAL_SESSIONS,
+          formatScopes(opts.scopes),
+        ),
       d1.prepare(`SELECT ${keyAlive} AS alive`).bind(schoolId, now, keyId),
     ]),
   );
   if (inserted!.results.length === 0) throw state!.results[0]?.alive === 1 ? new ApiError("PORTAL_SESSION_LIMIT_REACHED") : errors.unauthorized();
-  return { token, expiresAt, readOnly: opts.readOnly };
+  return { token, expiresAt, readOnly: opts.readOnly, scopes: opts.scopes };
 }
 
 /** A redeemed session: the new token and its school (POST /v3/portal-sessions/redeem). */
@@ -75,7 +89,7 @@ export interface RedeemedPortalSession extends NewPortalSession {
 
 /**
  * Redeems the link whose token hashes to `tokenHash` (a link opens once): a new session token
- * (not a link) with the same school, scope, expiry and minting key, and the link revoked, in
+ * (not a link) with the same school, read-only flag, scopes, expiry and minting key, and the link revoked, in
  * one D1 batch (one transaction: of two redeems of one link, one wins). Only a link's row
  * is redeemed (src/http/auth.ts refuses a session token before this).
  *
@@ -86,13 +100,13 @@ export async function redeemPortalSession(d1: D1Database, timed: D1Timer, tokenH
   const token = randomCredential("ps_");
   const newHash = await sha256Hex(token);
   const [inserted] = await timed(() =>
-    d1.batch<{ school_id: string; name: string; expires_at: number; read_only: number }>([
+    d1.batch<{ school_id: string; name: string; expires_at: number; read_only: number; scopes: string }>([
       d1
         .prepare(
-          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id, link)
-           SELECT ?1, school_id, ?2, expires_at, read_only, key_id, 0 FROM portal_sessions
+          `INSERT INTO portal_sessions (token_hash, school_id, created_at, expires_at, read_only, key_id, link, scopes)
+           SELECT ?1, school_id, ?2, expires_at, read_only, key_id, 0, scopes FROM portal_sessions
            WHERE token_hash = ?3 AND link = 1 AND revoked_at IS NULL AND expires_at > ?2
-           RETURNING school_id, (SELECT name FROM schools WHERE id = school_id) AS name, expires_at, read_only`,
+           RETURNING school_id, (SELECT name FROM schools WHERE id = school_id) AS name, expires_at, read_only, scopes`,
         )
         .bind(newHash, now, tokenHash),
       d1.prepare("UPDATE portal_sessions SET revoked_at = ?1 WHERE token_hash = ?2 AND revoked_at IS NULL").bind(now, tokenHash),
@@ -101,7 +115,13 @@ export async function redeemPortalSession(d1: D1Database, timed: D1Timer, tokenH
   const row = inserted!.results[0];
   if (!row)
     throw new ApiError("UNAUTHORIZED", "This portal link was used already or its session ended; ask your school's administrator for a new portal link.");
-  return { token, expiresAt: row.expires_at, readOnly: row.read_only === 1, school: { id: row.school_id, name: row.name } };
+  return {
+    token,
+    expiresAt: row.expires_at,
+    readOnly: row.read_only === 1,
+    scopes: sessionScopes(row.scopes, row.read_only === 1),
+    school: { id: row.school_id, name: row.name },
+  };
 }
 
 /**

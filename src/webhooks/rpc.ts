@@ -7,6 +7,7 @@
 import type { z } from "zod";
 import type { StoredAnswer } from "../http/respond";
 import { RETENTION_MS } from "../lib/limits";
+import type { Scope } from "../lib/scopes";
 import { formatInstant } from "../lib/time";
 import type { createdWebhookSchema, deliveryRecordSchema, rotatedSecretSchema, subscriptionSchema, webhookRecordSchema } from "./api/schemas";
 import type { StatsBucket } from "./api/stats-schemas";
@@ -51,6 +52,8 @@ export interface NewWebhook {
   payload: PayloadForm;
   /** The id of the API key behind the request's credential (`createdBy`); `null` when unknown. */
   createdBy: string | null;
+  /** That key's scopes (docs/reference.md § Scopes): what the registration's deliveries may carry. */
+  scopes: readonly Scope[];
 }
 
 /** A registration's filter: lists of 1–100 ids per dimension, at least one dimension. */

@@ -11,6 +11,7 @@ import { exports } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument, operations } from "../../src/api";
 import type { ErrorCode } from "../../src/http/error-catalogue";
+import { sha256Hex } from "../../src/lib/crypto";
 import { OPENAPI_PATH, SCALAR_CONFIGURATION, SCALAR_SCRIPT_PATH, SCALAR_SETUP_PATH, SCALAR_SETUP_SCRIPT } from "../../src/openapi/docs-page";
 import { FALLBACK_RESPONSES_KEY, PORTAL_SECURITY_SCHEME, SECURITY_SCHEME } from "../../src/openapi/document";
 import { DOCS_CSP, DOCS_HEADERS, PORTAL_HEADERS } from "../../src/portal/headers";
@@ -23,6 +24,8 @@ type Json = Record<string, any>;
 const doc: Json = openApiDocument();
 
 const KEY = "sk_test_openapi_school";
+/** A key of the school with no scope. */
+const NO_SCOPE_KEY = "sk_test_openapi_no_scope";
 const SCHOOL = "sch_openapi";
 
 /** Resolves a local `$ref`. */
@@ -108,12 +111,24 @@ const CONTRACT: Record<string, Record<number, ErrorCode[]>> = {
     413: ["PAYLOAD_TOO_LARGE"],
     415: ["UNSUPPORTED_MEDIA_TYPE"],
   },
-  "GET /v3/webhooks": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"] },
-  "GET /v3/webhooks/{id}": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
-  "GET /v3/events": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 410: ["CURSOR_EXPIRED"] },
+  "GET /v3/webhooks": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"] },
+  "GET /v3/webhooks/{id}": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["WEBHOOK_NOT_FOUND"] },
+  "GET /v3/events": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 410: ["CURSOR_EXPIRED"] },
   "DELETE /v3/webhooks/{id}": { 200: [], 400: ["UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 403: ["FORBIDDEN"], 404: ["WEBHOOK_NOT_FOUND"] },
-  "GET /v3/webhooks/{id}/deliveries": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
-  "GET /v3/webhooks/{id}/stats": { 200: [], 400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"], 401: ["UNAUTHORIZED"], 404: ["WEBHOOK_NOT_FOUND"] },
+  "GET /v3/webhooks/{id}/deliveries": {
+    200: [],
+    400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
+    401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
+    404: ["WEBHOOK_NOT_FOUND"],
+  },
+  "GET /v3/webhooks/{id}/stats": {
+    200: [],
+    400: ["INVALID_PARAMETER", "UNKNOWN_PARAMETER"],
+    401: ["UNAUTHORIZED"],
+    403: ["FORBIDDEN"],
+    404: ["WEBHOOK_NOT_FOUND"],
+  },
   "POST /v3/webhooks/{id}/test": {
     202: [],
     400: ["VALIDATION_ERROR", "UNKNOWN_PARAMETER", "INVALID_JSON"],
@@ -283,9 +298,21 @@ describe("the document covers the route table and the contract", () => {
       const op = operation(key);
       if (key.startsWith("GET /openapi.json") || key.startsWith("GET /docs") || key === "GET /" || key === "GET /healthz" || key === "GET /v3/event-types")
         expect(op.security, key).toEqual([]);
-      // Conventions: portal tokens may use only /v3/webhooks…, /v3/events, /v3/event-types, /v3/school and the redeem.
-      else if (/^[A-Z]+ \/v3\/(webhooks|events|school$|portal-sessions\/redeem$)/.test(key))
-        expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: [] }, { [PORTAL_SECURITY_SCHEME]: [] }]);
+      // Conventions: portal tokens may use only /v3/webhooks…, /v3/events, /v3/event-types, /v3/school and the redeem;
+      // each scheme lists the operation's scopes (docs/reference.md § Scopes).
+      else if (/^[A-Z]+ \/v3\/(webhooks|events|school$|portal-sessions\/redeem$)/.test(key)) {
+        const scopes = key.startsWith("GET /v3/webhooks")
+          ? ["webhooks:read"]
+          : key.startsWith("GET /v3/events")
+            ? ["events:read"]
+            : /\/v3\/webhooks/.test(key)
+              ? ["webhooks:write"]
+              : [];
+        expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: scopes }, { [PORTAL_SECURITY_SCHEME]: scopes }]);
+      } else if (/^(GET|POST) \/v3\/courses(:search|\/changes|\/\{id\})?$/.test(key) && !key.startsWith("POST /v3/courses "))
+        expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: key === "POST /v3/courses" ? ["courses:write"] : ["courses:read"] }]);
+      else if (key === "PATCH /v3/courses/{id}") expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: ["courses:write"] }]);
+      else if (key.includes("/v3/portal-sessions")) expect(op.security, key).toEqual([{ [SECURITY_SCHEME]: ["portal"] }]);
       else expect(op.security, key).toBeUndefined();
     }
   });
@@ -555,6 +582,9 @@ describe("every documented status and code is one the code answers", () => {
       ],
       trainings: [{ id: "trn_oa", schoolId: SCHOOL, name: "BTS" }],
     });
+    await env.DIRECTORY.prepare("INSERT INTO api_keys (key_hash, school_id, created_at, id, scopes) VALUES (?, ?, 0, 'key_openapi_no_scope', '')")
+      .bind(await sha256Hex(NO_SCOPE_KEY), SCHOOL)
+      .run();
     // As `npm run shards -- move` leaves a school while it runs (src/db/move.ts).
     await env.DIRECTORY.prepare("UPDATE schools SET state = 'moving' WHERE id = ?").bind(`${SCHOOL}_moving`).run();
     const created = await callJson("/v3/courses", {
@@ -918,6 +948,18 @@ describe("every documented status and code is one the code answers", () => {
           "FORBIDDEN",
           () => op.path.replace("{id}", op.path.startsWith("/v3/webhooks") ? hookId : courseId).replace("{eventId}", testEventId),
           () => ({ method: op.method, key: op.portalTokens ? readOnlyToken : fullToken, ...(op.method === "GET" ? {} : { json: {} }) }),
+        ],
+      ),
+    // A key without the scopes an operation needs (docs/reference.md § Scopes), on every operation that needs one.
+    ...operations
+      .filter((op) => op.scopes.length > 0)
+      .map(
+        (op): Case => [
+          `${op.method} ${op.path}`,
+          403,
+          "FORBIDDEN",
+          () => op.path.replace("{id}", op.path.startsWith("/v3/webhooks") ? hookId : courseId).replace("{eventId}", testEventId),
+          () => ({ method: op.method, key: NO_SCOPE_KEY, ...(op.method === "GET" ? {} : { json: {} }) }),
         ],
       ),
     // Last: it revokes the tokens of the cases above.

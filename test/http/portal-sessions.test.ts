@@ -44,6 +44,7 @@ describe("POST /v3/portal-sessions", () => {
       url: `${BASE}/portal#token=${session.token}`,
       expiresAt: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
       readOnly: false,
+      scopes: ["courses:read", "webhooks:read", "webhooks:write", "events:read"],
     });
     const ends = Date.parse(session.expiresAt);
     expect(ends).toBeGreaterThanOrEqual(before + 3600_000);

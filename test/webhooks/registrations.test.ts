@@ -41,6 +41,7 @@ describe("POST /v3/webhooks", () => {
       signatureScheme: "v1",
       publicKey: null,
       payload: "full",
+      scopes: ["courses:read", "courses:write", "students:read", "webhooks:read", "webhooks:write", "events:read", "portal"],
       enabled: true,
       disabledReason: null,
       disabledAt: null,

@@ -55,6 +55,7 @@ export const catalogOperations: Operation<Env>[] = [
     method: "GET",
     path: "/v3/event-types",
     operationId: "listEventTypes",
+    scopes: [],
     tag: TAG,
     summary: "The event catalog",
     description: "Every event type with its description and the JSON Schema of its body (the same as this document's `webhooks`). No authentication.",

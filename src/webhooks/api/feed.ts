@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { hubFor } from "../../events/hub-client";
-import { eventSchemas } from "../../events/schemas";
+import { deliveredEventSchemas } from "../../events/schemas";
 import { EVENT_TYPES } from "../../events/types";
 import { authenticate } from "../../http/auth";
 import { ApiError } from "../../http/errors";
@@ -15,6 +15,7 @@ import { parseQuery } from "../../http/request";
 import { successRaw } from "../../http/respond";
 import { instantSchema, queryIntegerSchema, splitIds } from "../../lib/fields";
 import { FEED_PAGE_BYTES, MAX_PAGE_SIZE, WOKEN_FEED_PAGE_BYTES } from "../../lib/limits";
+import { thinForReader } from "../delivery/payload";
 import { TAG } from "./parts";
 
 /** The longest long poll, in seconds (docs/reference.md: `wait` 0–25). */
@@ -60,7 +61,7 @@ const feedQuerySchema = z.strictObject({
     }),
 });
 
-const feedEventSchema = z.union(EVENT_TYPES.map((t) => eventSchemas[t]) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]]);
+const feedEventSchema = z.union(EVENT_TYPES.map((t) => deliveredEventSchemas[t]) as unknown as [z.ZodType, z.ZodType, ...z.ZodType[]]);
 
 const feedResponseSchema = z
   .strictObject({
@@ -80,11 +81,12 @@ export const feedOperations: Operation<Env>[] = [
     method: "GET",
     path: "/v3/events",
     operationId: "listEvents",
+    scopes: ["events:read"],
     tag: TAG,
     portalTokens: true,
     summary: "Read the school's events (feed)",
     description:
-      "The school's events in the order they were accepted — the same events registrations receive, each item exactly the JSON body a registration gets (`webhook.test` events excepted; a registration with `payload: \"thin\"` gets course events with the course's id and version only) — for systems that cannot expose an HTTPS endpoint. Retained 7 days. A page holds at most `limit` events and at most " +
+      "The school's events in the order they were accepted — the same events registrations receive, each item exactly the JSON body a registration gets (`webhook.test` events excepted; a registration with `payload: \"thin\"` gets course events with the course's id and version only, and so does a reader without `courses:read`) — for systems that cannot expose an HTTPS endpoint. Retained 7 days. A page holds at most `limit` events and at most " +
       FEED_PAGE_BYTES.toLocaleString("en") +
       " bytes of them (their JSON, UTF-8), but always at least one. Read on with `after` = `nextCursor`: every later event comes exactly once, in order, with no gap, across restarts of the service. With `wait`, an empty answer waits for the next event (long poll). Neither `after` nor `since`: from the oldest retained event.",
     request: { query: feedQuerySchema },
@@ -124,8 +126,10 @@ export const feedOperations: Operation<Env>[] = [
           { parameter: "after", message: `older than the retention; resume the change query after ${page.resumeCursor}` },
         ]);
       }
-      // Each item is the stored body as registrations receive it: joined, not re-serialized.
-      return successRaw(`[${page.bodies.join(",")}]`, { pagination: { limit, hasMore: page.hasMore, nextCursor: encodeCursor(page.next) } });
+      // Each item is the stored body as registrations receive it: joined, not re-serialized;
+      // thin for a credential that may not read courses (docs/reference.md § Scopes).
+      const bodies = rc.scopes?.includes("courses:read") ? page.bodies : page.bodies.map(thinForReader);
+      return successRaw(`[${bodies.join(",")}]`, { pagination: { limit, hasMore: page.hasMore, nextCursor: encodeCursor(page.next) } });
     },
   },
 ];

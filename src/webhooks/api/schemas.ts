@@ -9,6 +9,7 @@ import { DELIVERED_EVENT_TYPES, EVENT_TYPES } from "../../events/types";
 import { listEnvelope, successEnvelope } from "../../http/envelopes";
 import { instantOutSchema, mintedIdSchema, opaqueIdSchema } from "../../lib/fields";
 import { MAX_WEBHOOKS, RECOVER_COUNT_CAP } from "../../lib/limits";
+import { SCOPES } from "../../lib/scopes";
 import { PAYLOAD_FORMS } from "../delivery/payload";
 import { SIGNATURE_SCHEMES } from "../delivery/signing";
 
@@ -63,6 +64,11 @@ const webhookFields = {
     description:
       "What deliveries carry: `full` events, or `thin` ones: course events with `data.course` reduced to `{ id, version }` (and `professorId` for `course.professor_signed`), for the receiver to fetch `GET /v3/courses/{id}`; `webhook.*` events are sent whole.",
   }),
+  scopes: z.array(z.enum(SCOPES)).meta({
+    description:
+      'The scopes of the API key that created the registration (directly or through a portal session it minted; docs/reference.md § Scopes), fixed at creation: its deliveries carry nothing that key could not read. Without `courses:read`, course events are delivered thin (as with `payload: "thin"`), whatever `payload` says. Registrations created before scopes existed hold every scope.',
+    example: ["courses:read", "webhooks:read", "webhooks:write"],
+  }),
   enabled: z.boolean().meta({ description: "`false` while disabled: nothing is attempted; events it subscribes to are logged `skipped`." }),
   disabledReason: z.enum(["manual", "failing", "gone", "receiver"]).nullable().meta({
     description:
@@ -100,6 +106,7 @@ const WEBHOOK_EXAMPLE = {
   signatureScheme: "v1",
   publicKey: null,
   payload: "full",
+  scopes: ["courses:read", "courses:write", "students:read", "webhooks:read", "webhooks:write", "events:read", "portal"],
   enabled: true,
   disabledReason: null,
   disabledAt: null,

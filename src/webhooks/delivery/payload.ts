@@ -38,3 +38,11 @@ export function deliveredBody(body: string, type: string, payload: PayloadForm |
   const cursor = event.changeCursor === undefined ? {} : { changeCursor: event.changeCursor };
   return JSON.stringify({ id: event.id, ...cursor, type: event.type, createdAt: event.createdAt, schoolId: event.schoolId, data });
 }
+
+/**
+ * An event body (its full JSON) as a reader without `courses:read` may see it (docs/reference.md
+ * § Scopes): a course event thin (`deliveredBody`'s `thin` form), anything else as it is.
+ */
+export function thinForReader(body: string): string {
+  return deliveredBody(body, (JSON.parse(body) as { type: string }).type, "thin");
+}

@@ -11,9 +11,10 @@ import { IdleWaiters } from "../platform/idle-waiters";
 import { isOverloaded, ObjectCalls } from "../platform/object-calls";
 import type { Platform, Timer } from "../platform/platform";
 import { BACKLOG_HIGH, type CourierConfig, courierFor, type Handover, type HandoverReceipt } from "../rpc";
+import { courierConfig } from "./courier-config";
 import { addressedAfter } from "./event-log";
 import { clearMissed, owedMissed } from "./missed";
-import { courierConfig, readWebhook, type UnclosedAt, unclosed } from "./registrations";
+import { readWebhook, type UnclosedAt, unclosed } from "./registrations";
 import { COURIER_CLOSED, COURIER_OPEN } from "./storage";
 
 /** Durable Object calls the hub may have under way at once (its I/O context's 6). */

@@ -5,6 +5,7 @@
  */
 import { mintId } from "../../lib/ids";
 import { RETENTION_MS } from "../../lib/limits";
+import { formatScopes, storedScopes } from "../../lib/scopes";
 import { formatInstant } from "../../lib/time";
 import type { PayloadForm } from "../delivery/payload";
 import type { SignatureScheme, SigningCredential } from "../delivery/signing";
@@ -23,6 +24,7 @@ import {
   type WebhookRecord,
   type WebhookUpdate,
 } from "../rpc";
+import { courierConfig } from "./courier-config";
 import { eraseAnswers, type IdempotencyInput, lookupKey, storeKey } from "./idempotency";
 import { COURIER_OPEN, PRUNE_CHUNK } from "./storage";
 
@@ -44,6 +46,8 @@ export type WebhookRow = {
   /** `v1a`: the current key's `whpk_` public key; `null` for `v1`. */
   public_key: string | null;
   payload: PayloadForm;
+  /** The creating key's scopes (`formatScopes`' form): what its deliveries may carry (hub/courier-config.ts). */
+  scopes: string;
   enabled: number;
   disabled_reason: "manual" | "failing" | "gone" | "receiver" | null;
   disabled_at: number | null;
@@ -78,6 +82,7 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     signatureScheme: row.signature_scheme,
     publicKey: row.public_key,
     payload: row.payload,
+    scopes: storedScopes(row.scopes),
     enabled: row.enabled === 1,
     disabledReason: row.enabled === 1 ? null : row.disabled_reason,
     disabledAt: row.disabled_at === null || row.enabled === 1 ? null : formatInstant(row.disabled_at),
@@ -86,27 +91,6 @@ export function toWebhookRecord(row: WebhookRow): WebhookRecord {
     updatedBy: row.updated_by,
     createdAt: formatInstant(row.created_at),
     updatedAt: formatInstant(row.updated_at),
-  };
-}
-
-/** The config registration `row` gives its courier (see `CourierConfig`). */
-export function courierConfig(row: WebhookRow, schoolId: string, hubId: string): CourierConfig {
-  return {
-    webhookId: row.id,
-    schoolId,
-    hubId,
-    version: row.version,
-    url: row.url,
-    signatureScheme: row.signature_scheme,
-    secret: row.secret,
-    previousSecret: row.previous_secret,
-    previousExpiresAt: row.previous_expires_at,
-    payload: row.payload,
-    headers: JSON.parse(row.headers) as Record<string, string>,
-    maxPerSecond: row.max_per_second,
-    ordering: row.ordering,
-    enabled: row.enabled === 1,
-    disables: row.disables,
   };
 }
 
@@ -167,8 +151,8 @@ export function create(
 function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, credential: SigningCredential, now: number): void {
   sql.exec(
     `INSERT INTO webhooks (id, url, events, description, filter, headers, max_per_second, secret, created_at, updated_at, created_by, updated_by,
-       ordering, signature_scheme, public_key, payload)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?10, ?11, ?12, ?13, ?14)`,
+       ordering, signature_scheme, public_key, payload, scopes)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?9, ?9, ?10, ?10, ?11, ?12, ?13, ?14, ?15)`,
     id,
     input.url,
     JSON.stringify(input.events),
@@ -183,6 +167,7 @@ function insertWebhook(sql: SqlStorage, id: string, input: NewWebhook, credentia
     input.signatureScheme,
     credential.publicKey,
     input.payload,
+    formatScopes(input.scopes),
   );
 }
 

@@ -148,6 +148,10 @@ const MIGRATIONS: string[][] = [
     `CREATE INDEX idempotency_keys_location ON idempotency_keys (location)`,
     `UPDATE idempotency_keys SET status = 404, body = '', location = NULL WHERE location IN (SELECT '/v3/webhooks/' || id FROM webhooks WHERE deleted_at IS NOT NULL)`,
   ],
+  // The scopes of the API key that created each registration (docs/reference.md § Scopes):
+  // what its deliveries may carry (hub/courier-config.ts). Those stored before: every scope
+  // of that time, as every key had.
+  [`ALTER TABLE webhooks ADD COLUMN scopes TEXT NOT NULL DEFAULT 'courses:read courses:write students:read webhooks:read webhooks:write events:read portal'`],
 ];
 
 /** `webhooks.courier`: nothing was ever handed to the registration's courier. */

@@ -63,7 +63,10 @@ export async function register(key: string, url: string, extra: Record<string, u
  * Mints a portal session through POST /v3/portal-sessions with `key` (`json` its body; none
  * when undefined) and returns the 201 result.
  */
-export async function mintPortalSession(key: string, json?: unknown): Promise<{ token: string; url: string; expiresAt: string; readOnly: boolean }> {
+export async function mintPortalSession(
+  key: string,
+  json?: unknown,
+): Promise<{ token: string; url: string; expiresAt: string; readOnly: boolean; scopes: string[] }> {
   const { status, body } = await callJson("/v3/portal-sessions", { method: "POST", key, ...(json === undefined ? {} : { json }) });
   expect(status, JSON.stringify(body)).toBe(201);
   return body.result;
