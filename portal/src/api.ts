@@ -8,7 +8,7 @@
  * sessionStorage: closing the tab forgets it. For a token, the answers' headers
  * (`x-portal-session-expires-at`, `x-portal-session-read-only`) say when its session ends
  * and whether it is read-only; the portal keeps that beside it, with the credential's scopes
- * as GET /v3/school reports them (`credential.scopes`; null from a server that reports none).
+ * as GET /v3/school reports them (`scopes`; null from a server that reports none).
  */
 
 /** sessionStorage entry holding the credential (API key or portal token). */
@@ -43,12 +43,12 @@ export interface Credential {
   scopes: string[] | null;
 }
 
-/** GET /v3/school's answer: the school, and what it says of the calling credential (absent from older servers). */
+/** GET /v3/school's answer: the school, and the calling credential's scopes (absent from older servers). */
 interface SchoolAnswer extends School {
-  credential?: { kind?: unknown; scopes?: unknown; expiresAt?: unknown };
+  scopes?: unknown;
 }
 
-/** The credential's scope names in an answer's `credential` or `scopes`, or null when it has none readable. */
+/** The credential's scope names in an answer's `scopes`, or null when it has none readable. */
 function scopesIn(value: unknown): string[] | null {
   return Array.isArray(value) && value.every((s) => typeof s === "string") ? value : null;
 }
@@ -382,7 +382,7 @@ export const api = {
    */
   async checkCredential(secret: string): Promise<Credential> {
     const { json, session } = await exchange<{ result: SchoolAnswer }>("GET", "/v3/school", { key: secret });
-    return { secret, session, school: schoolOf(json.result), scopes: scopesIn(json.result.credential?.scopes) };
+    return { secret, session, school: schoolOf(json.result), scopes: scopesIn(json.result.scopes) };
   },
   /**
    * Redeems a portal link's token (POST /v3/portal-sessions/redeem): a link opens once. The
@@ -401,7 +401,7 @@ export const api = {
   /** GET /v3/school with the tab's credential: its school, and its scopes (null when the answer has none). */
   async getSchool(): Promise<{ school: School; scopes: string[] | null }> {
     const result = (await request<{ result: SchoolAnswer }>("GET", "/v3/school")).result;
-    return { school: schoolOf(result), scopes: scopesIn(result.credential?.scopes) };
+    return { school: schoolOf(result), scopes: scopesIn(result.scopes) };
   },
   /** POST /v3/webhooks with an `Idempotency-Key`, so a double submit creates one registration. */
   async createWebhook(body: WebhookCreate, idempotencyKey: string): Promise<CreatedWebhook> {
