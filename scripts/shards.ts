@@ -5,9 +5,9 @@
  * applies migrations/directory and migrations/shard with wrangler; `status` prints each
  * shard's schools, courses, bytes and share of 10 GB, and each school's shard and state;
  * `move` runs src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched);
- * `export` writes one school's data as an import file (src/db/export.ts).
- * `status`, `move` and `export` run on D1 bindings: locally through Miniflare (scripts/lib/d1-local.ts;
- * a move wants the dev server stopped), remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
+ * `export` writes one school's import file (src/db/export.ts). All but `migrate` run on D1
+ * bindings: locally through Miniflare (scripts/lib/d1-local.ts; a move wants the dev server
+ * stopped), remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
  * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
  * unknown school or shard, a move under way to another shard, or missing credentials.
  */
