@@ -7,9 +7,7 @@
  * 3. every `src/…`, `scripts/…`, `test/…`, `e2e/…` or `docs/…` path a file names exists;
  * 4. every `docs/<page>.md § Heading` citation names a heading of that page;
  * 5. no source file opens with a header comment longer than 12 lines;
- * 6. wrangler.toml's `staging` environment binds what production binds, each to its own
- *    database, Durable Objects and rate-limit namespace (docs/operations.md § Environments).
- *
+ * 6. wrangler.toml's staging binds its own databases, objects, counters (`stagingProblems`).
  * Files: those git tracks and new ones it does not ignore. Exit status 1 on any problem.
  */
 import { execFileSync } from "node:child_process";
@@ -257,7 +255,7 @@ function bindingsOf(env: string | undefined): EnvBindings {
 }
 
 /**
- * Rule 6: the staging environment (wrangler.toml `[env.staging]`) declares every D1, Durable
+ * Rule 6 (docs/operations.md § Environments): the staging environment (`[env.staging]`) declares every D1, Durable
  * Object and rate-limit binding and var of production, and none of its databases, objects
  * (another Worker's `script_name`) or namespaces is production's.
  */

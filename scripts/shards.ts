@@ -1,6 +1,5 @@
 /**
  * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort] | export --school ID [--out FILE]` [--local | --remote] [--persist-to DIR]
- *
  * The operators' view of the D1 shards (docs/operations.md § Database shards): `migrate`
  * applies migrations/directory and migrations/shard with wrangler; `status` prints each
  * shard's schools, courses, bytes and share of 10 GB, and each school's shard and state;
