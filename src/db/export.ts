@@ -39,20 +39,10 @@ export interface ExportCounts {
   statements: number;
 }
 
-interface CourseRow {
-  id: string;
-  name: string;
-  start_ms: number;
-  end_ms: number;
-  classroom: string | null;
-  creator_id: string | null;
-  training_id: string | null;
-  archived: number;
-  absences_sent: number;
-  created_at: number;
-  updated_at: number;
-  version: number;
-}
+/** A `courses` row as read: instants in ms since the epoch, flags 0/1. */
+type CourseRow = Record<"id" | "name", string> &
+  Record<"classroom" | "creator_id" | "training_id", string | null> &
+  Record<"start_ms" | "end_ms" | "archived" | "absences_sent" | "created_at" | "updated_at" | "version", number>;
 
 interface RelationRow {
   c: string;
