@@ -6,14 +6,15 @@
  *    `#anchor` to a heading of that file (GitHub's slugs);
  * 3. every `src/…`, `scripts/…`, `test/…`, `e2e/…` or `docs/…` path a file names exists;
  * 4. every `docs/<page>.md § Heading` citation names a heading of that page;
- * 5. no source file opens with a header comment longer than 12 lines.
- *
+ * 5. no source file opens with a header comment longer than 12 lines;
+ * 6. wrangler.toml's staging binds its own databases, objects, counters (`stagingProblems`).
  * Files: those git tracks and new ones it does not ignore. Exit status 1 on any problem.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { unstable_readConfig } from "wrangler";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -228,6 +229,62 @@ class Checker {
   }
 }
 
+/** What rule 6 compares of one environment. */
+interface EnvBindings {
+  name: string;
+  d1: { binding: string; id?: string; name?: string }[];
+  objects: { binding: string; script?: string }[];
+  limits: { binding: string; id: string }[];
+  vars: string[];
+}
+
+/** The bindings of wrangler.toml in `env` (top level when undefined) that staging must repeat apart. */
+function bindingsOf(env: string | undefined): EnvBindings {
+  const c = unstable_readConfig({ config: path.join(ROOT, "wrangler.toml"), env }, { hideWarnings: true });
+  return {
+    name: c.name,
+    d1: c.d1_databases.map((d: { binding: string; database_id?: string; database_name?: string }) => ({
+      binding: d.binding,
+      id: d.database_id,
+      name: d.database_name,
+    })),
+    objects: c.durable_objects.bindings.map((b: { name: string; script_name?: string }) => ({ binding: b.name, script: b.script_name })),
+    limits: c.ratelimits.map((r: { name: string; namespace_id: string | number }) => ({ binding: r.name, id: String(r.namespace_id) })),
+    vars: Object.keys(c.vars).sort(),
+  };
+}
+
+/**
+ * Rule 6 (docs/operations.md § Environments): the staging environment (`[env.staging]`) declares every D1, Durable
+ * Object and rate-limit binding and var of production, and none of its databases, objects
+ * (another Worker's `script_name`) or namespaces is production's.
+ */
+function stagingProblems(prod = bindingsOf(undefined), staging = bindingsOf("staging")): string[] {
+  const problems: string[] = [];
+  if (staging.name === prod.name) return ["no [env.staging]: staging would deploy over production"];
+  const names = (list: { binding: string }[]) =>
+    list
+      .map((b) => b.binding)
+      .sort()
+      .join(", ");
+  for (const kind of ["d1", "objects", "limits"] as const) {
+    if (names(staging[kind]) !== names(prod[kind]))
+      problems.push(`[env.staging] ${kind} bindings (${names(staging[kind])}) differ from production's (${names(prod[kind])})`);
+  }
+  if (staging.vars.join() !== prod.vars.join())
+    problems.push(`[env.staging] vars (${staging.vars.join(", ")}) differ from production's (${prod.vars.join(", ")})`);
+  for (const d of staging.d1) {
+    if (prod.d1.some((p) => p.id === d.id || p.name === d.name))
+      problems.push(`[env.staging] D1 binding ${d.binding} names a production database (${d.name}, ${d.id})`);
+  }
+  for (const o of staging.objects)
+    if (o.script !== undefined) problems.push(`[env.staging] Durable Object binding ${o.binding} names the Worker ${o.script}: staging would use its objects`);
+  for (const r of staging.limits) {
+    if (prod.limits.some((p) => p.id === r.id)) problems.push(`[env.staging] rate limit ${r.binding} counts on production's namespace_id ${r.id}`);
+  }
+  return problems;
+}
+
 function main(): number {
   const files = repositoryFiles();
   const checker = new Checker(files);
@@ -241,12 +298,13 @@ function main(): number {
     if (file.endsWith(".md")) checker.links(file);
     if (SOURCE_DIRS.some((dir) => file.startsWith(dir)) && SOURCE_EXTENSIONS.test(file)) checker.header(file);
   }
+  for (const message of stagingProblems()) checker.problems.push({ file: "wrangler.toml", line: 1, message });
   for (const p of checker.problems) console.error(`${p.file}:${p.line}: ${p.message}`);
   if (checker.problems.length > 0) {
     console.error(`check:repo: ${checker.problems.length} problem(s) in ${new Set(checker.problems.map((p) => p.file)).size} file(s)`);
     return 1;
   }
-  console.log(`check:repo: ${files.length} files; no outside reference, every link, path, citation and header in order`);
+  console.log(`check:repo: ${files.length} files; no outside reference, every link, path, citation and header in order; staging bound apart`);
   return 0;
 }
 

@@ -16,7 +16,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { type ImportFile, type ImportProblem, validateImport } from "../src/db/import";
 import { isImportBoundRefusal } from "../src/db/import-quota";
-import { directorySteps, type ImportPublish, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
+import { directorySteps, hashedKeys, type ImportPublish, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
 import { type ImportStep, renderLiteral, rowCount } from "../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../src/db/placement";
 import { importEvents } from "../src/events/import-events";
@@ -109,7 +109,7 @@ export const DEFAULT_STATEMENT_CHARS = 16_000;
 export function countRows(file: ImportFile): number {
   let n = 2 * file.schools.length + file.trainings.length + file.groups.length + file.surveyTemplates.length;
   n += file.students.length + file.professors.length + file.courses.length;
-  for (const s of file.schools) n += s.apiKeys.length;
+  for (const s of file.schools) n += s.apiKeys.length + s.apiKeyHashes.length + (s.changeSeq === undefined ? 0 : 1);
   for (const c of file.courses) {
     n += new Set(c.groupIds).size + new Set(c.studentIds).size + new Set(c.surveyTemplateIds).size + c.professors.length;
   }
@@ -183,7 +183,7 @@ export async function importData(data: unknown, opts: ImportOptions = {}): Promi
  * @throws Error when wrangler fails (with its output).
  */
 async function checkStoredKeys(file: ImportFile, opts: ImportOptions): Promise<void> {
-  const keys = await importedKeys(file);
+  const keys = [...(await importedKeys(file)), ...hashedKeys(file)];
   const stored: { key_hash: string; school_id: string }[] = [];
   for (const sql of renderLiteral(storedKeyOwners(keys.map((k) => k.hash)), Number.POSITIVE_INFINITY)) {
     stored.push(...(await d1Query<{ key_hash: string; school_id: string }>(sql, opts.target ?? "local", opts.persistTo)));

@@ -1,15 +1,21 @@
 /**
- * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort]` [--local | --remote] [--persist-to DIR]
- *
+ * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort] | export --school ID [--out FILE]` [--local | --remote] [--persist-to DIR]
  * The operators' view of the D1 shards (docs/operations.md § Database shards): `migrate`
  * applies migrations/directory and migrations/shard with wrangler; `status` prints each
  * shard's schools, courses, bytes and share of 10 GB, and each school's shard and state;
- * `move` runs src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched).
- * `status` and `move` run on D1 bindings: locally through Miniflare (scripts/lib/d1-local.ts;
- * a move wants the dev server stopped), remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
+ * `move` runs src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched);
+ * `export` writes one school's import file (src/db/export.ts). All but `migrate` run on D1
+ * bindings: locally through Miniflare (scripts/lib/d1-local.ts; a move wants the dev server
+ * stopped), remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
  * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
  * unknown school or shard, a move under way to another shard, or missing credentials.
  */
+
+import { once } from "node:events";
+import { createWriteStream } from "node:fs";
+import { rm } from "node:fs/promises";
+import type { Writable } from "node:stream";
+import { type ExportCounts, ExportRefused, exportSchool } from "../src/db/export";
 import { renderLiteral } from "../src/db/import-sql";
 import { abortMove, type MoveDatabases, MoveRefused, moveSchool } from "../src/db/move";
 import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
@@ -35,13 +41,17 @@ commands:
             school answer 503 SCHOOL_MOVING meanwhile, reads keep working. Local: stop the dev server first
   move SCHOOL_ID --abort
             undo a move that has not switched yet
+  export --school ID [--out FILE]
+            write the school's data (courses, relations, API key hashes) as an import file, to FILE or stdout
 
 options:
   --local           the local D1 databases of wrangler dev (default)
   --remote          the remote D1 databases of wrangler.toml (migrate: through wrangler; status and
                     move: the D1 HTTP API, with CLOUDFLARE_API_TOKEN and CLOUDFLARE_ACCOUNT_ID set)
   --persist-to DIR  local persistence directory (wrangler --persist-to; default .wrangler/state)
-  --json            status as one JSON document`;
+  --json            status as one JSON document
+  --school ID       export: the school to export
+  --out FILE        export: the file to write (default: stdout)`;
 
 /** One shard's line of `status`. */
 export interface ShardStatus {
@@ -175,6 +185,46 @@ async function move(schoolId: string, to: string | undefined, abort: boolean, wh
   }
 }
 
+/** Writes `text` to `out`, waiting while its buffer is full. */
+async function put(out: Writable, text: string): Promise<void> {
+  if (!out.write(text)) await once(out, "drain");
+}
+
+/**
+ * `export`: the school's import file (docs/operations.md § "Taking one school's data out") into
+ * `file` (written whole or removed) or stdout; the summary on stderr. @returns the exit status.
+ */
+async function exportCommand(schoolId: string, file: string | undefined, where: D1Target): Promise<number> {
+  const opened = await open(where);
+  if (typeof opened === "string") return refuse(opened);
+  const started = performance.now();
+  const counts: ExportCounts = { courses: 0, keys: 0, statements: 0 };
+  const out = file === undefined ? process.stdout : createWriteStream(file);
+  try {
+    for await (const piece of exportSchool(opened.dbs, schoolId, counts)) await put(out, piece);
+    if (out !== process.stdout) {
+      out.end();
+      await once(out, "finish");
+    }
+  } catch (err) {
+    if (out !== process.stdout) {
+      out.destroy();
+      await rm(file!, { force: true });
+    }
+    if (err instanceof ExportRefused) return refuse(err.message);
+    console.error(`${(err as Error).message}${migrationHint((err as Error).message, where.target, where.persistTo)}
+nothing was written; run the export again`);
+    return 1;
+  } finally {
+    await opened.dispose();
+  }
+  const seconds = (performance.now() - started) / 1000;
+  console.error(
+    `exported ${schoolId}: ${formatInt(counts.courses)} courses, ${formatInt(counts.keys)} API key hashes, ${formatInt(counts.statements)} D1 statements, in ${seconds.toFixed(1)} s${file === undefined ? "" : ` to ${file}`}`,
+  );
+  return 0;
+}
+
 /** Prints why a command cannot run (nothing was changed). @returns 2. */
 function refuse(problem: string): number {
   console.error(problem);
@@ -185,7 +235,12 @@ const usage = (problem: string) => usageError(problem, USAGE);
 
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const args = parseD1Cli(argv, { to: { type: "string" }, abort: { type: "boolean" }, json: { type: "boolean" } }, USAGE, userPath);
+  const args = parseD1Cli(
+    argv,
+    { to: { type: "string" }, abort: { type: "boolean" }, json: { type: "boolean" }, school: { type: "string" }, out: { type: "string" } },
+    USAGE,
+    userPath,
+  );
   if (typeof args === "number") return args;
   const { values: v, positionals, where } = args;
   const [command, ...rest] = positionals;
@@ -193,6 +248,10 @@ export async function main(argv: string[]): Promise<number> {
     if (rest.length !== 1 || !ID_RE.test(rest[0]!)) return usage("move needs one SCHOOL_ID");
     if ((v.to === undefined) === (v.abort !== true)) return usage("move needs --to SHARD_k, or --abort");
     return move(rest[0]!, v.to, v.abort === true, where);
+  }
+  if (command === "export") {
+    if (rest.length > 0 || v.school === undefined || !ID_RE.test(v.school)) return usage("export needs --school ID (and no other argument)");
+    return exportCommand(v.school, v.out === undefined ? undefined : userPath(v.out), where);
   }
   if (rest.length > 0) return usage(`${command} takes no argument besides its options (got ${rest.join(" ")})`);
   if (command === "migrate") {

@@ -53,6 +53,7 @@ export function workerOf(routes: readonly Route<Env>[]) {
         method: request.method,
         path: new URL(request.url).pathname.slice(0, 200),
         status: response.status,
+        code: rc.errorCode,
         durationMs: rc.elapsedMs(),
         dbMs: rc.dbMs,
         ...(rc.internalError === undefined ? {} : describeError(rc.internalError)),

@@ -9,6 +9,7 @@
 import { cutBatches } from "../lib/batches";
 import { sha256Hex } from "../lib/crypto";
 import { mintId } from "../lib/ids";
+import { formatScopes } from "../lib/scopes";
 import { fold } from "../lib/text";
 import type { ImportCourse, ImportFile, ImportProblem } from "./import";
 import { type ImportStep, upsert, type Value } from "./import-sql";
@@ -39,6 +40,15 @@ export async function directorySteps(file: ImportFile, placed: ReadonlyMap<strin
       "api_keys",
       ["key_hash", "school_id", "created_at", "id", "last4"],
       keyRows,
+      "ON CONFLICT(key_hash) DO UPDATE SET last4 = coalesce(api_keys.last4, excluded.last4) WHERE api_keys.school_id = excluded.school_id",
+    ),
+    // Keys carried by their hash (an export's) are written as they were stored, under the same rule.
+    upsert(
+      "api_keys",
+      ["key_hash", "school_id", "created_at", "id", "last4", "label", "scopes", "revoked_at", "expires_at"],
+      file.schools.flatMap((s) =>
+        s.apiKeyHashes.map((k) => [k.hash, s.id, k.createdAt, k.id, k.last4, k.label, formatScopes(k.scopes), k.revokedAt, k.expiresAt]),
+      ),
       "ON CONFLICT(key_hash) DO UPDATE SET last4 = coalesce(api_keys.last4, excluded.last4) WHERE api_keys.school_id = excluded.school_id",
     ),
   ];
@@ -81,6 +91,13 @@ export function shardSteps(file: ImportFile, now = Date.now(), publish?: ImportP
       ["school_id", "state"],
       file.schools.map((s) => [s.id, "active"]),
       "ON CONFLICT(school_id) DO NOTHING",
+    ),
+    // A school's change numbers go on after those of the deployment its file was exported from.
+    upsert(
+      "school_changes",
+      ["school_id", "seq"],
+      file.schools.filter((s) => s.changeSeq !== undefined).map((s) => [s.id, s.changeSeq!]),
+      "ON CONFLICT(school_id) DO UPDATE SET seq = max(seq, excluded.seq)",
     ),
     named("trainings", file.trainings),
     named("groups", file.groups),
@@ -131,13 +148,20 @@ export interface ImportedKey {
   last4: string;
 }
 
-/** The file's API keys, in file order. */
+/** The file's API keys given in plain (`apiKeys`), in file order. */
 export async function importedKeys(file: ImportFile): Promise<ImportedKey[]> {
   const keys: ImportedKey[] = [];
   for (const [i, s] of file.schools.entries()) {
     for (const [j, k] of s.apiKeys.entries()) keys.push({ path: `schools[${i}].apiKeys[${j}]`, schoolId: s.id, hash: await sha256Hex(k), last4: k.slice(-4) });
   }
   return keys;
+}
+
+/** The file's API keys given by their hash (`apiKeyHashes`), in file order, for `keyOwnershipProblems`. */
+export function hashedKeys(file: ImportFile): ImportedKey[] {
+  return file.schools.flatMap((s, i) =>
+    s.apiKeyHashes.map((k, j) => ({ path: `schools[${i}].apiKeyHashes[${j}]`, schoolId: s.id, hash: k.hash, last4: k.last4 ?? "" })),
+  );
 }
 
 /** Hashes per ownership query: one JSON parameter, and a literal statement far below D1's 100 KB. */
@@ -189,10 +213,17 @@ const COURSE_COLUMNS = [
   "absences_sent",
   "created_at",
   "updated_at",
+  "version",
 ];
 
+/**
+ * The upsert of a stored course. Its version was raised by one already if the batch changes
+ * it (it is then in `import_course_states`); a file that states a higher one (an export's)
+ * raises it to that: a version never goes back, and an unchanged course keeps its own.
+ */
 const COURSE_CONFLICT =
-  "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name, name_folded = excluded.name_folded, start_ms = excluded.start_ms, end_ms = excluded.end_ms, classroom = excluded.classroom, classroom_folded = excluded.classroom_folded, creator_id = excluded.creator_id, training_id = excluded.training_id, archived = excluded.archived, absences_sent = excluded.absences_sent";
+  "ON CONFLICT(school_id, id) DO UPDATE SET name = excluded.name, name_folded = excluded.name_folded, start_ms = excluded.start_ms, end_ms = excluded.end_ms, classroom = excluded.classroom, classroom_folded = excluded.classroom_folded, creator_id = excluded.creator_id, training_id = excluded.training_id, archived = excluded.archived, absences_sent = excluded.absences_sent, " +
+  "version = CASE WHEN EXISTS (SELECT 1 FROM import_course_states s WHERE s.school_id = excluded.school_id AND s.course_id = excluded.id) THEN max(courses.version, excluded.version) ELSE courses.version END";
 
 /**
  * A course's content as the import file states it, in the shape `STORED_STATE` renders the
@@ -248,9 +279,10 @@ const STORED_KEYS = `json_object('trainingId', c.training_id, 'groupIds', ${stor
  * step and followed by the change numbers (docs/operations.md § "Data import (operators)"):
  * the imported states are staged in `import_course_states` and those equal to the stored
  * ones dropped, so that it holds exactly the courses the batch changes; each existing one
- * gets `version + 1`, `updatedAt` the import's time (unless the file states it) and its
- * `revision` cleared (so that an API write racing the import retries on fresh state), then
- * the rows are written (a new course with version 1); then each changed course takes a
+ * gets `version + 1` (or the file's `version` if higher), `updatedAt` the import's time
+ * (unless the file states it) and its `revision` cleared (so that an API write racing the
+ * import retries on fresh state), then the rows are written (a new course with the file's
+ * `version`, default 1); then each changed course takes a
  * change number of its school's sequence, by course id (`school_changes.seq` raised by as
  * many), and `publish` writes its events. Identical re-imports change nothing.
  */
@@ -270,6 +302,7 @@ function courseSteps(list: ImportCourse[], now: number, publish?: ImportPublish)
     bool(c.absencesSent),
     c.createdAt ?? now,
     c.updatedAt ?? now,
+    c.version ?? 1,
   ];
   const stamped = list.filter((c) => c.createdAt !== undefined && c.updatedAt !== undefined);
   const unstamped = list.filter((c) => !(c.createdAt !== undefined && c.updatedAt !== undefined));

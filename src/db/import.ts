@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { idSchema, instantSchema, professorAssignmentSchema, textSchema, uniqueProfessors } from "../lib/fields";
 import { API_KEY_PATTERN, STRONG_API_KEY_RE } from "../lib/ids";
+import { SCOPES } from "../lib/scopes";
 import { CONTROL_CHAR_MESSAGE, CONTROL_CHAR_RE, jsonPath } from "../lib/text";
 import { parseInstant } from "../lib/time";
 
@@ -18,10 +19,37 @@ const instant = instantSchema();
 
 const KEY_FORM_RE = new RegExp(`^${API_KEY_PATTERN}$`);
 
+/**
+ * A key carried by its hash (what `npm run shards -- export` writes): the stored row of a key
+ * whose plaintext the operator does not hold, with its id, label, last 4 characters, scopes,
+ * creation, revocation and expiry (docs/operations.md § "Data import (operators)").
+ */
+const keyHashSchema = z.strictObject({
+  id,
+  /** Lowercase hex SHA-256 of the key. */
+  hash: z.string().regex(/^[0-9a-f]{64}$/, "must be the lowercase hex SHA-256 of a key (64 characters [0-9a-f])"),
+  label: z.string().min(1, "must not be empty").max(200, "must be at most 200 characters").nullable().default(null),
+  last4: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{4}$/, "must be 4 characters of [A-Za-z0-9_-]")
+    .nullable()
+    .default(null),
+  scopes: z.array(z.enum(SCOPES)).min(1, "must list at least one scope"),
+  createdAt: instant,
+  revokedAt: instant.nullable().default(null),
+  expiresAt: instant.nullable().default(null),
+});
+
 const schoolSchema = z.strictObject({
   id,
   name: nonEmpty,
   apiKeys: z.array(z.string().regex(KEY_FORM_RE, "must start with sk_ and use [A-Za-z0-9_-]")).default([]),
+  apiKeyHashes: z.array(keyHashSchema).default([]),
+  /**
+   * The school's last change number where the file comes from (an export's): the import
+   * numbers its changes after it, so that a change cursor of that deployment never skips one here.
+   */
+  changeSeq: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).optional(),
 });
 const namedSchema = z.strictObject({ id, schoolId: id, name: nonEmpty });
 const personSchema = z.strictObject({
@@ -44,6 +72,8 @@ const courseSchema = z.strictObject({
   absencesSent: z.boolean().default(false),
   createdAt: instant.optional(),
   updatedAt: instant.optional(),
+  /** The version to write for a course new to the database (an export's); see courseSteps in src/db/import-rows.ts. */
+  version: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER).optional(),
   groupIds: z.array(id).default([]),
   studentIds: z.array(id).default([]),
   professors: z.array(professorAssignmentSchema).superRefine(uniqueProfessors).default([]),
@@ -155,6 +185,21 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
         problems.push({ path, message: "a demo key (sk_test_…): --remote refuses them; mint live keys with npm run keys -- create" });
       if (keys.has(k)) problems.push({ path, message: "API key listed twice" });
       keys.add(k);
+    });
+  });
+  const hashes = new Set<string>();
+  const keyIds = new Set<string>();
+  items("schools").forEach((s, i) => {
+    if (!Array.isArray(s.apiKeyHashes)) return;
+    s.apiKeyHashes.forEach((k: unknown, j) => {
+      if (typeof k !== "object" || k === null) return;
+      const { hash, id: keyId, label } = k as Record<string, unknown>;
+      const path = `schools[${i}].apiKeyHashes[${j}]`;
+      if (typeof label === "string" && CONTROL_CHAR_RE.test(label)) problems.push({ path: `${path}.label`, message: CONTROL_CHAR_MESSAGE });
+      if (typeof hash === "string" && hashes.has(hash)) problems.push({ path: `${path}.hash`, message: "API key listed twice" });
+      if (typeof keyId === "string" && keyIds.has(keyId)) problems.push({ path: `${path}.id`, message: `duplicate key id "${keyId}"` });
+      if (typeof hash === "string") hashes.add(hash);
+      if (typeof keyId === "string") keyIds.add(keyId);
     });
   });
   items("courses").forEach((c, i) => {

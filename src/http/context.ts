@@ -75,6 +75,8 @@ export class RequestContext {
   shard: string | undefined = undefined;
   /** The `operationId` of the operation the router matched (the log line's). */
   operationId: string | undefined = undefined;
+  /** An error response's `code` (the log line's). */
+  errorCode: string | undefined = undefined;
   /** What a 500 threw (the log line's `error` and `stack`; never sent to the client). */
   internalError: unknown = undefined;
 

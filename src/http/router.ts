@@ -43,6 +43,7 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
   const router = Router<IRequest, [E, ExecutionContext, RequestContext]>({
     catch: (err: unknown, _req: IRequest, _env: E, _exec: ExecutionContext, rc: RequestContext) => {
       const { status, body, headers } = toErrorBody(err, rc.requestId);
+      rc.errorCode = body.code;
       // The request's log line (src/index.ts) carries it; the client never sees it.
       if (status === 500) rc.internalError = err;
       return jsonResponse(body, status, headers);
@@ -105,6 +106,7 @@ function finish(response: Response, rc: RequestContext): Response {
 /** The error envelope of `err` as a complete response (for errors thrown outside the router). */
 export function errorResponse(err: unknown, rc: RequestContext): Response {
   const { status, body, headers } = toErrorBody(err, rc.requestId);
+  rc.errorCode = body.code;
   if (status === 500) rc.internalError = err;
   return finish(jsonResponse(body, status, headers), rc);
 }

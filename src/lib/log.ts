@@ -28,6 +28,8 @@ export interface RequestLine {
   /** The URL path (never the query string), cut to 200 characters. */
   path: string;
   status: number;
+  /** An error response's `code` (`EVENT_QUOTA_EXCEEDED`, `RATE_LIMITED`, …): what alerts count by. */
+  code?: string;
   /** From the request's arrival to its response, ms. */
   durationMs: number;
   /** Spent waiting on D1, ms. */
@@ -39,6 +41,8 @@ export interface RequestLine {
 
 /** One line per delivery attempt (written by the webhook courier). */
 export interface DeliveryAttemptLine {
+  /** The registration's school: failed deliveries are counted per school by it. */
+  schoolId: string;
   webhookId: string;
   eventId: string;
   /** 1 for the first attempt of a delivery. */
@@ -134,12 +138,14 @@ const FIELDS: { [K in keyof Lines]: Record<keyof Lines[K], Form> } = {
     method: "word",
     path: "text",
     status: "int",
+    code: "word",
     durationMs: "ms",
     dbMs: "ms",
     error: "text",
     stack: "text",
   },
   delivery_attempt: {
+    schoolId: "id",
     webhookId: "id",
     eventId: "id",
     attempt: "int",

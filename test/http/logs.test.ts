@@ -41,7 +41,7 @@ const requestLines = () => lines.filter((l) => l.startsWith('{"kind":"request"')
 const base = { name: "Journalisation", startDateTime: "2026-10-05T08:00:00Z", endDateTime: "2026-10-05T10:00:00Z" };
 
 describe("one JSON line per request", () => {
-  it("carries requestId, schoolId once known, operationId, status, durationMs and dbMs", async () => {
+  it("carries requestId, schoolId once known, operationId, status, an error's code, durationMs and dbMs", async () => {
     const { schoolId, key } = await newSchool("log");
     const ok = await callJson("/v3/courses?limit=1", { key, headers: { "x-request-id": "req_log_ok" } });
     const bad = await callJson("/v3/courses?limit=1", { key: "sk_live_wrong_key_log_1", headers: { "x-request-id": "req_log_401" } });
@@ -62,9 +62,9 @@ describe("one JSON line per request", () => {
       durationMs: expect.any(Number),
       dbMs: expect.any(Number),
     });
-    expect(byId.get("req_log_401")).toMatchObject({ operationId: "listCourses", status: 401 });
+    expect(byId.get("req_log_401")).toMatchObject({ operationId: "listCourses", status: 401, code: "UNAUTHORIZED" });
     expect(byId.get("req_log_401")).not.toHaveProperty("schoolId");
-    expect(byId.get("req_log_404")).toMatchObject({ path: "/v3/nowhere", status: 404 });
+    expect(byId.get("req_log_404")).toMatchObject({ path: "/v3/nowhere", status: 404, code: "NOT_FOUND" });
     expect(byId.get("req_log_404")).not.toHaveProperty("operationId");
     // Exactly one line per request.
     expect(lines.filter((l) => l.includes("req_log_ok"))).toHaveLength(1);
@@ -122,6 +122,7 @@ describe("no line carries a credential, a secret, a signature or a custom header
     expect(failedAttempt, "the attempt logs-2 answered 500").toBeDefined();
     expect(lines.filter((l) => l.startsWith('{"kind":"delivery_attempt"')).map((l) => JSON.parse(l))).toContainEqual({
       kind: "delivery_attempt",
+      schoolId,
       webhookId: second.id,
       eventId: failedAttempt.event.id,
       attempt: 1,
@@ -153,6 +154,7 @@ describe("the logging module writes whitelisted fields only", () => {
     };
     logRequest(sneaky);
     logDeliveryAttempt({
+      schoolId: "sch_1",
       webhookId: "wh_1",
       eventId: "evt_1",
       attempt: 2,
@@ -176,6 +178,7 @@ describe("the logging module writes whitelisted fields only", () => {
       },
       {
         kind: "delivery_attempt",
+        schoolId: "sch_1",
         webhookId: "wh_1",
         eventId: "evt_1",
         attempt: 2,

@@ -260,6 +260,7 @@ export class Dispatch {
       const recorded = statuses[i];
       if (!recorded) return;
       logDeliveryAttempt({
+        schoolId: config.schoolId,
         webhookId: config.webhookId,
         eventId: outcome.row.event_id,
         attempt: recorded.attempt,
