@@ -1,9 +1,8 @@
 /**
  * Authentication and scope (docs/reference.md § "Conventions", § "Portal sessions"):
- * `Authorization: Bearer <credential>`: an API key `sk_…` (every operation of its school), or
- * a portal session token `ps_…`, only on operations declaring `portalTokens`
- * (src/http/operation.ts), a read-only one only on their GETs and those declaring
- * `readOnlyTokens` (else 403 FORBIDDEN); a link's token (minted by POST /v3/portal-sessions,
+ * `Authorization: Bearer <credential>`: an API key `sk_…` or a portal session token `ps_…`,
+ * the latter only on operations declaring `portalTokens` (src/http/operation.ts), a
+ * read-only one on their GETs and `readOnlyTokens` ones (else 403); a link's token (minted by POST /v3/portal-sessions,
  * not yet redeemed) only on the operation declaring `portalLinks`, the redeem (else 401),
  * where a redeemed session's token gets 403. Both kinds are stored as SHA-256 hashes in the
  * directory and belong to one school, whose shard the same query reads, with their scopes
