@@ -9,7 +9,7 @@
 import { z } from "zod";
 import { idSchema, instantSchema, professorAssignmentSchema, textSchema, uniqueProfessors } from "../lib/fields";
 import { API_KEY_PATTERN, STRONG_API_KEY_RE } from "../lib/ids";
-import { CONTROL_CHAR_MESSAGE, CONTROL_CHAR_RE, jsonPath } from "../lib/text";
+import { jsonPath, terminalTextProblem } from "../lib/text";
 import { parseInstant } from "../lib/time";
 
 const id = idSchema;
@@ -98,8 +98,8 @@ export function validateImport(data: unknown, opts: { remote?: boolean } = {}): 
 const KINDS = ["schools", "trainings", "groups", "students", "professors", "surveyTemplates", "courses"] as const;
 
 /**
- * The text fields of each kind, which refuse control characters (`CONTROL_CHAR_RE`, the key
- * labels' rule): operators' terminals print them (`npm run shards -- status`), where an
+ * The text fields of each kind, which refuse control, bidirectional and zero-width characters
+ * (`terminalTextProblem`, the key labels' rule): operators' terminals print them (`npm run shards -- status`), where an
  * escape sequence could act (docs/operations.md § "Data import").
  */
 const TEXT_FIELDS: Record<(typeof KINDS)[number], readonly string[]> = {
@@ -114,7 +114,7 @@ const TEXT_FIELDS: Record<(typeof KINDS)[number], readonly string[]> = {
 
 /**
  * Checks across items, run on the raw file so that they report alongside schema problems
- * (items too malformed to tell are skipped): control characters in text fields (not in the
+ * (items too malformed to tell are skipped): control, bidirectional and zero-width characters in text fields (not in the
  * schema, which the tests' fixtures also load through), duplicate ids within a kind (per school), an
  * API key listed twice, weak or (`remote`) a demo key, a course whose end is not after its start.
  */
@@ -129,7 +129,8 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
     items(kind).forEach((r, i) => {
       for (const field of TEXT_FIELDS[kind]) {
         const text = r[field];
-        if (typeof text === "string" && CONTROL_CHAR_RE.test(text)) problems.push({ path: `${kind}[${i}].${field}`, message: CONTROL_CHAR_MESSAGE });
+        const problem = typeof text === "string" ? terminalTextProblem(text) : null;
+        if (problem !== null) problems.push({ path: `${kind}[${i}].${field}`, message: problem });
       }
     });
   }
