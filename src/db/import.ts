@@ -81,7 +81,7 @@ const DEMO_KEY_PREFIX = "sk_test_";
  * fields, duplicate ids within a kind, an API
  * key listed twice, shorter than `sk_` + 32 characters of `[A-Za-z0-9_-]` (`STRONG_API_KEY_RE`), or (with
  * `remote`: the import writes to a deployment) a demo `sk_test_` key. References to other
- * ids are not checked: they may already be in the database.
+ * ids are checked against the file and the database later (src/db/import-references.ts).
  */
 export function validateImport(data: unknown, opts: { remote?: boolean } = {}): { ok: true; file: ImportFile } | { ok: false; problems: ImportProblem[] } {
   const parsed = importFileSchema.safeParse(data);
