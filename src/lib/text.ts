@@ -7,7 +7,7 @@
 export const CONTROL_CHAR_RE = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** The message of a text refused for `CONTROL_CHAR_RE`. */
-export const CONTROL_CHAR_MESSAGE = "must not contain control characters";
+const CONTROL_CHAR_MESSAGE = "must not contain control characters";
 
 /**
  * A character that reorders or hides text where it is shown: the bidirectional controls
