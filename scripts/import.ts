@@ -16,6 +16,7 @@ import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { type ImportFile, type ImportProblem, validateImport } from "../src/db/import";
 import { isImportBoundRefusal } from "../src/db/import-quota";
+import { openReferences, referenceProblems, storedReferences } from "../src/db/import-references";
 import { directorySteps, hashedKeys, type ImportPublish, importedKeys, keyOwnershipProblems, shardSteps, storedKeyOwners } from "../src/db/import-rows";
 import { type ImportStep, renderLiteral, rowCount } from "../src/db/import-sql";
 import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, schoolsOf, shardSize } from "../src/db/placement";
@@ -193,6 +194,28 @@ async function checkStoredKeys(file: ImportFile, opts: ImportOptions): Promise<v
 }
 
 /**
+ * The check of the courses' references against the database, before anything is written
+ * (docs/operations.md § "Data import (operators)"): an id a course names that is neither in
+ * the file nor on its school's shard refuses the whole file. One `wrangler d1 execute` per
+ * school, table and 500 such ids; none when the file defines every id it names.
+ *
+ * @throws ImportValidationError naming each such reference's course, id and JSON path.
+ * @throws Error when wrangler fails (with its output).
+ */
+async function checkStoredReferences(file: ImportFile, placed: ReadonlyMap<string, string>, opts: ImportOptions): Promise<void> {
+  const refs = openReferences(file);
+  const stored: { tbl: string; school_id: string; id: string }[] = [];
+  for (const shard of new Set(refs.map((r) => placed.get(r.schoolId)!))) {
+    const steps = storedReferences(refs.filter((r) => placed.get(r.schoolId) === shard));
+    for (const sql of renderLiteral(steps, Number.POSITIVE_INFINITY)) {
+      stored.push(...(await d1Query<{ tbl: string; school_id: string; id: string }>(sql, opts.target ?? "local", opts.persistTo, shard)));
+    }
+  }
+  const problems = referenceProblems(refs, stored);
+  if (problems.length > 0) throw new ImportValidationError(problems);
+}
+
+/**
  * Where each school of `file` goes (docs/reference.md § Database shards): the directory's
  * known schools keep their shard, new ones go to the shard with the fewest bytes (estimated
  * from each shard's row counts), or all to `opts.shard`. One `wrangler d1 execute` on the
@@ -263,6 +286,7 @@ async function executeFile(binding: string, file: string, n: number, opts: Impor
 async function importValidated(file: ImportFile, opts: ImportOptions): Promise<ImportSummary> {
   const now = opts.now ?? Date.now();
   const placed = await placement(file, opts);
+  await checkStoredReferences(file, placed, opts);
   const dir = opts.keepSqlDir ?? (await mkdtemp(path.join(os.tmpdir(), "d1-import-")));
   if (opts.keepSqlDir) await mkdir(dir, { recursive: true });
   // One clock for the bar and the summary: both print the same time.

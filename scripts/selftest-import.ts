@@ -7,7 +7,8 @@
  *     course.created, +1 and one course.updated for an edit only;
  * (c) a revoked key stays revoked when its file is imported again;
  * (d) a key stored for another school refuses the whole file, naming its JSON path;
- * (e) the progress bar, in a log, ends on the file's rows and the summary's time.
+ * (e) the progress bar, in a log, ends on the file's rows and the summary's time;
+ * (f) a course naming an id in neither the file nor the database refuses the whole file.
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";
@@ -310,6 +311,33 @@ async function main(): Promise<void> {
     const sixth = await runImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_0"]);
     const [where] = await d1Query<{ shard: string }>("SELECT shard FROM schools WHERE id = 'sch_placed'", "local", persist);
     check(sixth.code === 0 && where?.shard === "SHARD_0", "--shard SHARD_0 places the new school there", `${sixth.stderr}\n${JSON.stringify(where)}`);
+
+    // (f) A course naming an id in neither the file nor the database refuses the whole file,
+    // naming the course, the id and its JSON path; an id the database holds is accepted.
+    const s6 = await snapshot(persist);
+    const school = data.schools![0]!.id;
+    const storedGroup = data.groups!.find((g) => g.schoolId === school)!.id;
+    const dangling = {
+      courses: [{ ...courses.find((c) => c.schoolId === school)!, id: "crs_dangling", groupIds: [storedGroup, "grp_nowhere"], studentIds: [] }],
+    };
+    const danglingFile = path.join(dir, "dangling.json");
+    await writeFile(danglingFile, JSON.stringify(dangling));
+    const seventh = await runImport([danglingFile, "--persist-to", persist, "--quiet"]);
+    const danglingLines = seventh.stderr.split("\n").filter((line) => / (group|student|professor|training|survey template) "/.test(line));
+    check(
+      seventh.code === 2 &&
+        danglingLines.length === 1 &&
+        danglingLines[0]!.trimStart().startsWith("courses[0].groupIds[1]: ") &&
+        danglingLines[0]!.includes('"crs_dangling"') &&
+        danglingLines[0]!.includes('"grp_nowhere"'),
+      "a group id in neither the file nor the database: exit 2, reported with its course, id and JSON path (the stored one accepted)",
+      `exit ${seventh.code}\n${seventh.stderr}`,
+    );
+    check(
+      JSON.stringify(await snapshot(persist)) === JSON.stringify(s6),
+      "a group id in neither the file nor the database: nothing written",
+      JSON.stringify(await snapshot(persist)),
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -33,6 +33,7 @@ const isCopy = (req: StubRequest) => req.queries[0]!.sql.startsWith('INSERT INTO
 interface Status {
   shards: { binding: string; schools: number; courses: number; bytes: number; share: number }[];
   schools: { id: string; name: string; shard: string; state: string }[];
+  warnings: { schoolId: string; shard: string; bytes: number; share: number }[];
 }
 
 /** A school's import file: `courses` courses, each with 10 students, 1 professor, 1 group. */
@@ -165,6 +166,7 @@ async function main(): Promise<void> {
       "status --json: both shards with their schools and courses",
       JSON.stringify(s0.shards),
     );
+    check(JSON.stringify(s0.warnings) === "[]", "status --json: no school holds more than 10 % of its shard (warnings empty)", JSON.stringify(s0.warnings));
     check(
       s0.shards.every((x) => Number.isInteger(x.bytes) && x.bytes > 0 && x.share === x.bytes / 10_000_000_000) && a!.bytes > LARGE_PAYLOAD_BYTES,
       "status --json: bytes (D1's own size) and share of 10 GB",

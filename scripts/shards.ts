@@ -2,11 +2,12 @@
  * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort] | export --school ID [--out FILE]` [--local | --remote] [--persist-to DIR]
  * The operators' view of the D1 shards (docs/operations.md § Database shards): `migrate`
  * applies migrations/directory and migrations/shard with wrangler; `status` prints each
- * shard's schools, courses, bytes and share of 10 GB, and each school's shard and state;
- * `move` runs src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched);
- * `export` writes one school's import file (src/db/export.ts). All but `migrate` run on D1
- * bindings: locally through Miniflare (scripts/lib/d1-local.ts; a move wants the dev server
- * stopped), remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
+ * shard's schools, courses, bytes and share of 10 GB, each school's shard and state, and
+ * warns of a school holding more than 10 % of its shard (`SCHOOL_SHARE_WARNING`); `move` runs
+ * src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched); `export`
+ * writes one school's import file (src/db/export.ts). All but `migrate` run on D1 bindings:
+ * locally through Miniflare (scripts/lib/d1-local.ts; a move wants the dev server stopped),
+ * remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
  * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
  * unknown school or shard, a move under way to another shard, or missing credentials.
  */
@@ -18,7 +19,7 @@ import type { Writable } from "node:stream";
 import { type ExportCounts, ExportRefused, exportSchool } from "../src/db/export";
 import { renderLiteral } from "../src/db/import-sql";
 import { abortMove, type MoveDatabases, MoveRefused, moveSchool } from "../src/db/move";
-import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
+import { estimateBytes, estimateSchoolBytes, SCHOOL_SHARE_WARNING, type SchoolSize, type ShardSize, schoolSize, shardSize } from "../src/db/placement";
 import { ID_RE } from "../src/lib/ids";
 import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
@@ -71,6 +72,16 @@ export interface SchoolStatus {
   state: "active" | "moving";
 }
 
+/** A school that holds more than `SCHOOL_SHARE_WARNING` of its shard's 10 GB (estimated). */
+export interface ShareWarning {
+  schoolId: string;
+  shard: string;
+  /** Estimated bytes (`estimateSchoolBytes`): at least this much. */
+  bytes: number;
+  /** bytes / 10 GB. */
+  share: number;
+}
+
 /** The directory and the shards of `where`, and how to let them go. */
 interface Opened {
   dbs: MoveDatabases;
@@ -99,18 +110,28 @@ async function open(where: D1Target): Promise<Opened | string> {
  * bytes are D1's own figure (`meta.size_after`), or estimated from its row counts where the
  * runtime reports none.
  */
-export async function readStatus(dbs: MoveDatabases): Promise<{ shards: ShardStatus[]; schools: SchoolStatus[] }> {
+export async function readStatus(dbs: MoveDatabases): Promise<{ shards: ShardStatus[]; schools: SchoolStatus[]; warnings: ShareWarning[] }> {
   const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
   const shards: ShardStatus[] = [];
+  const warnings: ShareWarning[] = [];
+  const warnAt = SCHOOL_SHARE_WARNING * DATABASE_MAX_BYTES;
   for (const [binding, d1] of Object.entries(dbs.shards)) {
     const r = await d1.prepare(sizeSql!).all<ShardSize>();
     const size = r.results[0]!;
     const reported = Number((r.meta as { size_after?: number }).size_after);
     const bytes = reported > 0 ? reported : estimateBytes(size);
     shards.push({ binding, schools: size.schools, courses: size.courses, bytes, share: bytes / DATABASE_MAX_BYTES });
+    // Each school's rows, counted up to what passes the warning's share: bounded per school.
+    const held = await d1.prepare("SELECT school_id FROM held_schools WHERE state IN ('active', 'fenced') ORDER BY school_id").all<{ school_id: string }>();
+    for (const { school_id } of held.results) {
+      const [sql] = renderLiteral([schoolSize(school_id, warnAt + 1)], Number.POSITIVE_INFINITY);
+      const school = (await d1.prepare(sql!).all<SchoolSize>()).results[0]!;
+      const estimated = estimateSchoolBytes(school);
+      if (estimated > warnAt) warnings.push({ schoolId: school_id, shard: binding, bytes: estimated, share: estimated / DATABASE_MAX_BYTES });
+    }
   }
   const { results: schools } = await dbs.directory.prepare("SELECT id, name, shard, state FROM schools ORDER BY shard, id").all<SchoolStatus>();
-  return { shards, schools };
+  return { shards, schools, warnings };
 }
 
 async function status(json: boolean, where: D1Target): Promise<number> {
@@ -143,6 +164,12 @@ async function status(json: boolean, where: D1Target): Promise<number> {
       s.schools.map((r) => [r.id, printable(r.name), r.shard, r.state]),
     ),
   );
+  for (const w of s.warnings) {
+    console.log(
+      `\nwarning: school ${w.schoolId} holds ${(w.share * 100).toFixed(0)} % or more of ${w.shard}'s 10 GB (about ${formatInt(w.bytes)} bytes; ` +
+        `more than ${SCHOOL_SHARE_WARNING * 100} %): move it to an emptier shard (npm run shards -- move ${w.schoolId} --to SHARD_k)`,
+    );
+  }
   return 0;
 }
 

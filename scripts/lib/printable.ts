@@ -3,14 +3,15 @@
  * for a terminal (docs/operations.md § "Operating the service"): a control character could
  * start an escape sequence (OSC 52 writes the clipboard, others retitle or recolour).
  */
-import { CONTROL_CHAR_RE } from "../../src/lib/text";
+import { CONTROL_CHAR_RE, INVISIBLE_CHAR_RE } from "../../src/lib/text";
 
-/** The controls imported text refuses (src/lib/text.ts), every one of them. */
-const CONTROLS = new RegExp(CONTROL_CHAR_RE.source, "g");
+/** The characters imported text refuses (src/lib/text.ts), every one of them: controls, bidirectional and zero-width ones. */
+const CONTROLS = new RegExp(`${CONTROL_CHAR_RE.source}|${INVISIBLE_CHAR_RE.source}`, "g");
 
 /**
- * `text` with every C0 (U+0000–U+001F), DEL and C1 (U+0080–U+009F) control written as a JSON
- * escape, `\u001b`; the rest unchanged. Applied to `JSON.stringify` output it keeps it valid
+ * `text` with every C0 (U+0000–U+001F), DEL and C1 (U+0080–U+009F) control and every
+ * bidirectional or zero-width character (`INVISIBLE_CHAR_RE`) written as a JSON escape,
+ * `\u001b`; the rest unchanged. Applied to `JSON.stringify` output it keeps it valid
  * JSON (the C1 controls and DEL, which `JSON.stringify` leaves raw, become escapes of themselves).
  */
 export function printable(text: string): string {
@@ -23,5 +24,5 @@ export function printable(text: string): string {
  * parsing to the same value).
  */
 export function printableJson(value: unknown): string {
-  return JSON.stringify(value, null, 2).replace(/[\u007f-\u009f]/g, printable);
+  return JSON.stringify(value, null, 2).replace(new RegExp(`[\\u007f-\\u009f]|${INVISIBLE_CHAR_RE.source}`, "g"), printable);
 }

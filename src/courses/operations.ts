@@ -131,7 +131,7 @@ const MOVING = {
 /** The 429 of a course write besides the rate limit's (docs/reference.md § "Event quota"). */
 const QUOTA = {
   codes: ["EVENT_QUOTA_EXCEEDED"],
-  lead: `\`EVENT_QUOTA_EXCEEDED\`: nothing was written and no event published. The school's course writes published their daily quota of event bytes (the operator's \`EVENT_BYTES_PER_DAY\`, ${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes by default, counted per UTC day); \`Retry-After\` is the seconds until the next UTC day, when writes are accepted again. Reads keep working, and an idempotent replay of a write already accepted still answers.`,
+  lead: `\`EVENT_QUOTA_EXCEEDED\`: nothing was written and no event published. The school's course writes published and stored their daily quota of bytes (events as delivered and rows stored with their indexes; the operator's \`EVENT_BYTES_PER_DAY\`, ${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes by default, counted per UTC day); \`Retry-After\` is the seconds until the next UTC day, when writes are accepted again. Reads keep working, and an idempotent replay of a write already accepted still answers.`,
 } satisfies { codes: ErrorCodes; lead: string };
 
 /** When a course write's events are accepted (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"). */

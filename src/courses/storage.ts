@@ -9,7 +9,7 @@
 import { type SQL, sql } from "drizzle-orm";
 import type { DrizzleD1Database } from "drizzle-orm/d1";
 import { prepare } from "../db/client";
-import { countEventBytes } from "../db/event-quota";
+import { countEventBytes, rowValueBytes, STORED_FACTOR } from "../db/event-quota";
 import { RECORD_PARTS, type RecordPart, rebuildParts } from "../db/record-parts";
 import type { D1Timer } from "../http/context";
 import type { ErrorDetail } from "../http/envelopes";
@@ -152,7 +152,7 @@ const RELATION_LISTS = [
   ["course_survey_templates", "survey_template_id", "surveyTemplateIds"],
 ] as const;
 
-/** The daily quota of event bytes a write is counted against (src/db/event-quota.ts). */
+/** The daily quota of write bytes (events and stored rows) a write is counted against (src/db/event-quota.ts). */
 export interface QuotaCharge {
   /** The deployment's `EVENT_BYTES_PER_DAY`. */
   bytesPerDay: number;
@@ -164,7 +164,7 @@ export interface QuotaCharge {
  * The D1 statements of one write, every one guarded by the compare-and-set on `revision`:
  * the course row (insert or conditional update), each relation list that changed (replaced
  * whole; bound in batches cut by `cutBatches`), the outbox rows of the events, the count of
- * their bytes against the school's daily quota (docs/reference.md § "Event quota": over it,
+ * their bytes and of the rows stored against the school's daily quota (docs/reference.md § "Event quota": over it,
  * the batch fails whole, `isQuotaRefusal`), and last a SELECT of the stored revision (did
  * this write win?). Run as one `db.batch` (one transaction): see `runBatch`.
  *
@@ -183,6 +183,8 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
   const cursor = sql.raw(changeCursorSql("c.change_seq"));
   const ofWrite = sql`courses c WHERE c.school_id = ${schoolId} AND c.id = ${after.id} AND c.revision = ${rev}`;
   const stmts: SQL[] = [];
+  // What the write stores, counted against the quota with its events (`storedRowBytes`, `partBytes`).
+  const stored = storedRowBytes(schoolId, rev, classroomFolded, before, after);
   if (!before) {
     stmts.push(sql`INSERT INTO courses (school_id, id, name, name_folded, start_ms, end_ms, classroom, classroom_folded, creator_id, training_id,
         archived, absences_sent, created_at, updated_at, revision, version, change_seq)
@@ -221,7 +223,8 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
   // --- Stored record parts (docs/architecture.md § Course reads): each part whose lists changed
   // is rebuilt from the rows just written, under the same guard (a lost race rebuilds nothing).
   const keys = sql`SELECT ${schoolId} AS school_id, ${after.id} AS course_id WHERE ${guard}`;
-  for (const part of changedParts(before, after)) stmts.push(rebuildParts(part, keys));
+  const parts = changedParts(before, after);
+  for (const part of parts) stmts.push(rebuildParts(part, keys));
   // --- End of stored record parts.
   // `created_at` is the Worker's clock at the write (`quota.at`), never the event's createdAt: that follows
   // the course's updatedAt (imported data: 2099 would hide a failed publish from the sweep until then).
@@ -259,12 +262,68 @@ export function writeStatements(schoolId: string, before: CourseState | undefine
         ${quota.at}
       FROM json_each(${batch.json}) AS j, outbox AS f WHERE f.event_id = ${first!.id} AND ${guard}`);
   }
-  if (events.length > 0) {
-    const cursorBytes = sql`(SELECT length(${cursor}) FROM ${ofWrite})`;
-    stmts.push(countEventBytes(schoolId, sql`${eventBytes} + ${events.length} * ${cursorBytes}`, quota.bytesPerDay, quota.at, guard));
-  }
+  const cursorBytes = events.length === 0 ? sql`0` : sql`(SELECT length(${cursor}) FROM ${ofWrite})`;
+  stmts.push(
+    countEventBytes(
+      schoolId,
+      sql`${eventBytes} + ${events.length} * ${cursorBytes}`,
+      sql`${stored} + ${partBytes(schoolId, after.id, parts)}`,
+      quota.bytesPerDay,
+      quota.at,
+      guard,
+    ),
+  );
   stmts.push(sql`SELECT revision, change_seq FROM courses WHERE school_id = ${schoolId} AND id = ${after.id}`);
   return stmts;
+}
+
+/**
+ * Bytes a write stores in rows it knows before its batch runs, at `STORED_FACTOR`
+ * (docs/reference.md § "Event quota"): the course row (inserted or rewritten) and every
+ * relation row it inserts (a list sent replaces the whole list: each of its rows counts).
+ */
+function storedRowBytes(schoolId: string, rev: string, classroomFolded: string | null, before: CourseState | undefined, after: CourseState): number {
+  const course = rowValueBytes([
+    schoolId,
+    after.id,
+    after.name,
+    fold(after.name),
+    after.startDateTime,
+    after.endDateTime,
+    after.classroom,
+    classroomFolded,
+    after.creatorId,
+    after.trainingId,
+    0,
+    0,
+    after.createdAt,
+    after.updatedAt,
+    rev,
+    after.version,
+    0,
+  ]);
+  let relations = 0;
+  for (const [, , field] of RELATION_LISTS) {
+    if (before && sameList(before[field], after[field])) continue;
+    for (const id of after[field]) relations += rowValueBytes([schoolId, after.id, id]);
+  }
+  if (!before || !sameProfessors(before.professors, after.professors))
+    for (const p of after.professors) relations += rowValueBytes([schoolId, after.id, p.professorId, 0, 0]);
+  return STORED_FACTOR.course * course + STORED_FACTOR.relation * relations;
+}
+
+/**
+ * SQL of the bytes of the record parts the batch rebuilt (`parts`), read back in the batch
+ * at `STORED_FACTOR.part`: one primary-key lookup of `course_parts`; `0` when none.
+ */
+function partBytes(schoolId: string, courseId: string, parts: RecordPart[]): SQL {
+  if (parts.length === 0) return sql`0`;
+  const names = sql.join(
+    parts.map((p) => sql`${p}`),
+    sql`, `,
+  );
+  return sql`${STORED_FACTOR.part} * (SELECT coalesce(sum(length(CAST(school_id AS BLOB)) + length(CAST(course_id AS BLOB)) + length(part) + length(CAST(json AS BLOB))), 0)
+    FROM course_parts WHERE school_id = ${schoolId} AND course_id = ${courseId} AND part IN (${names}))`;
 }
 
 /** The stored parts (`course_parts`) a write from `before` to `after` changes: all three for a new course. */

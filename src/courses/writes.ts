@@ -42,14 +42,14 @@ function quotaExceeded(bytesPerDay: number, at: number): ApiError {
   const seconds = secondsToNextUtcDay(at);
   return new ApiError(
     "EVENT_QUOTA_EXCEEDED",
-    `This write's events would take the school past its quota of ${bytesPerDay.toLocaleString("en-US")} bytes of events per UTC day; nothing was written. Course writes resume at 00:00 UTC, in ${seconds} s (Retry-After); reads keep working.`,
+    `This write would take the school past its quota of ${bytesPerDay.toLocaleString("en-US")} bytes of events and stored data per UTC day; nothing was written. Course writes resume at 00:00 UTC, in ${seconds} s (Retry-After); reads keep working.`,
     undefined,
     { "retry-after": String(seconds) },
   );
 }
 
 /**
- * Runs a write's batch (`runBatch`) counted against the school's daily quota of event bytes
+ * Runs a write's batch (`runBatch`) counted against the school's daily quota of write bytes
  * at the Worker's clock now (`writeStatements`' `QuotaCharge`).
  *
  * @returns the course's change number when the write won its compare-and-set, `undefined`
@@ -82,10 +82,10 @@ const invalidRange = () =>
   new ApiError("INVALID_DATE_RANGE", "endDateTime must be after startDateTime.", [{ path: "endDateTime", message: "must be after startDateTime" }]);
 
 /**
- * Creates a course in one D1 batch (row, relations, outbox, the count of its event bytes).
+ * Creates a course in one D1 batch (row, relations, outbox, the count of its event and stored bytes).
  *
  * @param input a parsed POST body.
- * @param eventBytesPerDay the school's daily quota of event bytes (`EVENT_BYTES_PER_DAY`).
+ * @param eventBytesPerDay the school's daily quota of write bytes (`EVENT_BYTES_PER_DAY`).
  * @param now ms since the epoch: the course's `createdAt`/`updatedAt`.
  * @param alongside statements to commit in the same batch, first, given the new course (the
  *   idempotency key row of src/db/idempotency.ts); if one fails, nothing is written.
@@ -135,7 +135,7 @@ export async function createCourse(
  * @param ifMatch the request's `If-Match` (docs/reference.md § "POST /v3/courses — create a course · PATCH /v3/courses/{id} — change one"): checked
  *   against the version of the state each attempt reads, so a write that lost a race to
  *   another version answers 412 rather than overwrite it.
- * @param eventBytesPerDay the school's daily quota of event bytes (`EVENT_BYTES_PER_DAY`).
+ * @param eventBytesPerDay the school's daily quota of write bytes (`EVENT_BYTES_PER_DAY`).
  * @throws ApiError 404 COURSE_NOT_FOUND, 412 PRECONDITION_FAILED, 400 INVALID_DATE_RANGE
  *   (also when only one end moves), *_NOT_FOUND; 429 EVENT_QUOTA_EXCEEDED; 500
  *   INTERNAL_ERROR after MAX_ATTEMPTS lost races.

@@ -11,7 +11,7 @@
 import { randomCredential, sha256Hex } from "../lib/crypto";
 import { mintId } from "../lib/ids";
 import { formatScopes, SCOPES, type Scope } from "../lib/scopes";
-import { CONTROL_CHAR_MESSAGE, CONTROL_CHAR_RE } from "../lib/text";
+import { terminalTextProblem } from "../lib/text";
 import type { ImportStep } from "./import-sql";
 
 /** The prefix of the keys operators mint (docs/reference.md § "Conventions": `sk_live_…`). */
@@ -82,13 +82,12 @@ export interface ApiKeyListing {
 }
 
 /**
- * Why a label cannot be stored, or null when it can: 1–200 characters, no control
- * character (`CONTROL_CHAR_RE`: it is printed in a terminal's table).
+ * Why a label cannot be stored, or null when it can: 1–200 characters, no control,
+ * bidirectional or zero-width character (`terminalTextProblem`: it is printed in a terminal's table).
  */
 export function labelProblem(label: string): string | null {
   if (label.length === 0 || label.length > MAX_LABEL_LENGTH) return `must be 1 to ${MAX_LABEL_LENGTH} characters`;
-  if (CONTROL_CHAR_RE.test(label)) return CONTROL_CHAR_MESSAGE;
-  return null;
+  return terminalTextProblem(label);
 }
 
 /**

@@ -1,12 +1,13 @@
 /**
- * A school's daily quota of event bytes (docs/reference.md § "Event quota"): each course
- * write adds the bytes of the events it publishes to the school's row of the UTC day
- * (`event_bytes`, src/db/shard-schema.ts) in the write's own batch; the row's CHECK refuses a
- * total over the quota, which rolls the batch back whole. D1 runs a batch as one transaction
+ * A school's daily quota of write bytes (docs/reference.md § "Event quota"): each course
+ * write adds the bytes of the events it publishes and of the rows it stores to the school's
+ * row of the UTC day (`event_bytes`, src/db/shard-schema.ts) in the write's own batch; the
+ * row's CHECK refuses a total over the quota, which rolls the batch back whole. D1 runs a batch as one transaction
  * on the shard's primary, one at a time, so concurrent writes cannot both pass the quota.
  * The cron prunes the days before today.
  */
 import { type SQL, sql } from "drizzle-orm";
+import { utf8Bytes } from "../lib/batches";
 import { DEFAULT_EVENT_BYTES_PER_DAY } from "../lib/limits";
 import { DAY_MS, utcDay } from "../lib/time";
 
@@ -37,18 +38,35 @@ export const eventBytesMoveStart = (now: number): string => JSON.stringify([utcD
 export const secondsToNextUtcDay = (ms: number): number => Math.ceil(((utcDay(ms) + 1) * DAY_MS - ms) / 1000);
 
 /**
- * The statement that counts a write's event bytes, for the write's own batch: adds `bytes` to
- * the school's row of the UTC day of `at`, when `guard` holds (the write's compare-and-set:
- * a write that lost its race is not counted), and stores `bytesPerDay` as the row's quota.
- * Over it, the row's CHECK fails the statement and so the batch (`isQuotaRefusal`).
+ * How many bytes of a shard's pages one byte of row values takes, per kind of row a course
+ * write stores, indexes included (docs/operations.md § "Why 100 MB a school a day"): measured
+ * with SQLite's page count over the shard's migrations (a course row with 1,000 students, and
+ * 3,000 courses of 3, ids of 26 and 64 characters: 7.8–9.2 for a course row and its 14 indexes
+ * and name trigrams, 3.2–3.7 for a relation row and its 2 or 3 copies, 1.0–1.5 for a record
+ * part), rounded up.
+ */
+export const STORED_FACTOR = { course: 10, relation: 4, part: 2 } as const;
+
+/** Bytes of one row's values as `storedBytes` counts them: UTF-8 of each text, 8 a number, 1 a null. */
+export const rowValueBytes = (values: readonly (string | number | null)[]): number =>
+  values.reduce<number>((n, v) => n + (typeof v === "string" ? utf8Bytes(v) : v === null ? 1 : 8), 0);
+
+/**
+ * The statement that counts a write's bytes, for the write's own batch: adds `bytes` (its
+ * events) and `stored` (the rows it writes) to the school's row of the UTC day of `at`, when
+ * `guard` holds (the write's compare-and-set: a write that lost its race is not counted),
+ * and stores `bytesPerDay` as the row's quota. Over it (`bytes + stored_bytes`), the row's
+ * CHECK fails the statement and so the batch (`isQuotaRefusal`).
  *
  * @param bytes UTF-8 bytes of the write's event bodies (an SQL expression when part of them
  *   is known only in the batch, e.g. the `changeCursor` it takes).
+ * @param stored bytes the write stores, at `STORED_FACTOR` (SQL when part of them, the
+ *   record parts, is built in the batch).
  * @param at the write's instant by the Worker's clock (ms since the epoch).
  */
-export function countEventBytes(schoolId: string, bytes: number | SQL, bytesPerDay: number, at: number, guard: SQL): SQL {
-  return sql`INSERT INTO event_bytes (school_id, day, bytes, quota) SELECT ${schoolId}, ${utcDay(at)}, ${bytes}, ${bytesPerDay} WHERE ${guard}
-    ON CONFLICT (school_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, quota = excluded.quota`;
+export function countEventBytes(schoolId: string, bytes: number | SQL, stored: number | SQL, bytesPerDay: number, at: number, guard: SQL): SQL {
+  return sql`INSERT INTO event_bytes (school_id, day, bytes, stored_bytes, quota) SELECT ${schoolId}, ${utcDay(at)}, ${bytes}, ${stored}, ${bytesPerDay} WHERE ${guard}
+    ON CONFLICT (school_id, day) DO UPDATE SET bytes = bytes + excluded.bytes, stored_bytes = stored_bytes + excluded.stored_bytes, quota = excluded.quota`;
 }
 
 /** Whether a failed write batch was refused by the quota (the CHECK of `event_bytes`). */

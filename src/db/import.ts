@@ -10,7 +10,7 @@ import { z } from "zod";
 import { idSchema, instantSchema, professorAssignmentSchema, textSchema, uniqueProfessors } from "../lib/fields";
 import { API_KEY_PATTERN, STRONG_API_KEY_RE } from "../lib/ids";
 import { SCOPES } from "../lib/scopes";
-import { CONTROL_CHAR_MESSAGE, CONTROL_CHAR_RE, jsonPath } from "../lib/text";
+import { jsonPath, terminalTextProblem } from "../lib/text";
 import { parseInstant } from "../lib/time";
 
 const id = idSchema;
@@ -111,7 +111,7 @@ const DEMO_KEY_PREFIX = "sk_test_";
  * fields, duplicate ids within a kind, an API
  * key listed twice, shorter than `sk_` + 32 characters of `[A-Za-z0-9_-]` (`STRONG_API_KEY_RE`), or (with
  * `remote`: the import writes to a deployment) a demo `sk_test_` key. References to other
- * ids are not checked: they may already be in the database.
+ * ids are checked against the file and the database later (src/db/import-references.ts).
  */
 export function validateImport(data: unknown, opts: { remote?: boolean } = {}): { ok: true; file: ImportFile } | { ok: false; problems: ImportProblem[] } {
   const parsed = importFileSchema.safeParse(data);
@@ -128,8 +128,8 @@ export function validateImport(data: unknown, opts: { remote?: boolean } = {}): 
 const KINDS = ["schools", "trainings", "groups", "students", "professors", "surveyTemplates", "courses"] as const;
 
 /**
- * The text fields of each kind, which refuse control characters (`CONTROL_CHAR_RE`, the key
- * labels' rule): operators' terminals print them (`npm run shards -- status`), where an
+ * The text fields of each kind, which refuse control, bidirectional and zero-width characters
+ * (`terminalTextProblem`, the key labels' rule): operators' terminals print them (`npm run shards -- status`), where an
  * escape sequence could act (docs/operations.md § "Data import").
  */
 const TEXT_FIELDS: Record<(typeof KINDS)[number], readonly string[]> = {
@@ -144,7 +144,7 @@ const TEXT_FIELDS: Record<(typeof KINDS)[number], readonly string[]> = {
 
 /**
  * Checks across items, run on the raw file so that they report alongside schema problems
- * (items too malformed to tell are skipped): control characters in text fields (not in the
+ * (items too malformed to tell are skipped): control, bidirectional and zero-width characters in text fields (not in the
  * schema, which the tests' fixtures also load through), duplicate ids within a kind (per school), an
  * API key listed twice, weak or (`remote`) a demo key, a course whose end is not after its start.
  */
@@ -159,7 +159,8 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
     items(kind).forEach((r, i) => {
       for (const field of TEXT_FIELDS[kind]) {
         const text = r[field];
-        if (typeof text === "string" && CONTROL_CHAR_RE.test(text)) problems.push({ path: `${kind}[${i}].${field}`, message: CONTROL_CHAR_MESSAGE });
+        const problem = typeof text === "string" ? terminalTextProblem(text) : null;
+        if (problem !== null) problems.push({ path: `${kind}[${i}].${field}`, message: problem });
       }
     });
   }
@@ -195,7 +196,8 @@ function crossChecks(data: unknown, remote: boolean): ImportProblem[] {
       if (typeof k !== "object" || k === null) return;
       const { hash, id: keyId, label } = k as Record<string, unknown>;
       const path = `schools[${i}].apiKeyHashes[${j}]`;
-      if (typeof label === "string" && CONTROL_CHAR_RE.test(label)) problems.push({ path: `${path}.label`, message: CONTROL_CHAR_MESSAGE });
+      const labelProblem = typeof label === "string" ? terminalTextProblem(label) : null;
+      if (labelProblem !== null) problems.push({ path: `${path}.label`, message: labelProblem });
       if (typeof hash === "string" && hashes.has(hash)) problems.push({ path: `${path}.hash`, message: "API key listed twice" });
       if (typeof keyId === "string" && keyIds.has(keyId)) problems.push({ path: `${path}.id`, message: `duplicate key id "${keyId}"` });
       if (typeof hash === "string") hashes.add(hash);

@@ -107,3 +107,41 @@ export const shardSize: ImportStep = {
 
 /** A shard's bytes estimated from its row counts (placement; `status` reports the database's own size when D1 gives it). */
 export const estimateBytes = (size: ShardSize): number => size.courses * BYTES_PER_COURSE + size.rows * BYTES_PER_ROW;
+
+/**
+ * Bytes of a relation row (a course's group, student, professor or survey template) with its
+ * index entries and its share of the course's stored record part (measured with SQLite's page
+ * count: about 290 + 100 bytes with 26-character ids; docs/operations.md § "Why 100 MB a school
+ * a day").
+ */
+const BYTES_PER_RELATION_ROW = 400;
+
+/** The share of a shard's 10 GB above which `npm run shards -- status` warns about one school (docs/operations.md § Database shards). */
+export const SCHOOL_SHARE_WARNING = 0.1;
+
+/** A school's rows on a shard as `schoolSize` reads them, each count capped (see there). */
+export interface SchoolSize {
+  courses: number;
+  relations: number;
+}
+
+const RELATION_TABLES = ["course_groups", "course_students", "course_professors", "course_survey_templates"];
+
+/**
+ * The statement that reads a school's rows on its shard (one row, `SchoolSize`'s columns),
+ * each count through the table's primary key and capped at the rows that alone would make
+ * `capBytes`: it walks at most that many index entries per table, however large the school,
+ * and tells whether the school passes `capBytes` (`estimateSchoolBytes`), not its size beyond.
+ */
+export function schoolSize(schoolId: string, capBytes: number): ImportStep {
+  const capped = (table: string, perRow: number, v: (x: string | number) => string) =>
+    `(SELECT count(*) FROM (SELECT 1 FROM ${table} WHERE school_id = ${v(schoolId)} LIMIT ${v(Math.ceil(capBytes / perRow))}))`;
+  return {
+    kind: "command",
+    sql: (v) =>
+      `SELECT ${capped("courses", BYTES_PER_COURSE, v)} AS courses, ${RELATION_TABLES.map((t) => capped(t, BYTES_PER_RELATION_ROW, v)).join(" + ")} AS relations`,
+  };
+}
+
+/** A school's bytes on its shard estimated from `schoolSize` (courses with their indexes, relation rows with their parts). */
+export const estimateSchoolBytes = (size: SchoolSize): number => size.courses * BYTES_PER_COURSE + size.relations * BYTES_PER_RELATION_ROW;

@@ -293,10 +293,11 @@ export const outboxSchools = sqliteTable(
 );
 
 /**
- * The event bytes of each school per UTC day (docs/reference.md § "Event quota";
+ * The write bytes of each school per UTC day (docs/reference.md § "Event quota";
  * src/db/event-quota.ts): every course write adds the UTF-8 bytes of the events it
- * publishes, in the batch that writes the course and its outbox rows, and stores the
- * deployment's `EVENT_BYTES_PER_DAY` in force as `quota`. The CHECK refuses a total over it,
+ * publishes (`bytes`) and the bytes it stores (`stored_bytes`), in the batch that writes the
+ * course and its outbox rows, and stores the deployment's `EVENT_BYTES_PER_DAY` in force as
+ * `quota`. The CHECK refuses a total (`bytes + stored_bytes`) over it,
  * which aborts that batch whole: nothing written, no event. Imports count theirs apart
  * (`import_bytes`, against `import_bound`). The cron prunes the days before today through
  * `event_bytes_day_idx`.
@@ -311,6 +312,8 @@ export const eventBytes = sqliteTable(
     bytes: integer("bytes").notNull(),
     /** The daily quota (bytes) in force at the day's last counted write. */
     quota: integer("quota").notNull(),
+    /** Bytes the school's writes stored that day: rows and record parts at their index factors (`STORED_FACTOR`, src/db/event-quota.ts). */
+    storedBytes: integer("stored_bytes").notNull().default(0),
     /** UTF-8 bytes of the event bodies the school's imports published that day: counted apart, never against `quota`. */
     importBytes: integer("import_bytes").notNull().default(0),
     /** The import bound (bytes; `IMPORT_EVENT_BYTES_PER_DAY`) in force at the day's last counted import. */
@@ -319,7 +322,7 @@ export const eventBytes = sqliteTable(
   (t) => [
     primaryKey({ columns: [t.schoolId, t.day] }),
     index("event_bytes_day_idx").on(t.day),
-    check("event_bytes_within_quota", sql`bytes <= quota`),
+    check("event_bytes_within_quota", sql`bytes + stored_bytes <= quota`),
     check("event_bytes_import_within_bound", sql`import_bytes <= import_bound`),
   ],
 );

@@ -134,9 +134,9 @@ export const ERRORS = {
   RATE_LIMITED: { status: 429, when: "the key (or client IP) exceeded its rate limit; `Retry-After` says when to retry" },
   EVENT_QUOTA_EXCEEDED: {
     status: 429,
-    when: `a course write whose events would take the school past its daily quota of event bytes (${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes per UTC day unless the operator set another); \`Retry-After\` says when the next UTC day starts; nothing was written; reads keep working`,
+    when: `a course write whose events and stored rows would take the school past its daily quota of write bytes (${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes per UTC day unless the operator set another); \`Retry-After\` says when the next UTC day starts; nothing was written; reads keep working`,
     example: {
-      message: `This write's events would take the school past its quota of ${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes of events per UTC day; nothing was written. Course writes resume at 00:00 UTC, in 3600 s (Retry-After); reads keep working.`,
+      message: `This write would take the school past its quota of ${DEFAULT_EVENT_BYTES_PER_DAY.toLocaleString("en-US")} bytes of events and stored data per UTC day; nothing was written. Course writes resume at 00:00 UTC, in 3600 s (Retry-After); reads keep working.`,
     },
   },
   SCHOOL_MOVING: {

@@ -49,15 +49,24 @@ const BOOKMARK_RE = /^[0-9A-Za-z-]{1,256}$/;
 export const BOOKMARK_HEADER = "x-d1-bookmark";
 
 /**
+ * D1's session constraints (`first-primary`, `first-unconstrained`), which `withSession`
+ * takes where a bookmark goes: not a client's to send, or any client could pin its reads
+ * to the shard's primary (docs/reference.md § "Read consistency at the edge").
+ */
+const SESSION_CONSTRAINT_RE = /^first-/i;
+
+/**
  * Reads the client's D1 bookmark: absent → `undefined`.
  *
  * @throws ApiError 400 INVALID_PARAMETER naming `x-d1-bookmark` when it is not 1–256
- *   characters of `[0-9A-Za-z-]`.
+ *   characters of `[0-9A-Za-z-]`, or is a session constraint (`first-…`).
  */
 export function readBookmark(request: Request): string | undefined {
   const raw = request.headers.get(BOOKMARK_HEADER);
   if (raw === null) return undefined;
   if (!BOOKMARK_RE.test(raw)) throw invalidHeader(BOOKMARK_HEADER, "must be 1–256 characters of [0-9A-Za-z-], as received in a response's x-d1-bookmark");
+  if (SESSION_CONSTRAINT_RE.test(raw))
+    throw invalidHeader(BOOKMARK_HEADER, "must be a bookmark received in a response's x-d1-bookmark, not a session constraint (first-…)");
   return raw;
 }
 
@@ -91,7 +100,7 @@ export const ifMatchHeaderSchema = z.string().optional().meta({
 /** The request header `x-d1-bookmark`, documented. */
 export const bookmarkHeaderSchema = z.string().regex(BOOKMARK_RE).optional().meta({
   description:
-    "The latest `x-d1-bookmark` this client received: the read is served from data at least as fresh as that response (its own writes included). Without it a read may be served by a replica a few seconds behind. 1–256 characters `[0-9A-Za-z-]`, else 400 INVALID_PARAMETER.",
+    "The latest `x-d1-bookmark` this client received: the read is served from data at least as fresh as that response (its own writes included). Without it a read may be served by a replica a few seconds behind. 1–256 characters `[0-9A-Za-z-]`, not a D1 session constraint (`first-primary`, `first-unconstrained`, any value starting `first-`), else 400 INVALID_PARAMETER.",
   example: "00000085-0000024c-00004c6d-8e61117bf38d7adb71b934ebbf891683",
 });
 

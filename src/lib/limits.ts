@@ -33,9 +33,9 @@ export const MAX_LIVE_PORTAL_SESSIONS = 100;
 export const MAX_STORED_PORTAL_SESSIONS = 1000;
 
 /**
- * Default daily quota of a school's event bytes (`EVENT_BYTES_PER_DAY`, docs/operations.md §
- * Deployment settings (wrangler vars)): 100,000,000 bytes (100 MB) per UTC day; beyond,
- * course writes answer 429 EVENT_QUOTA_EXCEEDED.
+ * Default daily quota of a school's write bytes, events published and rows stored
+ * (`EVENT_BYTES_PER_DAY`, docs/operations.md § Deployment settings (wrangler vars)):
+ * 100,000,000 bytes (100 MB) per UTC day; beyond, course writes answer 429 EVENT_QUOTA_EXCEEDED.
  */
 export const DEFAULT_EVENT_BYTES_PER_DAY = 100_000_000;
 

@@ -7,7 +7,29 @@
 export const CONTROL_CHAR_RE = /[\u0000-\u001f\u007f-\u009f]/;
 
 /** The message of a text refused for `CONTROL_CHAR_RE`. */
-export const CONTROL_CHAR_MESSAGE = "must not contain control characters";
+const CONTROL_CHAR_MESSAGE = "must not contain control characters";
+
+/**
+ * A character that reorders or hides text where it is shown: the bidirectional controls
+ * (U+202A–U+202E embeddings and overrides, U+2066–U+2069 isolates, U+200E/U+200F marks,
+ * U+061C) and the zero-width ones (U+200B–U+200D, U+2060, U+FEFF). In a terminal's table a
+ * name holding one can show another's text or look like another name ("Trojan Source").
+ */
+export const INVISIBLE_CHAR_RE = /[\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c\u200b-\u200d\u2060\ufeff]/;
+
+/**
+ * Why text that an operator's terminal prints (imported names, key labels:
+ * docs/operations.md § "Data import") cannot be stored, or null: a control character
+ * (`CONTROL_CHAR_MESSAGE`), or a bidirectional or zero-width one (`INVISIBLE_CHAR_RE`),
+ * named by its code point and position (0-based, in UTF-16 units).
+ */
+export function terminalTextProblem(text: string): string | null {
+  if (CONTROL_CHAR_RE.test(text)) return CONTROL_CHAR_MESSAGE;
+  const m = INVISIBLE_CHAR_RE.exec(text);
+  if (m === null) return null;
+  const code = `U+${m[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`;
+  return `must not contain bidirectional or zero-width characters (${code} at ${m.index})`;
+}
 
 /**
  * Case- and accent-folding shared by the `name` filter and the `name` / `classroom` sorts

@@ -83,6 +83,11 @@ async function send(
 /** UTF-8 bytes of an event's body as delivered and as the feed lists it. */
 const bodyBytes = (event: unknown) => utf8Bytes(JSON.stringify(event));
 
+/** What the school's writes counted today against the quota: event and stored bytes. */
+async function counted(schoolId: string): Promise<number> {
+  return (await env.SHARD_0.prepare("SELECT sum(bytes + stored_bytes) AS n FROM event_bytes WHERE school_id = ?").bind(schoolId).first<{ n: number }>())!.n;
+}
+
 /** The school's outbox rows (published or not). */
 async function outboxCount(schoolId: string): Promise<number> {
   return (await env.SHARD_0.prepare("SELECT count(*) AS n FROM outbox WHERE school_id = ?").bind(schoolId).first<{ n: number }>())!.n;
@@ -99,18 +104,19 @@ describe("the daily quota of event bytes", () => {
     const first = await send("PATCH", `/v3/courses/${courseA}`, a!.key, big, rename("Séance 1"));
     expect(first.status).toBe(200);
     const [event] = await feedEvents(a!.key);
-    const size = bodyBytes(event);
+    // One rename's count: its event and its course row (same lengths: the same count).
+    const size = await counted(a!.schoolId);
     const quota = 3 * size;
 
     // The second and third renames take the day's total to the quota exactly: accepted.
     for (const name of ["Séance 2", "Séance 3"]) expect((await send("PATCH", `/v3/courses/${courseA}`, a!.key, quota, rename(name))).status).toBe(200);
     const accepted = await feedEvents(a!.key);
-    expect(accepted.map(bodyBytes)).toEqual([size, size, size]);
+    expect(accepted.map(bodyBytes)).toEqual([bodyBytes(event), bodyBytes(event), bodyBytes(event)]);
 
     // The fourth would pass it: refused, nothing written, no event.
     const over = await send("PATCH", `/v3/courses/${courseA}`, a!.key, quota, rename("Séance 4"));
     expect([over.status, over.body.code, over.headers.get("retry-after")]).toEqual([429, "EVENT_QUOTA_EXCEEDED", "3600"]);
-    expect(over.body.message).toContain(`${quota.toLocaleString("en-US")} bytes of events per UTC day`);
+    expect(over.body.message).toContain(`${quota.toLocaleString("en-US")} bytes of events and stored data per UTC day`);
     // A create is refused alike: no course made.
     const created = await send("POST", "/v3/courses", a!.key, quota, {
       name: "Nouvelle",
@@ -154,12 +160,13 @@ describe("the daily quota of event bytes", () => {
     // Every course's rename makes an event of the same size (same id length, same name, version 2).
     const first = await send("PATCH", `/v3/courses/${courses[0]}`, a!.key, 1_000_000, rename("Séance 1"));
     expect(first.status).toBe(200);
-    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    const size = await counted(a!.schoolId);
+    const event = bodyBytes((await feedEvents(a!.key))[0]);
     const answers = await Promise.all(courses.slice(1).map((id) => send("PATCH", `/v3/courses/${id}`, a!.key, 3 * size, rename("Séance 1"))));
     const statuses = answers.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 200, 429, 429, 429]);
     const events = await feedEvents(a!.key);
-    expect(events.map(bodyBytes)).toEqual([size, size, size]);
+    expect(events.map(bodyBytes)).toEqual([event, event, event]);
     expect(await outboxCount(a!.schoolId)).toBe(3);
   });
 
@@ -168,7 +175,7 @@ describe("the daily quota of event bytes", () => {
     const [warm, raced] = a!.courseIds;
     // Every rename to "Séance 1" makes an event of the same size (same id length, version 2).
     expect((await send("PATCH", `/v3/courses/${warm}`, a!.key, 1_000_000, rename("Séance 1"))).status).toBe(200);
-    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    const size = await counted(a!.schoolId);
     // Another writer changes the course's revision just before the write's batch runs, once:
     // the write loses its compare-and-set, reads again and wins on its second attempt.
     let raced0 = false;
@@ -191,8 +198,7 @@ describe("the daily quota of event bytes", () => {
     const answer = await send("PATCH", `/v3/courses/${raced}`, a!.key, 2 * size, rename("Séance 1"), {}, racing(env.SHARD_0));
     expect(raced0).toBe(true);
     expect(answer.status).toBe(200);
-    const counted = await env.SHARD_0.prepare("SELECT sum(bytes) AS n FROM event_bytes WHERE school_id = ?").bind(a!.schoolId).first<{ n: number }>();
-    expect(counted!.n).toBe(2 * size);
+    expect(await counted(a!.schoolId)).toBe(2 * size);
     expect(await outboxCount(a!.schoolId)).toBe(2);
   });
 
@@ -202,7 +208,7 @@ describe("the daily quota of event bytes", () => {
     const headers = { "idempotency-key": "quota-replay-1" };
     const created = await send("POST", "/v3/courses", a!.key, 1_000_000, json, headers);
     expect(created.status).toBe(201);
-    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    const size = await counted(a!.schoolId);
     // Quota = that one create: every replay still answers 201, and no write fits after it.
     for (let i = 0; i < 3; i++) {
       const replay = await send("POST", "/v3/courses", a!.key, size, json, headers);
@@ -221,7 +227,7 @@ describe("the counters", () => {
     const [a] = await schoolsOnShard0(1, 1);
     const course = `/v3/courses/${a!.courseIds[0]}`;
     expect((await send("PATCH", course, a!.key, 1_000_000, rename("Séance 1"))).status).toBe(200);
-    const size = bodyBytes((await feedEvents(a!.key))[0]);
+    const size = await counted(a!.schoolId);
     const shards = { SHARD_0: env.SHARD_0, SHARD_1: env.SHARD_1 };
     expect(await moveSchool({ directory: env.DIRECTORY, shards }, a!.schoolId, "SHARD_1", { publish: publishPayloads })).toMatchObject({ result: "moved" });
     expect(await shardNameOf(a!.schoolId)).toBe("SHARD_1");
@@ -274,5 +280,76 @@ describe("the counters", () => {
     const quotaStatements = recorded.sent.filter((s) => /event_bytes/.test(s.sql));
     expect(quotaStatements.map((s) => s.sql.trim().split(/\s+/)[0])).toEqual(["INSERT", "DELETE"]);
     expect(await refusedPlans(env.SHARD_0, quotaStatements)).toEqual([]);
+  });
+});
+
+describe("what a write stores counts against the quota too", () => {
+  /** A school on SHARD_0 with 1,000 students (`stu_0000`…`stu_0999`) and one course, imported (nothing counted). */
+  async function schoolWithStudents(): Promise<{ schoolId: string; key: string; courseId: string; studentIds: string[] }> {
+    schools += 1;
+    const schoolId = `sch_store${schools}`;
+    const key = `sk_test_${schoolId}_0123456789abcdef`;
+    const courseId = `crs_s${schools}_0`;
+    const studentIds = Array.from({ length: 1000 }, (_, i) => `stu_${String(i).padStart(4, "0")}`);
+    await loadFixture(
+      {
+        schools: [{ id: schoolId, name: `École ${schoolId}`, apiKeys: [key] }],
+        students: studentIds.map((id, i) => ({ id, schoolId, firstName: `Prénom ${i}`, lastName: `Nom ${i}`, email: `eleve${i}@ecole.example` })),
+        courses: [{ id: courseId, schoolId, name: "Séance 0", startDateTime: "2026-09-14T08:00:00Z", endDateTime: "2026-09-14T10:00:00Z" }],
+      },
+      undefined,
+      env,
+      "SHARD_0",
+    );
+    return { schoolId, key, courseId, studentIds };
+  }
+
+  /** Statuses of `write()` called `times` times, up to and with the first that is not 2xx. */
+  async function untilRefused(times: number, write: (i: number) => Promise<{ status: number; body: any }>): Promise<{ statuses: number[]; last: any }> {
+    const statuses: number[] = [];
+    let last: any;
+    for (let i = 0; i < times; i++) {
+      const r = await write(i);
+      statuses.push(r.status);
+      last = r.body;
+      if (r.status >= 300) break;
+    }
+    return { statuses, last };
+  }
+
+  // The contract (docs/reference.md § "Event quota"): a relation row counts 4 × the UTF-8 bytes
+  // of its values, a record part 2 ×. Enrolling the 1,000 students stores 1,000 rows (school
+  // id, course id, `stu_0000`: 27 bytes for the imported course, 49 for a created one, whose id
+  // is minted: 108,000 or 196,000 counted) and their record part of about 85,000 bytes (170,000
+  // counted), besides the course row and the events, whose bodies alone count about 500
+  // bytes. In 1,000,000 bytes fit three enrolments of the imported course (about 300,000
+  // each), two creates (about 390,000 each).
+  const QUOTA = 1_000_000;
+
+  it("a PATCH toggling studentIds counts the rows it inserts: the loop is refused once the quota is met; reads keep working", async () => {
+    const { schoolId, key, courseId, studentIds } = await schoolWithStudents();
+    const path = `/v3/courses/${courseId}`;
+    // Enrol all, drop all, enrol all again …: the fourth enrolment passes the quota.
+    const { statuses, last } = await untilRefused(20, (i) => send("PATCH", path, key, QUOTA, { studentIds: i % 2 === 0 ? studentIds : [] }));
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429]);
+    expect(last.code).toBe("EVENT_QUOTA_EXCEEDED");
+    expect(await counted(schoolId)).toBeLessThanOrEqual(QUOTA);
+    // Reads keep working and show the course as the last accepted PATCH left it.
+    const read = await send("GET", `${path}?includeStudents=true`, key, QUOTA);
+    expect([read.status, read.body.result.students, read.body.result.version]).toEqual([200, [], 7]);
+    const list = await send("GET", "/v3/courses", key, QUOTA);
+    expect([list.status, list.body.result.length]).toEqual([200, 1]);
+  });
+
+  it("the loop of 1,000-student POSTs is refused once the quota is met, creating nothing more; reads keep working", async () => {
+    const { schoolId, key, studentIds } = await schoolWithStudents();
+    const course = (i: number) => ({ name: `Cours ${i}`, startDateTime: "2026-09-15T08:00:00Z", endDateTime: "2026-09-15T10:00:00Z", studentIds });
+    const { statuses, last } = await untilRefused(20, (i) => send("POST", "/v3/courses", key, QUOTA, course(i)));
+    expect(statuses).toEqual([201, 201, 429]);
+    expect(last.code).toBe("EVENT_QUOTA_EXCEEDED");
+    expect(await counted(schoolId)).toBeLessThanOrEqual(QUOTA);
+    const list = await send("GET", "/v3/courses?includeStudents=true", key, QUOTA);
+    expect(list.status).toBe(200);
+    expect(list.body.result.map((c: { students: unknown[] }) => c.students.length).sort()).toEqual([0, 1000, 1000]);
   });
 });

@@ -56,6 +56,10 @@ describe("a malformed bookmark", () => {
     ["257 characters", "a".repeat(257)],
     ["a space", "0000 0001"],
     ["an underscore", "abc_def"],
+    // D1's session constraints are not bookmarks: a client may not pin reads to the primary.
+    ["the constraint first-primary", "first-primary"],
+    ["the constraint first-unconstrained", "first-unconstrained"],
+    ["a constraint in capitals", "FIRST-PRIMARY"],
   ])("(%s) is 400 INVALID_PARAMETER naming x-d1-bookmark on every course route", async (_name, value) => {
     for (const [path, method, json] of [
       ["/v3/courses", "GET", undefined],

@@ -51,6 +51,35 @@ describe("control characters in imported text", () => {
     ]);
   });
 
+  it.each([
+    ["a right-to-left override (U+202E)", "Lyc\u202eée", "U+202E at 3"],
+    ["a left-to-right embedding (U+202A)", "\u202aLycée", "U+202A at 0"],
+    ["a first strong isolate (U+2068)", "Lycée\u2068", "U+2068 at 5"],
+    ["a pop directional isolate (U+2069)", "a\u2069", "U+2069 at 1"],
+    ["a right-to-left mark (U+200F)", "a\u200fb", "U+200F at 1"],
+    ["an Arabic letter mark (U+061C)", "a\u061cb", "U+061C at 1"],
+    ["a zero-width space (U+200B)", "Ly\u200bcée", "U+200B at 2"],
+    ["a zero-width joiner (U+200D)", "a\u200db", "U+200D at 1"],
+    ["a word joiner (U+2060)", "a\u2060b", "U+2060 at 1"],
+    ["a byte order mark (U+FEFF)", "\ufeffLycée", "U+FEFF at 0"],
+  ])("%s is refused in every text field, each with its path and the character", (_what, text, where) => {
+    const message = `must not contain bidirectional or zero-width characters (${where})`;
+    const file = {
+      schools: [{ id: "sch_cc", name: text }],
+      groups: [{ id: "grp_cc", schoolId: "sch_cc", name: text }],
+      professors: [{ id: "prf_cc", schoolId: "sch_cc", firstName: "Anne", lastName: text, email: "a@example.com" }],
+      courses: [{ ...course, name: text, classroom: text }],
+    };
+    expect(problemsOf(file).map((p) => [p.path, p.message])).toEqual([
+      ["schools[0].name", message],
+      ["groups[0].name", message],
+      ["professors[0].lastName", message],
+      ["courses[0].name", message],
+      ["courses[0].classroom", message],
+    ]);
+    expect(labelProblem(text)).toBe(message);
+  });
+
   it("printable text is accepted: accents, a no-break space, an emoji", () => {
     expect(validateImport({ schools: [{ id: "sch_cc", name: "Lycée Pasteur\u00a0— 🎓" }], courses: [course] })).toMatchObject({ ok: true });
   });

@@ -19,6 +19,11 @@ describe("printable", () => {
     expect(printable("Lycée Pasteur — 🎓\u00a0")).toBe("Lycée Pasteur — 🎓\u00a0");
   });
 
+  it("escapes the bidirectional and zero-width characters imported text refuses, stored before that rule", () => {
+    expect(printable("a\u202eb\u2066c\u200fd\u061ce\u200bf\u200dg\u2060h\ufeffi")).toBe("a\\u202eb\\u2066c\\u200fd\\u061ce\\u200bf\\u200dg\\u2060h\\ufeffi");
+    expect(printableJson({ name: "x\u202ey" })).toBe('{\n  "name": "x\\u202ey"\n}');
+  });
+
   it("printableJson: no raw control inside strings, and it parses to the same value", () => {
     const value = { name: `${OSC52}\u009d52;c;eA==\u009c\u007f` };
     const text = printableJson(value);

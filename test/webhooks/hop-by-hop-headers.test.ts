@@ -1,7 +1,7 @@
 /**
  * Custom headers may not set hop-by-hop names (docs/reference.md § "POST /v3/webhooks":
  * `headers`): `keep-alive`, `te`, `trailer`, `upgrade` and `proxy-*` are refused like
- * `connection` and `transfer-encoding`, in any case, on POST and on PATCH, with the same
+ * `connection`, `transfer-encoding` and `expect`, in any case, on POST and on PATCH, with the same
  * error code and message.
  */
 import { beforeAll, describe, expect, it } from "vitest";
@@ -22,6 +22,9 @@ const HOP_BY_HOP: [string, string][] = [
   ["Proxy-Connection", "proxy-*"],
   ["connection", "connection"],
   ["Transfer-Encoding", "transfer-encoding"],
+  // `Expect: 100-continue` asks the connection to pause before the body (RFC 9110 § 10.1.1).
+  ["expect", "expect"],
+  ["Expect", "expect"],
 ];
 
 let key: string;

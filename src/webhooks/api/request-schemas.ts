@@ -26,7 +26,8 @@ const HTTP_TOKEN_RE = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
  * Header names a registration may not set (lower case; `*` ends a prefix): the delivery's own,
  * the platform's, and the hop-by-hop ones (RFC 9110 § 7.6.1: `connection`, `keep-alive`, `te`,
  * `trailer`, `transfer-encoding`, `upgrade`, `proxy-*`), which describe one connection rather
- * than the request and could change how the attempt is framed or relayed.
+ * than the request and could change how the attempt is framed or relayed, and `expect`
+ * (RFC 9110 § 10.1.1: `100-continue` makes the connection wait for the receiver before the body).
  */
 const RESERVED_HEADER_NAMES = [
   "webhook-*",
@@ -39,6 +40,7 @@ const RESERVED_HEADER_NAMES = [
   "trailer",
   "transfer-encoding",
   "upgrade",
+  "expect",
   "proxy-*",
   "user-agent",
   "cf-*",
