@@ -5,19 +5,20 @@
  * applies migrations/directory and migrations/shard with wrangler; `status` prints each
  * shard's schools, courses, bytes and share of 10 GB, and each school's shard and state;
  * `move` runs src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched).
- * `status` and `move` run on D1 bindings: locally through Miniflare (scripts/lib/d1-local.ts;
- * a move wants the dev server stopped), remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
+ * `status` and `move` run on D1 bindings: locally, `status` reads the SQLite files themselves and
+ * `move` writes through Miniflare (scripts/lib/d1-local.ts; a move wants the dev server
+ * stopped); remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
  * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
  * unknown school or shard, a move under way to another shard, or missing credentials.
  */
 import { renderLiteral } from "../src/db/import-sql";
-import { abortMove, type MoveDatabases, MoveRefused, moveSchool } from "../src/db/move";
+import type { MoveDatabases } from "../src/db/move";
 import { estimateBytes, type ShardSize, shardSize } from "../src/db/placement";
 import { ID_RE } from "../src/lib/ids";
 import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { d1ApiOfEnv, openRemoteD1 } from "./lib/d1-http";
-import { openLocalD1 } from "./lib/d1-local";
+import { openLocalD1, readLocalD1 } from "./lib/d1-local";
 import { printable, printableJson } from "./lib/printable";
 import { formatInt, table } from "./lib/progress";
 import { applyMigrations, directoryAndShards, migrationHint, userPath } from "./lib/wrangler";
@@ -64,22 +65,24 @@ export interface SchoolStatus {
 /** The directory and the shards of `where`, and how to let them go. */
 interface Opened {
   dbs: MoveDatabases;
-  dispose(): Promise<void>;
+  dispose(): Promise<void> | void;
 }
 
 /**
- * Opens the directory and every shard of wrangler.toml: locally through Miniflare on the
- * files of `wrangler dev` (scripts/lib/d1-local.ts), remotely over the D1 HTTP API
+ * Opens the directory and every shard of wrangler.toml: locally on the files of `wrangler
+ * dev` (scripts/lib/d1-local.ts), read-only on the files themselves when `readOnly`, else
+ * through Miniflare; remotely over the D1 HTTP API
  * (scripts/lib/d1-http.ts). @returns them, or why `--remote` cannot run (a missing variable).
  */
-async function open(where: D1Target): Promise<Opened | string> {
-  let opened: { databases: Record<string, D1Database>; dispose(): Promise<void> };
+async function open(where: D1Target, readOnly = false): Promise<Opened | string> {
+  let opened: { databases: Record<string, D1Database>; dispose(): Promise<void> | void };
   if (where.target === "remote") {
     const api = d1ApiOfEnv();
     if (typeof api === "string") return api;
     opened = await openRemoteD1(api);
   } else {
-    opened = await openLocalD1(where.persistTo);
+    // A read needs no workerd: the files themselves, in milliseconds (Miniflare starts in seconds).
+    opened = readOnly ? await readLocalD1(where.persistTo) : await openLocalD1(where.persistTo);
   }
   return { dbs: directoryAndShards(opened.databases), dispose: opened.dispose };
 }
@@ -104,7 +107,7 @@ export async function readStatus(dbs: MoveDatabases): Promise<{ shards: ShardSta
 }
 
 async function status(json: boolean, where: D1Target): Promise<number> {
-  const opened = await open(where);
+  const opened = await open(where, true);
   if (typeof opened === "string") return refuse(opened);
   let s: Awaited<ReturnType<typeof readStatus>>;
   try {
@@ -141,6 +144,8 @@ async function move(schoolId: string, to: string | undefined, abort: boolean, wh
   if (where.target === "local") {
     console.error(`moving locally: this opens the local D1 files (${where.persistTo ?? ".wrangler/state"}) directly; stop npm start / wrangler dev first`);
   }
+  // Loaded here only: drizzle's schema takes seconds to load, which `status` does without.
+  const { abortMove, MoveRefused, moveSchool } = await import("../src/db/move");
   const opened = await open(where);
   if (typeof opened === "string") return refuse(opened);
   const { dbs } = opened;
