@@ -1,16 +1,13 @@
 /**
- * Self-test of the import CLI (`npm run test:import`, about 20–30 s), against a throw-away
- * local D1 directory (`--persist-to`), never the developer's .wrangler/state:
- * (a) broken files exit non-zero, report every problem with its JSON path, write nothing;
- * (b) a generated file imported twice gives identical counts and fingerprints; a shorter
- *     student list replaces the stored one; versions and events: new courses at 1, each a
- *     course.created, +1 and one course.updated for an edit only;
- * (c) a revoked key stays revoked when its file is imported again;
- * (d) a key stored for another school refuses the whole file, naming its JSON path;
- * (e) the progress bar, in a log, ends on the file's rows and the summary's writing time; the
- *     summary's time covers the whole command (start-up, read+validate, placement, writing);
- * (f) a courses-only file updates the courses of a school already imported; a course of a
- *     school neither in the file nor in the directory refuses the file, naming its path.
+ * Self-test of the import CLI (`npm run test:import`, about 20–30 s), on a throw-away local D1
+ * (`--persist-to`): (a) broken files exit non-zero, report every problem with its JSON path,
+ * write nothing; (b) a file imported twice gives identical counts and fingerprints; a shorter
+ * student list replaces the stored one; new courses at version 1 with a course.created, an
+ * edit +1 with one course.updated; a courses-only file updates an imported school's courses,
+ * a course of a school neither in the file nor in the directory refuses the file; (c) a
+ * revoked key stays revoked when re-imported; (d) a key stored for another school refuses the
+ * file, naming its path; (e) the progress bar ends on the file's rows and the writing time,
+ * and the summary's time is the whole command's (start-up, read+validate, placement, writing).
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
 import { createHash } from "node:crypto";

@@ -5,9 +5,8 @@
  * applies migrations/directory and migrations/shard with wrangler; `status` prints each
  * shard's schools, courses, bytes and share of 10 GB, and each school's shard and state;
  * `move` runs src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched).
- * `status` and `move` run on D1 bindings: locally, `status` reads the SQLite files themselves and
- * `move` writes through Miniflare (scripts/lib/d1-local.ts; a move wants the dev server
- * stopped); remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
+ * Locally `status` reads the SQLite files, `move` writes through Miniflare (scripts/lib/d1-local.ts;
+ * a move wants the dev server stopped); remotely both use the D1 HTTP API (scripts/lib/d1-http.ts).
  * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
  * unknown school or shard, a move under way to another shard, or missing credentials.
  */
