@@ -22,7 +22,7 @@ import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, scho
 import { importEvents } from "../src/events/import-events";
 import { IMPORT_EVENT_BYTES_PER_DAY } from "../src/lib/limits";
 import { parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
-import { queryLocalD1 } from "./lib/d1-local";
+import { queryLocalD1 } from "./lib/d1-file";
 import { printable } from "./lib/printable";
 import { formatInt, Progress } from "./lib/progress";
 import { DIRECTORY_BINDING, d1Query, migrationHint, runWrangler, shardBindingsOfConfig, targetArgs, userPath } from "./lib/wrangler";
@@ -191,7 +191,7 @@ export async function importData(data: unknown, opts: ImportOptions = {}): Promi
 
 /**
  * Runs a read of the import's checks on `binding` (the directory by default): locally on the
- * database file itself (scripts/lib/d1-local.ts: no wrangler start-up, seconds each), remotely
+ * database file itself (scripts/lib/d1-file.ts: no wrangler start-up, seconds each), remotely
  * through `wrangler d1 execute`.
  */
 function read<T>(sql: string, opts: ImportOptions, binding = DIRECTORY_BINDING): Promise<T[]> {

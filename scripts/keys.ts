@@ -4,7 +4,7 @@
  *
  * The operators' API keys, in the D1 database of wrangler.toml's directory, through
  * `wrangler d1 execute` (scripts/lib/wrangler.ts; a local `list` reads the database file itself,
- * scripts/lib/d1-local.ts); the statements are src/db/api-keys.ts's.
+ * scripts/lib/d1-file.ts); the statements are src/db/api-keys.ts's.
  * `revoke` also ends the key's portal sessions, then reviews its webhook registrations through
  * the Worker's API (scripts/lib/key-webhooks.ts). What each command prints and stores, and
  * the exit statuses (also in USAGE): docs/operations.md § API keys. Errors on stderr.
@@ -25,7 +25,7 @@ import { ID_RE } from "../src/lib/ids";
 import { formatInstant } from "../src/lib/time";
 import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
-import { queryLocalD1 } from "./lib/d1-local";
+import { queryLocalD1 } from "./lib/d1-file";
 import { type ReviewedWebhook, reachable, reviewWebhooks, type WebhookReview } from "./lib/key-webhooks";
 import { DEFAULT_LOCAL_BASE, localApiBase } from "./lib/local-api";
 import { printable, printableJson } from "./lib/printable";
@@ -89,7 +89,7 @@ async function create(schoolId: string, label: string | null, json: boolean, whe
 
 /**
  * `list`: the keys of `schoolId`; locally read from the directory's file itself
- * (scripts/lib/d1-local.ts), in well under a second where a wrangler call takes several.
+ * (scripts/lib/d1-file.ts), in well under a second where a wrangler call takes several.
  * @returns the exit status (2 when the school is unknown).
  */
 async function list(schoolId: string, json: boolean, where: D1Target): Promise<number> {

@@ -4,13 +4,13 @@
  * src/db/move.ts on the same SQLite files `wrangler dev --persist-to DIR` uses. Two
  * processes must not write those files at once: stop the dev server first. Reads that need
  * no Worker (`keys list`, `shards status`) open the SQLite files themselves, read-only
- * (`readLocalD1`): no workerd to start.
+ * (`readLocalD1`, on scripts/lib/d1-file.ts): no workerd to start.
  */
-import { createHash, createHmac } from "node:crypto";
 import { existsSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { DIRECTORY_BINDING, d1DatabaseIdsOfConfig, d1MigrationsOfConfig, migrationHint, ROOT } from "./wrangler";
+import { localD1File, noLocalFile } from "./d1-file";
+import { d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT } from "./wrangler";
 
 /** Open local D1 databases (binding → database) and how to close them. */
 export interface LocalD1 {
@@ -70,22 +70,6 @@ export async function pendingLocalMigrations(local: LocalD1): Promise<string[]> 
   return pending;
 }
 
-/** Miniflare's Durable Object class of local D1 databases: its name keys the ids of their files. */
-const D1_OBJECT_CLASS = "miniflare-D1DatabaseObject";
-
-/**
- * The SQLite file of the local D1 database `databaseId` under `persistTo`: Miniflare keeps each
- * in the Durable Object named by the id, so the file is `<hex object id>.sqlite`, the id
- * computed as workerd's `idFromName` does (HMAC-SHA-256 keyed by the SHA-256 of the class's
- * unique key; its last 16 bytes an HMAC of the first 16).
- */
-export function localD1File(databaseId: string, persistTo = path.join(ROOT, ".wrangler", "state")): string {
-  const key = createHash("sha256").update(D1_OBJECT_CLASS).digest();
-  const base = createHmac("sha256", key).update(databaseId).digest().subarray(0, 16);
-  const mac = createHmac("sha256", key).update(base).digest().subarray(0, 16);
-  return path.join(persistTo, "v3", "d1", D1_OBJECT_CLASS, `${Buffer.concat([base, mac]).toString("hex")}.sqlite`);
-}
-
 /**
  * A local SQLite file as the part of a D1 binding a read uses: `prepare(sql).bind(…)`, then
  * `all()` (`meta.size_after`: the file's bytes, page count × page size, as D1 reports a
@@ -136,31 +120,4 @@ export async function readLocalD1(persistTo?: string): Promise<LocalD1Files> {
       for (const db of files) db.close();
     },
   };
-}
-
-/** Why a database has no local file: wrangler never opened it, so no migration is applied. */
-const noLocalFile = (binding: string, file: string, persistTo?: string) =>
-  `no local ${binding} database yet (${file})${migrationHint("no such table", "local", persistTo)}`;
-
-/**
- * Runs one read-only statement on the local file of D1 binding `binding` (the directory by
- * default) and returns its rows: what `wrangler d1 execute --local --command` answers, in
- * milliseconds rather than seconds.
- *
- * @throws Error when the database has no local file yet, or lacks the table (both with the
- *   migration hint), or the statement writes (the file is open read-only).
- */
-export async function queryLocalD1<T>(sql: string, persistTo?: string, binding = DIRECTORY_BINDING): Promise<T[]> {
-  const id = (await d1DatabaseIdsOfConfig("local"))[binding];
-  if (id === undefined) throw new Error(`wrangler.toml declares no D1 binding ${binding}`);
-  const file = localD1File(id, persistTo);
-  if (!existsSync(file)) throw new Error(noLocalFile(binding, file, persistTo));
-  const db = new DatabaseSync(file, { readOnly: true });
-  try {
-    return db.prepare(sql).all() as T[];
-  } catch (err) {
-    throw new Error(`${(err as Error).message}${migrationHint((err as Error).message, "local", persistTo)}`);
-  } finally {
-    db.close();
-  }
 }
