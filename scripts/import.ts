@@ -180,8 +180,12 @@ async function* sqlChunks(file: ImportFile, now: number, publish: ImportPublish,
  *   (nothing written).
  * @throws ImportExecutionError when a wrangler call fails (earlier chunks stay written).
  */
-export async function importData(data: unknown, opts: ImportOptions = {}): Promise<ImportSummary> {
-  const t0 = performance.now();
+export function importData(data: unknown, opts: ImportOptions = {}): Promise<ImportSummary> {
+  return checkAndImport(data, opts, performance.now());
+}
+
+/** `importData`, its read+validate time counted from `t0` (`performance.now()`; the file's reading, for `importJsonFile`). */
+async function checkAndImport(data: unknown, opts: ImportOptions, t0: number): Promise<ImportSummary> {
   const checked = validateImport(data, { remote: opts.target === "remote" });
   if (!checked.ok) throw new ImportValidationError(checked.problems);
   await checkStoredKeys(checked.file, opts);
@@ -419,11 +423,7 @@ export async function importJsonFile(file: string, opts: ImportOptions = {}): Pr
   } catch (err) {
     throw new ImportValidationError([{ path: "$", message: `invalid JSON: ${(err as Error).message}` }]);
   }
-  const checked = validateImport(data, { remote: opts.target === "remote" });
-  if (!checked.ok) throw new ImportValidationError(checked.problems);
-  await checkStoredKeys(checked.file, opts);
-  const validateSeconds = (performance.now() - t0) / 1000;
-  return { ...(await importValidated(checked.file, opts)), validateSeconds, wallSeconds: (performance.now() - (opts.startedAt ?? t0)) / 1000 };
+  return checkAndImport(data, opts, t0);
 }
 
 const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--shard SHARD_k] [--chunk-mb N] [--statement-kb N] [--keep-sql DIR] [--quiet]

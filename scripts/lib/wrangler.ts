@@ -52,7 +52,7 @@ type D1DatabaseConfig = Partial<Record<"binding" | "database_id" | "preview_data
  *
  * @throws Error when a table has no `binding`.
  */
-export function d1DatabasesOfToml(toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")): D1DatabaseConfig[] {
+function d1DatabasesOfToml(toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")): D1DatabaseConfig[] {
   const tables: D1DatabaseConfig[] = [];
   let current: D1DatabaseConfig | undefined;
   for (const line of toml.split("\n")) {
