@@ -7,7 +7,9 @@
  * 3. every `src/…`, `scripts/…`, `test/…`, `e2e/…` or `docs/…` path a file names exists;
  * 4. every `docs/<page>.md § Heading` citation names a heading of that page;
  * 5. no source file opens with a header comment longer than 12 lines;
- * 6. wrangler.toml's staging binds its own databases, objects, counters (`stagingProblems`).
+ * 6. wrangler.toml's staging binds its own databases, objects, counters (`stagingProblems`);
+ * 7. a quoted demo school (`"id":"sch_demo","name":"…"`) has its demo data's name, and the
+ *    README states package.json's Node versions.
  * Files: those git tracks and new ones it does not ignore. Exit status 1 on any problem.
  */
 import { execFileSync } from "node:child_process";
@@ -15,6 +17,7 @@ import { readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { unstable_readConfig } from "wrangler";
+import { demoSchoolNames } from "./dataset/build";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -197,6 +200,29 @@ class Checker {
     }
   }
 
+  /** 6. A quoted demo school (its id, then its name, as JSON) has the name the demo data gives it. */
+  demoNames(file: string, names: Record<string, string>): void {
+    const text = this.text(file);
+    for (const m of text.matchAll(/"id"\s*:\s*"(sch_[\w-]+)"\s*,\s*"name"\s*:\s*"([^"]*)"/g)) {
+      const name = names[m[1]!];
+      if (name !== undefined && name !== m[2]) this.report(file, text, m.index, `${m[1]} is "${name}" in the demo data (npm start), not "${m[2]}"`);
+    }
+  }
+
+  /** 6. The README states the Node versions of package.json: `devEngines.runtime` and `engines.node` (`>=X` as `X`). */
+  nodeVersions(): void {
+    const pkg = JSON.parse(this.text("package.json")) as { engines: { node: string }; devEngines: { runtime: { version: string } } };
+    const text = this.text("README.md");
+    for (const [field, range, written] of [
+      ["devEngines.runtime.version", pkg.devEngines.runtime.version, (v: string) => `Node ${v}`],
+      ["engines.node", pkg.engines.node, (v: string) => `Node ≥ ${v}`],
+    ] as const) {
+      const version = range.replace(/^>=\s*/, "");
+      if (!text.includes(written(version)))
+        this.report("README.md", text, 0, `package.json's ${field} is "${range}": the README names no "${written(version)}"`);
+    }
+  }
+
   /** The Markdown page a citation names, as written or in the docs folder. */
   private page(name: string): string | undefined {
     for (const candidate of [name, `docs/${name}`]) if (this.files.has(candidate)) return candidate;
@@ -288,6 +314,8 @@ function stagingProblems(prod = bindingsOf(undefined), staging = bindingsOf("sta
 function main(): number {
   const files = repositoryFiles();
   const checker = new Checker(files);
+  const names = demoSchoolNames();
+  checker.nodeVersions();
   for (const file of files) {
     if (SKIPPED.test(file)) continue;
     const text = checker.text(file);
@@ -295,7 +323,10 @@ function main(): number {
     checker.outsideReferences(file);
     checker.namedPaths(file);
     checker.citations(file);
-    if (file.endsWith(".md")) checker.links(file);
+    if (file.endsWith(".md")) {
+      checker.links(file);
+      checker.demoNames(file, names);
+    }
     if (SOURCE_DIRS.some((dir) => file.startsWith(dir)) && SOURCE_EXTENSIONS.test(file)) checker.header(file);
   }
   for (const message of stagingProblems()) checker.problems.push({ file: "wrangler.toml", line: 1, message });
@@ -304,7 +335,7 @@ function main(): number {
     console.error(`check:repo: ${checker.problems.length} problem(s) in ${new Set(checker.problems.map((p) => p.file)).size} file(s)`);
     return 1;
   }
-  console.log(`check:repo: ${files.length} files; no outside reference, every link, path, citation and header in order; staging bound apart`);
+  console.log(`check:repo: ${files.length} files; no outside reference, every link, path, citation, header and demo school name in order; staging bound apart`);
   return 0;
 }
 

@@ -23,6 +23,7 @@ import { estimateBytes, knownSchools, partOn, placeSchools, type ShardSize, scho
 import { importEvents } from "../src/events/import-events";
 import { IMPORT_EVENT_BYTES_PER_DAY } from "../src/lib/limits";
 import { parseCli, TARGET_OPTIONS, targetOf } from "./lib/args";
+import { queryLocalD1 } from "./lib/d1-file";
 import { printable } from "./lib/printable";
 import { formatInt, Progress } from "./lib/progress";
 import { DIRECTORY_BINDING, d1Query, migrationHint, runWrangler, shardBindingsOfConfig, targetArgs, userPath } from "./lib/wrangler";
@@ -50,6 +51,12 @@ export interface ImportOptions {
   progress?: boolean;
   /** ms since the epoch, for the stamps the file leaves out (see `shardSteps`). Default: now. */
   now?: number;
+  /**
+   * `performance.now()` when the user's command started, for the summary's `wallSeconds`
+   * (the CLI passes 0: the process's own start). Default: when `importData` or
+   * `importJsonFile` is called.
+   */
+  startedAt?: number;
   /** The shard every new school of the file goes to (`--shard SHARD_k`); by default each goes to the shard with the fewest bytes. */
   shard?: string;
 }
@@ -66,12 +73,16 @@ export interface ImportSummary {
   chunks: number;
   /** Bytes (characters) of SQL sent. */
   sqlChars: number;
-  /** Wall-clock seconds from the first statement built to the last chunk done (validation excluded). */
+  /** Writing: wall-clock seconds from the first statement built to the last chunk done (what the progress bar shows). */
   seconds: number;
   /** rows / seconds. */
   rowsPerSecond: number;
-  /** Seconds spent reading, parsing and validating the file (importJsonFile only; 0 otherwise). */
+  /** Seconds spent reading, parsing and validating the file and checking its keys against the database. */
   validateSeconds: number;
+  /** Seconds spent placing the schools (the directory's and the shards' reads). */
+  placeSeconds: number;
+  /** Wall-clock seconds from `startedAt` to the last chunk done: what the user waited. */
+  wallSeconds: number;
 }
 
 /** The file is not valid: nothing was written. `problems` holds every problem with its JSON path. */
@@ -164,21 +175,38 @@ async function* sqlChunks(file: ImportFile, now: number, publish: ImportPublish,
  * Validates and imports decoded import-file data into D1 through wrangler.
  *
  * @param data the decoded JSON of an import file (docs/operations.md § "Data import (operators)").
- * @returns counts and timings; `seconds` covers building the SQL and running wrangler.
+ * @returns counts and timings; `seconds` covers building the SQL and running wrangler,
+ *   `wallSeconds` the whole call (from `opts.startedAt`).
  * @throws ImportValidationError when the data is invalid or lists a key of another school
  *   (nothing written).
  * @throws ImportExecutionError when a wrangler call fails (earlier chunks stay written).
  */
-export async function importData(data: unknown, opts: ImportOptions = {}): Promise<ImportSummary> {
+export function importData(data: unknown, opts: ImportOptions = {}): Promise<ImportSummary> {
+  return checkAndImport(data, opts, performance.now());
+}
+
+/** `importData`, its read+validate time counted from `t0` (`performance.now()`; the file's reading, for `importJsonFile`). */
+async function checkAndImport(data: unknown, opts: ImportOptions, t0: number): Promise<ImportSummary> {
   const checked = validateImport(data, { remote: opts.target === "remote" });
   if (!checked.ok) throw new ImportValidationError(checked.problems);
   await checkStoredKeys(checked.file, opts);
-  return importValidated(checked.file, opts);
+  const validateSeconds = (performance.now() - t0) / 1000;
+  return { ...(await importValidated(checked.file, opts)), validateSeconds, wallSeconds: (performance.now() - (opts.startedAt ?? t0)) / 1000 };
+}
+
+/**
+ * Runs a read of the import's checks on `binding` (the directory by default): locally on the
+ * database file itself (scripts/lib/d1-file.ts: no wrangler start-up, seconds each), remotely
+ * through `wrangler d1 execute`.
+ */
+function read<T>(sql: string, opts: ImportOptions, binding = DIRECTORY_BINDING): Promise<T[]> {
+  const target = opts.target ?? "local";
+  return target === "local" ? queryLocalD1<T>(sql, opts.persistTo, binding) : d1Query<T>(sql, target, opts.persistTo, binding);
 }
 
 /**
  * The check of the file against the database, before anything is written (docs/operations.md § "Data import (operators)"): a key the database already stores for another school refuses the whole file.
- * One `wrangler d1 execute` per 500 keys; none for a file without keys.
+ * One read per 500 keys (`read`); none for a file without keys.
  *
  * @throws ImportValidationError naming each such key's JSON path.
  * @throws Error when wrangler fails (with its output).
@@ -187,7 +215,7 @@ async function checkStoredKeys(file: ImportFile, opts: ImportOptions): Promise<v
   const keys = [...(await importedKeys(file)), ...hashedKeys(file)];
   const stored: { key_hash: string; school_id: string }[] = [];
   for (const sql of renderLiteral(storedKeyOwners(keys.map((k) => k.hash)), Number.POSITIVE_INFINITY)) {
-    stored.push(...(await d1Query<{ key_hash: string; school_id: string }>(sql, opts.target ?? "local", opts.persistTo)));
+    stored.push(...(await read<{ key_hash: string; school_id: string }>(sql, opts)));
   }
   const problems = keyOwnershipProblems(keys, stored);
   if (problems.length > 0) throw new ImportValidationError(problems);
@@ -196,8 +224,8 @@ async function checkStoredKeys(file: ImportFile, opts: ImportOptions): Promise<v
 /**
  * The check of the courses' references against the database, before anything is written
  * (docs/operations.md § "Data import (operators)"): an id a course names that is neither in
- * the file nor on its school's shard refuses the whole file. One `wrangler d1 execute` per
- * school, table and 500 such ids; none when the file defines every id it names.
+ * the file nor on its school's shard refuses the whole file. One read (`read`) per school,
+ * table and 500 such ids; none when the file defines every id it names.
  *
  * @throws ImportValidationError naming each such reference's course, id and JSON path.
  * @throws Error when wrangler fails (with its output).
@@ -208,7 +236,7 @@ async function checkStoredReferences(file: ImportFile, placed: ReadonlyMap<strin
   for (const shard of new Set(refs.map((r) => placed.get(r.schoolId)!))) {
     const steps = storedReferences(refs.filter((r) => placed.get(r.schoolId) === shard));
     for (const sql of renderLiteral(steps, Number.POSITIVE_INFINITY)) {
-      stored.push(...(await d1Query<{ tbl: string; school_id: string; id: string }>(sql, opts.target ?? "local", opts.persistTo, shard)));
+      stored.push(...(await read<{ tbl: string; school_id: string; id: string }>(sql, opts, shard)));
     }
   }
   const problems = referenceProblems(refs, stored);
@@ -218,16 +246,16 @@ async function checkStoredReferences(file: ImportFile, placed: ReadonlyMap<strin
 /**
  * Where each school of `file` goes (docs/reference.md § Database shards): the directory's
  * known schools keep their shard, new ones go to the shard with the fewest bytes (estimated
- * from each shard's row counts), or all to `opts.shard`. One `wrangler d1 execute` on the
- * directory, and one per shard when a new school is placed by size.
+ * from each shard's row counts), or all to `opts.shard`. One read (`read`) of the directory,
+ * and one per shard when a new school is placed by size.
  *
- * @throws ImportValidationError when `opts.shard` is not a shard of wrangler.toml, or a
- *   school of the file is being moved (nothing written).
+ * @throws ImportValidationError when `opts.shard` is not a shard of wrangler.toml, a
+ *   school of the file is being moved, or rows name a school neither the file nor the
+ *   directory holds (`unlistedSchools`; nothing written).
  */
 async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<string, string>> {
-  const target = opts.target ?? "local";
   const [sql] = renderLiteral([knownSchools(schoolsOf(file))], Number.POSITIVE_INFINITY);
-  const known = await d1Query<{ id: string; shard: string; state: string }>(sql!, target, opts.persistTo);
+  const known = await read<{ id: string; shard: string; state: string }>(sql!, opts);
   // Rows written to a school's old shard during its move would be left behind by the switch.
   const moving = known.filter((r) => r.state !== "active");
   if (moving.length > 0) {
@@ -239,12 +267,14 @@ async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<str
     );
   }
   const knownShards = new Map(known.map((r) => [r.id, r.shard]));
+  const unknown = unlistedSchools(file, new Set(knownShards.keys()));
+  if (unknown.length > 0) throw new ImportValidationError(unknown);
   // Sizes matter only when a new school is placed by them.
   const bySize = opts.shard === undefined && schoolsOf(file).some((id) => !knownShards.has(id));
   const bytes = new Map<string, number>();
   const [sizeSql] = renderLiteral([shardSize], Number.POSITIVE_INFINITY);
   for (const b of shardBindingsOfConfig()) {
-    const [size] = bySize ? await d1Query<ShardSize>(sizeSql!, target, opts.persistTo, b) : [];
+    const [size] = bySize ? await read<ShardSize>(sizeSql!, opts, b) : [];
     bytes.set(b, size ? estimateBytes(size) : 0);
   }
   try {
@@ -252,6 +282,31 @@ async function placement(file: ImportFile, opts: ImportOptions): Promise<Map<str
   } catch (err) {
     throw new ImportValidationError([{ path: "--shard", message: (err as Error).message }]);
   }
+}
+
+/** The lists of an import file whose rows name their school (`schoolId`), in file order. */
+const SCHOOL_ROWS = ["trainings", "groups", "students", "professors", "surveyTemplates", "courses"] as const;
+
+/**
+ * The schools rows of `file` name that neither its `schools` nor the directory (`known`)
+ * hold: each would have rows on a shard and no directory entry, so the file is refused. One
+ * problem per such school, at the first row naming it (a courses-only file of a school
+ * already imported is fine).
+ */
+function unlistedSchools(file: ImportFile, known: ReadonlySet<string>): ImportProblem[] {
+  const listed = new Set(file.schools.map((s) => s.id));
+  const problems: ImportProblem[] = [];
+  for (const kind of SCHOOL_ROWS) {
+    file[kind].forEach((row: { schoolId: string }, i: number) => {
+      if (listed.has(row.schoolId) || known.has(row.schoolId)) return;
+      listed.add(row.schoolId); // reported once
+      problems.push({
+        path: `${kind}[${i}].schoolId`,
+        message: `school "${row.schoolId}" is neither in the file's "schools" nor in the directory: add it to "schools" ({ "id", "name", "apiKeys" }) or import it first`,
+      });
+    });
+  }
+  return problems;
 }
 
 /**
@@ -283,10 +338,13 @@ async function executeFile(binding: string, file: string, n: number, opts: Impor
   }
 }
 
-async function importValidated(file: ImportFile, opts: ImportOptions): Promise<ImportSummary> {
+/** Places and writes a validated file; its summary's `validateSeconds` and `wallSeconds` are the caller's to fill. */
+async function importValidated(file: ImportFile, opts: ImportOptions): Promise<Omit<ImportSummary, "validateSeconds" | "wallSeconds">> {
   const now = opts.now ?? Date.now();
+  const placeStarted = performance.now();
   const placed = await placement(file, opts);
   await checkStoredReferences(file, placed, opts);
+  const placeSeconds = (performance.now() - placeStarted) / 1000;
   const dir = opts.keepSqlDir ?? (await mkdtemp(path.join(os.tmpdir(), "d1-import-")));
   if (opts.keepSqlDir) await mkdir(dir, { recursive: true });
   // One clock for the bar and the summary: both print the same time.
@@ -299,12 +357,15 @@ async function importValidated(file: ImportFile, opts: ImportOptions): Promise<I
     // a failure finds it on the same shard.
     const steps = await directorySteps(file, placed, now);
     const sql = renderLiteral(steps, opts.statementChars ?? DEFAULT_STATEMENT_CHARS);
-    const first = path.join(dir, "directory.sql");
-    await writeFile(first, sql.join("\n"));
-    sum.n++;
-    await executeFile(DIRECTORY_BINDING, first, sum.n, opts);
-    sum.done += rowCount(steps);
-    sum.statements += sql.length;
+    // A file without schools (courses of schools already imported) has nothing for the directory.
+    if (sql.length > 0) {
+      const first = path.join(dir, "directory.sql");
+      await writeFile(first, sql.join("\n"));
+      sum.n++;
+      await executeFile(DIRECTORY_BINDING, first, sum.n, opts);
+      sum.done += rowCount(steps);
+      sum.statements += sql.length;
+    }
     // One publisher for the whole import: a school's event ids sort in change order across chunks.
     const publish = importEvents(now);
     for (const shard of new Set(placed.values())) await importShard(shard, partOn(file, placed, shard), now, publish, dir, opts, bar, sum);
@@ -321,7 +382,7 @@ async function importValidated(file: ImportFile, opts: ImportOptions): Promise<I
     sqlChars: sum.sqlChars,
     seconds,
     rowsPerSecond: sum.done / seconds,
-    validateSeconds: 0,
+    placeSeconds,
   };
 }
 
@@ -386,11 +447,7 @@ export async function importJsonFile(file: string, opts: ImportOptions = {}): Pr
   } catch (err) {
     throw new ImportValidationError([{ path: "$", message: `invalid JSON: ${(err as Error).message}` }]);
   }
-  const checked = validateImport(data, { remote: opts.target === "remote" });
-  if (!checked.ok) throw new ImportValidationError(checked.problems);
-  await checkStoredKeys(checked.file, opts);
-  const validateSeconds = (performance.now() - t0) / 1000;
-  return { ...(await importValidated(checked.file, opts)), validateSeconds };
+  return checkAndImport(data, opts, t0);
 }
 
 const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persist-to DIR] [--shard SHARD_k] [--chunk-mb N] [--statement-kb N] [--keep-sql DIR] [--quiet]
@@ -404,8 +461,23 @@ const USAGE = `usage: npm run import -- FILE.json [--local | --remote] [--persis
   --keep-sql DIR    keep the generated SQL chunk files in DIR
   --quiet           no progress bar`;
 
+/**
+ * The CLI's summary: the whole time the user waited (`wallSeconds`, from the process's start)
+ * first, then its parts: start-up (Node and the modules, until `main` ran at `mainStarted` ms),
+ * read+validate, placement and writing (the progress bar's time, whose rate it gives).
+ */
+function summaryLine(s: ImportSummary, target: string, mainStarted: number): string {
+  return (
+    `imported ${formatInt(s.rows)} rows (${formatInt(s.courses)} courses) into ${target} D1 in ${s.wallSeconds.toFixed(1)} s: ` +
+    `start-up ${(mainStarted / 1000).toFixed(1)} s, read+validate ${s.validateSeconds.toFixed(1)} s, placement ${s.placeSeconds.toFixed(1)} s, ` +
+    `writing ${s.seconds.toFixed(1)} s (${formatInt(s.rowsPerSecond)} rows/s, ${formatInt(s.rowsPerSecond * 60)} rows/min); ` +
+    `${formatInt(s.statements)} statements, ${s.chunks} wrangler call(s), ${(s.sqlChars / 2 ** 20).toFixed(1)} MB of SQL`
+  );
+}
+
 /** CLI entry point. Returns the exit status. */
 export async function main(argv: string[]): Promise<number> {
+  const mainStarted = performance.now();
   const args = parseCli(
     {
       args: argv,
@@ -452,13 +524,9 @@ export async function main(argv: string[]): Promise<number> {
       keepSqlDir: v["keep-sql"] === undefined ? undefined : userPath(v["keep-sql"]),
       shard: v.shard,
       progress: !v.quiet,
+      startedAt: 0, // the process's start: its start-up counts too
     });
-    console.log(
-      `imported ${formatInt(s.rows)} rows (${formatInt(s.courses)} courses) into ${where.target} D1 in ${s.seconds.toFixed(1)} s: ` +
-        `${formatInt(s.rowsPerSecond)} rows/s (${formatInt(s.rowsPerSecond * 60)} rows/min); ` +
-        `${formatInt(s.statements)} statements, ${s.chunks} wrangler call(s), ${(s.sqlChars / 2 ** 20).toFixed(1)} MB of SQL; ` +
-        `read+validate ${s.validateSeconds.toFixed(1)} s`,
-    );
+    console.log(summaryLine(s, where.target, mainStarted));
     return 0;
   } catch (err) {
     if (err instanceof ImportValidationError) {

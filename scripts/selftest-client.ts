@@ -3,8 +3,9 @@
  * (a) `openapi-typescript` (test/client/package.json pins it with the TypeScript 5 it runs on)
  *     generates `api.d.ts` from the document that GET /openapi.json serves;
  * (b) test/client/integrator.ts compiles against it with `tsc --strict` (query parameters
- *     take numbers and booleans; every defaulted field of a request body or query may be left
- *     out; the second DELETE's 404 body is typed WEBHOOK_NOT_FOUND);
+ *     take numbers and booleans, the id-list filters arrays; every defaulted field of a
+ *     request body or query may be left out; the second DELETE's 404 body is typed
+ *     WEBHOOK_NOT_FOUND; `WebhookDelivery` is exactly the union of the `webhooks` bodies);
  * (c) the program runs through `openapi-fetch` against `wrangler dev` on a small imported
  *     dataset: the wire accepts what the typed client sends.
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
@@ -59,7 +60,7 @@ async function main(): Promise<void> {
     server = await startDevServer({ persistTo: persist, quiet: true, vars: { WEBHOOK_ALLOW_INSECURE_URLS: "true" } });
     const program = (await import(pathToFileURL(path.join(dir, "integrator.ts")).href)) as { run(base: string, key: string): Promise<string[]> };
     const seen = await program.run(server.base, DEMO_API_KEY);
-    check(seen.length === 6, "the program runs the flow against wrangler dev", seen.join("\n"));
+    check(seen.length === 7, "the program runs the flow against wrangler dev", seen.join("\n"));
     for (const line of seen) console.log(`# ${line}`);
   } finally {
     await server?.stop();

@@ -1,13 +1,13 @@
 /**
- * Self-test of the import CLI (`npm run test:import`, about 20–30 s), against a throw-away
- * local D1 directory (`--persist-to`), never the developer's .wrangler/state:
- * (a) broken files exit non-zero, report every problem with its JSON path, write nothing;
- * (b) a generated file imported twice gives identical counts and fingerprints; a shorter
- *     student list replaces the stored one; versions and events: new courses at 1, each a
- *     course.created, +1 and one course.updated for an edit only;
- * (c) a revoked key stays revoked when its file is imported again;
- * (d) a key stored for another school refuses the whole file, naming its JSON path;
- * (e) the progress bar, in a log, ends on the file's rows and the summary's time;
+ * Self-test of the import CLI (`npm run test:import`, about 20–30 s), on a throw-away local D1
+ * (`--persist-to`): (a) broken files exit non-zero, report every problem with its JSON path,
+ * write nothing; (b) a file imported twice gives identical counts and fingerprints; a shorter
+ * student list replaces the stored one; new courses at version 1 with a course.created, an
+ * edit +1 with one course.updated; a courses-only file updates an imported school's courses,
+ * a course of a school neither in the file nor in the directory refuses the file; (c) a
+ * revoked key stays revoked when re-imported; (d) a key stored for another school refuses the
+ * file, naming its path; (e) the progress bar ends on the file's rows and the writing time,
+ * and the summary's time is the whole command's (start-up, read+validate, placement, writing);
  * (f) a course naming an id in neither the file nor the database refuses the whole file.
  * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
  */
@@ -191,7 +191,9 @@ async function main(): Promise<void> {
     const checked = validateImport(data);
     if (!checked.ok) throw new Error(`generated data invalid: ${JSON.stringify(checked.problems.slice(0, 3))}`);
 
+    const importStarted = performance.now();
     const first = await runImport([file, "--persist-to", persist]);
+    const waited = (performance.now() - importStarted) / 1000;
     check(first.code === 0, "small file: first import succeeds", `${first.stdout}${first.stderr}`);
     // Its progress bar (stderr, a pipe here) ends on every row of the file and the summary's time.
     const lastBar =
@@ -199,12 +201,21 @@ async function main(): Promise<void> {
         .split("\n")
         .filter((l) => /^\[[#-]{24}\]/.test(l))
         .at(-1) ?? "";
-    const summarySeconds = / in ([\d.]+) s: /.exec(first.stdout)?.[1] ?? "?";
+    const writingSeconds = / writing ([\d.]+) s /.exec(first.stdout)?.[1] ?? "?";
     const fileRows = formatInt(countRows(checked.file));
     check(
-      lastBar.includes(`${fileRows}/${fileRows} rows`) && lastBar.includes(`  ${summarySeconds} s`),
-      "small file: the progress bar's last line shows every row and the summary's time",
+      lastBar.includes(`${fileRows}/${fileRows} rows`) && lastBar.includes(`  ${writingSeconds} s`),
+      "small file: the progress bar's last line shows every row and the summary's writing time",
       `${lastBar} | ${first.stdout}`,
+    );
+    // The summary's time is the whole command's (what the user waited), its parts named.
+    const times = / in ([\d.]+) s: start-up ([\d.]+) s, read\+validate ([\d.]+) s, placement ([\d.]+) s, writing ([\d.]+) s /.exec(first.stdout);
+    const [whole = Number.NaN, ...parts] = (times?.slice(1) ?? []).map(Number);
+    const sumOfParts = parts.reduce((a, b) => a + b, 0);
+    check(
+      parts.length === 4 && whole >= sumOfParts - 0.25 && whole <= waited,
+      "small file: the summary's time covers start-up, read+validate, placement and writing, within the time the command took",
+      `summary ${first.stdout.trim()}; parts ${sumOfParts.toFixed(1)} s; waited ${waited.toFixed(1)} s`,
     );
     const s1 = await snapshot(persist);
     const stored = TABLES.reduce((n, t) => n + (s1[t] ?? 0), 0);
@@ -261,6 +272,33 @@ async function main(): Promise<void> {
       s3.events === (s2.events ?? 0) + 1 && s3.updated_events === 1 && s3.change_seq_sum === (s2.change_seq_sum ?? 0) + 1,
       "re-import of one changed course publishes one course.updated and takes one change number",
       JSON.stringify(s3),
+    );
+
+    // A courses-only file (a nightly update): the courses of a school the directory holds are
+    // written, with no directory chunk; a course of a school neither listed nor known refuses the file.
+    const nightly = { courses: [{ ...target, name: `${target.name} (nightly)` }] };
+    const nightlyFile = path.join(dir, "nightly.json");
+    await writeFile(nightlyFile, JSON.stringify(nightly));
+    const beforeNightly = await snapshot(persist);
+    const coursesOnly = await runImport([nightlyFile, "--persist-to", persist, "--quiet"]);
+    const afterNightly = await snapshot(persist);
+    check(
+      coursesOnly.code === 0 &&
+        afterNightly.version_sum === (beforeNightly.version_sum ?? 0) + 1 &&
+        afterNightly.updated_events === (beforeNightly.updated_events ?? 0) + 1,
+      "a courses-only file of an imported school: exit 0, the course updated (version + 1, one course.updated)",
+      `exit ${coursesOnly.code}\n${coursesOnly.stdout}${coursesOnly.stderr}\n${JSON.stringify(afterNightly)}`,
+    );
+    const stray = { courses: [nightly.courses[0], { ...target, id: "crs_stray", schoolId: "sch_nowhere" }] };
+    const strayFile = path.join(dir, "stray.json");
+    await writeFile(strayFile, JSON.stringify(stray));
+    const strayRun = await runImport([strayFile, "--persist-to", persist, "--quiet"]);
+    check(
+      strayRun.code === 2 &&
+        strayRun.stderr.split("\n").some((l) => l.trimStart().startsWith("courses[1].schoolId: ") && l.includes("sch_nowhere")) &&
+        JSON.stringify(await snapshot(persist)) === JSON.stringify(afterNightly),
+      "a course of a school neither in the file nor in the directory: exit 2, its path and school named, nothing written",
+      `exit ${strayRun.code}\n${strayRun.stdout}${strayRun.stderr}`,
     );
 
     // (c) API keys already stored keep their state: a re-import never un-revokes one.

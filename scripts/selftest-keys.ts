@@ -17,8 +17,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { main as keysMain } from "./keys";
 import { type DevServer, freePort, startDevServer } from "./lib/dev-server";
-import { check, runScript, runSelfTest, startScript } from "./lib/selftest";
+import { check, runCounted, runScript, runSelfTest, startScript } from "./lib/selftest";
 import { applyMigrations, d1Query } from "./lib/wrangler";
 
 const SCHOOL = "sch_keys_selftest";
@@ -172,6 +173,11 @@ async function main(): Promise<void> {
     check(![listed.stdout, table.stdout].some((out) => out.includes(made.key) || out.includes(IMPORTED_KEY)), "list: never a key");
     const nowhere = await keys("list", "--school", "sch_nowhere");
     check(nowhere.code === 2, "list of an unknown school: exit 2", `${nowhere.stdout}${nowhere.stderr}`);
+    // A local listing reads the database file: no wrangler, no workerd (seconds each).
+    const read = await runCounted(keysMain, ["list", "--school", SCHOOL, "--persist-to", persist]);
+    check(read.code === 0 && read.spawned === 0 && read.stdout.includes(made.id), "list (local): starts no process", `${read.spawned} started\n${read.stdout}`);
+    const minted = await runCounted(keysMain, ["create", "--school", SCHOOL, "--label", "counted", "--persist-to", persist]);
+    check(minted.code === 0 && minted.spawned > 0, "create (local): runs wrangler, which the count above would see", `${minted.spawned} started`);
 
     // (d) The key against the Worker, then revoked.
     server = await startDevServer({ persistTo: persist, vars: { RATE_LIMIT_ENABLED: "false" }, quiet: true, timeoutMs: 120_000 });

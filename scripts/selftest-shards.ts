@@ -17,8 +17,9 @@ import path from "node:path";
 import { type D1ApiStub, type StubRequest, startD1ApiStub } from "./lib/d1-api-stub";
 import { openRemoteD1 } from "./lib/d1-http";
 import { openLocalD1 } from "./lib/d1-local";
-import { check, runScript, runSelfTest } from "./lib/selftest";
+import { check, runCounted, runScript, runSelfTest } from "./lib/selftest";
 import { applyMigrations } from "./lib/wrangler";
+import { main as shardsMain } from "./shards";
 
 const BIG = "sch_shards_big";
 const SMALL = "sch_shards_small";
@@ -187,10 +188,18 @@ async function main(): Promise<void> {
       "status: a table of shards and schools",
       text.stdout,
     );
+    // A local status reads the database files: no workerd (Miniflare) to start, no wrangler.
+    const read = await runCounted(shardsMain, ["status", "--json", ...local]);
+    check(
+      read.code === 0 && read.spawned === 0 && JSON.stringify(JSON.parse(read.stdout)) === JSON.stringify(s0),
+      "status (local): the same answer, no process started",
+      `${read.spawned} started\n${read.stdout}`,
+    );
 
     // (c) No-op and refusals.
-    const noop = await shards(["move", BIG, "--to", "SHARD_0", ...local]);
-    check(noop.code === 0 && noop.stdout.includes("nothing to do"), "move to the school's own shard: exit 0, nothing to do", `${noop.stdout}${noop.stderr}`);
+    const noop = await runCounted(shardsMain, ["move", BIG, "--to", "SHARD_0", ...local]);
+    check(noop.code === 0 && noop.stdout.includes("nothing to do"), "move to the school's own shard: exit 0, nothing to do", noop.stdout);
+    check(noop.spawned > 0, "move (local): starts workerd, which the count above would see", `${noop.spawned} started`);
     const unknownSchool = await shards(["move", "sch_nowhere", "--to", "SHARD_1", ...local]);
     check(
       unknownSchool.code === 2 && unknownSchool.stderr.includes('no school "sch_nowhere"'),

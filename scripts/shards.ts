@@ -5,9 +5,9 @@
  * shard's schools, courses, bytes and share of 10 GB, each school's shard and state, and
  * warns of a school holding more than 10 % of its shard (`SCHOOL_SHARE_WARNING`); `move` runs
  * src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched); `export`
- * writes one school's import file (src/db/export.ts). All but `migrate` run on D1 bindings:
- * locally through Miniflare (scripts/lib/d1-local.ts; a move wants the dev server stopped),
- * remotely over the D1 HTTP API (scripts/lib/d1-http.ts).
+ * writes one school's import file (src/db/export.ts). Locally `status` reads the SQLite files,
+ * `move` and `export` go through Miniflare (scripts/lib/d1-local.ts; a move wants the dev
+ * server stopped); remotely all use the D1 HTTP API (scripts/lib/d1-http.ts).
  * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
  * unknown school or shard, a move under way to another shard, or missing credentials.
  */
@@ -18,13 +18,13 @@ import { rm } from "node:fs/promises";
 import type { Writable } from "node:stream";
 import { type ExportCounts, ExportRefused, exportSchool } from "../src/db/export";
 import { renderLiteral } from "../src/db/import-sql";
-import { abortMove, type MoveDatabases, MoveRefused, moveSchool } from "../src/db/move";
+import type { MoveDatabases } from "../src/db/move";
 import { estimateBytes, estimateSchoolBytes, SCHOOL_SHARE_WARNING, type SchoolSize, type ShardSize, schoolSize, shardSize } from "../src/db/placement";
 import { ID_RE } from "../src/lib/ids";
 import { type D1Target, parseD1Cli, usageError } from "./lib/args";
 import { runIfMain } from "./lib/cli";
 import { d1ApiOfEnv, openRemoteD1 } from "./lib/d1-http";
-import { openLocalD1 } from "./lib/d1-local";
+import { openLocalD1, readLocalD1 } from "./lib/d1-local";
 import { printable, printableJson } from "./lib/printable";
 import { formatInt, table } from "./lib/progress";
 import { applyMigrations, directoryAndShards, migrationHint, userPath } from "./lib/wrangler";
@@ -85,22 +85,24 @@ export interface ShareWarning {
 /** The directory and the shards of `where`, and how to let them go. */
 interface Opened {
   dbs: MoveDatabases;
-  dispose(): Promise<void>;
+  dispose(): Promise<void> | void;
 }
 
 /**
- * Opens the directory and every shard of wrangler.toml: locally through Miniflare on the
- * files of `wrangler dev` (scripts/lib/d1-local.ts), remotely over the D1 HTTP API
+ * Opens the directory and every shard of wrangler.toml: locally on the files of `wrangler
+ * dev` (scripts/lib/d1-local.ts), read-only on the files themselves when `readOnly`, else
+ * through Miniflare; remotely over the D1 HTTP API
  * (scripts/lib/d1-http.ts). @returns them, or why `--remote` cannot run (a missing variable).
  */
-async function open(where: D1Target): Promise<Opened | string> {
-  let opened: { databases: Record<string, D1Database>; dispose(): Promise<void> };
+async function open(where: D1Target, readOnly = false): Promise<Opened | string> {
+  let opened: { databases: Record<string, D1Database>; dispose(): Promise<void> | void };
   if (where.target === "remote") {
     const api = d1ApiOfEnv();
     if (typeof api === "string") return api;
     opened = await openRemoteD1(api);
   } else {
-    opened = await openLocalD1(where.persistTo);
+    // A read needs no workerd: the files themselves, in milliseconds (Miniflare starts in seconds).
+    opened = readOnly ? await readLocalD1(where.persistTo) : await openLocalD1(where.persistTo);
   }
   return { dbs: directoryAndShards(opened.databases), dispose: opened.dispose };
 }
@@ -135,7 +137,7 @@ export async function readStatus(dbs: MoveDatabases): Promise<{ shards: ShardSta
 }
 
 async function status(json: boolean, where: D1Target): Promise<number> {
-  const opened = await open(where);
+  const opened = await open(where, true);
   if (typeof opened === "string") return refuse(opened);
   let s: Awaited<ReturnType<typeof readStatus>>;
   try {
@@ -178,6 +180,8 @@ async function move(schoolId: string, to: string | undefined, abort: boolean, wh
   if (where.target === "local") {
     console.error(`moving locally: this opens the local D1 files (${where.persistTo ?? ".wrangler/state"}) directly; stop npm start / wrangler dev first`);
   }
+  // Loaded here only: drizzle's schema takes seconds to load, which `status` does without.
+  const { abortMove, MoveRefused, moveSchool } = await import("../src/db/move");
   const opened = await open(where);
   if (typeof opened === "string") return refuse(opened);
   const { dbs } = opened;

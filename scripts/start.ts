@@ -34,8 +34,11 @@ export function demoCurl(port = DEFAULT_PORT, key = DEMO_API_KEY): string {
   return `curl -H "Authorization: Bearer ${key}" "http://127.0.0.1:${port}/v3/courses?limit=5&includeTeachers=true"`;
 }
 
-/** What a newcomer needs once the server answers: the keys, a curl, the reference and the portal. */
-function welcome(port: number, crons: readonly string[]): string {
+/**
+ * What a newcomer needs once the server answers: the keys, a curl, the reference and the
+ * portal, and how long the start took (`elapsedMs`: since this process started, every step included).
+ */
+function welcome(port: number, crons: readonly string[], elapsedMs: number): string {
   const base = `http://127.0.0.1:${port}`;
   const cron =
     crons.length === 0
@@ -54,7 +57,7 @@ the webhook tour, in another terminal (it finds this server; elsewhere: --base $
   npm run demo:webhooks
 ${cron}
 
-Ready on ${base} (Ctrl-C stops it); requests are logged below.
+Ready on ${base} in ${(elapsedMs / 1000).toFixed(1)} s since npm start (Ctrl-C stops it); requests are logged below.
 `;
 }
 
@@ -134,15 +137,16 @@ async function main(argv: string[]): Promise<number> {
   if (state.pending.length === 0) console.log(migrationLine([]));
   else {
     if (verbose) console.log("applying local D1 migrations…");
+    const migrating = performance.now();
     const { applied, output } = await applyMigrations("local", persistTo, { quiet: !verbose });
     log.write(output);
-    if (!verbose) console.log(migrationLine(applied));
+    if (!verbose) console.log(`${migrationLine(applied)} in ${((performance.now() - migrating) / 1000).toFixed(1)} s`);
     ({ schools } = await localState(persistTo));
   }
   if (schools === 0) {
     console.log("the local directory has no school: loading the demo data…");
     const { summary: s } = await seedDemo({ persistTo, skipMigrations: true, progress: verbose || process.stdout.isTTY === true });
-    console.log(`demo data loaded: ${formatInt(s.rows)} rows, ${formatInt(s.courses)} courses in ${s.seconds.toFixed(1)} s`);
+    console.log(`demo data loaded: ${formatInt(s.rows)} rows, ${formatInt(s.courses)} courses in ${s.wallSeconds.toFixed(1)} s (generated and imported)`);
   } else {
     console.log(`the local directory has ${formatInt(schools)} schools: keeping them (npm run seed:demo reloads them; npm run shards -- status shows where)`);
   }
@@ -176,7 +180,7 @@ async function main(argv: string[]): Promise<number> {
     if (/Ready on/.test(early)) {
       early = undefined;
       recordLocalApi(`http://127.0.0.1:${port}`);
-      console.log(welcome(port, crons));
+      console.log(welcome(port, crons, performance.now()));
       cron = startCronRunner(`http://127.0.0.1:${port}`, { crons });
     }
   };

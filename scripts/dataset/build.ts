@@ -353,6 +353,18 @@ function addCourses(
   });
 }
 
+/** The seed of `generateDataset` unless told: the demo data of `npm start`. */
+const DEFAULT_SEED = 2026;
+
+/**
+ * The names of the two schools of the demo data (`generateDataset()`, what `npm start`
+ * loads), by id: drawn from the seed before anything else, whatever the sizes. The docs quote
+ * them; `npm run check:repo` keeps the quotes in step.
+ */
+export function demoSchoolNames(): Record<string, string> {
+  return Object.fromEntries(planSchools(newDraw(DEFAULT_SEED), 2, 0, 0, 1, undefined).map((p) => [p.id, p.name]));
+}
+
 /**
  * Generates a dataset in the import file format.
  *
@@ -373,7 +385,7 @@ export function generateDataset(opts: GenerateOptions = {}): ImportFileInput {
   const asOf = typeof opts.asOf === "number" ? opts.asOf : Date.parse(opts.asOf ?? DEFAULT_AS_OF);
   if (Number.isNaN(asOf)) throw new RangeError("asOf must be an instant");
 
-  const d = newDraw(opts.seed ?? 2026);
+  const d = newDraw(opts.seed ?? DEFAULT_SEED);
   const plans = planSchools(d, schoolsN, courses, smallCourses, perCourse, opts.students);
   const out: Dataset = { schools: [], trainings: [], groups: [], students: [], professors: [], surveyTemplates: [], courses: [] };
   const days = schoolDays(2026);

@@ -5,14 +5,15 @@
  */
 import path from "node:path";
 import { pathToFileURL } from "node:url";
-import { ImportExecutionError } from "../import";
 
 export async function runIfMain(moduleUrl: string, main: (argv: string[]) => Promise<number>): Promise<void> {
   if (!process.argv[1] || moduleUrl !== pathToFileURL(path.resolve(process.argv[1])).href) return;
   try {
     process.exitCode = await main(process.argv.slice(2));
   } catch (err) {
-    const output = err instanceof ImportExecutionError ? `${err.output}\n\n` : "";
+    // A failed wrangler call (scripts/import.ts's ImportExecutionError) carries its output;
+    // checked by shape, so that every CLI does not load the import to start.
+    const output = typeof (err as { output?: unknown }).output === "string" ? `${(err as { output: string }).output}\n\n` : "";
     console.error(`${output}${(err as Error).message}`);
     process.exitCode = 1;
   }

@@ -1,10 +1,10 @@
 /**
  * What the CLI self-tests share (`npm run test:import`, `npm run test:keys`): TAP-like
- * `ok` / `not ok` lines, the run of an operator script as a child process, and the summary
- * with the exit status.
+ * `ok` / `not ok` lines, the run of an operator script as a child process (or in this
+ * process, counting the processes it starts), and the summary with the exit status.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { createRequire } from "node:module";
+import childProcess, { type ChildProcess, spawn } from "node:child_process";
+import { createRequire, syncBuiltinESMExports } from "node:module";
 import path from "node:path";
 import { completion, ROOT, type WranglerResult } from "./wrangler";
 
@@ -48,4 +48,32 @@ export async function runSelfTest(name: string, main: () => Promise<void>): Prom
   }
   console.log(failures === 0 ? `# ${name} self-test passed` : `# ${name} self-test: ${failures} failure(s)`);
   process.exitCode = failures === 0 ? 0 : 1;
+}
+
+/**
+ * Runs a CLI's `main(argv)` in this process, collecting what it prints with `console.log`
+ * and counting the child processes it starts through node:child_process `spawn` (how
+ * wrangler and Miniflare's workerd are started): a local read that starts none answers
+ * without their seconds of start-up.
+ */
+export async function runCounted(main: (argv: string[]) => Promise<number>, argv: string[]): Promise<{ code: number; stdout: string; spawned: number }> {
+  const original = childProcess.spawn;
+  const log = console.log;
+  let spawned = 0;
+  let stdout = "";
+  childProcess.spawn = ((...args: Parameters<typeof original>) => {
+    spawned++;
+    return original(...args);
+  }) as typeof original;
+  syncBuiltinESMExports(); // the `import { spawn }` of every module sees the counter too
+  console.log = (...args: unknown[]) => {
+    stdout += `${args.join(" ")}\n`;
+  };
+  try {
+    return { code: await main(argv), stdout, spawned };
+  } finally {
+    childProcess.spawn = original;
+    syncBuiltinESMExports();
+    console.log = log;
+  }
 }

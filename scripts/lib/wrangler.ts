@@ -41,10 +41,30 @@ export function directoryAndShards<T>(databases: Record<string, T>): { directory
   return { directory, shards: Object.fromEntries(shardBindings(databases).map((b) => [b, databases[b]!])) };
 }
 
-/** wrangler.toml as wrangler reads it (its config reader is loaded on first use only). */
-async function wranglerConfig() {
-  const { unstable_readConfig } = await import("wrangler");
-  return unstable_readConfig({ config: path.join(ROOT, "wrangler.toml") }, { hideWarnings: true });
+/** One top-level `[[d1_databases]]` table of wrangler.toml: its string keys (`binding`, `database_id`, …). */
+type D1DatabaseConfig = Partial<Record<"binding" | "database_id" | "preview_database_id" | "migrations_dir" | "migrations_table", string>>;
+
+/**
+ * wrangler.toml's top-level `[[d1_databases]]` tables (not an `[env.*]` one), each as its
+ * `key = "string"` lines (the form this file uses; an inline `d1_databases = [...]` is refused). Read with a few lines rather than wrangler's config reader, whose
+ * import alone takes 2–13 s (docs/development.md § "Operator CLIs": a local listing answers
+ * in well under 3 s); the keys read are plain strings in this file.
+ *
+ * @throws Error when a table has no `binding`.
+ */
+function d1DatabasesOfToml(toml = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8")): D1DatabaseConfig[] {
+  const tables: D1DatabaseConfig[] = [];
+  let current: D1DatabaseConfig | undefined;
+  for (const line of toml.split("\n")) {
+    const header = /^\s*\[/.test(line);
+    if (header) current = /^\s*\[\[\s*d1_databases\s*\]\]\s*(#.*)?$/.test(line) ? {} : undefined;
+    if (current && header) tables.push(current);
+    const kv = current && /^\s*([A-Za-z_]+)\s*=\s*(?:"([^"\\]*)"|'([^']*)')\s*(#.*)?$/.exec(line);
+    if (kv) current![kv[1] as keyof D1DatabaseConfig] = kv[2] ?? kv[3]!;
+  }
+  if (/^\s*d1_databases\s*=/m.test(toml)) throw new Error("wrangler.toml: write d1_databases as [[d1_databases]] tables (the scripts read that form)");
+  for (const t of tables) if (t.binding === undefined) throw new Error("wrangler.toml: a [[d1_databases]] table has no binding");
+  return tables;
 }
 
 /**
@@ -53,12 +73,8 @@ async function wranglerConfig() {
  * (`preview_database_id`, else `database_id`, else the binding).
  */
 export async function d1DatabaseIdsOfConfig(target: "local" | "remote"): Promise<Record<string, string>> {
-  const config = await wranglerConfig();
   return Object.fromEntries(
-    config.d1_databases.map((d: { binding: string; database_id?: string; preview_database_id?: string }) => [
-      d.binding,
-      (target === "local" ? (d.preview_database_id ?? d.database_id) : d.database_id) ?? d.binding,
-    ]),
+    d1DatabasesOfToml().map((d) => [d.binding!, (target === "local" ? (d.preview_database_id ?? d.database_id) : d.database_id) ?? d.binding!]),
   );
 }
 
@@ -72,12 +88,8 @@ export interface MigrationsOfBinding {
 
 /** wrangler.toml's D1 bindings: binding → where its migrations live (wrangler's defaults filled in). */
 export async function d1MigrationsOfConfig(): Promise<Record<string, MigrationsOfBinding>> {
-  const config = await wranglerConfig();
   return Object.fromEntries(
-    config.d1_databases.map((d: { binding: string; migrations_dir?: string; migrations_table?: string }) => [
-      d.binding,
-      { dir: path.resolve(ROOT, d.migrations_dir ?? "migrations"), table: d.migrations_table ?? "d1_migrations" },
-    ]),
+    d1DatabasesOfToml().map((d) => [d.binding!, { dir: path.resolve(ROOT, d.migrations_dir ?? "migrations"), table: d.migrations_table ?? "d1_migrations" }]),
   );
 }
 

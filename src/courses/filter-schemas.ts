@@ -96,10 +96,14 @@ const text200 = textSchema();
 const queryInteger = (name: "page" | "limit", max: number, fallback: number, example: number) =>
   queryIntegerSchema(1, max, fallback).meta({ description: `${FILTER_RULES[name]} An integer, minimum 1, maximum ${max}, default ${fallback}.`, example });
 
-/** A comma-separated id list, at most GET_MAX_IDS ids. */
+/** A comma-separated id list, or the parameter repeated; at most GET_MAX_IDS ids in all. */
 const queryIdList = (name: keyof typeof ID_EXAMPLES) =>
   queryIdListSchema().meta({
-    description: `${FILTER_RULES[name]} Comma-separated ids (items trimmed, empty items dropped; a repeated parameter adds to the list), at most ${GET_MAX_IDS} (beyond: 400 TOO_MANY_IDS; send longer lists with POST /v3/courses:search). An empty list is no filter.`,
+    anyOf: [
+      { type: "string", description: "Comma-separated ids." },
+      { type: "array", items: { type: "string" }, description: `The parameter repeated (\`${name}=a&${name}=b\`), each an id or comma-separated ids.` },
+    ],
+    description: `${FILTER_RULES[name]} Comma-separated ids (items trimmed, empty items dropped), at most ${GET_MAX_IDS} in all (beyond: 400 TOO_MANY_IDS; send longer lists with POST /v3/courses:search); a repeated parameter adds to the list (\`${name}=${ID_EXAMPLES[name][0]}&${name}=…\`: an array in a generated client). An empty list is no filter.`,
     example: ID_EXAMPLES[name].join(","),
   });
 

@@ -35,8 +35,19 @@ export function splitIds(value: string): string[] {
     .filter((s) => s.length > 0);
 }
 
-/** A query-string id list: comma-separated (items trimmed, empty items dropped), each an id. */
-export const queryIdListSchema = () => z.string().transform(splitIds).pipe(z.array(idSchema));
+/**
+ * A query-string id list: comma-separated (items trimmed, empty items dropped), each an id.
+ * The parameter may be repeated (`groupId=a&groupId=b`, OpenAPI `style: form, explode: true`):
+ * documented as a string or an array of strings, so that generated clients take either. The
+ * operation joins the repetitions before validating (src/http/request.ts, `collectQuery`); an
+ * array is read the same way, its items joined.
+ */
+export const queryIdListSchema = () =>
+  z
+    .union([z.string(), z.array(z.string())])
+    .transform((v) => splitIds(Array.isArray(v) ? v.join(",") : v))
+    .pipe(z.array(idSchema))
+    .meta({ param: { style: "form", explode: true } });
 
 /** A body id list: a JSON array of ids (a comma-separated string is accepted too), at most `max`. */
 export const bodyIdListSchema = (max: number) =>

@@ -105,6 +105,24 @@ function registerOutgoing(registry: OpenAPIRegistry, out: OutgoingRequest): void
   });
 }
 
+/** The component naming the union of every `webhooks` body, for receivers' code. */
+const DELIVERY_UNION = "WebhookDelivery";
+
+/**
+ * The union of the bodies of every request the service sends (each a component by its meta
+ * `id`): no operation refers to it; it names, for a receiver's handler, all it may be POSTed
+ * (a generated client's `components["schemas"]["WebhookDelivery"]`, told apart by `type`).
+ */
+function deliveryUnion(outgoing: readonly OutgoingRequest[]) {
+  const ref = (o: OutgoingRequest) => `#/components/schemas/${o.body.meta()?.id as string}`;
+  return {
+    description: `Any body POSTed to a webhook endpoint: one of this document's \`webhooks\` (${outgoing.map((o) => `\`${o.name}\``).join(", ")}), told apart by \`type\`. No operation returns it: it names the union a receiver handles.`,
+    oneOf: outgoing.map((o) => ({ $ref: ref(o) })),
+    // Each outgoing request is named by its event type, the body's `type`.
+    discriminator: { propertyName: "type", mapping: Object.fromEntries(outgoing.map((o) => [o.name, ref(o)])) },
+  };
+}
+
 /**
  * The `examples` of an optional parameter: the example value, marked `x-disabled` (a Scalar
  * extension) so that "Test Request" in /docs leaves the parameter out until the user ticks it
@@ -148,6 +166,7 @@ export function buildOpenApiDocument<E>(operations: readonly Operation<E>[], out
   });
   for (const op of operations) registry.registerPath(routeConfig(op));
   for (const out of outgoing) registerOutgoing(registry, out);
+  if (outgoing.length > 0) registry.registerComponent("schemas", DELIVERY_UNION, deliveryUnion(outgoing));
 
   const errorTable = ERROR_CODES.map((c) => `| ${ERRORS[c].status} | \`${c}\` | ${when(c).replace(/\|/g, "\\|")} |`).join("\n");
   const doc = new OpenApiGeneratorV31(registry.definitions).generateDocument({

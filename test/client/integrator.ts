@@ -7,7 +7,7 @@
  * `run(baseUrl, apiKey)` walks the flow once against a running API.
  */
 import createClient from "openapi-fetch";
-import type { paths } from "./api";
+import type { components, paths, webhooks } from "./api";
 
 type CourseCreateBody = paths["/v3/courses"]["post"]["requestBody"]["content"]["application/json"];
 type CoursePatchBody = NonNullable<paths["/v3/courses/{id}"]["patch"]["requestBody"]>["content"]["application/json"];
@@ -19,6 +19,25 @@ export const defaultedBodies: [CourseCreateBody, CoursePatchBody, SearchBody] = 
   { professors: [{ professorId: "prf_4" }] },
   { sort: [{ field: "name" }] },
 ];
+
+/** What a receiver's handler takes: any body a webhook endpoint may be POSTed. */
+export type WebhookDelivery = components["schemas"]["WebhookDelivery"];
+type DeliveryBody<T extends keyof webhooks> = NonNullable<webhooks[T]["post"]["requestBody"]>["content"]["application/json"];
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+/** The named union is exactly the bodies of the document's `webhooks`: one of each, none besides. */
+export const deliveryUnionIsEveryBody: Same<WebhookDelivery, DeliveryBody<keyof webhooks>> = true;
+
+/** A receiver's handler: `type` narrows the body (compiled, not run). */
+export function describeDelivery(body: WebhookDelivery): string {
+  switch (body.type) {
+    case "course.professor_signed":
+      return `${body.data.professorId} signed ${body.data.course.id}`;
+    case "webhook.events_missed":
+      return `${body.data.webhookId} missed events from ${body.data.from}`;
+    default:
+      return body.type;
+  }
+}
 
 /** Lists, searches, registers a webhook, reads it, deletes it twice, reads the feed; throws on a surprise. */
 export async function run(baseUrl: string, apiKey: string): Promise<string[]> {
@@ -42,6 +61,15 @@ export async function run(baseUrl: string, apiKey: string): Promise<string[]> {
   } while (cursor !== null);
   if (walked !== list.data.result.length) throw new Error(`the walk by cursor read ${walked} courses, the listing ${list.data.result.length}`);
   seen.push(`listed ${list.data.result.length} courses (limit ${perPage}), walked by cursor 5 a page`);
+
+  // An id-list filter takes an array (sent as the repeated parameter) or a comma-separated string: the same courses.
+  const groups = [...new Set(list.data.result.flatMap((course) => course.groupIds))].slice(0, 2);
+  const byArray = await client.GET("/v3/courses", { params: { query: { groupId: groups } } });
+  const byText = await client.GET("/v3/courses", { params: { query: { groupId: groups.join(",") } } });
+  const idsOf = (r: typeof byArray) => r.data?.result.map((course) => course.id).join(",");
+  if (groups.length === 0 || !idsOf(byArray) || idsOf(byArray) !== idsOf(byText))
+    throw new Error(`groupId as an array: ${byArray.response.status} [${idsOf(byArray)}], as text: [${idsOf(byText)}]`);
+  seen.push(`groupId [${groups.join(", ")}] as an array and as text: the same ${byArray.data!.result.length} courses`);
 
   // @ts-expect-error: `limit` is an integer, not a string of digits.
   await client.GET("/v3/courses", { params: { query: { limit: "3" } } });

@@ -337,6 +337,14 @@ describe("the document covers the route table and the contract", () => {
     expect(params.courseStartDateTime.schema).toEqual({ type: "string", format: "date-time" });
     expect(params.courseStartDateTime.description).toMatch(/zone/);
     expect(params.groupId.description).toMatch(/Comma-separated ids.*at most 100/);
+    // An id list is a string or the parameter repeated (an array to a generated client).
+    for (const list of ["groupId", "studentId", "professorId", "trainingId"]) {
+      expect([params[list].style, params[list].explode], list).toEqual(["form", true]);
+      expect(
+        params[list].schema.anyOf.map((s: Json) => s.type),
+        list,
+      ).toEqual(["string", "array"]);
+    }
     expect(Object.values(params).every((p: Json) => p.required === false)).toBe(true);
     // Optional parameters carry their example disabled, so "Test Request" in /docs sends none by default.
     expect(params.limit.examples).toEqual({ example: { summary: "Example", value: 20, "x-disabled": true } });
@@ -409,6 +417,14 @@ describe("the document covers the route table and the contract", () => {
       "course",
       "professorId",
     ]);
+  });
+
+  it("names the union of every delivery body for receivers: WebhookDelivery, told apart by type", () => {
+    const union = doc.components.schemas.WebhookDelivery;
+    const bodies = Object.values(doc.webhooks as Json).map((item) => item.post.requestBody.content["application/json"].schema.$ref);
+    expect(union.oneOf.map((s: Json) => s.$ref)).toEqual(bodies);
+    expect(union.discriminator.propertyName).toBe("type");
+    expect(Object.keys(union.discriminator.mapping).sort()).toEqual(Object.keys(doc.webhooks).sort());
   });
 });
 
