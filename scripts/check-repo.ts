@@ -1,6 +1,5 @@
 /**
  * `npm run check:repo` — keeps the repository standing alone (docs/development.md § Checks):
- *
  * 1. no file refers to the brief outside the repository (its old paths and file names);
  * 2. every relative link of a Markdown file resolves to a file of the repository, and its
  *    `#anchor` to a heading of that file (GitHub's slugs);
@@ -8,8 +7,7 @@
  * 4. every `docs/<page>.md § Heading` citation names a heading of that page;
  * 5. no source file opens with a header comment longer than 12 lines;
  * 6. wrangler.toml's staging binds its own databases, objects, counters (`stagingProblems`);
- * 7. a quoted demo school (`"id":"sch_demo","name":"…"`) has its demo data's name, and the
- *    README states package.json's Node versions.
+ * 7. a quoted demo school has its demo data's name; the README states package.json's Nodes.
  * Files: those git tracks and new ones it does not ignore. Exit status 1 on any problem.
  */
 import { execFileSync } from "node:child_process";

@@ -2,7 +2,6 @@
  * `npm run keys -- create --school ID [--label TEXT] [--scope S,…] [--expires-in DURATION] |
  * list --school ID | revoke KEY_ID [--base URL] [--disable-webhooks]`
  * `[--local | --remote] [--persist-to DIR] [--json]`
- *
  * The operators' API keys, in the D1 database of wrangler.toml's directory, through
  * `wrangler d1 execute` (scripts/lib/wrangler.ts; a local `list` reads the database file itself,
  * scripts/lib/d1-file.ts); the statements are src/db/api-keys.ts's.

@@ -7,9 +7,8 @@
  * a course of a school neither in the file nor in the directory refuses the file; (c) a
  * revoked key stays revoked when re-imported; (d) a key stored for another school refuses the
  * file, naming its path; (e) the progress bar ends on the file's rows and the writing time,
- * and the summary's time is the whole command's (start-up, read+validate, placement, writing);
- * (f) a course naming an id in neither the file nor the database refuses the whole file.
- * Prints `ok`/`not ok` lines; exit status 1 when a check fails.
+ * and the summary's time is the whole command's (start-up, read+validate, placement, writing); (f) a course naming an id in neither the file nor the database refuses the whole file.
+ * Prints `ok`/`not ok` lines; exit 1 when a check fails.
  */
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";

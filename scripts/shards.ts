@@ -1,15 +1,14 @@
 /**
- * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort] | export --school ID [--out FILE]` [--local | --remote] [--persist-to DIR]
- * The operators' view of the D1 shards (docs/operations.md § Database shards): `migrate`
- * applies migrations/directory and migrations/shard with wrangler; `status` prints each
+ * `npm run shards -- migrate | status [--json] | move SCHOOL_ID --to SHARD_k [--abort] | export --school ID [--out FILE]` [--local | --remote] [--persist-to DIR]: the operators' view of the D1
+ * shards (docs/operations.md § Database shards): `migrate` applies the migrations; `status` prints each
  * shard's schools, courses, bytes and share of 10 GB, each school's shard and state, and
  * warns of a school holding more than 10 % of its shard (`SCHOOL_SHARE_WARNING`); `move` runs
  * src/db/move.ts (resumes an interrupted move; `--abort` undoes one not switched); `export`
  * writes one school's import file (src/db/export.ts). Locally `status` reads the SQLite files,
  * `move` and `export` go through Miniflare (scripts/lib/d1-local.ts; a move wants the dev
  * server stopped); remotely all use the D1 HTTP API (scripts/lib/d1-http.ts).
- * Exit status: 0 done (a no-op move included), 1 a step failed (run it again), 2 bad usage,
- * unknown school or shard, a move under way to another shard, or missing credentials.
+ * Exit status (operations.md): 0 done, 1 a step failed (run it again), 2 bad usage, unknown
+ * school or shard, a move under way elsewhere, or missing credentials.
  */
 
 import { once } from "node:events";

@@ -39,7 +39,7 @@ export const secondsToNextUtcDay = (ms: number): number => Math.ceil(((utcDay(ms
 
 /**
  * How many bytes of a shard's pages one byte of row values takes, per kind of row a course
- * write stores, indexes included (docs/operations.md § "Why 100 MB a school a day"): measured
+ * write stores, indexes included (docs/operations.md § "Deployment settings (wrangler vars)"): measured
  * with SQLite's page count over the shard's migrations (a course row with 1,000 students, and
  * 3,000 courses of 3, ids of 26 and 64 characters: 7.8–9.2 for a course row and its 14 indexes
  * and name trigrams, 3.2–3.7 for a relation row and its 2 or 3 copies, 1.0–1.5 for a record

@@ -111,8 +111,8 @@ export const estimateBytes = (size: ShardSize): number => size.courses * BYTES_P
 /**
  * Bytes of a relation row (a course's group, student, professor or survey template) with its
  * index entries and its share of the course's stored record part (measured with SQLite's page
- * count: about 290 + 100 bytes with 26-character ids; docs/operations.md § "Why 100 MB a school
- * a day").
+ * count: about 290 + 100 bytes with 26-character ids; docs/operations.md §
+ * "Deployment settings (wrangler vars)").
  */
 const BYTES_PER_RELATION_ROW = 400;
 
