@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
@@ -46,6 +47,31 @@ export default defineConfig(async () => {
       // One worker per test file, the default, stated: the tests rely on the storage of each
       // file being isolated (and vitest 5 prints an `isolate: false` hint unless it is set).
       isolate: true,
+      // One file per core: a file's time is spent in its own workerd (Miniflare) process, so
+      // vitest's default (cores − 1, a single worker on a 2-core machine) leaves a core idle.
+      // VITEST_MAX_WORKERS overrides it (docs/development.md § Suite time).
+      maxWorkers: availableParallelism(),
+      // Zod, drizzle-orm and the other dependencies as one pre-bundled module each, not
+      // hundreds of files that every test file's fresh worker fetches and evaluates again.
+      deps: {
+        optimizer: {
+          ssr: {
+            enabled: true,
+            include: [
+              "zod",
+              "drizzle-orm",
+              "drizzle-orm/d1",
+              "drizzle-orm/sqlite-core",
+              "itty-router",
+              "ipaddr.js",
+              "@cfworker/json-schema",
+              "@asteasolutions/zod-to-openapi",
+              "fast-check",
+              "standardwebhooks",
+            ],
+          },
+        },
+      },
       testTimeout: 30_000,
       // The service's routine log lines (src/lib/log.ts: one per request) would bury the
       // report; warnings and errors (stderr) are still shown.
