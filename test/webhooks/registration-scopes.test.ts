@@ -8,12 +8,11 @@
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
-import type { SchoolEvent } from "../../src/events/types";
 import { migrate } from "../../src/webhooks/hub/storage";
 import { callJson } from "../support/helpers";
 import { checkEvent } from "../support/openapi-check";
 import { keyWithScopes } from "../support/scopes";
-import { courseEvent, drain, inHub, newSchool, openPortalSession, ownStorage, register, schemaAsOf } from "../support/webhooks/harness";
+import { courseEvent, drain, inHub, newSchool, openPortalSession, ownStorage, register, schemaAsOf, thinBody } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -21,19 +20,6 @@ beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
-
-/** The thin body of course event `e` (docs/reference.md § "Event delivery": `payload`). */
-function thinBody(e: SchoolEvent): string {
-  const course = e.data.course!;
-  return JSON.stringify({
-    id: e.id,
-    changeCursor: e.changeCursor,
-    type: e.type,
-    createdAt: e.createdAt,
-    schoolId: e.schoolId,
-    data: { course: { id: course.id, version: course.version } },
-  });
-}
 
 describe("a registration's scopes", () => {
   it("are its creating key's; without courses:read its course events arrive thin, with it full, through a portal session too", async () => {

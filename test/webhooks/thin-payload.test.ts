@@ -8,10 +8,9 @@ import { env } from "cloudflare:workers";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
-import type { SchoolEvent } from "../../src/events/types";
 import { callJson } from "../support/helpers";
 import { checkEvent } from "../support/openapi-check";
-import { courseEvent, drain, eventually, newSchool, register } from "../support/webhooks/harness";
+import { courseEvent, drain, eventually, newSchool, register, thinBody } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -19,13 +18,6 @@ beforeAll(() => {
   rx.install();
 });
 afterAll(() => rx.restore());
-
-/** The exact thin body of course event `e`, as the reference states it. */
-function thinBody(e: SchoolEvent): string {
-  const course = e.data.course!;
-  const data = { course: { id: course.id, version: course.version }, ...(e.data.professorId === undefined ? {} : { professorId: e.data.professorId }) };
-  return JSON.stringify({ id: e.id, changeCursor: e.changeCursor, type: e.type, createdAt: e.createdAt, schoolId: e.schoolId, data });
-}
 
 describe("payload: thin", () => {
   it("course events carry only the course's id and version (professorId kept), signed; webhook.* events whole; the feed stays full", async () => {

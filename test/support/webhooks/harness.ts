@@ -115,6 +115,17 @@ export function courseEvent(schoolId: string, type: SchoolEvent["type"] = "cours
 }
 
 /**
+ * The exact thin body of course event `e` as the reference states it (docs/reference.md §
+ * "Event delivery", `payload`): `{ id, changeCursor, type, createdAt, schoolId, data: { course:
+ * { id, version } } }`, with `professorId` when the event has one.
+ */
+export function thinBody(e: SchoolEvent): string {
+  const course = e.data.course!;
+  const data = { course: { id: course.id, version: course.version }, ...(e.data.professorId === undefined ? {} : { professorId: e.data.professorId }) };
+  return JSON.stringify({ id: e.id, changeCursor: e.changeCursor, type: e.type, createdAt: e.createdAt, schoolId: e.schoolId, data });
+}
+
+/**
  * Runs `fn` inside the school's hub (runInDurableObject), typed as a SchoolHub: its `env` is
  * the Worker's Env, which the test runtime's Cloudflare.Env extends.
  */
