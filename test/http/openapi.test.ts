@@ -656,13 +656,13 @@ describe("every documented status and code is one the code answers", () => {
     ];
   };
 
-  /** `op` called with `key`, a credential it refuses: 403 FORBIDDEN, with a body for writes. */
-  const forbidden = (op: (typeof operations)[number], key: string): Case => [
+  /** `op` called with `key()`, a credential it refuses (read when the case runs): 403 FORBIDDEN, with a body for writes. */
+  const forbidden = (op: (typeof operations)[number], key: () => string): Case => [
     `${op.method} ${op.path}`,
     403,
     "FORBIDDEN",
     () => op.path.replace("{id}", op.path.startsWith("/v3/webhooks") ? hookId : courseId).replace("{eventId}", testEventId),
-    () => ({ method: op.method, key, ...(op.method === "GET" ? {} : { json: {} }) }),
+    () => ({ method: op.method, key: key(), ...(op.method === "GET" ? {} : { json: {} }) }),
   ];
 
   const cases: Case[] = [
@@ -966,9 +966,9 @@ describe("every documented status and code is one the code answers", () => {
     // can refuse one: those that take API keys only, and the changes of a read-only token.
     ...operations
       .filter((op) => !op.public && !(op.portalTokens && (op.method === "GET" || op.readOnlyTokens)))
-      .map((op) => forbidden(op, op.portalTokens ? readOnlyToken : fullToken)),
+      .map((op) => forbidden(op, () => (op.portalTokens ? readOnlyToken : fullToken))),
     // A key without the scopes an operation needs (docs/reference.md § Scopes), on every operation that needs one.
-    ...operations.filter((op) => op.scopes.length > 0).map((op) => forbidden(op, NO_SCOPE_KEY)),
+    ...operations.filter((op) => op.scopes.length > 0).map((op) => forbidden(op, () => NO_SCOPE_KEY)),
     // Last: it revokes the tokens of the cases above.
     ["DELETE /v3/portal-sessions", 200, null, () => "/v3/portal-sessions", () => ({ method: "DELETE", key: KEY })],
     ["GET /openapi.json", 200, null, () => "/openapi.json", anon()],
