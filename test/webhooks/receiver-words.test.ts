@@ -2,13 +2,14 @@
  * Receivers' words stay theirs (docs/reference.md § "Delivery log": `error`, `responseBody`):
  * an attempt's `error` and the notices that quote it are the service's own wording in printable
  * ASCII, whatever a receiver answers; a stored answer shows no custom header value and no
- * signing secret, even from a receiver that echoes its request.
+ * signing secret, even from a receiver that echoes its request, and only course readers see it.
  */
 import { env } from "cloudflare:workers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { hubFor } from "../../src/events/hub-client";
 import { callJson } from "../support/helpers";
-import { courseEvent, drain, newSchool, register } from "../support/webhooks/harness";
+import { keyWithScopes } from "../support/scopes";
+import { courseEvent, drain, newSchool, openPortalSession, register } from "../support/webhooks/harness";
 import { SimulatedPlatform } from "../support/webhooks/platform-sim";
 
 const rx = new SimulatedPlatform();
@@ -69,5 +70,21 @@ describe("a stored answer", () => {
     expect(entry.responseBody).toContain("[redacted]");
     // Values shorter than 8 characters are kept (they could not be told from ordinary text).
     expect(entry.responseBody).toContain('"x-short":"abc"');
+  });
+
+  it("is shown only to a credential that may read courses: an answer may echo the course it was sent", async () => {
+    const { schoolId, key } = await newSchool("rxw5");
+    const hook = await register(key, "https://rxw-course.example.com/in");
+    rx.on("rxw-course.example.com", (req) => ({ status: 400, body: `refused: ${req.body}` }));
+    const entry = await firstEntry(schoolId, key, hook.id);
+    expect(entry.responseBody).toContain("Cours 0");
+    const hooksOnly = await keyWithScopes(schoolId, "webhooks:read");
+    const log = await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key: hooksOnly });
+    expect(log.body.result.map((e: { responseStatus: number; responseBody: string | null }) => [e.responseStatus, e.responseBody])).toEqual([[400, null]]);
+    const session = await openPortalSession(key, { scopes: ["webhooks:read"] });
+    const viaSession = await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key: session.token });
+    expect(viaSession.body.result[0].responseBody).toBeNull();
+    const reader = await keyWithScopes(schoolId, "webhooks:read courses:read");
+    expect((await callJson(`/v3/webhooks/${hook.id}/deliveries`, { key: reader })).body.result[0].responseBody).toBe(entry.responseBody);
   });
 });

@@ -59,7 +59,9 @@ export const deliveryOperations: Operation<Env>[] = [
       if (used === null) throw webhookNotFound(id);
       // A courier never used has an empty log: it is not started (no storage made for a read).
       const rows = used ? await courierFor(env, id).listDeliveries(filter, (page - 1) * limit, limit + 1) : [];
-      return success(rows.slice(0, limit), { pagination: { page, limit, hasMore: rows.length > limit } });
+      // A receiver's answer may echo the course it was sent: only course readers see it (reference.md § Scopes).
+      const shown = rc.scopes?.includes("courses:read") ? rows : rows.map((r) => ({ ...r, responseBody: null }));
+      return success(shown.slice(0, limit), { pagination: { page, limit, hasMore: rows.length > limit } });
     },
   },
   {

@@ -186,7 +186,8 @@ export const deliveryRecordSchema = z
       description: "Milliseconds from sending the request until its status line arrived, or until the timeout or the error; `null` when nothing was sent.",
     }),
     responseBody: z.string().nullable().meta({
-      description: "The first 1,024 bytes of the answer's body, decoded as UTF-8 (invalid bytes replaced); `null` without an answer. The rest is not read.",
+      description:
+        "The first 1,024 bytes of the answer's body, decoded as UTF-8 (invalid bytes replaced); `null` without an answer, and for a credential without `courses:read` (an answer may echo the course it was sent). The rest is not read.",
     }),
     attemptedAt: instantOutSchema.nullable().meta({ description: "When the attempt started; `null` for a delivery still waiting for its first attempt." }),
     nextAttemptAt: instantOutSchema.nullable().meta({
