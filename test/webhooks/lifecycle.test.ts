@@ -54,10 +54,10 @@ describe("the registration record", () => {
     // Each object's own storage (behind production's limits), as its constructor migrated it.
     await inHub(schoolId, (hub) => {
       const sql = ownStorage(hub).sql;
-      expect(version(sql)).toBe("10");
+      expect(version(sql)).toBe("11");
       expect(tables(sql)).toEqual(["change_spans", "deleted_ids", "events", "idempotency_keys", "meta", "missed", "targets", "webhooks"]);
       migrateHub(sql);
-      expect(version(sql)).toBe("10");
+      expect(version(sql)).toBe("11");
     });
     await inCourier("wh_migration_probe", (courier) => {
       const sql = ownStorage(courier).sql;
