@@ -289,7 +289,7 @@ describe("the webhook portal, one administrator's session", () => {
     expect(verifyDelivery(delivery, state.secret!)).toMatchObject({ id: eventId, type: "webhook.test" });
     // The chart panel shows the stats, the delivery counted.
     expect((await api("GET", `/v3/webhooks/${state.id}/stats`)).status).toBe(200);
-    await shown(page.locator(".chart canvas"));
+    await shown(page.locator(".chart canvas").first());
     await expect.poll(async () => (await chartTotals()).Succeeded, { timeout: 15_000 }).toBeGreaterThanOrEqual(1);
     await expectAccessible("endpoint detail");
   });
