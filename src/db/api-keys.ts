@@ -10,7 +10,7 @@
  */
 import { randomCredential, sha256Hex } from "../lib/crypto";
 import { mintId } from "../lib/ids";
-import { formatScopes, SCOPES, type Scope } from "../lib/scopes";
+import { formatScopes, SCOPES, type Scope, storedScopes } from "../lib/scopes";
 import { terminalTextProblem } from "../lib/text";
 import type { ImportStep } from "./import-sql";
 
@@ -158,7 +158,7 @@ export function keyListing(rows: readonly KeyListRow[]): ApiKeyListing[] | null 
       last4: r.last4,
       createdAt: r.created_at!,
       revokedAt: r.revoked_at,
-      scopes: (r.scopes ?? "").split(" ").filter((w) => w !== ""),
+      scopes: storedScopes(r.scopes ?? ""),
       expiresAt: r.expires_at,
     }));
 }

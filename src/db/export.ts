@@ -8,6 +8,7 @@
  * relation rows is one D1 batch, so every course comes out as one committed state.
  * Runs in Node and in workerd.
  */
+import { storedScopes } from "../lib/scopes";
 import { formatInstant } from "../lib/time";
 import type { MoveDatabases } from "./move";
 
@@ -177,7 +178,7 @@ export async function* exportSchool(
         hash: k.key_hash,
         label: k.label,
         last4: k.last4,
-        scopes: k.scopes.split(" ").filter((s) => s !== ""),
+        scopes: storedScopes(k.scopes),
         createdAt: formatInstant(k.created_at),
         revokedAt: k.revoked_at === null ? null : formatInstant(k.revoked_at),
         expiresAt: k.expires_at === null ? null : formatInstant(k.expires_at),

@@ -47,6 +47,13 @@ export function storedScopes(text: string): Scope[] {
   return SCOPES.filter((s) => words.has(s));
 }
 
+/**
+ * Whether a credential with `scopes` may see course records (docs/reference.md § Scopes:
+ * `courses:read`): in deliveries, the events feed and receivers' answers in the delivery log.
+ * `undefined` (no credential resolved) may not.
+ */
+export const readsCourses = (scopes: readonly Scope[] | undefined): boolean => scopes?.includes("courses:read") ?? false;
+
 /** Whether `scope` only reads (`…:read`): what a read-only portal session keeps of its list. */
 export const isReadScope = (scope: Scope): boolean => scope.endsWith(":read");
 

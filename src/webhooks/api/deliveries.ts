@@ -14,6 +14,7 @@ import { parseQuery, pathParam, rejectQuery } from "../../http/request";
 import { success } from "../../http/respond";
 import { ID_RE } from "../../lib/ids";
 import { MAX_PAGE_SIZE, RETENTION_MS } from "../../lib/limits";
+import { readsCourses } from "../../lib/scopes";
 import { formatInstant } from "../../lib/time";
 import { courierFor, emptyBuckets, STATS_DEFAULT_WINDOW_MS, STATS_MAX_WINDOW_MS } from "../rpc";
 import { lifecycleError, TAG, webhookId, webhookNotFound } from "./parts";
@@ -60,7 +61,7 @@ export const deliveryOperations: Operation<Env>[] = [
       // A courier never used has an empty log: it is not started (no storage made for a read).
       const rows = used ? await courierFor(env, id).listDeliveries(filter, (page - 1) * limit, limit + 1) : [];
       // A receiver's answer may echo the course it was sent: only course readers see it (reference.md § Scopes).
-      const shown = rc.scopes?.includes("courses:read") ? rows : rows.map((r) => ({ ...r, responseBody: null }));
+      const shown = readsCourses(rc.scopes) ? rows : rows.map((r) => ({ ...r, responseBody: null }));
       return success(shown.slice(0, limit), { pagination: { page, limit, hasMore: rows.length > limit } });
     },
   },

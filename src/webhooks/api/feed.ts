@@ -15,6 +15,7 @@ import { parseQuery } from "../../http/request";
 import { successRaw } from "../../http/respond";
 import { instantSchema, queryIntegerSchema, splitIds } from "../../lib/fields";
 import { FEED_PAGE_BYTES, MAX_PAGE_SIZE, WOKEN_FEED_PAGE_BYTES } from "../../lib/limits";
+import { readsCourses } from "../../lib/scopes";
 import { thinForReader } from "../delivery/payload";
 import { TAG } from "./parts";
 
@@ -128,7 +129,7 @@ export const feedOperations: Operation<Env>[] = [
       }
       // Each item is the stored body as registrations receive it: joined, not re-serialized;
       // thin for a credential that may not read courses (docs/reference.md § Scopes).
-      const bodies = rc.scopes?.includes("courses:read") ? page.bodies : page.bodies.map(thinForReader);
+      const bodies = readsCourses(rc.scopes) ? page.bodies : page.bodies.map(thinForReader);
       return successRaw(`[${bodies.join(",")}]`, { pagination: { limit, hasMore: page.hasMore, nextCursor: encodeCursor(page.next) } });
     },
   },

@@ -4,7 +4,7 @@
  * registration whose key could not read courses (`courses:read`) gets course events thin,
  * whatever its `payload`, so that no delivery carries what that key could not read.
  */
-import { storedScopes } from "../../lib/scopes";
+import { readsCourses, storedScopes } from "../../lib/scopes";
 import type { PayloadForm } from "../delivery/payload";
 import type { SignatureScheme } from "../delivery/signing";
 import type { CourierConfig, Ordering } from "../rpc";
@@ -32,8 +32,7 @@ export interface ConfigRow {
  * What `row`'s deliveries carry: its `payload`, or `thin` when its creating key lacks
  * `courses:read` (course records are that scope's; events carry no student data).
  */
-const deliveredPayload = (row: Pick<ConfigRow, "payload" | "scopes">): PayloadForm =>
-  storedScopes(row.scopes).includes("courses:read") ? row.payload : "thin";
+const deliveredPayload = (row: Pick<ConfigRow, "payload" | "scopes">): PayloadForm => (readsCourses(storedScopes(row.scopes)) ? row.payload : "thin");
 
 /** The config registration `row` gives its courier (see `CourierConfig`). */
 export function courierConfig(row: ConfigRow, schoolId: string, hubId: string): CourierConfig {
