@@ -102,6 +102,8 @@ const paths = new Map();
 const ids = new Set();
 const groups = {};
 let count = 0, verified = 0, bad = 0, reported = -1, track = false, arrivals = [], incident = false;
+// While holding, answers wait (each its delay counted from the release): the queues fill behind them.
+let holding = false, held = [];
 // mulberry32: a seeded PRNG, so that a run and its control see the same failures.
 const prng = (seed) => () => {
   seed = (seed + 0x6d2b79f5) | 0;
@@ -114,6 +116,10 @@ parentPort.on("message", (m) => {
   if (m.track !== undefined) track = m.track;
   if (m.incident !== undefined) incident = m.incident;
   if (m.dump) { parentPort.postMessage({ arrivals }); arrivals = []; }
+  if (m.hold !== undefined) {
+    holding = m.hold;
+    if (!holding) { for (const answer of held) answer(); held = []; }
+  }
 });
 const server = http.createServer((req, res) => {
   const chunks = [];
@@ -142,8 +148,9 @@ const server = http.createServer((req, res) => {
       try { new Webhook(p.secret).verify(body, req.headers); verified += 1; } catch { bad += 1; }
     }
     if (p.hang) return;
-    if (p.delayMs) setTimeout(() => res.writeHead(status).end(), p.delayMs);
-    else res.writeHead(status).end();
+    const answer = () => (p.delayMs ? setTimeout(() => res.writeHead(status).end(), p.delayMs) : res.writeHead(status).end());
+    if (holding) held.push(answer);
+    else answer();
   });
 });
 // Idle connections stay open: Node's 5 s default closes them between a benchmark's bursts,
@@ -210,6 +217,11 @@ export class Receiver {
   /** Turns the incident (`failRate`) on or off. */
   incident(on: boolean): void {
     this.thread.postMessage({ incident: on });
+  }
+
+  /** Holds every answer from now on (`true`), or answers the held ones, each after its delay, and stops holding. */
+  hold(on: boolean): void {
+    this.thread.postMessage({ hold: on });
   }
 
   /** Records arrivals (for lags) from now on, or stops. */
