@@ -1,8 +1,9 @@
 /**
  * Ordered at the receiver's pace (docs/reference.md § "Event delivery", ordering: "the moment
  * it ends, the next starts"): with `ordering: "course"`, the next delivery of a course starts
- * in the step that records the end of the previous one, and an earlier event resent while a
- * later one of its course is in flight waits for that attempt to end. On the virtual clock:
+ * in the step that records the end of the previous one — also one handed over while that end
+ * waits to be recorded with others — and an earlier event resent while a later one of its
+ * course is in flight waits for that attempt to end. On the virtual clock:
  * every instant below is simulated milliseconds.
  */
 import { env } from "cloudflare:workers";
@@ -38,6 +39,31 @@ describe('ordering "course" at the receiver\'s pace', () => {
     expect(gaps).toEqual(Array<number>(29).fill(ANSWER_MS));
     // 30 events within 1.5 s: at least 15 a second, the receiver's own pace.
     expect(sent.at(-1)!.sentAt - sent[0]!.sentAt).toBeLessThanOrEqual(1_500);
+  });
+
+  it("an event handed over while the previous answer's outcome waits to be recorded starts at once", async () => {
+    sim = SimulatedPlatform.virtual().install();
+    sim.delay = [ANSWER_MS, ANSWER_MS];
+    const host = "pace-handed.example.com";
+    const { schoolId, key } = await newSchool("pacehanded");
+    await register(key, `https://${host}/in`);
+    const hub = hubFor(env, schoolId);
+    const first = courseEvent(schoolId, "course.updated", 1);
+    await hub.publish([first]);
+    await sim.advance(0);
+    expect(sim.to(host).map((r) => r.event.id)).toEqual([first.id]);
+    const started = sim.to(host)[0]!.sentAt;
+
+    // The first answer arrives with nothing of its course waiting, so its outcome waits to be
+    // recorded with others; the course's next event is handed over at that very instant.
+    await sim.advance(ANSWER_MS);
+    const second = courseEvent(schoolId, "course.updated", 1);
+    await hub.publish([second]);
+    await sim.advance(1_000);
+
+    const sent = sim.to(host);
+    expect(sent.map((r) => r.event.id)).toEqual([first.id, second.id]);
+    expect(sent[1]!.sentAt - started).toBe(ANSWER_MS);
   });
 
   it("an earlier event resent while a later one of its course is in flight waits for that attempt to end", async () => {

@@ -236,6 +236,18 @@ export class Dispatch {
   }
 
   /**
+   * A hand-over queued rows (`WebhookCourier.deliver`): an outcome still buffered whose course
+   * a new row now waits for (`ordering: course`) is recorded at once while a slot is left, so
+   * that row starts now, not when the batch's timer fires — the same rule as `finished`.
+   */
+  handedOver(): void {
+    const config = this.state.config();
+    if (this.outcomes.length === 0 || config === null || !ordersByCourse(config)) return;
+    if (this.sender.size + this.signing.size >= COURIER_SLOTS) return;
+    if (this.outcomes.some((o) => awaited(this.sql, o.row.course ?? null))) this.record();
+  }
+
+  /**
    * Records the buffered outcomes in one step (log, queue, failure streak), then writes their
    * log lines and starts what became due. Outcomes not recorded when the object stops are
    * lost, and their deliveries sent again (at least once; never counted as failures).

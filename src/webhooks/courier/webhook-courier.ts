@@ -146,6 +146,7 @@ export class WebhookCourier extends DurableObject<Env> {
     this.asked = false;
     this.emitMissed(now);
     this.dispatch.pump();
+    this.dispatch.handedOver();
     return { ...this.receipt(now), full: step.full };
   }
 
