@@ -35,7 +35,14 @@ const CLOSED = "webhook-deleted";
 
 /** The requests in flight of one courier instance. */
 export class Sender {
-  private readonly inFlight = new Map<number, { controller: AbortController; timer: Timer; sentAt: number }>();
+  private readonly inFlight = new Map<number, { controller: AbortController; sentAt: number; timedOut: boolean }>();
+  /**
+   * One timer for every attempt's timeout, armed for the earliest deadline still running:
+   * an attempt that ends leaves it be (no timer set and cleared per attempt, which costs
+   * Worker CPU at every delivery); when it fires it aborts what is past its deadline and
+   * arms itself for the next.
+   */
+  private deadline: { at: number; timer: Timer } | null = null;
 
   /**
    * @param timeoutMs one attempt's timeout (WEBHOOK_TIMEOUT_MS).
@@ -70,18 +77,37 @@ export class Sender {
   start(row: DueRow, url: string, headers: Record<string, string>, secrets: readonly string[] = []): void {
     const sentAt = this.platform.now();
     const controller = new AbortController();
-    const timer = this.platform.setTimer(() => controller.abort(TIMEOUT), this.timeoutMs);
-    this.inFlight.set(row.id, { controller, timer, sentAt });
+    this.inFlight.set(row.id, { controller, sentAt, timedOut: false });
+    if (this.deadline === null) this.armDeadline(sentAt + this.timeoutMs);
     const response = this.platform.fetch(url, { method: "POST", headers, body: row.body, signal: controller.signal, redirect: "manual" });
-    void this.finish(row, url, sentAt, controller, timer, response, secrets);
+    void this.finish(row, url, sentAt, controller, response, secrets);
+  }
+
+  private armDeadline(at: number): void {
+    this.deadline = { at, timer: this.platform.setTimer(() => this.expire(), Math.max(0, at - this.platform.now())) };
+  }
+
+  /** Aborts the attempts past their timeout (in start order: the oldest first) and arms the timer for the next deadline. */
+  private expire(): void {
+    this.deadline = null;
+    const now = this.platform.now();
+    for (const entry of this.inFlight.values()) {
+      if (entry.timedOut) continue;
+      const at = entry.sentAt + this.timeoutMs;
+      if (at > now) {
+        this.armDeadline(at);
+        return;
+      }
+      entry.timedOut = true;
+      entry.controller.abort(TIMEOUT);
+    }
   }
 
   /** Aborts every request in flight; their outcomes are never reported (the registration is deleted). */
   abortAll(): void {
-    for (const { controller, timer } of this.inFlight.values()) {
-      timer.cancel();
-      controller.abort(CLOSED);
-    }
+    this.deadline?.timer.cancel();
+    this.deadline = null;
+    for (const { controller } of this.inFlight.values()) controller.abort(CLOSED);
     this.inFlight.clear();
   }
 
@@ -90,7 +116,6 @@ export class Sender {
     url: string,
     sentAt: number,
     controller: AbortController,
-    timer: Timer,
     response: Promise<Response>,
     secrets: readonly string[],
   ): Promise<void> {
@@ -112,11 +137,13 @@ export class Sender {
       durationMs = this.platform.now() - sentAt;
       const reason: unknown = controller.signal.reason;
       error = reason === TIMEOUT ? `timed out after ${this.timeoutMs} ms` : NETWORK_ERROR;
-    } finally {
-      timer.cancel();
     }
     // Gone from the map: aborted by `abortAll`, nothing to report.
     if (!this.inFlight.delete(row.id)) return;
+    if (this.inFlight.size === 0) {
+      this.deadline?.timer.cancel();
+      this.deadline = null;
+    }
     this.onDone({
       row,
       url,
