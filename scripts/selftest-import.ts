@@ -1,5 +1,5 @@
 /**
- * Self-test of the import CLI (`npm run test:import`, about 20–30 s), on a throw-away local D1
+ * Self-test of the import CLI (`npm run test:import`, about 1–2 min), on a throw-away local D1
  * (`--persist-to`): (a) broken files exit non-zero, report every problem with its JSON path,
  * write nothing; (b) a file imported twice gives identical counts and fingerprints; a shorter
  * student list replaces the stored one; new courses at version 1 with a course.created, an
@@ -20,9 +20,10 @@ import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows } from "./import";
+import { queryLocalD1 } from "./lib/d1-file";
 import { formatInt, Progress } from "./lib/progress";
-import { check, runScript, runSelfTest } from "./lib/selftest";
-import { applyMigrations, d1Query, shardBindingsOfConfig } from "./lib/wrangler";
+import { check, execLocalD1, migratedState, runScript, runSelfTest } from "./lib/selftest";
+import { shardBindingsOfConfig } from "./lib/wrangler";
 
 /** The directory's tables. */
 const DIRECTORY_TABLES = ["schools", "api_keys"];
@@ -48,13 +49,13 @@ const TABLES = [...DIRECTORY_TABLES, ...SHARD_TABLES];
 
 /**
  * Row count of every table (each shard's summed), plus sums that change when a stored value
- * changes, and `shard_<k>_courses`: the courses of each shard.
+ * changes, and `shard_<k>_courses`: the courses of each shard. Read from the local files
+ * (node:sqlite, milliseconds): the import under test writes through wrangler.
  */
 async function snapshot(persistTo: string): Promise<Record<string, number>> {
   const count = (t: string) => `(SELECT count(*) FROM ${t}) AS ${t}`;
-  const [out = {}] = await d1Query<Record<string, number>>(
+  const [out = {}] = await queryLocalD1<Record<string, number>>(
     `SELECT ${[...DIRECTORY_TABLES.map(count), "(SELECT total(created_at) FROM api_keys) AS key_created_sum", "(SELECT total(revoked_at) FROM api_keys) AS key_revoked_sum"].join(", ")}`,
-    "local",
     persistTo,
   );
   const parts = [
@@ -69,7 +70,7 @@ async function snapshot(persistTo: string): Promise<Record<string, number>> {
     "(SELECT total(seq) FROM school_changes) AS change_seq_sum",
   ];
   for (const shard of shardBindingsOfConfig()) {
-    const [row = {}] = await d1Query<Record<string, number>>(`SELECT ${parts.join(", ")}`, "local", persistTo, shard);
+    const [row = {}] = await queryLocalD1<Record<string, number>>(`SELECT ${parts.join(", ")}`, persistTo, shard);
     for (const [k, v] of Object.entries(row)) out[k] = (out[k] ?? 0) + v;
     out[`${shard}_courses`] = row.courses ?? 0;
   }
@@ -183,7 +184,7 @@ async function main(): Promise<void> {
 
     // (b) A small file imported twice into a throw-away database.
     const persist = path.join(dir, "state");
-    await applyMigrations("local", persist, { quiet: true });
+    await migratedState(persist);
     const data = generateDataset({ courses: 120, students: 40, studentsPerCourse: 6, schools: 2, smallCourses: 20 });
     const file = path.join(dir, "small.json");
     await writeDataset(data, file);
@@ -303,8 +304,8 @@ async function main(): Promise<void> {
     // (c) API keys already stored keep their state: a re-import never un-revokes one.
     const key = data.schools![0]!.apiKeys![0]!;
     const hash = createHash("sha256").update(key).digest("hex");
-    await d1Query(`UPDATE api_keys SET revoked_at = 1234 WHERE key_hash = '${hash}'`, "local", persist);
-    const keyRow = async () => (await d1Query(`SELECT school_id, id, revoked_at FROM api_keys WHERE key_hash = '${hash}'`, "local", persist))[0];
+    await execLocalD1("UPDATE api_keys SET revoked_at = 1234 WHERE key_hash = ?", [hash], persist);
+    const keyRow = async () => (await queryLocalD1(`SELECT school_id, id, revoked_at FROM api_keys WHERE key_hash = '${hash}'`, persist))[0];
     const revoked = await keyRow();
     const fourth = await runImport([file, "--persist-to", persist, "--quiet"]);
     check(
@@ -346,7 +347,7 @@ async function main(): Promise<void> {
       `exit ${unknown.code}\n${unknown.stderr}`,
     );
     const sixth = await runImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_0"]);
-    const [where] = await d1Query<{ shard: string }>("SELECT shard FROM schools WHERE id = 'sch_placed'", "local", persist);
+    const [where] = await queryLocalD1<{ shard: string }>("SELECT shard FROM schools WHERE id = 'sch_placed'", persist);
     check(sixth.code === 0 && where?.shard === "SHARD_0", "--shard SHARD_0 places the new school there", `${sixth.stderr}\n${JSON.stringify(where)}`);
 
     // (f) A course naming an id in neither the file nor the database refuses the whole file,
