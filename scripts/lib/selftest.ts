@@ -7,13 +7,13 @@
 import childProcess, { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { cp, mkdtemp, open, readFile, rename, rm } from "node:fs/promises";
+import { cp, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { localD1File } from "./d1-file";
-import { applyMigrations, completion, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT, type WranglerResult } from "./wrangler";
+import { completion, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT, runWrangler, targetArgs, type WranglerResult } from "./wrangler";
 
 let failures = 0;
 
@@ -59,15 +59,20 @@ export async function runSelfTest(name: string, main: () => Promise<void>): Prom
 
 /**
  * Runs a CLI's `main(argv)` in this process, collecting what it prints with `console.log`
- * and counting the child processes it starts through node:child_process `spawn` (how
- * wrangler and Miniflare's workerd are started): a local read that starts none answers
- * without their seconds of start-up.
+ * (`stdout`) and `console.error` (`stderr`) and counting the child processes it starts
+ * through node:child_process `spawn` (how wrangler and Miniflare's workerd are started): a
+ * local read that starts none answers without their seconds of start-up, and a usage error
+ * is checked without a process of its own (tsx's start-up, 1–2 s of CPU).
  */
-export async function runCounted(main: (argv: string[]) => Promise<number>, argv: string[]): Promise<{ code: number; stdout: string; spawned: number }> {
+export async function runCounted(
+  main: (argv: string[]) => Promise<number>,
+  argv: string[],
+): Promise<{ code: number; stdout: string; stderr: string; spawned: number }> {
   const original = childProcess.spawn;
-  const log = console.log;
+  const { log, error } = console;
   let spawned = 0;
   let stdout = "";
+  let stderr = "";
   childProcess.spawn = ((...args: Parameters<typeof original>) => {
     spawned++;
     return original(...args);
@@ -76,12 +81,16 @@ export async function runCounted(main: (argv: string[]) => Promise<number>, argv
   console.log = (...args: unknown[]) => {
     stdout += `${args.join(" ")}\n`;
   };
+  console.error = (...args: unknown[]) => {
+    stderr += `${args.join(" ")}\n`;
+  };
   try {
-    return { code: await main(argv), stdout, spawned };
+    return { code: await main(argv), stdout, stderr, spawned };
   } finally {
     childProcess.spawn = original;
     syncBuiltinESMExports();
     console.log = log;
+    console.error = error;
   }
 }
 
@@ -121,7 +130,7 @@ function alive(pid: number): boolean {
 /**
  * Fills `persistTo` (which must not exist yet) with a local state whose D1 databases have
  * every migration applied: a copy of a template that `wrangler d1 migrations apply` migrated
- * once (a wrangler run per database, about 30 s of CPU on a 2-core machine) and that the
+ * once (a wrangler run per database, the three side by side: about 30 s of CPU) and that the
  * self-tests share, under the system's temporary directory, named by {@link templateKey}.
  * The first self-test to need it builds it, holding a lock file (its pid) that the others
  * wait on (docs/development.md § "Suite time"); a lock whose process is gone is taken over.
@@ -132,24 +141,31 @@ export async function migratedState(persistTo: string): Promise<void> {
   const template = path.join(os.tmpdir(), `school-edge-selftest-state-${(await templateKey()).slice(0, 16)}`);
   const lock = `${template}.lock`;
   while (!existsSync(template)) {
-    const held = await open(lock, "wx").catch((err: NodeJS.ErrnoException) => {
-      if (err.code === "EEXIST") return undefined;
-      throw err;
-    });
-    if (held === undefined) {
+    const held = await writeFile(lock, String(process.pid), { flag: "wx" }).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === "EEXIST") return false;
+        throw err;
+      },
+    );
+    if (!held) {
       const holder = Number(await readFile(lock, "utf8").catch(() => ""));
-      // A lock just made has no pid yet (0): its maker is alive.
+      // A lock just made may not hold its pid yet (0): its maker is alive.
       if (holder > 0 && !alive(holder)) await rm(lock, { force: true });
       else await new Promise((resolve) => setTimeout(resolve, 250));
       continue;
     }
     try {
-      await held.writeFile(String(process.pid));
-      await held.close();
       if (existsSync(template)) break;
       const building = await mkdtemp(`${template}-building-`);
       try {
-        await applyMigrations("local", building, { quiet: true });
+        // One wrangler per database, side by side: their files are separate.
+        await Promise.all(
+          Object.keys(await d1MigrationsOfConfig()).map(async (binding) => {
+            const r = await runWrangler(["d1", "migrations", "apply", binding, ...targetArgs("local", building)]);
+            if (r.code !== 0) throw new Error(`wrangler d1 migrations apply ${binding} failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
+          }),
+        );
         await rename(building, template);
       } finally {
         await rm(building, { recursive: true, force: true });
