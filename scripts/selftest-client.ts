@@ -1,5 +1,5 @@
 /**
- * Self-test of the OpenAPI document as an integrator uses it (`npm run test:client`, ~60 s):
+ * Self-test of the OpenAPI document as an integrator uses it (`npm run test:client`, about 30 s):
  * (a) `openapi-typescript` (test/client/package.json pins it with the TypeScript 5 it runs on)
  *     generates `api.d.ts` from the document that GET /openapi.json serves;
  * (b) test/client/integrator.ts compiles against it with `tsc --strict` (query parameters

@@ -1,5 +1,5 @@
 /**
- * Self-test of `npm run shards -- export` (`npm run test:export`, about two minutes): a
+ * Self-test of `npm run shards -- export` (`npm run test:export`, two to three minutes): a
  * school of 30,000 courses (scripts/dataset, 10 students a course), a tenth of them changed
  * by a second import (version 2, a later `updatedAt`), a labelled key with fewer scopes and a
  * revoked one, is exported from one local deployment and imported into a fresh one. The

@@ -1,5 +1,5 @@
 /**
- * Self-test of the keys CLI (`npm run test:keys`, about 4 min), against a throw-away local D1
+ * Self-test of the keys CLI (`npm run test:keys`, about 2 min), against a throw-away local D1
  * directory (`--persist-to`) that `wrangler dev` serves too: (a) usage errors (an unknown
  * scope, a bad `--expires-in` included) exit 2 and write nothing; (b) `create` prints a new
  * `sk_live_` key once with its id, D1 holds only its hash (with id, label, last 4, scopes,
