@@ -19,10 +19,10 @@ import { Writable } from "node:stream";
 import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
-import { countRows } from "./import";
+import { countRows, main as importMain } from "./import";
 import { queryLocalD1 } from "./lib/d1-file";
 import { formatInt, Progress } from "./lib/progress";
-import { check, execLocalD1, migratedState, runScript, runSelfTest } from "./lib/selftest";
+import { check, execLocalD1, migratedState, runCounted, runScript, runSelfTest } from "./lib/selftest";
 import { shardBindingsOfConfig } from "./lib/wrangler";
 
 /** The directory's tables. */
@@ -44,6 +44,13 @@ const SHARD_TABLES = [
 
 /** Runs `tsx scripts/import.ts <args>`; resolves with its exit code and output. */
 const runImport = (args: string[]) => runScript("import.ts", args);
+
+/**
+ * Runs the import's `main(args)` in this process (a refusal needs no process of its own: the
+ * first broken file runs the CLI's, for its exit status); its exit code, output and how many
+ * processes it started.
+ */
+const refuseImport = (args: string[]) => runCounted(importMain, args);
 
 const TABLES = [...DIRECTORY_TABLES, ...SHARD_TABLES];
 
@@ -158,7 +165,7 @@ async function main(): Promise<void> {
     ] as const) {
       const f = path.join(dir, `broken-${name}.json`);
       await writeFile(f, JSON.stringify(data, null, 2));
-      const r = await runImport([f, "--persist-to", persistBroken, "--quiet"]);
+      const r = await (name === "schema" ? runImport : refuseImport)([f, "--persist-to", persistBroken, "--quiet"]);
       check(r.code !== 0, `broken file (${name}): non-zero exit`, `exit ${r.code}`);
       const missing = paths.filter((p) => !r.stderr.split("\n").some((line) => line.trimStart().startsWith(`${p}: `)));
       check(
@@ -170,12 +177,12 @@ async function main(): Promise<void> {
     }
     const bad = path.join(dir, "bad.json");
     await writeFile(bad, "{ not json");
-    const rj = await runImport([bad, "--persist-to", persistBroken, "--quiet"]);
+    const rj = await refuseImport([bad, "--persist-to", persistBroken, "--quiet"]);
     check(rj.code !== 0 && /\$: invalid JSON/.test(rj.stderr), "invalid JSON: non-zero exit, reported at $", rj.stderr);
     // --remote refuses the demo keys while validating, before wrangler or any network.
     const demo = path.join(dir, "demo-key.json");
     await writeFile(demo, JSON.stringify({ schools: [{ id: "sch_demo", name: "Démo", apiKeys: ["sk_test_demo_4qX7mB2nR9tK5wE8yC3vL6pZ"] }] }));
-    const rr = await runImport([demo, "--remote", "--quiet"]);
+    const rr = await refuseImport([demo, "--remote", "--quiet"]);
     check(
       rr.code !== 0 && rr.stderr.split("\n").some((l) => l.trimStart().startsWith("schools[0].apiKeys[0]: ") && l.includes("--remote refuses")),
       "--remote: a sk_test_ key refuses the file, with its path",
@@ -292,7 +299,7 @@ async function main(): Promise<void> {
     const stray = { courses: [nightly.courses[0], { ...target, id: "crs_stray", schoolId: "sch_nowhere" }] };
     const strayFile = path.join(dir, "stray.json");
     await writeFile(strayFile, JSON.stringify(stray));
-    const strayRun = await runImport([strayFile, "--persist-to", persist, "--quiet"]);
+    const strayRun = await refuseImport([strayFile, "--persist-to", persist, "--quiet"]);
     check(
       strayRun.code === 2 &&
         strayRun.stderr.split("\n").some((l) => l.trimStart().startsWith("courses[1].schoolId: ") && l.includes("sch_nowhere")) &&
@@ -322,7 +329,7 @@ async function main(): Promise<void> {
     };
     const stolenFile = path.join(dir, "stolen.json");
     await writeFile(stolenFile, JSON.stringify(stolen));
-    const fifth = await runImport([stolenFile, "--persist-to", persist, "--quiet"]);
+    const fifth = await refuseImport([stolenFile, "--persist-to", persist, "--quiet"]);
     check(
       fifth.code === 2 &&
         fifth.stderr.split("\n").some((line) => line.trimStart().startsWith("schools[0].apiKeys[1]: ") && line.includes(data.schools![0]!.id)),
@@ -340,7 +347,7 @@ async function main(): Promise<void> {
     const placedFile = path.join(dir, "placed.json");
     await writeFile(placedFile, JSON.stringify(placed));
     const s5 = await snapshot(persist);
-    const unknown = await runImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_9"]);
+    const unknown = await refuseImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_9"]);
     check(
       unknown.code === 2 && unknown.stderr.includes('no shard "SHARD_9"') && JSON.stringify(await snapshot(persist)) === JSON.stringify(s5),
       "--shard SHARD_9 (unknown): exit 2, nothing written",
@@ -360,7 +367,7 @@ async function main(): Promise<void> {
     };
     const danglingFile = path.join(dir, "dangling.json");
     await writeFile(danglingFile, JSON.stringify(dangling));
-    const seventh = await runImport([danglingFile, "--persist-to", persist, "--quiet"]);
+    const seventh = await refuseImport([danglingFile, "--persist-to", persist, "--quiet"]);
     const danglingLines = seventh.stderr.split("\n").filter((line) => / (group|student|professor|training|survey template) "/.test(line));
     check(
       seventh.code === 2 &&
