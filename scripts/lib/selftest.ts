@@ -104,9 +104,10 @@ async function templateKey(): Promise<string> {
   const ids = await d1DatabaseIdsOfConfig("local");
   for (const [binding, { dir, table }] of Object.entries(await d1MigrationsOfConfig())) {
     hash.update(`${binding}\0${ids[binding]}\0${table}\0`);
-    for (const f of readdirSync(dir)
-      .filter((x) => x.endsWith(".sql"))
-      .sort())
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith(".sql"))
+      .sort();
+    for (const f of files)
       hash
         .update(`${f}\0`)
         .update(readFileSync(path.join(dir, f)))
