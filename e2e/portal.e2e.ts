@@ -11,14 +11,15 @@
  * Environment variables and the screenshot: docs/development.md § End to end.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import path from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DEMO_API_KEY, OTHER_API_KEY } from "../scripts/dataset/build";
 import { type DevServer, startDevServer } from "../scripts/lib/dev-server";
+import { migratedState } from "../scripts/lib/selftest";
 import { verifyV1a } from "../scripts/lib/webhook-signatures";
-import { applyMigrations, d1Query, ROOT } from "../scripts/lib/wrangler";
+import { d1Query, ROOT } from "../scripts/lib/wrangler";
 import { seedDemo } from "../scripts/seed-demo";
 import { PORTAL_CSP } from "../src/portal/headers";
 import { axeViolations, launchBrowser, type PortalBrowser } from "./browser";
@@ -171,8 +172,8 @@ const logRows = () =>
 beforeAll(async () => {
   receiver = await startReceiver(Number(process.env.E2E_RECEIVER_PORT ?? 0));
   rmSync(persistTo, { recursive: true, force: true });
-  mkdirSync(persistTo, { recursive: true });
-  await applyMigrations("local", persistTo, { quiet: true });
+  // A copy of the migrated state the self-tests share (built here when `npm test` did not).
+  await migratedState(persistTo);
   await seedDemo({ persistTo, skipMigrations: true, progress: false });
   server = await startDevServer({
     persistTo,

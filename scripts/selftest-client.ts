@@ -1,5 +1,5 @@
 /**
- * Self-test of the OpenAPI document as an integrator uses it (`npm run test:client`, ~60 s):
+ * Self-test of the OpenAPI document as an integrator uses it (`npm run test:client`, about 30 s):
  * (a) `openapi-typescript` (test/client/package.json pins it with the TypeScript 5 it runs on)
  *     generates `api.d.ts` from the document that GET /openapi.json serves;
  * (b) test/client/integrator.ts compiles against it with `tsc --strict` (query parameters
@@ -19,8 +19,8 @@ import { openApiDocument } from "../src/api";
 import { DEMO_API_KEY, generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { type DevServer, startDevServer } from "./lib/dev-server";
-import { check, runScript, runSelfTest } from "./lib/selftest";
-import { applyMigrations, packageBin, ROOT } from "./lib/wrangler";
+import { check, migratedState, runScript, runSelfTest } from "./lib/selftest";
+import { packageBin, ROOT } from "./lib/wrangler";
 
 const CLIENT_DIR = path.join(ROOT, "test", "client");
 
@@ -52,7 +52,7 @@ async function main(): Promise<void> {
 
     // (c) Run it against wrangler dev, on a small dataset whose school has the demo key.
     const persist = path.join(dir, "state");
-    await applyMigrations("local", persist, { quiet: true });
+    await migratedState(persist);
     const file = path.join(dir, "data.json");
     await writeDataset(generateDataset({ courses: 12, students: 20, studentsPerCourse: 4, schools: 1 }), file);
     const imported = await runScript("import.ts", [file, "--persist-to", persist, "--quiet"]);

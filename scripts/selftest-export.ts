@@ -1,5 +1,5 @@
 /**
- * Self-test of `npm run shards -- export` (`npm run test:export`, about two minutes): a
+ * Self-test of `npm run shards -- export` (`npm run test:export`, two to three minutes): a
  * school of 30,000 courses (scripts/dataset, 10 students a course), a tenth of them changed
  * by a second import (version 2, a later `updatedAt`), a labelled key with fewer scopes and a
  * revoked one, is exported from one local deployment and imported into a fresh one. The
@@ -9,15 +9,14 @@
  * course, numbered after the exported change number (docs/operations.md § "Taking one
  * school's data out"). Prints `ok`/`not ok` lines and each step's time; exit 1 on a failure.
  */
-import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { sha256Hex } from "../src/lib/crypto";
 import { generateDataset } from "./dataset/build";
-import { openLocalD1 } from "./lib/d1-local";
+import { readLocalD1 } from "./lib/d1-local";
 import { startMiniflare } from "./lib/miniflare-server";
-import { check, runScript, runSelfTest } from "./lib/selftest";
-import { applyMigrations } from "./lib/wrangler";
+import { check, execLocalD1, migratedState, runScript, runSelfTest } from "./lib/selftest";
 
 const COURSES = 30_000;
 const LABELLED_KEY = "sk_live_export_selftest_labelled_0123456789abcdef";
@@ -49,9 +48,9 @@ async function main(): Promise<void> {
   const lap = (what: string) => console.log(`# ${what}: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   const servers: { stop(): Promise<void> }[] = [];
   try {
-    // One run of the migrations (a wrangler call per database), copied for the fresh deployment.
-    await applyMigrations("local", from, { quiet: true });
-    await cp(from, to, { recursive: true });
+    // Both deployments start from the migrated template.
+    await migratedState(from);
+    await migratedState(to);
     lap("migrations");
     const data = generateDataset({ schools: 1, courses: COURSES, studentsPerCourse: 10, smallCourses: 0 });
     lap("dataset");
@@ -70,33 +69,29 @@ async function main(): Promise<void> {
     await writeFile(second, JSON.stringify(changed));
     const reimported = await runScript("import.ts", [second, "--persist-to", from, "--quiet"]);
     if (reimported.code !== 0) throw new Error(`second import failed:\n${reimported.stdout}${reimported.stderr}`);
-    {
-      const db = await openLocalD1(from);
-      try {
-        const insert =
-          "INSERT INTO api_keys (key_hash, school_id, created_at, id, label, last4, scopes, revoked_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
-        await db.databases
-          .DIRECTORY!.prepare(insert)
-          .bind(
-            await sha256Hex(LABELLED_KEY),
-            school.id,
-            1_700_000_000_123,
-            "key_selftest_labelled",
-            "ERP «sync»",
-            "cdef",
-            "courses:read students:read",
-            null,
-            4_102_444_800_000,
-          )
-          .run();
-        await db.databases
-          .DIRECTORY!.prepare(insert)
-          .bind(await sha256Hex(REVOKED_KEY), school.id, 1_700_000_000_456, "key_selftest_revoked", null, "defg", "courses:read", 1_710_000_000_000, null)
-          .run();
-      } finally {
-        await db.dispose();
-      }
-    }
+    // The two keys written straight into the directory's file (set-up, not the export under test).
+    const insert =
+      "INSERT INTO api_keys (key_hash, school_id, created_at, id, label, last4, scopes, revoked_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)";
+    await execLocalD1(
+      insert,
+      [
+        await sha256Hex(LABELLED_KEY),
+        school.id,
+        1_700_000_000_123,
+        "key_selftest_labelled",
+        "ERP «sync»",
+        "cdef",
+        "courses:read students:read",
+        null,
+        4_102_444_800_000,
+      ],
+      from,
+    );
+    await execLocalD1(
+      insert,
+      [await sha256Hex(REVOKED_KEY), school.id, 1_700_000_000_456, "key_selftest_revoked", null, "defg", "courses:read", 1_710_000_000_000, null],
+      from,
+    );
     lap("two imports of the source deployment");
 
     const file = path.join(dir, "export.json");
@@ -142,7 +137,7 @@ async function main(): Promise<void> {
     }
     await Promise.all(servers.splice(0).map((s) => s.stop()));
 
-    const [dbA, dbB] = [await openLocalD1(from), await openLocalD1(to)];
+    const [dbA, dbB] = [await readLocalD1(from), await readLocalD1(to)];
     try {
       const keys = async (db: typeof dbA) =>
         JSON.stringify((await db.databases.DIRECTORY!.prepare("SELECT * FROM api_keys WHERE school_id = ? ORDER BY id").bind(school.id).all()).results);
@@ -162,8 +157,8 @@ async function main(): Promise<void> {
         `${JSON.stringify(outbox)}, exported change number ${seqA}`,
       );
     } finally {
-      await dbA.dispose();
-      await dbB.dispose();
+      dbA.dispose();
+      dbB.dispose();
     }
   } finally {
     await Promise.all(servers.map((s) => s.stop()));

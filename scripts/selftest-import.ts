@@ -1,5 +1,5 @@
 /**
- * Self-test of the import CLI (`npm run test:import`, about 20–30 s), on a throw-away local D1
+ * Self-test of the import CLI (`npm run test:import`, about 1–2 min), on a throw-away local D1
  * (`--persist-to`): (a) broken files exit non-zero, report every problem with its JSON path,
  * write nothing; (b) a file imported twice gives identical counts and fingerprints; a shorter
  * student list replaces the stored one; new courses at version 1 with a course.created, an
@@ -19,10 +19,11 @@ import { Writable } from "node:stream";
 import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
-import { countRows } from "./import";
+import { countRows, main as importMain } from "./import";
+import { queryLocalD1 } from "./lib/d1-file";
 import { formatInt, Progress } from "./lib/progress";
-import { check, runScript, runSelfTest } from "./lib/selftest";
-import { applyMigrations, d1Query, shardBindingsOfConfig } from "./lib/wrangler";
+import { check, execLocalD1, migratedState, runCounted, runScript, runSelfTest } from "./lib/selftest";
+import { shardBindingsOfConfig } from "./lib/wrangler";
 
 /** The directory's tables. */
 const DIRECTORY_TABLES = ["schools", "api_keys"];
@@ -44,17 +45,24 @@ const SHARD_TABLES = [
 /** Runs `tsx scripts/import.ts <args>`; resolves with its exit code and output. */
 const runImport = (args: string[]) => runScript("import.ts", args);
 
+/**
+ * Runs the import's `main(args)` in this process (a refusal needs no process of its own: the
+ * first broken file runs the CLI's, for its exit status); its exit code, output and how many
+ * processes it started.
+ */
+const refuseImport = (args: string[]) => runCounted(importMain, args);
+
 const TABLES = [...DIRECTORY_TABLES, ...SHARD_TABLES];
 
 /**
  * Row count of every table (each shard's summed), plus sums that change when a stored value
- * changes, and `shard_<k>_courses`: the courses of each shard.
+ * changes, and `shard_<k>_courses`: the courses of each shard. Read from the local files
+ * (node:sqlite, milliseconds): the import under test writes through wrangler.
  */
 async function snapshot(persistTo: string): Promise<Record<string, number>> {
   const count = (t: string) => `(SELECT count(*) FROM ${t}) AS ${t}`;
-  const [out = {}] = await d1Query<Record<string, number>>(
+  const [out = {}] = await queryLocalD1<Record<string, number>>(
     `SELECT ${[...DIRECTORY_TABLES.map(count), "(SELECT total(created_at) FROM api_keys) AS key_created_sum", "(SELECT total(revoked_at) FROM api_keys) AS key_revoked_sum"].join(", ")}`,
-    "local",
     persistTo,
   );
   const parts = [
@@ -69,7 +77,7 @@ async function snapshot(persistTo: string): Promise<Record<string, number>> {
     "(SELECT total(seq) FROM school_changes) AS change_seq_sum",
   ];
   for (const shard of shardBindingsOfConfig()) {
-    const [row = {}] = await d1Query<Record<string, number>>(`SELECT ${parts.join(", ")}`, "local", persistTo, shard);
+    const [row = {}] = await queryLocalD1<Record<string, number>>(`SELECT ${parts.join(", ")}`, persistTo, shard);
     for (const [k, v] of Object.entries(row)) out[k] = (out[k] ?? 0) + v;
     out[`${shard}_courses`] = row.courses ?? 0;
   }
@@ -157,7 +165,7 @@ async function main(): Promise<void> {
     ] as const) {
       const f = path.join(dir, `broken-${name}.json`);
       await writeFile(f, JSON.stringify(data, null, 2));
-      const r = await runImport([f, "--persist-to", persistBroken, "--quiet"]);
+      const r = await (name === "schema" ? runImport : refuseImport)([f, "--persist-to", persistBroken, "--quiet"]);
       check(r.code !== 0, `broken file (${name}): non-zero exit`, `exit ${r.code}`);
       const missing = paths.filter((p) => !r.stderr.split("\n").some((line) => line.trimStart().startsWith(`${p}: `)));
       check(
@@ -169,12 +177,12 @@ async function main(): Promise<void> {
     }
     const bad = path.join(dir, "bad.json");
     await writeFile(bad, "{ not json");
-    const rj = await runImport([bad, "--persist-to", persistBroken, "--quiet"]);
+    const rj = await refuseImport([bad, "--persist-to", persistBroken, "--quiet"]);
     check(rj.code !== 0 && /\$: invalid JSON/.test(rj.stderr), "invalid JSON: non-zero exit, reported at $", rj.stderr);
     // --remote refuses the demo keys while validating, before wrangler or any network.
     const demo = path.join(dir, "demo-key.json");
     await writeFile(demo, JSON.stringify({ schools: [{ id: "sch_demo", name: "Démo", apiKeys: ["sk_test_demo_4qX7mB2nR9tK5wE8yC3vL6pZ"] }] }));
-    const rr = await runImport([demo, "--remote", "--quiet"]);
+    const rr = await refuseImport([demo, "--remote", "--quiet"]);
     check(
       rr.code !== 0 && rr.stderr.split("\n").some((l) => l.trimStart().startsWith("schools[0].apiKeys[0]: ") && l.includes("--remote refuses")),
       "--remote: a sk_test_ key refuses the file, with its path",
@@ -183,7 +191,7 @@ async function main(): Promise<void> {
 
     // (b) A small file imported twice into a throw-away database.
     const persist = path.join(dir, "state");
-    await applyMigrations("local", persist, { quiet: true });
+    await migratedState(persist);
     const data = generateDataset({ courses: 120, students: 40, studentsPerCourse: 6, schools: 2, smallCourses: 20 });
     const file = path.join(dir, "small.json");
     await writeDataset(data, file);
@@ -291,7 +299,7 @@ async function main(): Promise<void> {
     const stray = { courses: [nightly.courses[0], { ...target, id: "crs_stray", schoolId: "sch_nowhere" }] };
     const strayFile = path.join(dir, "stray.json");
     await writeFile(strayFile, JSON.stringify(stray));
-    const strayRun = await runImport([strayFile, "--persist-to", persist, "--quiet"]);
+    const strayRun = await refuseImport([strayFile, "--persist-to", persist, "--quiet"]);
     check(
       strayRun.code === 2 &&
         strayRun.stderr.split("\n").some((l) => l.trimStart().startsWith("courses[1].schoolId: ") && l.includes("sch_nowhere")) &&
@@ -303,8 +311,8 @@ async function main(): Promise<void> {
     // (c) API keys already stored keep their state: a re-import never un-revokes one.
     const key = data.schools![0]!.apiKeys![0]!;
     const hash = createHash("sha256").update(key).digest("hex");
-    await d1Query(`UPDATE api_keys SET revoked_at = 1234 WHERE key_hash = '${hash}'`, "local", persist);
-    const keyRow = async () => (await d1Query(`SELECT school_id, id, revoked_at FROM api_keys WHERE key_hash = '${hash}'`, "local", persist))[0];
+    await execLocalD1("UPDATE api_keys SET revoked_at = 1234 WHERE key_hash = ?", [hash], persist);
+    const keyRow = async () => (await queryLocalD1(`SELECT school_id, id, revoked_at FROM api_keys WHERE key_hash = '${hash}'`, persist))[0];
     const revoked = await keyRow();
     const fourth = await runImport([file, "--persist-to", persist, "--quiet"]);
     check(
@@ -321,7 +329,7 @@ async function main(): Promise<void> {
     };
     const stolenFile = path.join(dir, "stolen.json");
     await writeFile(stolenFile, JSON.stringify(stolen));
-    const fifth = await runImport([stolenFile, "--persist-to", persist, "--quiet"]);
+    const fifth = await refuseImport([stolenFile, "--persist-to", persist, "--quiet"]);
     check(
       fifth.code === 2 &&
         fifth.stderr.split("\n").some((line) => line.trimStart().startsWith("schools[0].apiKeys[1]: ") && line.includes(data.schools![0]!.id)),
@@ -339,14 +347,14 @@ async function main(): Promise<void> {
     const placedFile = path.join(dir, "placed.json");
     await writeFile(placedFile, JSON.stringify(placed));
     const s5 = await snapshot(persist);
-    const unknown = await runImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_9"]);
+    const unknown = await refuseImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_9"]);
     check(
       unknown.code === 2 && unknown.stderr.includes('no shard "SHARD_9"') && JSON.stringify(await snapshot(persist)) === JSON.stringify(s5),
       "--shard SHARD_9 (unknown): exit 2, nothing written",
       `exit ${unknown.code}\n${unknown.stderr}`,
     );
     const sixth = await runImport([placedFile, "--persist-to", persist, "--quiet", "--shard", "SHARD_0"]);
-    const [where] = await d1Query<{ shard: string }>("SELECT shard FROM schools WHERE id = 'sch_placed'", "local", persist);
+    const [where] = await queryLocalD1<{ shard: string }>("SELECT shard FROM schools WHERE id = 'sch_placed'", persist);
     check(sixth.code === 0 && where?.shard === "SHARD_0", "--shard SHARD_0 places the new school there", `${sixth.stderr}\n${JSON.stringify(where)}`);
 
     // (f) A course naming an id in neither the file nor the database refuses the whole file,
@@ -359,7 +367,7 @@ async function main(): Promise<void> {
     };
     const danglingFile = path.join(dir, "dangling.json");
     await writeFile(danglingFile, JSON.stringify(dangling));
-    const seventh = await runImport([danglingFile, "--persist-to", persist, "--quiet"]);
+    const seventh = await refuseImport([danglingFile, "--persist-to", persist, "--quiet"]);
     const danglingLines = seventh.stderr.split("\n").filter((line) => / (group|student|professor|training|survey template) "/.test(line));
     check(
       seventh.code === 2 &&

@@ -16,9 +16,8 @@ import os from "node:os";
 import path from "node:path";
 import { type D1ApiStub, type StubRequest, startD1ApiStub } from "./lib/d1-api-stub";
 import { openRemoteD1 } from "./lib/d1-http";
-import { openLocalD1 } from "./lib/d1-local";
-import { check, runCounted, runScript, runSelfTest } from "./lib/selftest";
-import { applyMigrations } from "./lib/wrangler";
+import { readLocalD1 } from "./lib/d1-local";
+import { check, execLocalD1, migratedState, runCounted, runScript, runSelfTest } from "./lib/selftest";
 import { main as shardsMain } from "./shards";
 
 const BIG = "sch_shards_big";
@@ -107,7 +106,7 @@ async function main(): Promise<void> {
   };
   let stub: D1ApiStub | undefined;
   try {
-    await applyMigrations("local", persist, { quiet: true });
+    await migratedState(persist);
     for (const [id, courses, shard] of [
       [BIG, BIG_COURSES, "SHARD_0"],
       [SMALL, 3, "SHARD_1"],
@@ -118,18 +117,20 @@ async function main(): Promise<void> {
       if (r.code !== 0) throw new Error(`import failed:\n${r.stdout}${r.stderr}`);
     }
     const before: Record<string, Record<string, string>> = {};
+    // One unpublished event of the largest size D1 takes: the move carries it as it is.
+    await execLocalD1(
+      "INSERT INTO outbox (event_id, school_id, created_at, payload) VALUES ('evt_shards_large', ?, 1, ?)",
+      [BIG, `"${"x".repeat(LARGE_PAYLOAD_BYTES - 2)}"`],
+      persist,
+      "SHARD_0",
+    );
     {
-      const db = await openLocalD1(persist);
+      const db = await readLocalD1(persist);
       try {
-        // One unpublished event of the largest size D1 takes: the move carries it as it is.
-        await db.databases
-          .SHARD_0!.prepare("INSERT INTO outbox (event_id, school_id, created_at, payload) VALUES ('evt_shards_large', ?, 1, ?)")
-          .bind(BIG, `"${"x".repeat(LARGE_PAYLOAD_BYTES - 2)}"`)
-          .run();
         before[BIG] = await digest(db.databases.SHARD_0!, BIG);
         before[SMALL] = await digest(db.databases.SHARD_1!, SMALL);
       } finally {
-        await db.dispose();
+        db.dispose();
       }
     }
     check(
@@ -149,7 +150,8 @@ async function main(): Promise<void> {
       ["status with an argument", ["status", "SHARD_0"]],
       ["--local with --remote", ["status", "--local", "--remote"]],
     ] as const) {
-      const r = await shards([...args, ...local]);
+      // The first through the CLI's own process (its exit status), the others in this process.
+      const r = args.length === 0 ? await shards([...args, ...local]) : await runCounted(shardsMain, [...args, ...local]);
       check(r.code === 2 && r.stderr.includes("usage: npm run shards"), `usage error (${name}): exit 2 with the usage`, `exit ${r.code}\n${r.stderr}`);
     }
 
@@ -221,12 +223,12 @@ async function main(): Promise<void> {
       JSON.stringify(s1),
     );
     {
-      const db = await openLocalD1(persist);
+      const db = await readLocalD1(persist);
       try {
         check(JSON.stringify(await digest(db.databases.SHARD_1!, BIG)) === JSON.stringify(before[BIG]), "move --local: every table's rows arrived unchanged");
         check((await leftover(db.databases.SHARD_0!, BIG)) === 0, "move --local: no row of the school is left on SHARD_0");
       } finally {
-        await db.dispose();
+        db.dispose();
       }
     }
 

@@ -16,8 +16,8 @@ import { mock } from "node:test";
 import { startCronRunner } from "./lib/cron-runner";
 import { openLocalD1, pendingLocalMigrations } from "./lib/d1-local";
 import { forgetLocalApi, localApiBase, recordedLocalApi, recordLocalApi } from "./lib/local-api";
-import { check, runScript, runSelfTest } from "./lib/selftest";
-import { applyMigrations, ROOT } from "./lib/wrangler";
+import { check, migratedState, runScript, runSelfTest } from "./lib/selftest";
+import { ROOT } from "./lib/wrangler";
 import { shownLine } from "./start";
 
 /** The migrations of `npm start`'s local databases not applied under `persistTo`. */
@@ -161,10 +161,11 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), "start-selftest-"));
   try {
     localApiChecks(dir);
-    const persist = path.join(dir, "state");
-    const fresh = await pendingUnder(persist);
+    const fresh = await pendingUnder(path.join(dir, "fresh"));
     check(fresh.length > 0 && JSON.stringify(fresh) === JSON.stringify(everyMigration()), "fresh state: every migration is pending", JSON.stringify(fresh));
-    await applyMigrations("local", persist, { quiet: true });
+    // The shared template that wrangler migrated (migratedState).
+    const persist = path.join(dir, "state");
+    await migratedState(persist);
     const warm = await pendingUnder(persist);
     check(warm.length === 0, "after wrangler applied them: nothing is pending (a warm start skips wrangler)", JSON.stringify(warm));
 

@@ -1,12 +1,19 @@
 /**
- * What the CLI self-tests share (`npm run test:import`, `npm run test:keys`): TAP-like
+ * What the CLI self-tests share (`npm run test:import`, `npm run test:keys`, …): TAP-like
  * `ok` / `not ok` lines, the run of an operator script as a child process (or in this
- * process, counting the processes it starts), and the summary with the exit status.
+ * process, counting the processes it starts), the summary with the exit status, a migrated
+ * local state copied from one template, and the local D1 files read and written in-process.
  */
 import childProcess, { type ChildProcess, spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { cp, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
+import os from "node:os";
 import path from "node:path";
-import { completion, ROOT, type WranglerResult } from "./wrangler";
+import { DatabaseSync } from "node:sqlite";
+import { localD1File } from "./d1-file";
+import { completion, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT, runWrangler, targetArgs, type WranglerResult } from "./wrangler";
 
 let failures = 0;
 
@@ -52,15 +59,20 @@ export async function runSelfTest(name: string, main: () => Promise<void>): Prom
 
 /**
  * Runs a CLI's `main(argv)` in this process, collecting what it prints with `console.log`
- * and counting the child processes it starts through node:child_process `spawn` (how
- * wrangler and Miniflare's workerd are started): a local read that starts none answers
- * without their seconds of start-up.
+ * (`stdout`) and `console.error` (`stderr`) and counting the child processes it starts
+ * through node:child_process `spawn` (how wrangler and Miniflare's workerd are started): a
+ * local read that starts none answers without their seconds of start-up, and a usage error
+ * is checked without a process of its own (tsx's start-up, 1–2 s of CPU).
  */
-export async function runCounted(main: (argv: string[]) => Promise<number>, argv: string[]): Promise<{ code: number; stdout: string; spawned: number }> {
+export async function runCounted(
+  main: (argv: string[]) => Promise<number>,
+  argv: string[],
+): Promise<{ code: number; stdout: string; stderr: string; spawned: number }> {
   const original = childProcess.spawn;
-  const log = console.log;
+  const { log, error } = console;
   let spawned = 0;
   let stdout = "";
+  let stderr = "";
   childProcess.spawn = ((...args: Parameters<typeof original>) => {
     spawned++;
     return original(...args);
@@ -69,11 +81,118 @@ export async function runCounted(main: (argv: string[]) => Promise<number>, argv
   console.log = (...args: unknown[]) => {
     stdout += `${args.join(" ")}\n`;
   };
+  console.error = (...args: unknown[]) => {
+    stderr += `${args.join(" ")}\n`;
+  };
   try {
-    return { code: await main(argv), stdout, spawned };
+    return { code: await main(argv), stdout, stderr, spawned };
   } finally {
     childProcess.spawn = original;
     syncBuiltinESMExports();
     console.log = log;
+    console.error = error;
+  }
+}
+
+/**
+ * What a migrated local state depends on, as a hex SHA-256: every binding's local id, its
+ * migrations table and the names and contents of its migration files, and wrangler's version
+ * (which writes the files).
+ */
+async function templateKey(): Promise<string> {
+  const hash = createHash("sha256");
+  const ids = await d1DatabaseIdsOfConfig("local");
+  for (const [binding, { dir, table }] of Object.entries(await d1MigrationsOfConfig())) {
+    hash.update(`${binding}\0${ids[binding]}\0${table}\0`);
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith(".sql"))
+      .sort();
+    for (const f of files)
+      hash
+        .update(`${f}\0`)
+        .update(readFileSync(path.join(dir, f)))
+        .update("\0");
+  }
+  const wrangler = createRequire(path.join(ROOT, "package.json")).resolve("wrangler/package.json");
+  hash.update((JSON.parse(readFileSync(wrangler, "utf8")) as { version: string }).version);
+  return hash.digest("hex");
+}
+
+/** Whether process `pid` still runs. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}
+
+/**
+ * Fills `persistTo` (which must not exist yet) with a local state whose D1 databases have
+ * every migration applied: a copy of a template that `wrangler d1 migrations apply` migrated
+ * once (a wrangler run per database, the three side by side: about 30 s of CPU) and that the
+ * self-tests share, under the system's temporary directory, named by {@link templateKey}.
+ * The first self-test to need it builds it, holding a lock file (its pid) that the others
+ * wait on (docs/development.md § "Suite time"); a lock whose process is gone is taken over.
+ *
+ * @throws Error when wrangler fails to migrate the template (with its output).
+ */
+export async function migratedState(persistTo: string): Promise<void> {
+  const template = path.join(os.tmpdir(), `school-edge-selftest-state-${(await templateKey()).slice(0, 16)}`);
+  const lock = `${template}.lock`;
+  while (!existsSync(template)) {
+    const held = await writeFile(lock, String(process.pid), { flag: "wx" }).then(
+      () => true,
+      (err: NodeJS.ErrnoException) => {
+        if (err.code === "EEXIST") return false;
+        throw err;
+      },
+    );
+    if (!held) {
+      const holder = Number(await readFile(lock, "utf8").catch(() => ""));
+      // A lock just made may not hold its pid yet (0): its maker is alive.
+      if (holder > 0 && !alive(holder)) await rm(lock, { force: true });
+      else await new Promise((resolve) => setTimeout(resolve, 250));
+      continue;
+    }
+    try {
+      if (existsSync(template)) break;
+      const building = await mkdtemp(`${template}-building-`);
+      try {
+        // One wrangler per database, side by side: their files are separate.
+        await Promise.all(
+          Object.keys(await d1MigrationsOfConfig()).map(async (binding) => {
+            const r = await runWrangler(["d1", "migrations", "apply", binding, ...targetArgs("local", building)]);
+            if (r.code !== 0) throw new Error(`wrangler d1 migrations apply ${binding} failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
+          }),
+        );
+        await rename(building, template);
+      } finally {
+        await rm(building, { recursive: true, force: true });
+      }
+    } finally {
+      await rm(lock, { force: true });
+    }
+  }
+  await cp(template, persistTo, { recursive: true, errorOnExist: true, force: false });
+}
+
+/**
+ * Runs one statement `sql` with `params` bound (`?` in order) on the local file of D1 binding
+ * `binding` (the directory by default) under `persistTo`, in this process (node:sqlite): a
+ * self-test's set-up, where `wrangler d1 execute` or Miniflare takes seconds. Nothing else
+ * may write the file meanwhile (no `wrangler dev` on it).
+ *
+ * @throws Error when the database has no local file or the statement fails.
+ */
+export async function execLocalD1(sql: string, params: (string | number | null)[], persistTo: string, binding = DIRECTORY_BINDING): Promise<void> {
+  const file = localD1File((await d1DatabaseIdsOfConfig("local"))[binding] ?? binding, persistTo);
+  if (!existsSync(file)) throw new Error(`no local ${binding} database at ${file}`);
+  const db = new DatabaseSync(file);
+  try {
+    db.prepare(sql).run(...params);
+  } finally {
+    db.close();
   }
 }
