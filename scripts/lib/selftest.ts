@@ -131,7 +131,7 @@ function alive(pid: number): boolean {
 /**
  * Fills `persistTo` (which must not exist yet) with a local state whose D1 databases have
  * every migration applied: a copy of a template that `wrangler d1 migrations apply` migrated
- * once (a wrangler run per database, the three side by side: about 30 s of CPU) and that the
+ * once (a wrangler run per database, one after another: about 35 s) and that the
  * self-tests share, under the system's temporary directory, named by {@link templateKey}.
  * The first self-test to need it builds it, holding a lock file (its pid) that the others
  * wait on (docs/development.md § "Suite time"); a lock whose process is gone is taken over.
@@ -160,13 +160,12 @@ export async function migratedState(persistTo: string): Promise<void> {
       if (existsSync(template)) break;
       const building = await mkdtemp(`${template}-building-`);
       try {
-        // One wrangler per database, side by side: their files are separate.
-        await Promise.all(
-          Object.keys(await d1MigrationsOfConfig()).map(async (binding) => {
-            const r = await runWrangler(["d1", "migrations", "apply", binding, ...targetArgs("local", building)]);
-            if (r.code !== 0) throw new Error(`wrangler d1 migrations apply ${binding} failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
-          }),
-        );
+        // One wrangler per database, one after another: side by side, their workerd processes
+        // met on the local state's shared SQLite files (SQLITE_BUSY: database is locked).
+        for (const binding of Object.keys(await d1MigrationsOfConfig())) {
+          const r = await runWrangler(["d1", "migrations", "apply", binding, ...targetArgs("local", building)]);
+          if (r.code !== 0) throw new Error(`wrangler d1 migrations apply ${binding} failed (exit ${r.code}):\n${r.stdout}${r.stderr}`);
+        }
         await rename(building, template);
       } finally {
         await rm(building, { recursive: true, force: true });
