@@ -30,7 +30,7 @@ export function forgetLocalApi(file = LOCAL_API_RECORD): void {
 }
 
 /** Whether process `pid` is alive (signal 0 checks without signalling). */
-function alive(pid: number): boolean {
+export function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -13,6 +13,7 @@ import os from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { localD1File } from "./d1-file";
+import { alive } from "./local-api";
 import { completion, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT, runWrangler, targetArgs, type WranglerResult } from "./wrangler";
 
 let failures = 0;
@@ -116,16 +117,6 @@ async function templateKey(): Promise<string> {
   const wrangler = createRequire(path.join(ROOT, "package.json")).resolve("wrangler/package.json");
   hash.update((JSON.parse(readFileSync(wrangler, "utf8")) as { version: string }).version);
   return hash.digest("hex");
-}
-
-/** Whether process `pid` still runs. */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
 }
 
 /**
