@@ -14,9 +14,10 @@ import os from "node:os";
 import path from "node:path";
 import { sha256Hex } from "../src/lib/crypto";
 import { generateDataset } from "./dataset/build";
+import { execLocalD1 } from "./lib/d1-file";
 import { readLocalD1 } from "./lib/d1-local";
 import { startMiniflare } from "./lib/miniflare-server";
-import { check, execLocalD1, migratedState, runScript, runSelfTest } from "./lib/selftest";
+import { check, migratedState, runScript, runSelfTest } from "./lib/selftest";
 
 const COURSES = 30_000;
 const LABELLED_KEY = "sk_live_export_selftest_labelled_0123456789abcdef";

@@ -20,9 +20,9 @@ import { validateImport } from "../src/db/import";
 import { generateDataset } from "./dataset/build";
 import { writeDataset } from "./generate";
 import { countRows, main as importMain } from "./import";
-import { queryLocalD1 } from "./lib/d1-file";
+import { execLocalD1, queryLocalD1 } from "./lib/d1-file";
 import { formatInt, Progress } from "./lib/progress";
-import { check, execLocalD1, migratedState, runCounted, runScript, runSelfTest } from "./lib/selftest";
+import { check, migratedState, runCounted, runScript, runSelfTest } from "./lib/selftest";
 import { shardBindingsOfConfig } from "./lib/wrangler";
 
 /** The directory's tables. */
@@ -41,6 +41,12 @@ const SHARD_TABLES = [
   "course_professors",
   "course_survey_templates",
 ];
+
+/** Checks that the local state under `persistTo` still has snapshot `before`: "<what>: nothing written". */
+async function checkUnchanged(persistTo: string, before: Record<string, number>, what: string): Promise<void> {
+  const now = JSON.stringify(await snapshot(persistTo));
+  check(now === JSON.stringify(before), `${what}: nothing written`, now);
+}
 
 /** Runs `tsx scripts/import.ts <args>`; resolves with its exit code and output. */
 const runImport = (args: string[]) => runScript("import.ts", args);
@@ -336,11 +342,7 @@ async function main(): Promise<void> {
       "a key stored for another school: exit 2, reported with its JSON path and the school",
       `exit ${fifth.code}\n${fifth.stderr}`,
     );
-    check(
-      JSON.stringify(await snapshot(persist)) === JSON.stringify(s4),
-      "a key stored for another school: nothing written",
-      JSON.stringify(await snapshot(persist)),
-    );
+    await checkUnchanged(persist, s4, "a key stored for another school");
 
     // (e) --shard places a new school there, even on the fuller shard; an unknown shard writes nothing.
     const placed = { schools: [{ id: "sch_placed", name: "Placé", apiKeys: [] }], trainings: [{ id: "trn_p", schoolId: "sch_placed", name: "BTS" }] };
@@ -378,11 +380,7 @@ async function main(): Promise<void> {
       "a group id in neither the file nor the database: exit 2, reported with its course, id and JSON path (the stored one accepted)",
       `exit ${seventh.code}\n${seventh.stderr}`,
     );
-    check(
-      JSON.stringify(await snapshot(persist)) === JSON.stringify(s6),
-      "a group id in neither the file nor the database: nothing written",
-      JSON.stringify(await snapshot(persist)),
-    );
+    await checkUnchanged(persist, s6, "a group id in neither the file nor the database");
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

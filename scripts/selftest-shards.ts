@@ -15,9 +15,10 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { type D1ApiStub, type StubRequest, startD1ApiStub } from "./lib/d1-api-stub";
+import { execLocalD1 } from "./lib/d1-file";
 import { openRemoteD1 } from "./lib/d1-http";
 import { readLocalD1 } from "./lib/d1-local";
-import { check, execLocalD1, migratedState, runCounted, runScript, runSelfTest } from "./lib/selftest";
+import { check, migratedState, runCounted, runScript, runSelfTest } from "./lib/selftest";
 import { main as shardsMain } from "./shards";
 
 const BIG = "sch_shards_big";

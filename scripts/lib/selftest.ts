@@ -1,8 +1,8 @@
 /**
  * What the CLI self-tests share (`npm run test:import`, `npm run test:keys`, …): TAP-like
  * `ok` / `not ok` lines, the run of an operator script as a child process (or in this
- * process, counting the processes it starts), the summary with the exit status, a migrated
- * local state copied from one template, and the local D1 files read and written in-process.
+ * process, counting the processes it starts), the summary with the exit status, and a
+ * migrated local state copied from one template.
  */
 import childProcess, { type ChildProcess, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
@@ -11,10 +11,8 @@ import { cp, mkdtemp, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { createRequire, syncBuiltinESMExports } from "node:module";
 import os from "node:os";
 import path from "node:path";
-import { DatabaseSync } from "node:sqlite";
-import { localD1File } from "./d1-file";
 import { alive } from "./local-api";
-import { completion, DIRECTORY_BINDING, d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT, runWrangler, targetArgs, type WranglerResult } from "./wrangler";
+import { completion, d1DatabaseIdsOfConfig, d1MigrationsOfConfig, ROOT, runWrangler, targetArgs, type WranglerResult } from "./wrangler";
 
 let failures = 0;
 
@@ -166,23 +164,4 @@ export async function migratedState(persistTo: string): Promise<void> {
     }
   }
   await cp(template, persistTo, { recursive: true, errorOnExist: true, force: false });
-}
-
-/**
- * Runs one statement `sql` with `params` bound (`?` in order) on the local file of D1 binding
- * `binding` (the directory by default) under `persistTo`, in this process (node:sqlite): a
- * self-test's set-up, where `wrangler d1 execute` or Miniflare takes seconds. Nothing else
- * may write the file meanwhile (no `wrangler dev` on it).
- *
- * @throws Error when the database has no local file or the statement fails.
- */
-export async function execLocalD1(sql: string, params: (string | number | null)[], persistTo: string, binding = DIRECTORY_BINDING): Promise<void> {
-  const file = localD1File((await d1DatabaseIdsOfConfig("local"))[binding] ?? binding, persistTo);
-  if (!existsSync(file)) throw new Error(`no local ${binding} database at ${file}`);
-  const db = new DatabaseSync(file);
-  try {
-    db.prepare(sql).run(...params);
-  } finally {
-    db.close();
-  }
 }

@@ -230,8 +230,7 @@ export class Dispatch {
       return;
     }
     this.pump();
-    const slotFree = this.pumping || this.sender.size + this.signing.size < COURIER_SLOTS;
-    if (slotFree && ordersByCourse(config) && awaited(this.sql, outcome.row.course ?? null)) this.record();
+    if ((this.pumping || this.slotLeft()) && ordersByCourse(config) && awaited(this.sql, outcome.row.course ?? null)) this.record();
     else this.recordTimer ??= this.platform.setTimer(() => this.record(), OUTCOME_BATCH_MS);
   }
 
@@ -242,9 +241,13 @@ export class Dispatch {
    */
   handedOver(): void {
     const config = this.state.config();
-    if (this.outcomes.length === 0 || config === null || !ordersByCourse(config)) return;
-    if (this.sender.size + this.signing.size >= COURIER_SLOTS) return;
+    if (this.outcomes.length === 0 || config === null || !ordersByCourse(config) || !this.slotLeft()) return;
     if (this.outcomes.some((o) => awaited(this.sql, o.row.course ?? null))) this.record();
+  }
+
+  /** Whether a slot is free for one more attempt (requests in flight and signatures being made hold one each). */
+  private slotLeft(): boolean {
+    return this.sender.size + this.signing.size < COURIER_SLOTS;
   }
 
   /**
@@ -303,7 +306,7 @@ export class Dispatch {
     const now = this.platform.now();
     const deadline = this.sender.firstDeadline();
     let at = deadline === null ? (this.outcomes.length === 0 && this.signing.size === 0 ? null : now + WATCHDOG_MS) : deadline + WATCHDOG_MS;
-    if (this.sender.size + this.signing.size < COURIER_SLOTS) {
+    if (this.slotLeft()) {
       const next = nextDueAt(this.sql, this.busy(), this.state.skipped(), ordersByCourse(this.state.config()), this.sent());
       // Due but not startable now (throttled, disabled): the throttle timer or a config starts it.
       if (next !== null) at = Math.min(at ?? Infinity, Math.max(next, now + (next > now ? 0 : WATCHDOG_MS)));

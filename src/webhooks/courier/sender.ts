@@ -42,7 +42,7 @@ export class Sender {
    * Worker CPU at every delivery); when it fires it aborts what is past its deadline and
    * arms itself for the next.
    */
-  private deadline: { at: number; timer: Timer } | null = null;
+  private deadline: Timer | null = null;
 
   /**
    * @param timeoutMs one attempt's timeout (WEBHOOK_TIMEOUT_MS).
@@ -84,7 +84,12 @@ export class Sender {
   }
 
   private armDeadline(at: number): void {
-    this.deadline = { at, timer: this.platform.setTimer(() => this.expire(), Math.max(0, at - this.platform.now())) };
+    this.deadline = this.platform.setTimer(() => this.expire(), Math.max(0, at - this.platform.now()));
+  }
+
+  private dropDeadline(): void {
+    this.deadline?.cancel();
+    this.deadline = null;
   }
 
   /** Aborts the attempts past their timeout (in start order: the oldest first) and arms the timer for the next deadline. */
@@ -105,8 +110,7 @@ export class Sender {
 
   /** Aborts every request in flight; their outcomes are never reported (the registration is deleted). */
   abortAll(): void {
-    this.deadline?.timer.cancel();
-    this.deadline = null;
+    this.dropDeadline();
     for (const { controller } of this.inFlight.values()) controller.abort(CLOSED);
     this.inFlight.clear();
   }
@@ -140,10 +144,7 @@ export class Sender {
     }
     // Gone from the map: aborted by `abortAll`, nothing to report.
     if (!this.inFlight.delete(row.id)) return;
-    if (this.inFlight.size === 0) {
-      this.deadline?.timer.cancel();
-      this.deadline = null;
-    }
+    if (this.inFlight.size === 0) this.dropDeadline();
     this.onDone({
       row,
       url,
