@@ -6,13 +6,14 @@
  * order that rotates every round, so that this shared machine's drift touches every tree
  * alike. Prints, per tree and query, the p50/p90 latency (ms, client side), the median
  * `Server-Timing` D1 time and the p50 ratio to the tree's floor (`GET /__bench/floor`), with
- * the load average before and after. Used for bench/RESULTS.md § "Stored record parts".
+ * the load average before and after; requests as autocannon sends the mix's
+ * (scripts/lib/timed-get.ts). Used for bench/RESULTS.md § "Stored record parts".
  */
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
-import { DEMO_API_KEY } from "./dataset/build";
 import type { DevServer } from "./lib/dev-server";
+import { pairedRatio, quantile, timedGet } from "./lib/timed-get";
 
 const { values: opts } = parseArgs({
   options: {
@@ -33,21 +34,6 @@ const QUERIES = [
 interface Sample {
   ms: number[];
   db: number[];
-}
-
-const quantile = (xs: number[], q: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * (s.length - 1)))] ?? Number.NaN;
-};
-
-async function once(base: string, p: string): Promise<{ ms: number; db: number }> {
-  const t0 = performance.now();
-  const res = await fetch(`${base}${p}`, { headers: { authorization: `Bearer ${DEMO_API_KEY}` } });
-  await res.arrayBuffer();
-  const ms = performance.now() - t0;
-  if (res.status !== 200) throw new Error(`${p}: ${res.status}`);
-  const db = Number(/db;dur=([\d.]+)/.exec(res.headers.get("server-timing") ?? "")?.[1] ?? Number.NaN);
-  return { ms, db };
 }
 
 async function main() {
@@ -78,7 +64,7 @@ async function main() {
     for (let r = 0; r < warm + rounds; r++) {
       for (let k = 0; k < pairs.length; k++) {
         const [ti, qi] = pairs[(k + r) % pairs.length]!;
-        const s = await once(servers[ti]!.base, QUERIES[qi]!.path);
+        const s = await timedGet(servers[ti]!.base, QUERIES[qi]!.path);
         if (r >= warm) {
           cells[ti]![qi]!.ms.push(s.ms);
           cells[ti]![qi]!.db.push(s.db);
@@ -87,11 +73,7 @@ async function main() {
     }
     console.log(`load average before: ${loadBefore}; after: ${load()}; ${rounds} rounds (+${warm} warm-up), ${os.cpus().length} cores`);
     // Paired: the median over rounds of a request's time ÷ another's in the same round (same load).
-    const paired = (a: number[], b: number[]) =>
-      quantile(
-        a.map((x, k) => x / b[k]!),
-        0.5,
-      ).toFixed(2);
+    const paired = (a: number[], b: number[]) => pairedRatio(a, b).toFixed(2);
     console.log(`| tree | query | p50 ms | p90 ms | D1 ms (median) | p50 / floor | paired / floor | paired / ${trees[0]!.name} |`);
     console.log("|---|---|---:|---:|---:|---:|---:|---:|");
     trees.forEach((t, ti) => {

@@ -1,7 +1,8 @@
 /**
  * The benchmark entry (`npm run bench` and `npm run bench:hub` serve it with `wrangler dev`):
- * the production Worker (src/index.ts) with two more routes, through the same router,
- * envelope and headers — `GET /__bench/floor` (one `SELECT 1`, the floor) and
+ * the production Worker (src/index.ts) with three more routes, through the same router,
+ * envelope and headers — `GET /__bench/floor` (one `SELECT 1`, the floor),
+ * `GET /__bench/page-floor` (stored pages of records, src/bench/page-floor.ts) and
  * `POST /__bench/publish` (synthetic events to a school's hub, src/bench/publish.ts).
  *
  * Two request headers serve the A/Bs (src/bench/ab-variants.ts): `x-bench-variant: b|s|m|c`
@@ -16,6 +17,7 @@ import type { Route } from "../http/router";
 import { workerOf } from "../index";
 import { COUNT_HEADER, countingEnv, D1_CALLS_HEADER, RATE_LIMIT_CALLS_HEADER, VARIANT_HEADER, variantEnv } from "./ab-variants";
 import { FAIL_PUBLISH_HEADER, failingPublishEnv } from "./faults";
+import { benchPageFloor } from "./page-floor";
 import { benchPublish } from "./publish";
 
 export { SchoolHub, WebhookCourier } from "../index";
@@ -29,6 +31,7 @@ async function benchFloor(_req: unknown, env: Env, _exec: ExecutionContext, rc: 
 export const benchRoutes: Route<Env>[] = [
   { method: "POST", path: "/__bench/publish", handler: benchPublish },
   { method: "GET", path: "/__bench/floor", handler: benchFloor },
+  { method: "GET", path: "/__bench/page-floor", handler: benchPageFloor },
 ];
 
 const worker = workerOf([...operations, ...benchRoutes]);
