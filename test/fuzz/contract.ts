@@ -78,6 +78,7 @@ export const ROUTES: RouteSpec[] = [
   // Benchmark routes: 404 NOT_FOUND but from the benchmark entry (src/bench/entry.ts).
   { method: "POST", path: "/__bench/publish", auth: true },
   { method: "GET", path: "/__bench/floor", auth: false },
+  { method: "GET", path: "/__bench/page-floor", auth: false },
 ];
 
 /** The methods a path template answers (for 405 METHOD_NOT_ALLOWED). */

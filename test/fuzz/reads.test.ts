@@ -17,6 +17,7 @@ fuzzSuite(
     "GET /v3/school",
     "POST /__bench/publish",
     "GET /__bench/floor",
+    "GET /__bench/page-floor",
     "misrouted",
     "unknown path",
   ],

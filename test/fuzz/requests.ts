@@ -1916,7 +1916,7 @@ function reference(ctx: FuzzContext) {
 
 /** /__bench/*: off in the runs (no BENCH_FLOOR), so 404 NOT_FOUND like any unknown path. */
 function bench(ctx: FuzzContext) {
-  return fc.tuple(fc.constantFrom(["POST", "/__bench/publish"], ["GET", "/__bench/floor"]), authArb(ctx, ctx.writeKey)).map(([[method, path], auth]) =>
+  return fc.tuple(fc.constantFrom(["POST", "/__bench/publish"], ["GET", "/__bench/floor"], ["GET", "/__bench/page-floor"]), authArb(ctx, ctx.writeKey)).map(([[method, path], auth]) =>
     build({
       route: `${method} ${path}`,
       method: method!,
@@ -2058,6 +2058,7 @@ export function routeArbitraries(ctx: FuzzContext): Record<string, fc.Arbitrary<
     "GET /healthz": health(ctx),
     "POST /__bench/publish": bench(ctx).filter((r) => r.route === "POST /__bench/publish"),
     "GET /__bench/floor": bench(ctx).filter((r) => r.route === "GET /__bench/floor"),
+    "GET /__bench/page-floor": bench(ctx).filter((r) => r.route === "GET /__bench/page-floor"),
     misrouted: misrouted(ctx),
     "unknown path": unknownPath(ctx),
   };
@@ -2094,6 +2095,7 @@ const WEIGHTS: Record<string, number> = {
   "GET /healthz": 1,
   "POST /__bench/publish": 1,
   "GET /__bench/floor": 1,
+  "GET /__bench/page-floor": 1,
   misrouted: 2,
   "unknown path": 2,
 };
