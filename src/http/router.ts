@@ -25,6 +25,24 @@ function pathPattern(path: string): RegExp {
   return new RegExp(`^${source}/*$`);
 }
 
+/**
+ * The pattern of each of `paths`: `pathPattern`, and for a path with a parameter, never a
+ * literal path of the list (`/v3/courses/{id}` does not match `/v3/courses/changes`), so that
+ * a literal path is one resource for every method: another method on it is 405, whatever a
+ * parametric route of that method would have matched (docs/reference.md § Error codes).
+ */
+function pathPatterns(paths: readonly string[]): Map<string, RegExp> {
+  const literal = paths.filter((p) => !p.includes("{"));
+  return new Map(
+    paths.map((p) => {
+      const re = pathPattern(p);
+      const shadowed = [...new Set(literal.filter((l) => re.test(l)))];
+      if (!p.includes("{") || shadowed.length === 0) return [p, re];
+      return [p, new RegExp(`^(?!(?:${shadowed.map(escapeRe).join("|")})/*$)${re.source.slice(1)}`)];
+    }),
+  );
+}
+
 /** What the router needs of an operation (a benchmark-only route declares no more). */
 export type Route<E> = Pick<Operation<E>, "method" | "path" | "handler" | "portalTokens"> &
   Partial<Pick<Operation<E>, "operationId" | "readOnlyTokens" | "portalLinks" | "unmetered" | "scopes">>;
@@ -50,6 +68,7 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
     },
   });
   const routes = router.routes as RouteEntry[];
+  const patterns = pathPatterns(operations.map((op) => op.path));
   for (const op of operations) {
     // Names the matched operation for the request's log line and sets its scope for
     // src/http/auth.ts, before its handler authenticates (itty-router runs the next handler
@@ -65,7 +84,7 @@ export function buildRouter<E>(operations: readonly Route<E>[]) {
       rc.portalLinks = portalLinks;
       rc.scopesNeeded = [...scopes];
     };
-    routes.push([op.method, pathPattern(op.path), [scope, op.handler], op.path]);
+    routes.push([op.method, patterns.get(op.path)!, [scope, op.handler], op.path]);
   }
   // Fallback: 405 when another method matches the path, else 404.
   router.all("*", (req: IRequest) => {

@@ -341,6 +341,16 @@ describe("GET /v3/courses/{id} and routing", () => {
     expect(na.res.headers.get("allow")).toContain("GET");
   });
 
+  it("a literal path is one resource for every method: PATCH /v3/courses/changes is 405, not a course id", async () => {
+    const patch = await callJson("/v3/courses/changes", { key: KEY_A, method: "PATCH", json: { name: "x" } });
+    expect(patch.status).toBe(405);
+    expect(patch.body.code).toBe("METHOD_NOT_ALLOWED");
+    expect(patch.res.headers.get("allow")).toBe("GET");
+    // The parametric route still answers any other id (this one unknown), the literal route its own method.
+    expect((await callJson("/v3/courses/crs_absent", { key: KEY_A, method: "PATCH", json: { name: "x" } })).body.code).toBe("COURSE_NOT_FOUND");
+    expect((await callJson("/v3/courses/changes", { key: KEY_A })).status).toBe(200);
+  });
+
   it("matches the reference on a sample of queries", async () => {
     const res = await call("/v3/courses?limit=2&page=2&archived=false", { key: KEY_A });
     const body = (await res.json()) as any;

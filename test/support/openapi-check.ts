@@ -117,7 +117,10 @@ export async function checkResponse(method: string, url: string, res: Response):
   const { doc, lookup, operations } = getChecker();
   const path = new URL(url).pathname;
   const upper = method.toUpperCase();
-  const op = operations.find((o) => o.method === upper && o.re.test(path));
+  // A literal path is its own resource for every method (docs/reference.md § Error codes, 405):
+  // no templated operation describes it.
+  const literal = operations.some((o) => !o.template.includes("{") && o.re.test(path));
+  const op = operations.find((o) => o.method === upper && o.re.test(path) && !(literal && o.template.includes("{")));
   const where = `${upper} ${path} → ${res.status}`;
   let response: Json | undefined;
   let location: string;
