@@ -1916,17 +1916,19 @@ function reference(ctx: FuzzContext) {
 
 /** /__bench/*: off in the runs (no BENCH_FLOOR), so 404 NOT_FOUND like any unknown path. */
 function bench(ctx: FuzzContext) {
-  return fc.tuple(fc.constantFrom(["POST", "/__bench/publish"], ["GET", "/__bench/floor"], ["GET", "/__bench/page-floor"]), authArb(ctx, ctx.writeKey)).map(([[method, path], auth]) =>
-    build({
-      route: `${method} ${path}`,
-      method: method!,
-      path: path!,
-      body: method === "POST" ? { body: '{"count":1}', contentType: "application/json", faults: [] } : undefined,
-      faults: [fault("benchmark route disabled", "NOT_FOUND")],
-      success: [],
-      extraHeaders: auth.header ? { authorization: auth.header } : {},
-    }),
-  );
+  return fc
+    .tuple(fc.constantFrom(["POST", "/__bench/publish"], ["GET", "/__bench/floor"], ["GET", "/__bench/page-floor"]), authArb(ctx, ctx.writeKey))
+    .map(([[method, path], auth]) =>
+      build({
+        route: `${method} ${path}`,
+        method: method!,
+        path: path!,
+        body: method === "POST" ? { body: '{"count":1}', contentType: "application/json", faults: [] } : undefined,
+        faults: [fault("benchmark route disabled", "NOT_FOUND")],
+        success: [],
+        extraHeaders: auth.header ? { authorization: auth.header } : {},
+      }),
+    );
 }
 
 /** Methods a request may carry (every one both workerd and Node's fetch accept). */
