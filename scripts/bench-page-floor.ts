@@ -1,8 +1,9 @@
 /**
  * `npm run bench:page-floor [-- --data DIR] [--rounds N] [--warm-up N]` — how close any stored
  * form of the course records can bring the all-includes page to the floor: beside the floor
- * and the listing (plain and all includes), the records read from tables that hold them
- * ready (src/bench/page-floor.ts), through the same `wrangler dev` and benchmark entry. A
+ * and the listing (plain and all includes), the listing's read without its other steps and
+ * the records read from tables that hold them ready (src/bench/page-floor.ts), through the
+ * same `wrangler dev` and benchmark entry. A
  * fresh state gets 3 schools, 30,000 courses in `sch_demo` (as in the issue's measurement);
  * `--data` reuses one (its shard gains the two benchmark tables). Requests interleaved one by
  * one, the order rotating each round; prints p50/p90 (ms), D1 ms, bytes and both ratios to the
@@ -83,6 +84,8 @@ async function main() {
       { name: "floor (SELECT 1)", path: "/__bench/floor" },
       { name: "listing, no includes, limit=100", path: "/v3/courses?limit=100" },
       { name: "listing, all four includes, limit=100", path: ALL_INCLUDES_PAGE },
+      { name: "all includes: the listing's page statement alone, raw", path: floorOf("statement") },
+      { name: "all includes: the listing's batch through drizzle, no key check or session", path: floorOf("read") },
       { name: "stored: the page's 100 records, 100 rows", path: floorOf("rows") },
       { name: "stored: the page's 100 records, one value", path: floorOf("value") },
       { name: "stored: each course's record, walked in listing order", path: floorOf("courses") },
