@@ -14,13 +14,14 @@ import os from "node:os";
 import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
-import { COURSE_RECORDS_TABLE, PAGE_RECORDS_TABLE } from "../src/bench/page-floor";
+import { ALL_INCLUDES_QUERY, COURSE_RECORDS_TABLE, PAGE_RECORDS_TABLE } from "../src/bench/page-floor";
 import { generateDataset } from "./dataset/build";
 import { importData } from "./import";
+import { quantile } from "./lib/bench-ab-report";
 import { queryLocalD1 } from "./lib/d1-file";
 import { startDevServer } from "./lib/dev-server";
 import { localShardFile, statementsOf } from "./lib/sqlite-alone";
-import { pairedRatio, quantile, timedGet } from "./lib/timed-get";
+import { pairedRatio, timedGet } from "./lib/timed-get";
 import { applyMigrations, BENCH_ENTRY } from "./lib/wrangler";
 
 const { values: opts } = parseArgs({
@@ -32,8 +33,7 @@ const { values: opts } = parseArgs({
 });
 
 const SCHOOL = "sch_demo";
-const INCLUDES = "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true";
-const ALL_INCLUDES_PAGE = `/v3/courses?limit=100&${INCLUDES}`;
+const ALL_INCLUDES_PAGE = `/v3/courses?${ALL_INCLUDES_QUERY}`;
 
 /**
  * Writes the two tables of src/bench/page-floor.ts into the shard file of `SCHOOL`: the

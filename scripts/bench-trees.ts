@@ -12,8 +12,10 @@
 import os from "node:os";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { ALL_INCLUDES_QUERY } from "../src/bench/page-floor";
+import { quantile } from "./lib/bench-ab-report";
 import type { DevServer } from "./lib/dev-server";
-import { pairedRatio, quantile, timedGet } from "./lib/timed-get";
+import { pairedRatio, timedGet } from "./lib/timed-get";
 
 const { values: opts } = parseArgs({
   options: {
@@ -23,12 +25,11 @@ const { values: opts } = parseArgs({
   },
 });
 
-const INCLUDES = "includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true";
 /** The queries: the floor, the plain page and the all-includes page of the mix (scripts/bench.ts), at 100 courses. */
 const QUERIES = [
   { name: "floor (SELECT 1)", path: "/__bench/floor" },
   { name: "no includes, limit=100", path: "/v3/courses?limit=100" },
-  { name: "all four includes, limit=100", path: `/v3/courses?limit=100&${INCLUDES}` },
+  { name: "all four includes, limit=100", path: `/v3/courses?${ALL_INCLUDES_QUERY}` },
 ];
 
 interface Sample {

@@ -5,6 +5,7 @@
  * otherwise ask for gzip, and `wrangler dev` compresses a JSON answer then).
  */
 import { DEMO_API_KEY } from "../dataset/build";
+import { quantile } from "./bench-ab-report";
 
 /**
  * GETs `base` + `path` and reads the whole body: the client-side time (ms), the Worker's
@@ -21,12 +22,6 @@ export async function timedGet(base: string, path: string): Promise<{ ms: number
   const db = Number(/db;dur=([\d.]+)/.exec(res.headers.get("server-timing") ?? "")?.[1] ?? Number.NaN);
   return { ms, db, bytes: body.byteLength };
 }
-
-/** The `q` quantile (0–1) of `xs` by rank (the lower one; NaN when empty). */
-export const quantile = (xs: number[], q: number): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor(q * (s.length - 1)))] ?? Number.NaN;
-};
 
 /** The median over rounds of `a[k] ÷ b[k]` (two requests' times in the same round, so under the same load). */
 export const pairedRatio = (a: number[], b: number[]): number =>

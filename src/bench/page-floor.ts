@@ -5,10 +5,10 @@
  * other steps. It bounds from below what any way of storing the records can reach through D1
  * and `wrangler dev` (bench/RESULTS.md § "The page's floor").
  */
-import { drizzle } from "drizzle-orm/d1";
 import { parseListQuery } from "../courses/filters";
 import { selectCoursePage } from "../courses/query";
 import { readCoursePage } from "../courses/read";
+import { getDb } from "../db/client";
 import type { RequestContext } from "../http/context";
 import { ApiError } from "../http/errors";
 import { success, successRaw } from "../http/respond";
@@ -17,6 +17,9 @@ import { success, successRaw } from "../http/respond";
 export const PAGE_RECORDS_TABLE = "bench_page_records";
 /** Every course's all-includes record, one row each, keyed as `course_parts` (rowid table). */
 export const COURSE_RECORDS_TABLE = "bench_course_records";
+
+/** The 100 stored page records, in page order. */
+const PAGE_ROWS = `SELECT rec FROM ${PAGE_RECORDS_TABLE} ORDER BY i`;
 
 /**
  * The forms of the page-floor read (`form` query parameter), each one D1 statement:
@@ -28,16 +31,17 @@ export const COURSE_RECORDS_TABLE = "bench_course_records";
  * (`readCoursePage`), without the key's check, the session or the query's validation.
  */
 const FORMS: Record<string, string> = {
-  rows: `SELECT rec FROM ${PAGE_RECORDS_TABLE} ORDER BY i`,
-  value: `SELECT concat('[', group_concat(rec, ','), ']') FROM (SELECT rec FROM ${PAGE_RECORDS_TABLE} ORDER BY i)`,
+  rows: PAGE_ROWS,
+  value: `SELECT concat('[', group_concat(rec, ','), ']') FROM (${PAGE_ROWS})`,
   courses: `SELECT c.id, (SELECT r.rec FROM ${COURSE_RECORDS_TABLE} r WHERE r.school_id = c.school_id AND r.course_id = c.id) FROM courses c WHERE c.school_id = ?1 ORDER BY c.start_ms, c.id LIMIT 101`,
-  count: `SELECT rec FROM ${PAGE_RECORDS_TABLE} ORDER BY i`,
+  count: PAGE_ROWS,
 };
+/** The forms that read the page as the listing builds it (no table of this file). */
+const LISTING_FORMS = new Set(["statement", "read"]);
 
-/** The all-includes first page of 100 (the listing's query of scripts/bench-page-floor.ts). */
-const ALL_INCLUDES = parseListQuery(
-  new URLSearchParams("limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true"),
-);
+/** The query string of the all-includes first page of 100: the page every form serves. */
+export const ALL_INCLUDES_QUERY = "limit=100&includeStudents=true&includeTeachers=true&includeSurveyTemplates=true&includeTraining=true";
+const ALL_INCLUDES = parseListQuery(new URLSearchParams(ALL_INCLUDES_QUERY));
 
 /**
  * The handler: `?shard=SHARD_k&school=ID&form=rows|value|courses|count|statement|read` → the success envelope
@@ -49,32 +53,27 @@ export async function benchPageFloor(req: Request, env: Env, _exec: ExecutionCon
   const url = new URL(req.url);
   const form = url.searchParams.get("form") ?? "";
   const school = url.searchParams.get("school") ?? "";
-  const d1 = (env as unknown as Record<string, D1Database | undefined>)[url.searchParams.get("shard") ?? ""];
-  if (!(form in FORMS || form === "statement" || form === "read") || d1 === undefined || !/^SHARD_\d+$/.test(url.searchParams.get("shard") ?? ""))
+  const shard = url.searchParams.get("shard") ?? "";
+  const d1 = /^SHARD_\d+$/.test(shard) ? (env as unknown as Record<string, D1Database | undefined>)[shard] : undefined;
+  if (!(form in FORMS || LISTING_FORMS.has(form)) || d1 === undefined)
     throw new ApiError("INVALID_PARAMETER", "form must be rows, value, courses, count, statement or read, and shard a SHARD_<n> binding");
   if (form === "read") {
-    const page = await rc.db(() => readCoursePage({ d1, db: drizzle(d1), bookmark: () => null }, school, ALL_INCLUDES));
+    const page = await rc.db(() => readCoursePage({ d1, db: getDb(d1), bookmark: () => null }, school, ALL_INCLUDES));
     return successRaw(`[${page.value.rows.map((r) => r.record).join(",")}]`);
   }
+  let stmt: D1PreparedStatement;
   if (form === "statement") {
-    const { sql, params } = selectCoursePage(drizzle(d1), { schoolId: school }, ALL_INCLUDES).toSQL();
-    const rows = await rc.db(() =>
-      d1
-        .prepare(sql)
-        .bind(...params)
-        .raw<unknown[]>(),
-    );
-    return successRaw(
-      `[${rows
-        .slice(0, 100)
-        .map((r) => r.at(-1))
-        .join(",")}]`,
-    );
-  }
-  const stmt = d1.prepare(FORMS[form]!);
-  const rows = await rc.db(() => (form === "courses" ? stmt.bind(url.searchParams.get("school") ?? "") : stmt).raw<unknown[]>());
+    const { sql, params } = selectCoursePage(getDb(d1), { schoolId: school }, ALL_INCLUDES).toSQL();
+    stmt = d1.prepare(sql).bind(...params);
+  } else stmt = d1.prepare(FORMS[form]!);
+  const rows = await rc.db(() => (form === "courses" ? stmt.bind(school) : stmt).raw<unknown[]>());
   if (form === "count") return success(rows.length);
   if (form === "value") return successRaw(String(rows[0]?.[0]));
-  const recs = form === "courses" ? rows.slice(0, 100).map((r) => r[1]) : rows.map((r) => r[0]);
-  return successRaw(`[${recs.join(",")}]`);
+  // The page statement and the walk read 101 rows (the page and its `hasMore` row); the record is the last column.
+  return successRaw(
+    `[${rows
+      .slice(0, 100)
+      .map((r) => r.at(-1))
+      .join(",")}]`,
+  );
 }

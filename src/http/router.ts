@@ -36,8 +36,9 @@ function pathPatterns(paths: readonly string[]): Map<string, RegExp> {
   return new Map(
     paths.map((p) => {
       const re = pathPattern(p);
+      if (!p.includes("{")) return [p, re];
       const shadowed = [...new Set(literal.filter((l) => re.test(l)))];
-      if (!p.includes("{") || shadowed.length === 0) return [p, re];
+      if (shadowed.length === 0) return [p, re];
       return [p, new RegExp(`^(?!(?:${shadowed.map(escapeRe).join("|")})/*$)${re.source.slice(1)}`)];
     }),
   );
