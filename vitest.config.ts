@@ -44,9 +44,11 @@ export default defineConfig(async () => {
     test: {
       include: ["test/**/*.test.ts"],
       setupFiles: ["./test/support/setup.ts"],
-      // One worker per test file, the default, stated: the tests rely on the storage of each
-      // file being isolated (and vitest 5 prints an `isolate: false` hint unless it is set).
-      isolate: true,
+      // The files of a worker share one runtime (one workerd process, its modules loaded once):
+      // a runtime and the Worker's module graph per file cost about 2.5 CPU s each, half of
+      // the suite's CPU (docs/development.md § Suite time). Each file still starts from empty
+      // storage: test/support/setup.ts resets every D1 database and Durable Object first.
+      isolate: false,
       // One file per core: a file's time is spent in its own workerd (Miniflare) process, so
       // vitest's default (cores − 1, a single worker on a 2-core machine) leaves a core idle.
       // VITEST_MAX_WORKERS overrides it (docs/development.md § Suite time).

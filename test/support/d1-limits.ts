@@ -83,6 +83,8 @@ class LimitedStatement {
 
 /** Marks what is limited already, so that a binding wrapped twice is checked once. */
 const LIMITED = Symbol("limitedD1");
+/** What a limited binding answers with the runtime's own binding behind it (`runtimeD1`). */
+const RUNTIME = Symbol("runtimeD1");
 
 /** `db` (a binding or a session) with D1's production limits enforced (see the module comment). */
 function limited<D extends object>(db: D): D {
@@ -91,6 +93,7 @@ function limited<D extends object>(db: D): D {
     get(target, prop) {
       const t = target as unknown as D1Database;
       if (prop === LIMITED) return true;
+      if (prop === RUNTIME) return target;
       if (prop === "prepare") return (sql: string) => new LimitedStatement(t, t.prepare(sql), sql);
       if (prop === "batch") {
         return async (statements: LimitedStatement[]) => {
@@ -125,6 +128,14 @@ function limited<D extends object>(db: D): D {
 /** `db` with D1's production limits enforced on every path (see the module comment). */
 export function limitedD1(db: D1Database): D1Database {
   return limited(db);
+}
+
+/**
+ * The runtime's own binding behind `db` (a binding `limitedD1` wrapped), or `db` itself: what
+ * `applyD1Migrations` takes (it refuses any other object).
+ */
+export function runtimeD1(db: D1Database): D1Database {
+  return (db as { [RUNTIME]?: D1Database })[RUNTIME] ?? db;
 }
 
 /**
