@@ -118,16 +118,16 @@ async function templateKey(): Promise<string> {
 }
 
 /**
- * Fills `persistTo` (which must not exist yet) with a local state whose D1 databases have
- * every migration applied: a copy of a template that `wrangler d1 migrations apply` migrated
- * once (a wrangler run per database, one after another: about 35 s) and that the
- * self-tests share, under the system's temporary directory, named by {@link templateKey}.
- * The first self-test to need it builds it, holding a lock file (its pid) that the others
- * wait on (docs/development.md § "Suite time"); a lock whose process is gone is taken over.
+ * The path of a local state whose D1 databases have every migration applied: a template that
+ * `wrangler d1 migrations apply` migrated once (a wrangler run per database, one after another:
+ * about 35 s) and that the self-tests share, under the system's temporary directory, named by
+ * {@link templateKey}. The first caller builds it, holding a lock file (its pid) that the
+ * others wait on (docs/development.md § "Suite time"); a lock whose process is gone is taken
+ * over. `npm test` builds it beside the static checks (`npm run test:state`).
  *
  * @throws Error when wrangler fails to migrate the template (with its output).
  */
-export async function migratedState(persistTo: string): Promise<void> {
+export async function migratedTemplate(): Promise<string> {
   const template = path.join(os.tmpdir(), `school-edge-selftest-state-${(await templateKey()).slice(0, 16)}`);
   const lock = `${template}.lock`;
   while (!existsSync(template)) {
@@ -163,5 +163,15 @@ export async function migratedState(persistTo: string): Promise<void> {
       await rm(lock, { force: true });
     }
   }
-  await cp(template, persistTo, { recursive: true, errorOnExist: true, force: false });
+  return template;
+}
+
+/**
+ * Fills `persistTo` (which must not exist yet) with a copy of the migrated template
+ * ({@link migratedTemplate}).
+ *
+ * @throws Error when wrangler fails to migrate the template (with its output).
+ */
+export async function migratedState(persistTo: string): Promise<void> {
+  await cp(await migratedTemplate(), persistTo, { recursive: true, errorOnExist: true, force: false });
 }
