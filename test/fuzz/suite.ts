@@ -10,8 +10,8 @@ import { d1Fingerprint, send, setUpSchools } from "./workerd";
 
 /** Declares the fuzz tests of one file: `runs` requests over `routes`, seeded with `seed`. */
 export function fuzzSuite(title: string, routes: string[], runs: number, seed: number): void {
-  // Deliveries of the write school's registrations end here, never on the network. Left
-  // installed until the file's isolate ends: the hub's alarms may still run after the tests.
+  // Deliveries of the write school's registrations end here, never on the network; restored
+  // once they are deregistered (the next file's setup aborts every object and alarm).
   const receivers = new Receivers();
   const tally = new Tally();
   let ctx: FuzzContext;
@@ -29,6 +29,7 @@ export function fuzzSuite(title: string, routes: string[], runs: number, seed: n
     const headers = { authorization: `Bearer ${ctx.writeKey}` };
     const list = (await (await send({ method: "GET", path: "/v3/webhooks", headers })).json()) as { result: { id: string }[] };
     for (const hook of list.result) await send({ method: "DELETE", path: `/v3/webhooks/${hook.id}`, headers });
+    receivers.restore();
   });
 
   describe(title, () => {

@@ -7,7 +7,7 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { expect, it } from "vitest";
 import { fixture } from "../support/fixtures";
-import { d1Bindings, freshStorage } from "../support/fresh-storage";
+import { d1Bindings, freshStorage, freshStorageRanFor } from "../support/fresh-storage";
 import { loadFixture } from "../support/helpers";
 import { SEAM_TRIGGERS_SQL } from "../support/production-limits";
 import { hubStub, newSchool } from "../support/webhooks/harness";
@@ -30,6 +30,11 @@ async function contents(): Promise<Record<string, { rows: number; migrations: nu
   }
   return out;
 }
+
+it("setup.ts ran it for this file", () => {
+  expect(freshStorageRanFor()).toBe(expect.getState().testPath);
+  expect(freshStorageRanFor()).toMatch(/fresh-storage\.test\.ts$/);
+});
 
 it("a file's D1 rows, objects' storage, alarms and in-memory state are gone; the databases are migrated and guarded again", async () => {
   // What the migrations leave (some seed rows) is the state every file starts from.

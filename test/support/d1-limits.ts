@@ -131,8 +131,8 @@ export function limitedD1(db: D1Database): D1Database {
 }
 
 /**
- * The runtime's own binding behind `db` (a binding `limitedD1` wrapped), or `db` itself: what
- * `applyD1Migrations` takes (it refuses any other object).
+ * The runtime's own binding (or session) behind `db`, which `limitedD1` wrapped, or `db` itself
+ * when it is not wrapped: what `applyD1Migrations` takes (it refuses any other object).
  */
 export function runtimeD1(db: D1Database): D1Database {
   return (db as { [RUNTIME]?: D1Database })[RUNTIME] ?? db;

@@ -10,7 +10,10 @@ import { d1Bindings, freshStorage } from "./fresh-storage";
 import { installInvocationLimits } from "./invocations";
 import { limitedStorage } from "./sql-limits";
 
-/** Freezes `value` and everything it holds. */
+/**
+ * Freezes `value` and everything it holds (an object frozen already is taken as frozen whole),
+ * src/ objects the document holds by reference included: they are not to be changed either.
+ */
 function deepFreeze(value: unknown): void {
   if (typeof value !== "object" || value === null || Object.isFrozen(value)) return;
   Object.freeze(value);
