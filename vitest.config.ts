@@ -11,7 +11,7 @@ export default defineConfig(async () => {
   ensureDocsAssets();
   await ensurePortalAssets();
   // The directory's and the shards' migrations (wrangler.toml's migrations_dir of each
-  // binding), applied by test/support/setup.ts to DIRECTORY and every SHARD_<n>.
+  // binding), applied to DIRECTORY and every SHARD_<n> before each file (test/support/fresh-storage.ts).
   const migrations = (folder: string) => readD1Migrations(path.join(import.meta.dirname, "migrations", folder));
   return {
     plugins: [
@@ -49,12 +49,12 @@ export default defineConfig(async () => {
       // the suite's CPU (docs/development.md § Suite time). Each file still starts from empty
       // storage: test/support/setup.ts resets every D1 database and Durable Object first.
       isolate: false,
-      // One file per core: a file's time is spent in its own workerd (Miniflare) process, so
+      // One worker per core: a worker's time is spent in its own workerd (Miniflare) process, so
       // vitest's default (cores − 1, a single worker on a 2-core machine) leaves a core idle.
       // VITEST_MAX_WORKERS overrides it (docs/development.md § Suite time).
       maxWorkers: availableParallelism(),
       // Zod, drizzle-orm and the other dependencies as one pre-bundled module each, not
-      // hundreds of files that every test file's fresh worker fetches and evaluates again.
+      // hundreds of files that each worker's runtime fetches and evaluates.
       deps: {
         optimizer: {
           ssr: {
