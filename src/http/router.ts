@@ -32,12 +32,13 @@ function pathPattern(path: string): RegExp {
  * parametric route of that method would have matched (docs/reference.md § Error codes).
  */
 function pathPatterns(paths: readonly string[]): Map<string, RegExp> {
-  const literal = paths.filter((p) => !p.includes("{"));
+  // A path appears once per method that serves it.
+  const literal = [...new Set(paths.filter((p) => !p.includes("{")))];
   return new Map(
     paths.map((p) => {
       const re = pathPattern(p);
       if (!p.includes("{")) return [p, re];
-      const shadowed = [...new Set(literal.filter((l) => re.test(l)))];
+      const shadowed = literal.filter((l) => re.test(l));
       if (shadowed.length === 0) return [p, re];
       return [p, new RegExp(`^(?!(?:${shadowed.map(escapeRe).join("|")})/*$)${re.source.slice(1)}`)];
     }),

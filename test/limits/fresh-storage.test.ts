@@ -16,7 +16,7 @@ const testEnv = env as unknown as Record<string, D1Database>;
 const USER_TABLES =
   "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name <> 'd1_migrations'";
 
-/** Every binding's rows, table by table, and its count of applied migrations and guard triggers. */
+/** Each binding's rows (all its tables together), applied migrations and guard triggers. */
 async function contents(): Promise<Record<string, { rows: number; migrations: number; guards: number }>> {
   const out: Record<string, { rows: number; migrations: number; guards: number }> = {};
   for (const b of d1Bindings()) {
